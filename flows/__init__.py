@@ -1,0 +1,1 @@
+"""Prefect flows: post-release regression, traffic sampling, calibration."""

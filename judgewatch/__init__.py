@@ -1,0 +1,3 @@
+"""judgewatch: continuous quality evaluation for LLM applications."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,34 @@
+"""`judgewatch rubric check [PATH]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from judgewatch.rubric_check import check_rubrics
+from judgewatch.settings import get_settings
+
+app = typer.Typer(help="Rubric files: validate them before they grade anything.", no_args_is_help=True)
+
+
+@app.command("check")
+def check(path: Path | None = typer.Argument(None, help="A rubric YAML file or a folder of them")) -> None:
+    """Validate every rubric file and template; exit 1 naming the file, the field and the problem."""
+    target = path or get_settings().rubrics_dir
+    if not target.exists():
+        typer.echo(f"error: {target} does not exist", err=True)
+        raise typer.Exit(2)
+    results = check_rubrics(target)
+    if not results:
+        typer.echo(f"error: no rubric files (*.yaml) in {target}", err=True)
+        raise typer.Exit(2)
+    failed = False
+    for file, problems in results.items():
+        if problems:
+            failed = True
+            for problem in problems:
+                typer.echo(f"error: {problem}", err=True)
+        else:
+            typer.echo(f"ok: {file}")
+    raise typer.Exit(1 if failed else 0)

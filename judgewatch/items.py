@@ -1,0 +1,56 @@
+"""What a judge grades: one question/answer pair with the reference material that came with it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Language = Literal["en", "zh"]
+
+
+def detect_language(*texts: str | None) -> Language:
+    """'zh' when CJK ideographs make up at least a fifth of the letters, else 'en'."""
+    cjk = letters = 0
+    for text in texts:
+        for ch in text or "":
+            if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf":
+                cjk += 1
+                letters += 1
+            elif ch.isalpha():
+                letters += 1
+    return "zh" if letters and cjk / letters >= 0.2 else "en"
+
+
+class JudgeItem(BaseModel):
+    """One row of `judgewatch judge --input`: the input contract of every judge."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str = Field(min_length=1)
+    question: str
+    answer: str
+    reference_answer: str | None = None
+    reference_facts: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    language: Language | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("context", mode="before")
+    @classmethod
+    def _context_as_list(cls, value: object) -> object:
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
+
+    @property
+    def lang(self) -> Language:
+        return self.language or detect_language(self.question, self.answer)
+
+    @property
+    def has_references(self) -> bool:
+        return bool(self.reference_answer or self.reference_facts or self.context)

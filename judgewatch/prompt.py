@@ -1,0 +1,130 @@
+"""Rubric + item -> chat messages, through one Jinja2 environment with StrictUndefined.
+
+The rubric's instructions form the system message (identical for every item of a language, so vLLM's
+prefix cache reuses it); the judged content comes last, in the user message, delimited and neutralized.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+import jinja2
+from jinja2 import meta
+
+from judgewatch.items import JudgeItem, Language
+from judgewatch.rubric import Criterion, Rubric, RubricError
+
+SYSTEM_BLOCK = "system"
+USER_BLOCK = "user"
+
+# The only names a template may use; `judgewatch rubric check` rejects any other.
+TEMPLATE_VARIABLES = frozenset(
+    {
+        "rubric",
+        "criteria",
+        "scale",
+        "reason_max_chars",
+        "question",
+        "answer",
+        "reference_answer",
+        "reference_facts",
+        "context",
+        "to_score",
+        "not_applicable",
+    }
+)
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment: StrictUndefined, no autoescape (the output is a prompt, not HTML)."""
+    return jinja2.Environment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+
+
+def neutralize(text: str) -> str:
+    """Make judged text inert inside the prompt's <tag> delimiters: it cannot open or close any tag.
+
+    Angle brackets become their full-width look-alikes, so the judge still reads the text, but no
+    `</answer>` or `<system>` in an answer can end the data section or start a new one.
+    """
+    text = unicodedata.normalize("NFC", text)
+    text = _CONTROL.sub("", text)
+    return text.replace("<", "\uff1c").replace(">", "\uff1e")
+
+
+def _criterion_view(criterion: Criterion, lang: Language) -> dict[str, object]:
+    anchors = criterion.anchors_zh if lang == "zh" and criterion.anchors_zh else criterion.anchors
+    description = criterion.description_zh if lang == "zh" and criterion.description_zh else criterion.description
+    return {
+        "name": criterion.name,
+        "description": description,
+        "needs_reference": criterion.needs_reference,
+        "anchors": sorted(anchors.items()),
+    }
+
+
+def _compile(rubric: Rubric, lang: Language) -> jinja2.Template:
+    text = rubric.template_texts.get(lang)
+    if text is None:
+        raise RubricError(f"{rubric.path}: field 'templates': no template for language '{lang}'")
+    try:
+        return environment().from_string(text)
+    except jinja2.TemplateSyntaxError as exc:
+        raise RubricError(
+            f"{rubric.path}: field 'templates.{lang}': template syntax error line {exc.lineno}: {exc.message}"
+        ) from exc
+
+
+def undeclared_variables(rubric: Rubric, lang: Language) -> set[str]:
+    """Names the template uses that the renderer does not provide."""
+    ast = environment().parse(rubric.template_texts[lang])
+    return set(meta.find_undeclared_variables(ast)) - TEMPLATE_VARIABLES
+
+
+def template_language(rubric: Rubric, item: JudgeItem) -> Language:
+    lang = item.lang
+    return lang if lang in rubric.template_texts else next(iter(rubric.template_texts))
+
+
+def render_messages(rubric: Rubric, item: JudgeItem, to_score: list[str]) -> list[dict[str, str]]:
+    """The chat messages for one item: [system: rubric instructions, user: the neutralized content]."""
+    lang = template_language(rubric, item)
+    template = _compile(rubric, lang)
+    applicable = set(to_score)
+    context = {
+        "rubric": {"name": rubric.name, "version": rubric.version, "description": rubric.description},
+        "criteria": [_criterion_view(c, lang) for c in rubric.criteria],
+        "scale": {"min": rubric.scale.min, "max": rubric.scale.max},
+        "reason_max_chars": rubric.reason_max_chars,
+        "question": neutralize(item.question),
+        "answer": neutralize(item.answer),
+        "reference_answer": neutralize(item.reference_answer) if item.reference_answer else "",
+        "reference_facts": [neutralize(f) for f in item.reference_facts],
+        "context": [neutralize(c) for c in item.context],
+        "to_score": [c for c in (x.name for x in rubric.criteria) if c in applicable],
+        "not_applicable": [c.name for c in rubric.criteria if c.name not in applicable],
+    }
+    missing = [b for b in (SYSTEM_BLOCK, USER_BLOCK) if b not in template.blocks]
+    if missing:
+        raise RubricError(f"{rubric.path}: field 'templates.{lang}': template lacks block(s) {missing}")
+    try:
+        parts = {
+            block: "".join(template.blocks[block](template.new_context(context))).strip()
+            for block in (SYSTEM_BLOCK, USER_BLOCK)
+        }
+    except jinja2.UndefinedError as exc:
+        raise RubricError(f"{rubric.path}: field 'templates.{lang}': undefined template variable: {exc}") from exc
+    return [
+        {"role": "system", "content": parts[SYSTEM_BLOCK]},
+        {"role": "user", "content": parts[USER_BLOCK]},
+    ]

@@ -1,0 +1,181 @@
+"""Rubrics are data: `rubrics/<name>.yaml` (criteria, scale, anchors, version) plus Jinja2 prompt templates.
+
+A broken file raises `RubricError` naming the file, the field and the problem. The rubric's content hash
+covers the YAML and every template it uses, so any edit that can change a score starts a new series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judgewatch.items import Language
+from judgewatch.verdicts import RubricIdentity
+
+
+class RubricError(ValueError):
+    """A rubric file or template that cannot be used; the message names the file and the field."""
+
+
+class Scale(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    min: int = 1
+    max: int = 5
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Scale:
+        if self.max <= self.min:
+            raise ValueError(f"max ({self.max}) must be greater than min ({self.min})")
+        return self
+
+    @property
+    def levels(self) -> list[int]:
+        return list(range(self.min, self.max + 1))
+
+
+class Criterion(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    description: str = Field(min_length=1)
+    needs_reference: bool = False
+    weight: float = Field(default=1.0, gt=0)
+    anchors: dict[int, str]
+    description_zh: str | None = None
+    anchors_zh: dict[int, str] | None = None
+
+
+class Rubric(BaseModel):
+    """A validated rubric. `path` and the template texts are attached by `load_rubric`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    version: str = Field(min_length=1)
+    description: str = ""
+    kind: Literal["pointwise", "pairwise"] = "pointwise"
+    scale: Scale = Field(default_factory=Scale)
+    criteria: list[Criterion] = Field(min_length=1)
+    templates: dict[Language, str]
+    reason_max_chars: int = Field(default=160, ge=20, le=1000)
+    pass_threshold: float | None = None
+
+    path: Path | None = Field(default=None, exclude=True)
+    template_texts: dict[Language, str] = Field(default_factory=dict, exclude=True)
+
+    @model_validator(mode="after")
+    def _anchors_cover_scale(self) -> Rubric:
+        levels = set(self.scale.levels)
+        seen: set[str] = set()
+        for i, criterion in enumerate(self.criteria):
+            if criterion.name in seen:
+                raise ValueError(f"criteria.{i}.name: duplicate criterion '{criterion.name}'")
+            seen.add(criterion.name)
+            for field, anchors in (("anchors", criterion.anchors), ("anchors_zh", criterion.anchors_zh)):
+                if anchors is None:
+                    continue
+                missing = sorted(levels - set(anchors))
+                extra = sorted(set(anchors) - levels)
+                if missing:
+                    raise ValueError(
+                        f"criteria.{i}.{field} ({criterion.name}): missing anchor for level(s) {missing}"
+                    )
+                if extra:
+                    raise ValueError(
+                        f"criteria.{i}.{field} ({criterion.name}): level(s) {extra} outside the scale "
+                        f"{self.scale.min}-{self.scale.max}"
+                    )
+        return self
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over the YAML bytes and every template's bytes (first 16 hex digits)."""
+        digest = hashlib.sha256()
+        if self.path is not None:
+            digest.update(self.path.read_bytes())
+        else:
+            digest.update(self.model_dump_json().encode())
+        for lang in sorted(self.template_texts):
+            digest.update(lang.encode() + b"\0" + self.template_texts[lang].encode())
+        return digest.hexdigest()[:16]
+
+    @property
+    def identity(self) -> RubricIdentity:
+        return RubricIdentity(name=self.name, version=self.version, hash=self.content_hash)
+
+    def criterion(self, name: str) -> Criterion:
+        for criterion in self.criteria:
+            if criterion.name == name:
+                return criterion
+        raise KeyError(name)
+
+    def applicable(self, has_references: bool) -> list[Criterion]:
+        """Criteria that can be judged; those needing references are not applicable without them."""
+        return [c for c in self.criteria if has_references or not c.needs_reference]
+
+    def overall(self, scores: dict[str, int | None]) -> float | None:
+        """Weighted mean of the criteria that have a score."""
+        pairs = [(self.criterion(k).weight, v) for k, v in scores.items() if v is not None]
+        if not pairs:
+            return None
+        return round(sum(w * v for w, v in pairs) / sum(w for w, _ in pairs), 4)
+
+
+def _format_validation_error(path: Path, error: ValidationError) -> str:
+    lines = []
+    for err in error.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{path}: field '{loc}': {msg}")
+    return "\n".join(lines)
+
+
+def rubric_path(name_or_path: str | Path, rubrics_dir: Path) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml") and candidate.exists():
+        return candidate
+    path = rubrics_dir / f"{name_or_path}.yaml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in rubrics_dir.glob("*.yaml"))) or "none"
+        raise RubricError(f"unknown rubric '{name_or_path}' (no {path}; rubrics in {rubrics_dir}: {known})")
+    return path
+
+
+def load_rubric(name_or_path: str | Path, rubrics_dir: Path | None = None) -> Rubric:
+    """Load, validate and attach templates; raises RubricError naming file, field and problem."""
+    if rubrics_dir is None:
+        from judgewatch.settings import get_settings
+
+        rubrics_dir = get_settings().rubrics_dir
+    path = rubric_path(name_or_path, rubrics_dir)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise RubricError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise RubricError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
+    try:
+        rubric = Rubric.model_validate(raw)
+    except ValidationError as exc:
+        raise RubricError(_format_validation_error(path, exc)) from exc
+    if rubric.name != path.stem:
+        raise RubricError(f"{path}: field 'name': '{rubric.name}' does not match the file name '{path.stem}'")
+    texts: dict[Language, str] = {}
+    for lang, template in rubric.templates.items():
+        template_path = path.parent / template
+        if not template_path.exists():
+            raise RubricError(f"{path}: field 'templates.{lang}': template file {template_path} not found")
+        texts[lang] = template_path.read_text(encoding="utf-8")
+    rubric.path = path
+    rubric.template_texts = texts
+    return rubric

@@ -1,0 +1,47 @@
+"""One settings object, read from the environment (JUDGEWATCH_*), a `.env` file and an optional TOML file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    """Everything an operator can configure. Built by `get_settings()`, never at import time."""
+
+    model_config = SettingsConfigDict(env_prefix="JUDGEWATCH_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Field(default=REPO_ROOT / ".judgewatch", description="SQLite file, reports, logs")
+    database_url: str | None = Field(default=None, description="SQLAlchemy URL; default: SQLite in data_dir")
+    rubrics_dir: Path = REPO_ROOT / "rubrics"
+    datasets_dir: Path = REPO_ROOT / "datasets"
+
+    judge_url: str = Field(default="http://127.0.0.1:8011/v1", description="OpenAI-compatible base URL")
+    judge_model: str = "smollm2-135m-instruct"
+    judge_api_key: str = "EMPTY"
+    judge_fallback_urls: list[str] = Field(default_factory=list)
+    judge_concurrency: int = 64
+    judge_timeout_s: float = 60.0
+    judge_max_retries: int = 2
+    judge_max_tokens: int = 160
+    judge_seed: int = 1234
+
+    review_share: float = 0.10
+    double_label_share: float = 0.10
+    lease_seconds: int = 600
+
+    @property
+    def effective_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'judgewatch.db'}"
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

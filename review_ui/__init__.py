@@ -1,0 +1,1 @@
+"""The Gradio review app: the human-review queue and the model owners' views."""

@@ -1,0 +1,66 @@
+"""The verdict schema is generated from the rubric; replies are validated, cut replies salvaged only when complete."""
+
+from __future__ import annotations
+
+import pytest
+
+from judgewatch.rubric import load_rubric
+from judgewatch.settings import REPO_ROOT
+from judgewatch.verdict_schema import ReplyError, parse_reply, response_format, verdict_schema
+
+ALL = ["relevance", "faithfulness", "completeness"]
+
+
+@pytest.fixture(scope="module")
+def rubric():  # type: ignore[no-untyped-def]
+    return load_rubric("answer_quality", REPO_ROOT / "rubrics")
+
+
+def test_schema_puts_scores_before_a_bounded_reason(rubric) -> None:  # type: ignore[no-untyped-def]
+    schema = verdict_schema(rubric, ["relevance", "faithfulness"])
+    assert list(schema["properties"]) == ["relevance", "faithfulness", "reason"]
+    assert schema["properties"]["relevance"] == {"type": "integer", "minimum": 1, "maximum": 5}
+    assert schema["properties"]["reason"]["maxLength"] == rubric.reason_max_chars
+    assert schema["additionalProperties"] is False
+
+
+def test_response_format_is_json_schema_not_guided_json(rubric) -> None:  # type: ignore[no-untyped-def]
+    fmt = response_format(rubric, ALL)
+    assert fmt["type"] == "json_schema"
+    assert fmt["json_schema"]["schema"]["required"] == [*ALL, "reason"]
+
+
+def test_valid_reply_parses(rubric) -> None:  # type: ignore[no-untyped-def]
+    scores, reason = parse_reply(rubric, ALL, '{"relevance":5,"faithfulness":2,"completeness":3,"reason":"ok"}')
+    assert scores == {"relevance": 5, "faithfulness": 2, "completeness": 3}
+    assert reason == "ok"
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("not json", "not JSON"),
+        ('{"relevance":6,"faithfulness":2,"completeness":3,"reason":""}', "relevance"),
+        ('{"relevance":"5","faithfulness":2,"completeness":3,"reason":""}', "relevance"),
+        ('{"relevance":5,"faithfulness":2,"reason":""}', "completeness"),
+        ('{"relevance":5,"faithfulness":2,"completeness":3,"reason":"","extra":1}', "extra"),
+    ],
+)
+def test_invalid_replies_are_rejected_with_the_field(rubric, text: str, fragment: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ReplyError, match=fragment) as err:
+        parse_reply(rubric, ALL, text)
+    assert not err.value.truncated
+
+
+def test_cut_reply_with_every_score_is_kept(rubric) -> None:  # type: ignore[no-untyped-def]
+    scores, reason = parse_reply(
+        rubric, ALL, '{"relevance":4,"faithfulness":1,"completeness":2,"reason":"1.1.1.1.1', finish_reason="length"
+    )
+    assert scores == {"relevance": 4, "faithfulness": 1, "completeness": 2}
+    assert reason.endswith("[truncated]")
+
+
+def test_cut_reply_missing_a_score_is_truncated(rubric) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ReplyError, match="before the score of 'completeness'") as err:
+        parse_reply(rubric, ALL, '{"relevance":4,"faithfulness":1,"compl', finish_reason="length")
+    assert err.value.truncated
