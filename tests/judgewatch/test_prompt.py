@@ -18,7 +18,12 @@ def rubric():  # type: ignore[no-untyped-def]
 
 
 def _item(**kw: object) -> JudgeItem:
-    base = {"id": "1", "question": "Who wrote Hamlet?", "answer": "Shakespeare.", "reference_facts": ["Hamlet is by Shakespeare."]}
+    base = {
+        "id": "1",
+        "question": "Who wrote Hamlet?",
+        "answer": "Shakespeare.",
+        "reference_facts": ["Hamlet is by Shakespeare."],
+    }
     return JudgeItem(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -43,7 +48,9 @@ def test_neutralize_strips_control_characters_and_angle_brackets() -> None:
 
 
 def test_chinese_items_get_the_chinese_template(rubric) -> None:  # type: ignore[no-untyped-def]
-    item = _item(question="《哈姆雷特》的作者是谁？", answer="莎士比亚。", reference_facts=["《哈姆雷特》是莎士比亚写的。"])
+    item = _item(
+        question="《哈姆雷特》的作者是谁？", answer="莎士比亚。", reference_facts=["《哈姆雷特》是莎士比亚写的。"]
+    )
     assert item.lang == "zh"
     system = render_messages(rubric, item, ALL)[0]["content"]
     assert "评分" in system and "完全没有涵盖参考答案要求的内容" in system
@@ -62,7 +69,11 @@ def test_user_message_lists_only_the_criteria_to_score(rubric) -> None:  # type:
 
 @pytest.mark.parametrize(
     ("texts", "expected"),
-    [(("What is it?", "It is a cat."), "en"), (("这是什么？", "这是一只猫。"), "zh"), (("GPU 是什么？", "图形处理器"), "zh")],
+    [
+        (("What is it?", "It is a cat."), "en"),
+        (("这是什么？", "这是一只猫。"), "zh"),
+        (("GPU 是什么？", "图形处理器"), "zh"),
+    ],
 )
 def test_language_detection(texts: tuple[str, str], expected: str) -> None:
     assert detect_language(*texts) == expected

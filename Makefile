@@ -1,0 +1,47 @@
+# The few targets people type. Everything installs itself on first use.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check setup judge-setup judge-up judge-down review-ui bench clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
+	$(BIN)/pip install -q -e '.[dev]' 2>&1 | grep -v 'is ignored' || true
+	$(BIN)/python -c "import judgewatch, prefect, gradio, sqlmodel, openai, datasets, scipy" && touch $(STAMP)
+
+setup: $(STAMP)  ## the application venv (.venv)
+
+judge-setup:  ## the vLLM CPU venv and the SmolLM2 judge model folder (.judge/)
+	bash scripts/judge_setup.sh
+
+judge-up: judge-setup  ## start the local vLLM judge on 127.0.0.1:8011
+	bash scripts/judge_serve.sh start
+
+judge-down:
+	bash scripts/judge_serve.sh stop
+
+demo: setup judge-up  ## the main job on the embedded defaults: two releases, two tiers, the gate
+	$(BIN)/judgewatch demo
+
+test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and a real browser
+	bash scripts/run_tests.sh
+
+check: setup  ## lint, types, rubric and dataset checks
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/judgewatch rubric check
+	for d in datasets/*/; do $(BIN)/judgewatch dataset check $$(basename $$d) || exit 1; done
+
+review-ui: setup
+	$(BIN)/judgewatch review-ui
+
+bench: setup
+	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf .judgewatch reports bench/out

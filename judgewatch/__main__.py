@@ -1,0 +1,5 @@
+"""`python -m judgewatch` is the `judgewatch` command."""
+
+from judgewatch.cli import main
+
+main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The test command behind `make test`: brings up what the tests need, runs pytest, tears it down.
+# - the real vLLM CPU judge on 127.0.0.1:$JUDGEWATCH_JUDGE_PORT (default 8012, apart from the demo's 8011)
+# - PostgreSQL on 127.0.0.1:5432 (started if this machine has it installed but stopped)
+# - Debian's chromium for the browser tests (apt-get, never a playwright browser download)
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+export JUDGEWATCH_JUDGE_PORT=${JUDGEWATCH_JUDGE_PORT:-8012}
+export JUDGEWATCH_TEST_VLLM_URL=${JUDGEWATCH_TEST_VLLM_URL:-http://127.0.0.1:$JUDGEWATCH_JUDGE_PORT/v1}
+export JUDGEWATCH_TEST_POSTGRES_URL=${JUDGEWATCH_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
+export PREFECT_SERVER_ANALYTICS_ENABLED=false GRADIO_ANALYTICS_ENABLED=False DO_NOT_TRACK=1
+export PREFECT_HOME=${PREFECT_HOME:-$here/.judgewatch/prefect-test}
+
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  if command -v pg_ctlcluster >/dev/null; then
+    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+  fi
+fi
+
+if ! command -v chromium >/dev/null; then
+  echo "[tests] installing Debian's chromium for the browser tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+    || echo "[tests] could not install chromium" >&2
+fi
+
+started_judge=0
+if ! JUDGEWATCH_JUDGE_PORT=$JUDGEWATCH_JUDGE_PORT bash scripts/judge_serve.sh status >/dev/null 2>&1; then
+  bash scripts/judge_serve.sh start
+  started_judge=1
+fi
+cleanup() { [ "$started_judge" = 1 ] && bash scripts/judge_serve.sh stop || true; }
+trap cleanup EXIT
+
+.venv/bin/python -m pytest "$@"
