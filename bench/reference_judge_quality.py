@@ -1,0 +1,248 @@
+"""Benchmark: how well the offline reference judge separates right from wrong answers, and how fast it is.
+
+Data (../shared/data, real and labeled by others; see each SOURCE.md):
+- HaluEval QA (en), `generation/qa/qa_{one,multi}-turn_data.json`: 500 questions, each with its knowledge
+  (the reference facts), the HotpotQA gold answer (right) and a ChatGPT-written hallucinated answer (wrong).
+  The right answer is never given to the judge as a reference: only the knowledge is.
+- HalluQA (zh), `HalluQA.json`: 450 questions with human-written correct and wrong answers. The judged correct
+  answer must not be its own reference, so:
+  * questions with 2-4 correct answers (265): leave-one-out. For k = 1..4, correct answer k and wrong answer k
+    are both judged against the *other* correct answers (the first of them as the reference answer, all of
+    them plus a textual `Source` evidence as reference facts): the same references for both sides of a pair.
+  * questions with one correct answer (185, all "Knowledge"): only the 2 whose `Source` is an evidence
+    sentence can be measured (that sentence is the only reference, no reference answer); the other 183 have a
+    URL as evidence and nothing else to compare with, so they are left out. The HalluQA figure therefore
+    speaks for misleading-premise questions (244 of the 267 measured) and says little about knowledge ones.
+AUROC = P(score of a right answer > score of a wrong one), ties 1/2; 95% intervals from a seeded bootstrap
+that resamples questions (both answers of a question stay together). The judge was tuned on a development
+half (HaluEval items 0-249, HalluQA question_id <= 225); the other half is reported separately as held out.
+
+Run: .venv/bin/python bench/reference_judge_quality.py [--data-dir DIR] [--bootstrap N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+from judges import _text
+from judges.reference import ReferenceJudge
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT
+
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
+CHANCE = 0.5
+LEXICAL_OVERLAP = {"halueval": 0.92, "halluqa": 0.86}  # JUDGE_RUNTIME.md, 200 x 2 and 150 x 2 items
+SMOLLM2 = {"halueval": 0.52, "halluqa": 0.50}  # the same page: the real LLM judge on these machines
+SHORTER_IS_RIGHT = 0.95  # JUDGE_RUNTIME.md: HaluEval QA's length confound
+SPEED_LIMIT = 1000.0  # verdicts per second on one core, as the issue asks
+SEED = 20261129
+
+
+@dataclass(frozen=True)
+class Case:
+    item: JudgeItem
+    right: bool
+    group: str  # the question: bootstrap unit
+    dev: bool  # in the half the judge's design choices were tuned on
+
+
+def halueval_cases(data_dir: Path, variant: str = "one-turn") -> list[Case]:
+    path = data_dir / "halueval" / "generation" / "qa" / f"qa_{variant}_data.json"
+    cases = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        for right, answer in ((True, row["right_answer"]), (False, row["hallucinated_answer"])):
+            item = JudgeItem(
+                id=f"halueval-{i}-{'right' if right else 'hallucinated'}",
+                question=row["question"],
+                answer=answer,
+                reference_facts=[row["knowledge"]],
+                language="en",
+            )
+            cases.append(Case(item, right, f"q{i}", i < 250))
+    return cases
+
+
+def halluqa_cases(data_dir: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
+    """(cases, number of questions left out because their only correct answer would be its own reference).
+
+    `leaky=True` builds the scheme this benchmark avoids (every correct answer among the references of both
+    sides, the judged one included), only to show how much that leak would inflate the figure.
+    """
+    rows = json.loads((data_dir / "halluqa" / "HalluQA.json").read_text(encoding="utf-8"))
+    cases: list[Case] = []
+    left_out = 0
+    for row in rows:
+        qid = row["question_id"]
+        best = [(row.get(f"Best Answer{k}") or "").strip() for k in range(1, 5)]
+        wrong = [(row.get(f"Wrong_Answer{k}") or "").strip() for k in range(1, 5)]
+        source = (row.get("Source") or "").strip()
+        evidence = [source] if source and not source.startswith("http") else []
+        question, dev, group = row["Question"], qid <= 225, f"q{qid}"
+
+        def add(kind: str, answer: str, right: bool, ref_answer: str | None, facts: list[str]) -> None:
+            item = JudgeItem(
+                id=f"halluqa-{group}-{kind}",  # noqa: B023 - called only within this iteration
+                question=question,  # noqa: B023
+                answer=answer,
+                reference_answer=ref_answer,
+                reference_facts=facts,
+                language="zh",
+            )
+            cases.append(Case(item, right, group, dev))  # noqa: B023
+
+        if sum(1 for b in best if b) >= 2:
+            for k in range(4):
+                others = [b for j, b in enumerate(best) if (j != k or leaky) and b]
+                if best[k]:
+                    add(f"best{k + 1}", best[k], True, others[0], others + evidence)
+                if wrong[k]:
+                    add(f"wrong{k + 1}", wrong[k], False, others[0], others + evidence)
+        elif evidence:
+            add("best1", next(b for b in best if b), True, None, evidence)
+            for k, answer in enumerate(wrong):
+                if answer:
+                    add(f"wrong{k + 1}", answer, False, None, evidence)
+        else:
+            left_out += 1
+    return cases, left_out
+
+
+def auroc(scores: np.ndarray, right: np.ndarray) -> float:
+    """Mann-Whitney AUROC with ties counted 1/2."""
+    ranks = rankdata(scores)
+    n_pos = int(right.sum())
+    n_neg = len(right) - n_pos
+    return float((ranks[right].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def bootstrap_interval(scores: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int) -> tuple[float, float]:
+    """95% percentile interval of the AUROC, resampling whole questions (seeded)."""
+    index: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        index.setdefault(g, []).append(i)
+    members = list(index.values())
+    rng = np.random.default_rng(SEED)
+    values = []
+    for _ in range(n):
+        pick = rng.integers(0, len(members), len(members))
+        rows = np.concatenate([members[p] for p in pick])
+        if 0 < right[rows].sum() < len(rows):
+            values.append(auroc(scores[rows], right[rows]))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return float(low), float(high)
+
+
+def report(label: str, cases: list[Case], score: Callable[[Case], float], n_boot: int) -> float:
+    scores = np.array([score(c) for c in cases], dtype=float)
+    right = np.array([c.right for c in cases])
+    value = auroc(scores, right)
+    low, high = bootstrap_interval(scores, right, [c.group for c in cases], n_boot)
+    n_right = int(right.sum())
+    line = (
+        f"  {label:<50} AUROC {value:.3f} [95% {low:.3f}-{high:.3f}] (ratio {value / CHANCE:.2f} over chance 0.5)"
+        f"  n={n_right} right / {len(cases) - n_right} wrong"
+    )
+    print(line)
+    return value
+
+
+def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem]) -> tuple[float, float]:
+    """(cold, warm) verdicts per second: cold = tokenizer caches emptied first; every answer is judged once."""
+    _text.tokenize.cache_clear()
+    _text._union_cached.cache_clear()
+    _text.negated.cache_clear()
+    start = time.perf_counter()
+    for item in items:
+        judge.judge_sync(item, rubric)
+    cold = len(items) / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for item in items:
+        judge.judge_sync(item, rubric)
+    warm = len(items) / (time.perf_counter() - start)
+    return cold, warm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("JUDGEWATCH_BENCH_DATA", DEFAULT_DATA)))
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, literally
+
+    judge = ReferenceJudge()
+    rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
+    n = args.bootstrap
+
+    def raw(criterion: str) -> Callable[[Case], float]:
+        return lambda c: judge.raw_scores(c.item)[criterion]
+
+    def level(criterion: str) -> Callable[[Case], float]:
+        return lambda c: float(judge.judge_sync(c.item, rubric).scores[criterion] or 0)
+
+    print(f"reference judge quality (rubric {rubric.name} {rubric.version}, bootstrap {n} x, seed {SEED})")
+    halueval = halueval_cases(args.data_dir)
+    print("\nHaluEval QA one-turn (en): right vs hallucinated answer, the knowledge as reference facts")
+    he = report("faithfulness, raw", halueval, raw("faithfulness"), n)
+    report("faithfulness, integer 1-5", halueval, level("faithfulness"), n)
+    report("  development half (items 0-249), raw", [c for c in halueval if c.dev], raw("faithfulness"), n)
+    report("  held-out half (items 250-499), raw", [c for c in halueval if not c.dev], raw("faithfulness"), n)
+    shorter = report("baseline: the shorter answer is right", halueval, lambda c: -len(c.item.answer), n)
+    length = {(c.group, c.right): len(c.item.answer) for c in halueval}
+    matched = [c for c in halueval if length[c.group, False] <= length[c.group, True]]
+    report("  length-controlled: wrong answer not longer, raw", matched, raw("faithfulness"), n)
+    print(
+        f"  faithfulness {he:.3f} vs lexical overlap {LEXICAL_OVERLAP['halueval']:.2f} (JUDGE_RUNTIME.md): "
+        f"ratio {he / LEXICAL_OVERLAP['halueval']:.2f}; vs shorter-is-right {shorter:.3f}: ratio {he / shorter:.2f}; "
+        f"vs SmolLM2-135M {SMOLLM2['halueval']:.2f}: ratio {he / SMOLLM2['halueval']:.2f}"
+    )
+    multi = halueval_cases(args.data_dir, "multi-turn")
+    print("\nHaluEval QA multi-turn (en): same questions and right answers, other hallucinated answers")
+    report("faithfulness, raw", multi, raw("faithfulness"), n)
+    report("  held-out half (items 250-499), raw", [c for c in multi if not c.dev], raw("faithfulness"), n)
+
+    halluqa, left_out = halluqa_cases(args.data_dir)
+    loo = [c for c in halluqa if c.item.reference_answer]
+    print(
+        f"\nHalluQA (zh): correct vs wrong human answers, leave-one-out references "
+        f"({len({c.group for c in halluqa})} questions measured, {left_out} left out: one correct answer, URL only)"
+    )
+    hq = report("faithfulness, raw", halluqa, raw("faithfulness"), n)
+    report("faithfulness, integer 1-5", halluqa, level("faithfulness"), n)
+    report("  development half (question_id <= 225), raw", [c for c in halluqa if c.dev], raw("faithfulness"), n)
+    report("  held-out half (question_id > 225), raw", [c for c in halluqa if not c.dev], raw("faithfulness"), n)
+    report("completeness, raw (leave-one-out part)", loo, raw("completeness"), n)
+    report("baseline: the shorter answer is right", halluqa, lambda c: -len(c.item.answer), n)
+    print(
+        f"  faithfulness {hq:.3f} vs lexical overlap {LEXICAL_OVERLAP['halluqa']:.2f} (JUDGE_RUNTIME.md, scheme "
+        f"unstated): ratio {hq / LEXICAL_OVERLAP['halluqa']:.2f}; vs SmolLM2-135M {SMOLLM2['halluqa']:.2f}: "
+        f"ratio {hq / SMOLLM2['halluqa']:.2f}"
+    )
+    leaky = [c for c in halluqa_cases(args.data_dir, leaky=True)[0] if c.item.reference_answer]
+    leak = auroc(np.array([raw("faithfulness")(c) for c in leaky]), np.array([c.right for c in leaky]))
+    print(
+        f"  not a measurement: with the judged answer among its own references (the leak avoided above) "
+        f"the same AUROC would read {leak:.3f}"
+    )
+
+    items = [c.item for c in halueval + halluqa]
+    cold, warm = measure_speed(judge, rubric, items)
+    print(f"\nspeed, one core, {len(items)} full verdicts (rubric {rubric.name}, 3 criteria)")
+    for label, rate in (("cold", cold), ("warm", warm)):
+        ratio = rate / SPEED_LIMIT
+        print(f"  verdicts/s {label} caches {rate:,.0f} (ratio {ratio:.1f} over the {SPEED_LIMIT:,.0f}/s asked)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""The offline reference judge: scores from lexical coverage between answer, question and references.
+
+No model and no I/O: deterministic, thousands of verdicts a second on one core. It is the last link of the
+fallback chain when the vLLM judge is down and the fast judge of the tests. Its quality is measured, not
+assumed: see bench/reference_judge_quality.py and bench/README.md.
+
+Raw scores (continuous, in [0, 1]):
+- faithfulness: weighted share of the answer's content tokens found in the references (reference answer,
+  facts, context). Numbers weigh 3, capitalized names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question
+  is not evidence (it may carry a false premise). Halved when the answer's polarity (says no/not or not)
+  differs from the reference answer's.
+- completeness: weighted share of the reference answer's content tokens, minus those the question already
+  contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
+  of that recall over the reference facts; with context only, not applicable (nothing says what is required).
+- relevance: share of the question's content tokens found in the answer (half of them is enough for 1.0),
+  floored at 0.6 x the answer's support when the references are on-topic (they share >= 20% of the question's
+  content tokens): a short right answer ("Delhi") repeats nothing of the question but is on-topic.
+Integer scores: `CUTS` below, documented per criterion.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from judges._text import EMPTY, Tokens, is_bare_yes_no, negated, tokenize, union
+from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric
+from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict
+
+logger = logging.getLogger(__name__)
+
+# Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
+ALGORITHM_VERSION = "1.0.0"
+NAME = "reference-overlap"
+CRITERIA = ("relevance", "faithfulness", "completeness")
+
+POLARITY_FACTOR = 0.5  # answer says no/not and the reference answer does not, or the reverse
+RELEVANCE_SATURATION = 0.5  # repeating half of the question's content words is fully on-topic
+ON_TOPIC_FLOOR = 0.6  # relevance floor = this x support, when the references are on-topic
+ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share of the question's tokens
+
+# Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
+#   faithfulness: 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >= half, 2 = >= a quarter,
+#                 1 = less (mostly invented). A faithful paraphrase shares fewer tokens than a copied span
+#                 (Chinese correct answers against other correct answers: median 0.61), hence the low cuts.
+#   completeness: 5 = >= 85% of the reference covered, 4 = >= 60%, 3 = >= 35% (about half), 2 = >= 15%.
+#   relevance:    5 = >= 0.8, 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2.
+# Other scales: the cuts define a piecewise-linear map of [0, 1] onto [0, 1] (cut k -> k/5), and that position
+# is split into equal bins, one per level; on a 1-5 scale this gives exactly the cuts above.
+CUTS: Mapping[str, tuple[float, float, float, float]] = {
+    "faithfulness": (0.25, 0.5, 0.75, 0.95),
+    "completeness": (0.15, 0.35, 0.6, 0.85),
+    "relevance": (0.2, 0.4, 0.6, 0.8),
+}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Raw scores of one item and what the reason sentence needs; a criterion it cannot measure is None."""
+
+    relevance: float
+    faithfulness: float | None
+    completeness: float | None
+    unsupported_numbers: tuple[str, ...] = ()
+    unsupported_names: tuple[str, ...] = ()
+    polarity_flip: bool = False
+    empty_answer: bool = False
+    bare_yes_no: bool = False
+    completeness_target: str = ""  # "reference answer" | "reference facts" | ""
+
+    def raw(self) -> dict[str, float]:
+        values = {"relevance": self.relevance, "faithfulness": self.faithfulness, "completeness": self.completeness}
+        return {name: value for name, value in values.items() if value is not None}
+
+
+def _share(tokens: Tokens, within: Tokens, *, exclude: Tokens = EMPTY) -> float | None:
+    """Weighted share of `tokens` (minus `exclude`) present in `within`; None when nothing is left to share."""
+    total = found = 0.0
+    for token, weight in tokens.weights.items():
+        if token in exclude.weights:
+            continue
+        total += weight
+        if token in within.weights:
+            found += weight
+    return found / total if total else None
+
+
+def _recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> float:
+    """How much of one reference text the answer covers, ignoring what the question already says."""
+    target = tokenize(target_text)
+    recall = _share(target, answer, exclude=question)
+    if recall is None:
+        recall = _share(target, answer)
+    if recall is None:  # a bare "yes"/"no" reference: only the polarity can agree
+        return 0.0 if flip else 1.0
+    return recall * (POLARITY_FACTOR if flip else 1.0)
+
+
+def coverage(item: JudgeItem) -> Coverage:
+    """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
+    answer = tokenize(item.answer)
+    question = tokenize(item.question)
+    references = union([item.reference_answer, *item.reference_facts, *item.context])
+    flip = bool(item.reference_answer) and negated(item.answer) != negated(item.reference_answer or "")
+    bare = not answer and is_bare_yes_no(item.answer)  # "No.": nothing to check but the polarity
+    empty = not answer and not bare
+
+    faithfulness: float | None = None
+    numbers: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    support = 0.0
+    if item.has_references:
+        support = 1.0 if not answer else (_share(answer, references) or 0.0)
+        faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
+        numbers = tuple(sorted(n for n in answer.numbers if n not in references.weights))
+        names = tuple(sorted(word for n, word in answer.names.items() if n not in references.weights))
+
+    completeness: float | None = None
+    target = ""
+    if item.reference_answer:
+        completeness, target = _recall(item.reference_answer, answer, question, flip), "reference answer"
+    elif item.reference_facts:
+        recalls = [_recall(fact, answer, question, False) for fact in item.reference_facts]
+        completeness, target = sum(recalls) / len(recalls), "reference facts"
+
+    repeated = _share(question, answer)
+    relevance = 0.0 if repeated is None or empty else min(1.0, repeated / RELEVANCE_SATURATION)
+    if references and not empty and (_share(question, references) or 0.0) >= ON_TOPIC_MIN_OVERLAP:
+        relevance = max(relevance, ON_TOPIC_FLOOR * support)
+    if bare or (repeated is None and not empty):  # a bare yes/no, or a question with no content words
+        relevance = max(relevance, ON_TOPIC_FLOOR)
+
+    return Coverage(
+        relevance=relevance,
+        faithfulness=faithfulness,
+        completeness=completeness,
+        unsupported_numbers=numbers,
+        unsupported_names=names,
+        polarity_flip=flip,
+        empty_answer=empty,
+        bare_yes_no=bare,
+        completeness_target=target,
+    )
+
+
+def to_level(raw: float, cuts: tuple[float, ...], low: int, high: int) -> int:
+    """Map a raw score in [0, 1] to an integer level of low..high through the documented cut points."""
+    knots = (0.0, *cuts, 1.0)
+    steps = len(knots) - 1
+    raw = min(1.0, max(0.0, raw))
+    position = 1.0
+    for k in range(steps):
+        if raw < knots[k + 1]:
+            position = (k + (raw - knots[k]) / (knots[k + 1] - knots[k])) / steps
+            break
+    levels = high - low + 1
+    return low + min(levels - 1, math.floor(position * levels + 1e-9))
+
+
+def _listed(label: str, values: tuple[str, ...]) -> str:
+    shown = ", ".join(values[:3]) + (", ..." if len(values) > 3 else "")
+    return f"{len(values)} unsupported {label}{'' if len(values) == 1 else 's'}: {shown}"
+
+
+def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
+    """A short human sentence: what share is supported/covered and which numbers or names are not."""
+    parts: list[str] = []
+    if cov.empty_answer:
+        parts.append("the answer has no content words")
+    if cov.bare_yes_no:
+        parts.append("a bare yes/no answer")
+    if "faithfulness" in scored and cov.faithfulness is not None and not (cov.empty_answer or cov.bare_yes_no):
+        parts.append(f"references support {cov.faithfulness * 100:.0f}% of the answer")
+    if "completeness" in scored and cov.completeness is not None:
+        parts.append(f"answer covers {cov.completeness * 100:.0f}% of the {cov.completeness_target}")
+    if "relevance" in scored:
+        parts.append(f"relevance {cov.relevance:.2f}")
+    if cov.polarity_flip:
+        parts.append("its yes/no polarity differs from the reference answer")
+    if "faithfulness" in scored:
+        if cov.unsupported_numbers:
+            parts.append(_listed("number", cov.unsupported_numbers))
+        if cov.unsupported_names:
+            parts.append(_listed("name", cov.unsupported_names))
+    text = "; ".join(parts)
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+class ReferenceJudge:
+    """Lexical-coverage judge (kind "reference"); grades relevance, faithfulness and completeness only."""
+
+    kind = "reference"
+    name = NAME
+
+    def __init__(self) -> None:
+        self._identities: dict[str, JudgeIdentity] = {}
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        key = rubric.content_hash
+        if key not in self._identities:
+            digest = config_hash(rubric, algorithm="overlap", version=ALGORITHM_VERSION)
+            self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
+        return self._identities[key]
+
+    def raw_scores(self, item: JudgeItem) -> dict[str, float]:
+        """Continuous scores in [0, 1] of every criterion this item allows (for AUROC and borderline routing)."""
+        return coverage(item).raw()
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        return self.judge_sync(item, rubric)
+
+    def judge_sync(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        """The verdict, computed in this thread (no I/O); for bulk use without an event loop."""
+        start = time.perf_counter()
+        identity = self.identity(rubric)
+        try:
+            verdict = self._verdict(item, rubric, identity)
+        except Exception as exc:  # the last link of the fallback chain must still return a stored verdict
+            logger.exception("reference judge failed on item %s", item.id)
+            verdict = Verdict.unscored(
+                item.id,
+                UnscoredReason.judge_error,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=f"{type(exc).__name__}: {exc}",
+            )
+        verdict.latency_ms = (time.perf_counter() - start) * 1000.0
+        return verdict
+
+    def _verdict(self, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
+        unknown = [c.name for c in rubric.criteria if c.name not in CRITERIA]
+        if unknown:
+            return Verdict.unscored(
+                item.id,
+                UnscoredReason.judge_error,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=(
+                    f"the reference judge cannot grade criterion {', '.join(repr(n) for n in unknown)} "
+                    f"of rubric '{rubric.name}' (it grades {', '.join(CRITERIA)})"
+                ),
+            )
+        to_score, not_applicable = plan(rubric, item)
+        if not to_score:
+            return no_reference_verdict(item, rubric, identity)
+        cov = coverage(item)
+        raw = cov.raw()
+        measurable = [name for name in to_score if name in raw]
+        if not measurable:
+            return Verdict.unscored(
+                item.id,
+                UnscoredReason.no_reference,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=f"{', '.join(to_score)}: needs a reference answer or reference facts; the item has only context",
+                not_applicable=[c.name for c in rubric.criteria],
+                scores={c.name: None for c in rubric.criteria},
+            )
+        low, high = rubric.scale.min, rubric.scale.max
+        scores = {name: to_level(raw[name], CUTS[name], low, high) for name in measurable}
+        not_applicable = not_applicable + [name for name in to_score if name not in raw]
+        reason = reason_for(cov, measurable, rubric.reason_max_chars)
+        return scored_verdict(item, rubric, identity, scores, not_applicable, reason)
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,223 @@
+"""The offline reference judge: deterministic, grounded in the references, honest about what it cannot grade."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scipy.stats import rankdata
+
+import judges.reference as reference
+from judges._text import negated, tokenize
+from judges.base import Judge
+from judges.reference import CUTS, ReferenceJudge, to_level
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT
+from judgewatch.verdicts import UnscoredReason, VerdictStatus
+
+HALUEVAL_QA = REPO_ROOT.parent / "shared" / "data" / "halueval" / "generation" / "qa" / "qa_one-turn_data.json"
+# Measured on these 100 questions: 0.95 (bootstrap 95% 0.92-0.98); the floor leaves room below the interval.
+FIRST_100_AUROC_FLOOR = 0.85
+
+EIFFEL_FACTS = ["The Eiffel Tower in Paris was completed in 1889.", "It was designed by the company of Gustave Eiffel."]
+GREAT_WALL_FACTS = ["长城是中国古代的军事防御工程，明长城全长约8851公里。", "现存的长城大部分修建于明朝。"]
+
+
+@pytest.fixture
+def quality() -> Rubric:
+    return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")
+
+
+def make_rubric(*criteria: tuple[str, bool]) -> Rubric:
+    """A minimal in-memory rubric with the given (name, needs_reference) criteria on a 1-5 scale."""
+    anchors = {level: f"level {level}" for level in range(1, 6)}
+    return Rubric.model_validate(
+        {
+            "name": "custom",
+            "version": "1",
+            "templates": {"en": "custom.en.j2"},
+            "criteria": [
+                {"name": name, "description": name, "needs_reference": needs, "anchors": anchors}
+                for name, needs in criteria
+            ],
+        }
+    )
+
+
+def item(answer: str, **fields: object) -> JudgeItem:
+    values: dict[str, object] = {"id": "x", "question": "When was the Eiffel Tower completed?", "answer": answer}
+    values.update(fields)
+    return JudgeItem.model_validate(values)
+
+
+def test_same_input_twice_gives_the_same_verdict(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    it = item("The Eiffel Tower was completed in 1887.", reference_facts=EIFFEL_FACTS, reference_answer="In 1889.")
+    first, second = judge.judge_sync(it, quality), judge.judge_sync(it, quality)
+    assert first.model_dump(exclude={"latency_ms"}) == second.model_dump(exclude={"latency_ms"})
+    assert judge.raw_scores(it) == judge.raw_scores(it)
+
+
+def test_supported_english_answer_is_more_faithful_than_a_contradicting_one(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    right = item("The Eiffel Tower was completed in 1889.", reference_facts=EIFFEL_FACTS)
+    wrong = item("The Eiffel Tower was completed in 1925 by Alexandre Dumas.", reference_facts=EIFFEL_FACTS)
+    assert judge.raw_scores(right)["faithfulness"] > judge.raw_scores(wrong)["faithfulness"]
+    right_verdict, wrong_verdict = judge.judge_sync(right, quality), judge.judge_sync(wrong, quality)
+    assert right_verdict.scores["faithfulness"] == 5
+    assert (wrong_verdict.scores["faithfulness"] or 5) < 5
+    assert "1925" in wrong_verdict.reason and "Dumas" in wrong_verdict.reason
+
+
+def test_supported_chinese_answer_is_more_faithful_than_a_contradicting_one(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    question = "现存的长城大部分修建于哪个朝代？"
+    right = item("现存的长城大部分是明朝修建的。", question=question, reference_facts=GREAT_WALL_FACTS)
+    wrong = item("长城大部分修建于秦朝，由秦始皇下令建造。", question=question, reference_facts=GREAT_WALL_FACTS)
+    assert judge.raw_scores(right)["faithfulness"] > judge.raw_scores(wrong)["faithfulness"]
+    assert (judge.judge_sync(right, quality).scores["faithfulness"] or 0) > (
+        judge.judge_sync(wrong, quality).scores["faithfulness"] or 0
+    )
+
+
+def test_a_wrong_number_costs_more_than_a_wrong_ordinary_word() -> None:
+    judge = ReferenceJudge()
+    wrong_word = item("The Eiffel Tower was finished in 1889.", reference_facts=EIFFEL_FACTS)
+    wrong_year = item("The Eiffel Tower was completed in 1887.", reference_facts=EIFFEL_FACTS)
+    assert judge.raw_scores(wrong_year)["faithfulness"] < judge.raw_scores(wrong_word)["faithfulness"]
+
+
+def test_an_answer_saying_no_where_the_reference_answer_says_yes_loses_faithfulness_and_completeness() -> None:
+    judge = ReferenceJudge()
+    question = "Were the Eiffel Tower and the Statue of Liberty designed by the same company?"
+    reference_answer = "Yes, both were designed by the company of Gustave Eiffel."
+    same = item("Yes, Gustave Eiffel's company designed both.", question=question, reference_answer=reference_answer)
+    flipped = item("No, not Gustave Eiffel's company.", question=question, reference_answer=reference_answer)
+    assert judge.raw_scores(flipped)["faithfulness"] < judge.raw_scores(same)["faithfulness"]
+    assert judge.raw_scores(flipped)["completeness"] < judge.raw_scores(same)["completeness"]
+
+
+def test_a_bare_yes_or_no_is_judged_on_its_polarity_alone(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    question = "Did Gustave Eiffel's company design the tower?"
+    agree = judge.judge_sync(item("Yes.", question=question, reference_answer="Yes."), quality)
+    disagree = judge.judge_sync(item("No.", question=question, reference_answer="Yes."), quality)
+    assert agree.status is disagree.status is VerdictStatus.scored
+    assert all(score is not None for score in agree.scores.values())
+    assert (agree.scores["faithfulness"] or 0) > (disagree.scores["faithfulness"] or 0)
+    assert (agree.scores["completeness"] or 0) > (disagree.scores["completeness"] or 0)
+    assert agree.scores["relevance"] == disagree.scores["relevance"] == 4
+
+
+def test_a_full_answer_is_more_complete_than_a_partial_one(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    reference_answer = "It was completed in 1889 and designed by the company of Gustave Eiffel."
+    full = item("Completed in 1889, designed by Gustave Eiffel's company.", reference_answer=reference_answer)
+    partial = item("It was completed in 1889.", reference_answer=reference_answer)
+    assert judge.raw_scores(full)["completeness"] > judge.raw_scores(partial)["completeness"]
+    assert (judge.judge_sync(full, quality).scores["completeness"] or 0) > (
+        judge.judge_sync(partial, quality).scores["completeness"] or 0
+    )
+
+
+def test_an_on_topic_answer_is_more_relevant_than_an_off_topic_one(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    on_topic = item("The Eiffel Tower was completed in 1889.")
+    off_topic = item("Bananas are rich in potassium and grow in tropical regions.")
+    assert judge.raw_scores(on_topic)["relevance"] > judge.raw_scores(off_topic)["relevance"]
+    assert judge.judge_sync(off_topic, quality).scores["relevance"] == 1
+
+
+def test_a_short_answer_supported_by_on_topic_references_is_not_called_off_topic() -> None:
+    judge = ReferenceJudge()
+    terse = item("1889.", reference_facts=EIFFEL_FACTS)
+    assert judge.raw_scores(terse)["relevance"] >= reference.ON_TOPIC_FLOOR
+
+
+def test_without_references_only_relevance_is_scored_and_the_rest_is_not_applicable(quality: Rubric) -> None:
+    verdict = ReferenceJudge().judge_sync(item("The Eiffel Tower was completed in 1889."), quality)
+    assert verdict.status is VerdictStatus.scored
+    assert verdict.scores["relevance"] is not None
+    assert verdict.scores["faithfulness"] is None and verdict.scores["completeness"] is None
+    assert set(verdict.not_applicable) == {"faithfulness", "completeness"}
+    assert verdict.overall == verdict.scores["relevance"]
+
+
+def test_only_reference_criteria_and_no_references_is_a_no_reference_verdict() -> None:
+    rubric = make_rubric(("faithfulness", True), ("completeness", True))
+    verdict = ReferenceJudge().judge_sync(item("Completed in 1889."), rubric)
+    assert verdict.status is VerdictStatus.unscored
+    assert verdict.unscored_reason is UnscoredReason.no_reference
+    assert verdict.scores == {"faithfulness": None, "completeness": None}
+
+
+def test_completeness_with_only_context_is_not_applicable_rather_than_guessed(quality: Rubric) -> None:
+    verdict = ReferenceJudge().judge_sync(item("Completed in 1889.", context=EIFFEL_FACTS), quality)
+    assert verdict.status is VerdictStatus.scored
+    assert verdict.scores["faithfulness"] is not None
+    assert verdict.scores["completeness"] is None and "completeness" in verdict.not_applicable
+
+
+def test_an_unknown_criterion_is_an_unscored_judge_error_naming_it() -> None:
+    rubric = make_rubric(("relevance", False), ("politeness", False))
+    verdict = ReferenceJudge().judge_sync(item("Completed in 1889.", reference_facts=EIFFEL_FACTS), rubric)
+    assert verdict.status is VerdictStatus.unscored
+    assert verdict.unscored_reason is UnscoredReason.judge_error
+    assert "politeness" in (verdict.detail or "")
+    assert all(score is None for score in verdict.scores.values())
+
+
+def test_any_scale_gets_levels_within_its_bounds_and_1_to_5_uses_the_documented_cuts() -> None:
+    cuts = CUTS["faithfulness"]
+    assert [to_level(r, cuts, 1, 5) for r in (0.0, cuts[0], cuts[1], cuts[2], cuts[3], 1.0)] == [1, 2, 3, 4, 5, 5]
+    assert to_level(cuts[0] - 0.01, cuts, 1, 5) == 1
+    assert {to_level(r / 20, cuts, 0, 1) for r in range(21)} == {0, 1}
+    assert all(0 <= to_level(r / 50, cuts, 0, 10) <= 10 for r in range(51))
+
+
+def test_tokenizer_handles_english_chinese_and_mixed_text() -> None:
+    tokens = tokenize("Arthur's magazines cost $1,000 in 2023年，长城很长")
+    assert {"arthur", "magazine", "cost", "1000", "2023", "长城", "长"} <= set(tokens.weights)
+    assert "in" not in tokens.weights and "很" not in tokens.weights
+    assert tokens.numbers == {"1000", "2023"} and dict(tokens.names) == {"arthur": "Arthur"}
+    assert negated("经常戴隐形眼镜不会") and not negated("非常好") and negated("It isn't")
+
+
+async def test_it_is_a_judge_with_a_reference_identity_and_no_token_cost(
+    quality: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judge = ReferenceJudge()
+    assert isinstance(judge, Judge)
+    identity = judge.identity(quality)
+    assert (identity.kind, identity.name) == ("reference", "reference-overlap")
+    it = item("The Eiffel Tower was completed in 1889.", reference_facts=EIFFEL_FACTS)
+    verdict = await judge.judge(it, quality)
+    assert verdict.model_dump(exclude={"latency_ms"}) == judge.judge_sync(it, quality).model_dump(
+        exclude={"latency_ms"}
+    )
+    assert verdict.judge == identity and verdict.tokens.prompt == verdict.tokens.completion == 0
+    assert verdict.latency_ms > 0
+    monkeypatch.setattr(reference, "ALGORITHM_VERSION", "bumped")
+    assert ReferenceJudge().identity(quality).config_hash != identity.config_hash
+    await judge.aclose()
+
+
+@pytest.mark.skipif(not HALUEVAL_QA.exists(), reason=f"needs the HaluEval QA data at {HALUEVAL_QA}")
+def test_faithfulness_separates_right_from_hallucinated_answers_on_the_first_100_halueval_questions() -> None:
+    judge = ReferenceJudge()
+    scores: list[float] = []
+    labels: list[bool] = []
+    for i, line in enumerate(Path(HALUEVAL_QA).read_text(encoding="utf-8").splitlines()[:100]):
+        row = json.loads(line)
+        for right, answer in ((True, row["right_answer"]), (False, row["hallucinated_answer"])):
+            it = JudgeItem(id=str(i), question=row["question"], answer=answer, reference_facts=[row["knowledge"]])
+            scores.append(judge.raw_scores(it)["faithfulness"])
+            labels.append(right)
+    ranks = rankdata(scores)
+    n_pos = sum(labels)
+    auroc = (sum(r for r, y in zip(ranks, labels, strict=True) if y) - n_pos * (n_pos + 1) / 2) / (
+        n_pos * (len(labels) - n_pos)
+    )
+    assert auroc >= FIRST_100_AUROC_FLOOR
