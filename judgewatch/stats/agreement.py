@@ -1,0 +1,182 @@
+"""Agreement between two raters (judge vs human, or human vs human), each with a confidence interval.
+
+Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used.
+Kappas get a seeded bootstrap over items: resampling items with replacement is the same as drawing the
+K x K contingency table from a multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
+Krippendorff's alpha (several annotators, missing values) is in `krippendorff.py`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as sps
+
+from judgewatch.stats.estimate import (
+    Estimate,
+    paired_arrays,
+    percentile_bounds,
+    t_bounds,
+    wilson_bounds,
+    z_value,
+)
+
+logger = logging.getLogger(__name__)
+
+KappaWeights = Literal["quadratic", "linear"]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ConfusionMatrix:
+    """Counts of (rater a = row, rater b = column) over `categories`, in the given (ordinal) order."""
+
+    categories: tuple[float, ...]
+    counts: NDArray[np.int64]
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+
+def confusion_matrix(a: ArrayLike, b: ArrayLike, categories: Sequence[float] | None = None) -> ConfusionMatrix:
+    """Cross-tabulate two raters; categories default to the sorted union of observed values."""
+    x, y, _ = paired_arrays(a, b)
+    cats = np.unique(np.concatenate([x, y])) if categories is None else np.asarray(categories, dtype=float)
+    if cats.ndim != 1 or np.unique(cats).size != cats.size:
+        raise ValueError(f"categories must be distinct values, got {categories!r}")
+    k = cats.size
+    values = np.concatenate([x, y])
+    sorter = np.argsort(cats)
+    idx = sorter[np.clip(np.searchsorted(cats, values, sorter=sorter), 0, max(k - 1, 0))] if k else values
+    if values.size and (k == 0 or np.any(cats[idx] != values)):
+        unknown = sorted(set(values.tolist()) - set(cats.tolist()))
+        raise ValueError(f"ratings {unknown} are not among categories {cats.tolist()}")
+    ix, iy = np.split(np.asarray(idx, dtype=np.intp), 2)
+    counts = np.bincount(ix * k + iy, minlength=k * k).reshape(k, k).astype(np.int64)
+    return ConfusionMatrix(tuple(float(c) for c in cats), counts)
+
+
+def exact_agreement(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:
+    """Share of pairs rated identically, with a Wilson score interval."""
+    x, y, _ = paired_arrays(a, b)
+    n = x.size
+    if n == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0)
+    hits = int(np.sum(x == y))
+    low, high = wilson_bounds(hits, n, level)
+    return Estimate(hits / n, float(low), float(high), n)
+
+
+def disagreement_weights(k: int, weights: KappaWeights | None) -> NDArray[np.float64]:
+    """K x K disagreement weights: 0/1 (Cohen), |i-j|/(K-1) (linear) or ((i-j)/(K-1))^2 (quadratic)."""
+    i, j = np.indices((k, k))
+    if weights is None:
+        return (i != j).astype(np.float64)
+    dist = np.abs(i - j) / max(k - 1, 1)
+    if weights == "linear":
+        return dist
+    if weights == "quadratic":
+        return dist**2
+    raise ValueError(f"unknown kappa weights {weights!r}; use 'quadratic', 'linear' or None")
+
+
+def kappa_from_tables(tables: ArrayLike, w: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Weighted kappa `1 - sum(w*observed) / sum(w*expected)` for tables of shape (..., K, K); NaN if undefined."""
+    t = np.asarray(tables, dtype=np.float64)
+    total = t.sum(axis=(-2, -1), keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = t / total
+        rows, cols = p.sum(axis=-1), p.sum(axis=-2)
+        observed = np.einsum("...ij,ij->...", p, w)
+        expected = np.einsum("...i,...j,ij->...", rows, cols, w)
+        kappa = 1.0 - observed / expected
+    return np.where(expected > 0, kappa, np.nan)
+
+
+def _kappa(
+    a: ArrayLike,
+    b: ArrayLike,
+    categories: Sequence[float] | None,
+    weights: KappaWeights | None,
+    level: float,
+    n_boot: int,
+    seed: int,
+) -> Estimate:
+    cm = confusion_matrix(a, b, categories)
+    n, k = cm.n, len(cm.categories)
+    if n == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0)
+    w = disagreement_weights(k, weights)
+    point = float(kappa_from_tables(cm.counts, w))
+    z_value(level)  # validate before spending time on replicates
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
+    low, high = percentile_bounds(kappa_from_tables(draws, w), level)
+    return Estimate(point, low, high, n)
+
+
+def cohen_kappa(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    categories: Sequence[float] | None = None,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """Cohen's kappa (nominal categories), percentile bootstrap interval over items.
+
+    NaN when chance agreement is 1 (both raters used a single, identical category).
+    """
+    return _kappa(a, b, categories, None, level, n_boot, seed)
+
+
+def weighted_kappa(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    categories: Sequence[float] | None = None,
+    weights: KappaWeights = "quadratic",
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """Weighted kappa for ordinal scores (quadratic by default), percentile bootstrap interval over items.
+
+    Pass the full scale as `categories` (e.g. `range(1, 6)`): weights are spaced over the scale's positions,
+    so leaving out an unused category changes them.
+    """
+    return _kappa(a, b, categories, weights, level, n_boot, seed)
+
+
+def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:
+    """Spearman's rho with a Fisher-z interval, SE = sqrt(1.06 / (n - 3)) (Fieller, Hartley & Pearson 1957)."""
+    x, y, _ = paired_arrays(a, b)
+    n = x.size
+    if n < 2 or np.all(x == x[0]) or np.all(y == y[0]):
+        return Estimate(np.nan, np.nan, np.nan, n)
+    rho = float(sps.spearmanr(x, y).statistic)
+    if n < 4:
+        return Estimate(rho, np.nan, np.nan, n)
+    z = np.arctanh(np.clip(rho, -1 + 1e-12, 1 - 1e-12))
+    half = z_value(level) * np.sqrt(1.06 / (n - 3))
+    return Estimate(rho, float(np.tanh(z - half)), float(np.tanh(z + half)), n)
+
+
+def bias(judge: ArrayLike, human: ArrayLike, *, level: float = 0.95) -> Estimate:
+    """Mean of (judge - human) over items both scored, with a Student-t interval (paired differences)."""
+    x, y, _ = paired_arrays(judge, human, ("judge", "human"))
+    n = x.size
+    if n == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0)
+    d = x - y
+    mean = float(d.mean())
+    if n < 2:
+        return Estimate(mean, np.nan, np.nan, n)
+    low, high = t_bounds(mean, d.std(ddof=1), n, level)
+    return Estimate(mean, float(low), float(high), n)

@@ -1,0 +1,169 @@
+"""Prediction-powered inference for a mean: many judge scores plus few human labels, one valid interval.
+
+Estimator (PPI, Angelopoulos et al., Science 2023; power tuning from PPI++, arXiv 2311.01453), written for
+judgewatch's sampling: the judge scored all N items, and a subset S of n of them was routed to humans, item i
+with a stored inclusion probability pi_i (uniform 10% routing, or targeted picks with their own pi_i):
+
+    theta = lam * mean_{all N}(f) + sum_S w_i (y_i - lam * f_i) / sum_S w_i,      w_i = 1 / pi_i
+
+f = judge score, y = human label. The second term is the Hajek (ratio-form Horvitz-Thompson) estimate of the
+judge's error, so items routed with a higher probability do not pull the estimate towards themselves; with
+equal pi_i it is exactly the PPI++ point estimate. Weights only matter relative to each other (they are
+rescaled to sum to N). The estimand is the mean human score of the population the N items come from.
+
+Variance: theta is, to first order, the mean over the N items of u_i = lam * f_i + R + L_i w_i (r_i - R), with
+L_i = 1 if labeled, r_i = y_i - lam * f_i and R the rectifier; the u_i are i.i.d. under independent (Poisson)
+routing, so Var(theta) ~ Var(u) / N. lam minimises Var(u):
+lam* = E[(w-1)(f - Ef)(y - Ey)] / E[(w-1)(f - Ef)^2], estimated on S with weights w, clipped to [0, 1]
+(lam = 0 is the human-only estimate, lam = 1 plain PPI). Intervals use the normal approximation.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from judgewatch.stats.estimate import Estimate, as_float_array, normal_interval, z_value
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class PPIEstimate:
+    """A prediction-powered mean: `n` human labels, `n_all` judge scores.
+
+    `effective_n` is how many human labels the human-only estimate would need for the same standard error;
+    `lam` is the weight given to the judge (0 = ignored, 1 = plain PPI).
+    """
+
+    estimate: float
+    low: float
+    high: float
+    n: int
+    n_all: int
+    effective_n: float
+    lam: float
+    se: float
+
+
+def _finite(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = as_float_array(values, name)
+    # a non-finite sum is the cheap sign of a NaN/inf; only then pay for the element-wise check
+    if not np.isfinite(arr.sum()) and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} holds NaN/inf: decide how unscored items enter before estimating")
+    return arr
+
+
+def _dot(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
+    """Inner product without BLAS: a threaded BLAS dot stalls on a busy machine and buys nothing here."""
+    return float(np.einsum("i,i->", a, b))
+
+
+def _weights(inclusion_prob: ArrayLike | None, n: int, total: float) -> NDArray[np.float64]:
+    """Inverse-probability weights of the labeled items, rescaled to sum to `total`."""
+    if inclusion_prob is None:
+        return np.full(n, total / n)
+    pi = _finite(inclusion_prob, "inclusion_prob")
+    if pi.size != n:
+        raise ValueError(f"inclusion_prob has {pi.size} entries for {n} labeled items")
+    if np.any((pi <= 0) | (pi > 1)):
+        raise ValueError("inclusion probabilities must lie in (0, 1]")
+    w = 1.0 / pi
+    return w * (total / w.sum())
+
+
+def _tuned_lambda(y: NDArray[np.float64], f: NDArray[np.float64], w: NDArray[np.float64]) -> float:
+    """Variance-minimising judge weight, clipped to [0, 1]; 0 when the judge carries no usable signal."""
+    fc = f - np.average(f, weights=w)
+    yc = y - np.average(y, weights=w)
+    k = w * (w - 1.0)
+    denom = _dot(k, fc * fc)
+    if denom <= 0 or not np.isfinite(denom):
+        return 0.0
+    return float(np.clip(_dot(k, fc * yc) / denom, 0.0, 1.0))
+
+
+def ppi_mean(
+    y: ArrayLike,
+    yhat: ArrayLike,
+    yhat_all: ArrayLike,
+    *,
+    inclusion_prob: ArrayLike | None = None,
+    lam: float | None = None,
+    level: float = 0.95,
+) -> PPIEstimate:
+    """PPI++ estimate and normal interval for the mean human score (see the module docstring).
+
+    y, yhat: human labels and judge scores on the n labeled items (same order); yhat_all: judge scores on all
+    N items, the labeled ones included. inclusion_prob: each labeled item's routing probability (None =
+    uniform). lam: fixed judge weight, or None to tune it.
+    """
+    hum, fl, fa = _finite(y, "y"), _finite(yhat, "yhat"), _finite(yhat_all, "yhat_all")
+    n, n_all = hum.size, fa.size
+    if fl.size != n:
+        raise ValueError(f"y and yhat differ in length: {n} vs {fl.size}")
+    if n > n_all:
+        raise ValueError(f"yhat_all ({n_all}) must include the {n} labeled items")
+    z_value(level)
+    if n == 0:
+        return PPIEstimate(np.nan, np.nan, np.nan, 0, n_all, 0.0, np.nan, np.nan)
+    w = _weights(inclusion_prob, n, float(n_all))
+    lam_ = _tuned_lambda(hum, fl, w) if lam is None else float(lam)
+
+    resid = hum - lam_ * fl
+    rectifier = _dot(w, resid) / float(w.sum())
+    f_sum = float(fa.sum())
+    f_mean = f_sum / n_all
+    estimate = lam_ * f_mean + rectifier
+    if n < 2:
+        return PPIEstimate(estimate, np.nan, np.nan, n, n_all, np.nan, lam_, np.nan)
+
+    # Var(u) with u_i - theta = lam (f_i - mean f) + L_i w_i d_i; ddof-style n/(n-1) on the labeled part
+    d = resid - rectifier
+    small = n / (n - 1.0)
+    # sum of squares about the mean without an N-sized temporary (scores are small numbers: no cancellation)
+    spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0)
+    labeled = _dot(2.0 * lam_ * (fl - f_mean) * w, d) + small * _dot(w * w, d * d)
+    se = float(np.sqrt(max(spread + labeled, 0.0)) / n_all)
+    yc = hum - _dot(w, hum) / float(w.sum())
+    se_human = float(np.sqrt(small * _dot(w * w, yc * yc)) / n_all)
+    effective_n = n * (se_human / se) ** 2 if se > 0 else np.inf
+    ci = normal_interval(estimate, se, n, level)
+    return PPIEstimate(estimate, ci.low, ci.high, n, n_all, float(effective_n), lam_, se)
+
+
+def classical_mean(y: ArrayLike, *, inclusion_prob: ArrayLike | None = None, level: float = 0.95) -> PPIEstimate:
+    """Human-only interval (what PPI is compared against): the weighted mean of the labels alone."""
+    hum = _finite(y, "y")
+    return ppi_mean(hum, np.zeros_like(hum), np.zeros_like(hum), inclusion_prob=inclusion_prob, lam=0.0, level=level)
+
+
+def ppi_diff_unpaired(a: PPIEstimate, b: PPIEstimate, *, level: float = 0.95) -> Estimate:
+    """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature."""
+    se = float(np.hypot(a.se, b.se))
+    return normal_interval(a.estimate - b.estimate, se, a.n + b.n, level)
+
+
+def ppi_diff_paired(
+    y_a: ArrayLike,
+    y_b: ArrayLike,
+    yhat_a: ArrayLike,
+    yhat_b: ArrayLike,
+    yhat_all_a: ArrayLike,
+    yhat_all_b: ArrayLike,
+    *,
+    inclusion_prob: ArrayLike | None = None,
+    lam: float | None = None,
+    level: float = 0.95,
+) -> PPIEstimate:
+    """Mean of tier a minus tier b when the same items were answered by both tiers: PPI on the differences.
+
+    Arrays are aligned item by item across tiers: labeled items labeled on both tiers, all items judged on both.
+    """
+    diff_y = _finite(y_a, "y_a") - _finite(y_b, "y_b")
+    diff_f = _finite(yhat_a, "yhat_a") - _finite(yhat_b, "yhat_b")
+    diff_all = _finite(yhat_all_a, "yhat_all_a") - _finite(yhat_all_b, "yhat_all_b")
+    return ppi_mean(diff_y, diff_f, diff_all, inclusion_prob=inclusion_prob, lam=lam, level=level)
