@@ -36,6 +36,9 @@ TEMPLATE_VARIABLES = frozenset(
     }
 )
 
+# A pairwise rubric's templates also get the two answers to compare (and `answer` is empty).
+PAIRWISE_VARIABLES = TEMPLATE_VARIABLES | {"answer_a", "answer_b"}
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
@@ -73,12 +76,18 @@ def _criterion_view(criterion: Criterion, lang: Language) -> dict[str, object]:
     }
 
 
+@lru_cache(maxsize=64)
+def _compiled(text: str) -> jinja2.Template:
+    """Compiling a template costs milliseconds: do it once per template text, not once per item."""
+    return environment().from_string(text)
+
+
 def _compile(rubric: Rubric, lang: Language) -> jinja2.Template:
     text = rubric.template_texts.get(lang)
     if text is None:
         raise RubricError(f"{rubric.path}: field 'templates': no template for language '{lang}'")
     try:
-        return environment().from_string(text)
+        return _compiled(text)
     except jinja2.TemplateSyntaxError as exc:
         raise RubricError(
             f"{rubric.path}: field 'templates.{lang}': template syntax error line {exc.lineno}: {exc.message}"
@@ -88,7 +97,8 @@ def _compile(rubric: Rubric, lang: Language) -> jinja2.Template:
 def undeclared_variables(rubric: Rubric, lang: Language) -> set[str]:
     """Names the template uses that the renderer does not provide."""
     ast = environment().parse(rubric.template_texts[lang])
-    return set(meta.find_undeclared_variables(ast)) - TEMPLATE_VARIABLES
+    allowed = PAIRWISE_VARIABLES if rubric.kind == "pairwise" else TEMPLATE_VARIABLES
+    return set(meta.find_undeclared_variables(ast)) - allowed
 
 
 def template_language(rubric: Rubric, item: JudgeItem) -> Language:
@@ -98,6 +108,18 @@ def template_language(rubric: Rubric, item: JudgeItem) -> Language:
 
 def render_messages(rubric: Rubric, item: JudgeItem, to_score: list[str]) -> list[dict[str, str]]:
     """The chat messages for one item: [system: rubric instructions, user: the neutralized content]."""
+    return _render(rubric, item, to_score, {})
+
+
+def render_pair_messages(rubric: Rubric, item: JudgeItem, answer_a: str, answer_b: str) -> list[dict[str, str]]:
+    """A pairwise rubric's messages: the item's question and references, then answers A and B (neutralized)."""
+    extra: dict[str, object] = {"answer_a": neutralize(answer_a), "answer_b": neutralize(answer_b)}
+    return _render(rubric, item.model_copy(update={"answer": ""}), [c.name for c in rubric.criteria], extra)
+
+
+def _render(
+    rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[str, object]
+) -> list[dict[str, str]]:
     lang = template_language(rubric, item)
     template = _compile(rubric, lang)
     applicable = set(to_score)
@@ -113,6 +135,7 @@ def render_messages(rubric: Rubric, item: JudgeItem, to_score: list[str]) -> lis
         "context": [neutralize(c) for c in item.context],
         "to_score": [c for c in (x.name for x in rubric.criteria) if c in applicable],
         "not_applicable": [c.name for c in rubric.criteria if c.name not in applicable],
+        **extra,
     }
     missing = [b for b in (SYSTEM_BLOCK, USER_BLOCK) if b not in template.blocks]
     if missing:

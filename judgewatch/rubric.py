@@ -46,7 +46,7 @@ class Criterion(BaseModel):
     description: str = Field(min_length=1)
     needs_reference: bool = False
     weight: float = Field(default=1.0, gt=0)
-    anchors: dict[int, str]
+    anchors: dict[int, str] = Field(default_factory=dict)  # required (covering the scale) for pointwise rubrics
     description_zh: str | None = None
     anchors_zh: dict[int, str] | None = None
 
@@ -77,6 +77,8 @@ class Rubric(BaseModel):
             if criterion.name in seen:
                 raise ValueError(f"criteria.{i}.name: duplicate criterion '{criterion.name}'")
             seen.add(criterion.name)
+            if self.kind == "pairwise":  # a pairwise verdict names a winner: there is no scale to anchor
+                continue
             for field, anchors in (("anchors", criterion.anchors), ("anchors_zh", criterion.anchors_zh)):
                 if anchors is None:
                     continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_messages, undeclared_variables
+from judgewatch.prompt import render_messages, render_pair_messages, undeclared_variables
 from judgewatch.rubric import RubricError, load_rubric
 
 _SAMPLES = (
@@ -49,7 +49,10 @@ def check_rubric_file(path: Path) -> list[str]:
             item = sample.model_copy(update={"language": lang})
             to_score = [c.name for c in rubric.applicable(item.has_references)] or [rubric.criteria[0].name]
             try:
-                messages = render_messages(rubric, item, to_score)
+                if rubric.kind == "pairwise":
+                    messages = render_pair_messages(rubric, item, item.answer, "Answer B.")
+                else:
+                    messages = render_messages(rubric, item, to_score)
             except RubricError as exc:
                 problems.append(str(exc))
                 break

@@ -35,6 +35,12 @@ class Settings(BaseSettings):
     double_label_share: float = 0.10
     lease_seconds: int = 600
 
+    # Judge trust (judgewatch.trust.policy.TrustPolicy): the minimum a judge must reach before a gate rests on it.
+    trust_criterion: str = "faithfulness"
+    trust_min_auroc: float = 0.70
+    trust_max_unscored_rate: float = 0.2
+    trust_min_items: int = 20
+
     @property
     def effective_database_url(self) -> str:
         if self.database_url:

@@ -31,14 +31,28 @@ def auroc(good: ArrayLike, bad: ArrayLike) -> float:
     return float(u / (pos.size * neg.size))
 
 
-def _batched_auroc(pos: NDArray[np.float64], neg: NDArray[np.float64]) -> NDArray[np.float64]:
-    """AUROC per row of (replicates x n) arrays, NaN entries ignored (exact pairwise count, O(n^2) per row)."""
-    greater = (pos[:, :, None] > neg[:, None, :]).sum(axis=(1, 2))
-    equal = (pos[:, :, None] == neg[:, None, :]).sum(axis=(1, 2))
-    n_pos = np.isfinite(pos).sum(axis=1)
-    n_neg = np.isfinite(neg).sum(axis=1)
+def _level_onehot(values: NDArray[np.float64], levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n x L) indicator of each value's level; all-zero rows for NaN (unscored) values."""
+    onehot = np.zeros((values.size, levels.size))
+    finite = np.isfinite(values)
+    onehot[np.flatnonzero(finite), np.searchsorted(levels, values[finite])] = 1.0
+    return onehot
+
+
+def _resample_counts(rng: np.random.Generator, n: int, size: int) -> NDArray[np.float64]:
+    """(size x n) counts of how often each unit is drawn in each bootstrap replicate of n draws."""
+    draws = rng.integers(0, n, size=(size, n))
+    flat = (np.arange(size)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=size * n).reshape(size, n).astype(np.float64)
+
+
+def _weighted_auroc(hist_good: NDArray[np.float64], hist_bad: NDArray[np.float64]) -> NDArray[np.float64]:
+    """AUROC per row from (replicates x L) score histograms over ordered levels."""
+    below = np.cumsum(hist_bad, axis=1) - hist_bad  # bad answers strictly below each level
+    wins = (hist_good * (below + 0.5 * hist_bad)).sum(axis=1)
+    total = hist_good.sum(axis=1) * hist_bad.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((n_pos > 0) & (n_neg > 0), (greater + 0.5 * equal) / (n_pos * n_neg), np.nan)
+        return np.where(total > 0, wins / total, np.nan)
 
 
 def auroc_interval(
@@ -66,20 +80,20 @@ def auroc_interval(
     if n_pos < 2 or n_neg < 2 or resamples < 1:
         return Estimate(point, float("nan"), float("nan"), n)
     rng = np.random.default_rng(seed)
+    # Each replicate is a vector of resampling counts; the AUROC follows from count-weighted histograms over
+    # the observed score levels (few for integer scores), so a replicate costs O(n * L), not O(n^2).
+    levels = np.unique(np.concatenate([pos[np.isfinite(pos)], neg[np.isfinite(neg)]]))
+    good_levels, bad_levels = _level_onehot(pos, levels), _level_onehot(neg, levels)
     reps: list[NDArray[np.float64]] = []
-    # Bounded memory: (chunk x n_pos x n_neg) comparison cells at a time.
-    chunk = max(1, 4_000_000 // max(1, pos.size * neg.size))
+    chunk = max(1, 2_000_000 // (pos.size + neg.size + levels.size))  # bounded memory per chunk
     for start in range(0, resamples, chunk):
         size = min(chunk, resamples - start)
         if paired:
-            idx = rng.integers(0, pos.size, size=(size, pos.size))
-            reps.append(_batched_auroc(pos[idx], neg[idx]))
+            counts = _resample_counts(rng, pos.size, size)
+            reps.append(_weighted_auroc(counts @ good_levels, counts @ bad_levels))
         else:
-            reps.append(
-                _batched_auroc(
-                    pos[rng.integers(0, pos.size, size=(size, pos.size))],
-                    neg[rng.integers(0, neg.size, size=(size, neg.size))],
-                )
-            )
+            good_counts = _resample_counts(rng, pos.size, size)
+            bad_counts = _resample_counts(rng, neg.size, size)
+            reps.append(_weighted_auroc(good_counts @ good_levels, bad_counts @ bad_levels))
     low, high = percentile_bounds(np.concatenate(reps), level)
     return Estimate(point, low, high, n)

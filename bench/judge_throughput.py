@@ -1,0 +1,198 @@
+"""Judge throughput: the full judging pipeline against a bare AsyncOpenAI loop, on the same simulated endpoint.
+
+The simulator runs in its own process (its CPU is not counted here) with a concurrency cap of 64 and a
+fixed 250 ms per request, so the endpoint's limit is 64 / 0.25 s = 256 judgments/s. Both paths send the
+same prompts at concurrency 64; the pipeline also renders, parses, validates and stores every verdict.
+
+    .venv/bin/python bench/judge_throughput.py [--items 5000] [--rounds 2] [--profile out.prof]
+
+Prints judgments/s as a ratio of the bare loop's (target >= 0.9) and of the endpoint's limit, and the
+process CPU milliseconds per judgment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+import openai
+from sqlalchemy import Engine, func, select
+
+from judges.openai_judge import OpenAIJudge
+from judgewatch.items import JudgeItem
+from judgewatch.judging import JudgingSummary, judge_items
+from judgewatch.prompt import render_messages
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT as REPO
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.verdict_schema import response_format
+
+MODEL = "sim-judge"
+SOURCE = "bench"
+T = TypeVar("T")
+
+
+@contextlib.contextmanager
+def simulator_process(latency_ms: float, max_concurrency: int) -> Iterator[str]:
+    """Start `python -m judgewatch.simulator` on a free port; yield its base URL."""
+    cmd = [sys.executable, "-m", "judgewatch.simulator", "--port", "0", "--latency-ms", str(latency_ms)]
+    cmd += ["--max-concurrency", str(max_concurrency)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        if "listening on" not in line:
+            raise RuntimeError(f"simulator did not start: {line!r}")
+        yield line.rsplit(" ", 1)[-1].strip()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def bench_items(n: int) -> list[JudgeItem]:
+    """n items from the golden sets (English and Chinese, good and bad answers), cycled; synthetic if absent."""
+    base: list[JudgeItem] = []
+    for name in ("halueval_qa", "halluqa"):
+        path = REPO / "datasets" / name / "data.jsonl"
+        if not path.exists():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            for kind in ("good_answers", "bad_answers"):
+                for k, answer in enumerate(row.get(kind) or []):
+                    fields = {f: row.get(f) for f in ("question", "reference_answer", "reference_facts", "context")}
+                    base.append(JudgeItem(id=f"{row['id']}:{kind}:{k}", answer=answer, **fields))
+    if not base:
+        base = [
+            JudgeItem(id=f"s{i}", question=f"What is {i} + {i}?", answer=f"It is {2 * i}.", reference_answer=str(2 * i))
+            for i in range(500)
+        ]
+    return [base[i % len(base)].model_copy(update={"id": f"{base[i % len(base)].id}#{i}"}) for i in range(n)]
+
+
+def timed_run(coro: Coroutine[Any, Any, T]) -> tuple[T, float, float]:
+    """asyncio.run(coro) -> (result, wall seconds, process CPU seconds: every thread of this process)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    result = asyncio.run(coro)
+    return result, time.perf_counter() - wall, time.process_time() - cpu
+
+
+async def bare_loop(url: str, requests: list[dict[str, Any]], concurrency: int) -> int:
+    """The floor: one AsyncOpenAI client, a semaphore, the same requests, nothing else."""
+    http = openai.DefaultAsyncHttpxClient(
+        limits=httpx2.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency)
+    )
+    client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0, http_client=http)
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(request: dict[str, Any]) -> str | None:
+        async with semaphore:
+            completion = await client.chat.completions.create(model=MODEL, temperature=0, seed=1234, **request)
+        return completion.choices[0].message.content
+
+    replies = await asyncio.gather(*(one(r) for r in requests))
+    await client.close()
+    return sum(r is not None for r in replies)
+
+
+async def judge_and_store(
+    url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, concurrency: int
+) -> JudgingSummary:
+    """The project's pipeline: render, call, parse, validate (OpenAIJudge) and store in batches (judge_items)."""
+    judge = OpenAIJudge(url, MODEL, concurrency=concurrency)
+    try:
+        result = await judge_items(items, rubric, judge, engine=engine, source=SOURCE, collect=False)
+    finally:
+        await judge.aclose()
+    return result.summary
+
+
+def stored_count(engine: Engine) -> int:
+    with session_scope(engine) as session:
+        return int(session.exec(select(func.count()).select_from(VerdictRecord)).one()[0])  # type: ignore[call-overload]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=250.0)
+    parser.add_argument("--sim-concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/pipeline runs; the best is kept")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the pipeline runs here")
+    args = parser.parse_args()
+
+    rubric = load_rubric("answer_quality", REPO / "rubrics")
+    items = bench_items(args.items)
+    requests = []
+    for item in items:
+        to_score = [c.name for c in rubric.applicable(item.has_references)]
+        requests.append(
+            {"messages": render_messages(rubric, item, to_score), "response_format": response_format(rubric, to_score)}
+        )
+    limit = args.sim_concurrency / (args.latency_ms / 1000)
+    tmp = Path(tempfile.mkdtemp(prefix="jw-bench-"))
+    profiler = cProfile.Profile() if args.profile else None
+    bare_runs: list[tuple[float, float]] = []
+    pipe_runs: list[tuple[float, float]] = []
+    with simulator_process(args.latency_ms, args.sim_concurrency) as url:
+        print(f"simulator {url}: cap {args.sim_concurrency}, {args.latency_ms:g} ms/request -> limit {limit:.0f}/s")
+        asyncio.run(bare_loop(url, requests[: args.concurrency], args.concurrency))  # warm-up
+        for r in range(args.rounds):
+            done, wall, cpu = timed_run(bare_loop(url, requests, args.concurrency))
+            assert done == len(items)
+            bare_runs.append((len(items) / wall, cpu * 1000 / len(items)))
+
+            engine = make_engine(f"sqlite:///{tmp / f'round{r}.db'}")
+            migrate(engine)
+            if profiler:
+                profiler.enable()
+            summary, wall, cpu = timed_run(judge_and_store(url, items, rubric, engine, args.concurrency))
+            assert summary.by_status == {"scored": len(items)}, summary.by_status
+            if profiler:
+                profiler.disable()
+            stored = stored_count(engine)
+            engine.dispose()
+            assert stored == len(items), f"{stored} verdicts stored for {len(items)} items"
+            pipe_runs.append((len(items) / wall, cpu * 1000 / len(items)))
+            print(
+                f"round {r + 1}: bare {bare_runs[-1][0]:.1f}/s ({bare_runs[-1][1]:.2f} ms CPU/judgment), "
+                f"pipeline {pipe_runs[-1][0]:.1f}/s ({pipe_runs[-1][1]:.2f} ms CPU/judgment)"
+            )
+    if profiler and args.profile:
+        profiler.dump_stats(args.profile)
+
+    bare_rate = max(r for r, _ in bare_runs)
+    pipe_rate = max(r for r, _ in pipe_runs)
+    print(
+        f"pipeline = OpenAIJudge + judgewatch.judging.judge_items (SQLite store); {len(items)} items, "
+        f"concurrency {args.concurrency}, best of {args.rounds} round(s)"
+    )
+    print(f"bare AsyncOpenAI loop : {bare_rate:7.1f} judgments/s = {bare_rate / limit:.2f} of the endpoint limit")
+    print(f"judging pipeline      : {pipe_rate:7.1f} judgments/s = {pipe_rate / limit:.2f} of the endpoint limit")
+    paired = statistics.median(p / b for (p, _), (b, _) in zip(pipe_runs, bare_runs, strict=True))
+    print(
+        f"pipeline / bare loop  : {pipe_rate / bare_rate:.2f} best/best, {paired:.2f} median per round (target >= 0.90)"
+    )
+    print(
+        f"CPU per judgment      : bare {statistics.median(c for _, c in bare_runs):.2f} ms, "
+        f"pipeline {statistics.median(c for _, c in pipe_runs):.2f} ms (median over rounds)"
+    )
+
+
+if __name__ == "__main__":
+    main()

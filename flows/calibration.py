@@ -1,0 +1,234 @@
+"""The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set.
+
+For the latest judge configuration and rubric version: store the day's tier snapshot (raw and PPI-corrected
+means, tier differences, agreement, label counts), store per-tier agreement with human labels as trust
+records, test every tier and criterion for drift and store (and optionally POST) alerts, and make sure the
+configured judge has re-judged the anchor set, comparing it with the previous configuration. Every step is
+safe to run again the same day: snapshots and alerts are keyed by day and window, anchors are judged once per
+configuration. Retries live in the judge client only; no task has Prefect retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import numpy as np
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy import Engine
+
+from judges.factory import build_judge, describe, is_healthy
+from judgewatch.calibration.agreement import agreement_sample
+from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
+from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
+from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.summary import CalibrationSummary, summarize
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import Settings, get_settings
+from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.types import utcnow
+from judgewatch.trust.records import record_human_agreement
+
+logger = logging.getLogger(__name__)
+
+FLOW_NAME = "calibration"
+
+
+def _scope(summary: CalibrationSummary) -> str:
+    assert summary.series is not None
+    return f"{summary.rubric_name} {summary.series.rubric.version} judge={summary.series.judge.config_hash}"
+
+
+def _snapshot(engine: Engine, kind: str, scope: str, summary: CalibrationSummary | None, payload: Any) -> None:
+    series = summary.series if summary is not None else None
+    with session_scope(engine, write=True) as session:
+        save_snapshot(
+            session=session,
+            snapshot=CalibrationSnapshot(
+                id="",
+                kind=kind,
+                scope=scope,
+                day="",
+                rubric_name=series.rubric.name if series else None,
+                rubric_version=series.rubric.version if series else None,
+                judge_config_hash=series.judge.config_hash if series else None,
+                payload=jsonable(payload),
+            ),
+        )
+
+
+@task(name="tier-estimates", cache_policy=NO_CACHE)
+def tier_snapshot(engine: Engine, rubric: Rubric, lookback_days: int) -> CalibrationSummary:
+    """Compute and store the day's tier numbers for the latest judge configuration."""
+    since = utcnow() - timedelta(days=lookback_days)
+    summary = summarize(engine, rubric_name=rubric.name, since=since, categories=rubric.scale.levels, with_trust=False)
+    if summary.series is None:
+        logger.warning("calibration: no scored verdicts under %s in the last %d days", rubric.name, lookback_days)
+        return summary
+    payload = {
+        "since": since,
+        "judge": summary.series.judge,
+        "rubric": summary.series.rubric,
+        "estimates": summary.estimates,
+        "differences": summary.differences,
+        "agreement": summary.agreement,
+        "label_counts": summary.label_counts,
+        "excluded_verdicts": summary.excluded_verdicts,
+    }
+    _snapshot(engine, "tiers", _scope(summary), summary, payload)
+    return summary
+
+
+@task(name="human-agreement-trust", cache_policy=NO_CACHE)
+def record_trust(engine: Engine, summary: CalibrationSummary, rubric: Rubric) -> int:
+    """Store per-tier judge-human agreement as trust records (people's labels and synthetic ones apart)."""
+    if summary.series is None:
+        return 0
+    sample = agreement_sample(summary.frame)
+    synthetic = sample["label_via"] == "synthetic"
+    stored = 0
+    for source, part in (("review", sample[~synthetic]), ("synthetic-labels", sample[synthetic])):
+        for tier, group in part.groupby("tier", sort=True):
+            wide = group.pivot_table(
+                index="verdict_id", columns="criterion", values=["judge", "human"], aggfunc="first"
+            )
+            record_human_agreement(
+                engine,
+                judge=summary.series.judge,
+                rubric=summary.series.rubric,
+                tier=str(tier),
+                judge_scores={str(c): wide["judge"][c].to_numpy(dtype=float) for c in wide["judge"].columns},
+                human_scores={str(c): wide["human"][c].to_numpy(dtype=float) for c in wide["human"].columns},
+                categories=np.asarray(rubric.scale.levels, dtype=float),
+                source=source,
+            )
+            stored += 1
+    return stored
+
+
+@task(name="drift", cache_policy=NO_CACHE)
+def drift_alerts(
+    engine: Engine, summary: CalibrationSummary, family_alpha: float, webhook_url: str | None
+) -> dict[str, Any]:
+    """Test every tier and criterion for drift; store alerts, POST new ones, resolve those now within chance."""
+    if summary.series is None:
+        return {"tested": 0, "new_alerts": 0, "open_alerts": 0, "resolved": 0, "webhook": {}}
+    run = detect(summary.frame, summary.series, config=DriftConfig(family_alpha=family_alpha))
+    store_alerts(engine, run, family_alpha=family_alpha)
+    outcomes = notify(engine, run, webhook_url)
+    points = [{"tier": r.tier, "criterion": r.criterion, "window": r.window, "points": r.points} for r in run.results]
+    tests = [r for r in run.results if r.test is not None]
+    _snapshot(
+        engine, "drift", _scope(summary), summary, {"series": points, "tests": tests, "alpha": run.alpha_per_test}
+    )
+    return {
+        "tested": run.n_tests,
+        "alpha_per_test": run.alpha_per_test,
+        "new_alerts": len(run.new_alert_ids),
+        "alerting_series": len(run.alerts),
+        "resolved": run.resolved,
+        "webhook": outcomes,
+    }
+
+
+@task(name="anchors", cache_policy=NO_CACHE)
+async def anchors(
+    engine: Engine,
+    summary: CalibrationSummary,
+    rubric: Rubric,
+    settings: Settings,
+    *,
+    name: str,
+    size: int,
+    judge_spec: str | None,
+    rejudge: bool,
+) -> dict[str, Any]:
+    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare."""
+    with session_scope(engine) as session:
+        exists = get_anchor_set(session=session, name=name) is not None
+    if not exists:
+        if summary.series is None:
+            return {"anchor_set": name, "status": "no verdicts to freeze an anchor set from"}
+        freeze_anchor_set(
+            engine, name=name, rubric_name=rubric.name, size=size, judge_config_hash=summary.series.judge.config_hash
+        )
+    out: dict[str, Any] = {"anchor_set": name}
+    new_hash = summary.series.judge.config_hash if summary.series else None
+    if rejudge:
+        judge = build_judge(judge_spec, settings, fallback_reference=False)
+        try:
+            new_hash = judge.identity(rubric).config_hash
+            if await is_healthy(judge):
+                done = await ensure_anchor_verdicts(engine, anchor_set=name, judge=judge, rubric=rubric)
+                out.update(judged_now=done.judged_now, judge_config_hash=done.judge_config_hash)
+            else:
+                out["status"] = f"{describe(judge)} is down: anchors not re-judged, tried again next run"
+                logger.warning("calibration: %s", out["status"])
+        finally:
+            await judge.aclose()
+    if new_hash is not None:
+        comparison = compare_on_anchors(
+            engine, anchor_set=name, new_config_hash=new_hash, categories=rubric.scale.levels
+        )
+        out["compared_with"] = comparison.old_config_hash if comparison else None
+        if comparison is not None:
+            _snapshot(engine, "anchors", f"{name} {comparison.old_config_hash}->{new_hash}", summary, comparison)
+    return out
+
+
+@flow(name=FLOW_NAME, log_prints=True)
+async def calibration(
+    rubric: str = "answer_quality",
+    judge: str | None = None,
+    anchor_set: str | None = None,
+    anchor_size: int = 100,
+    rejudge_anchors: bool = True,
+    webhook_url: str | None = None,
+    family_alpha: float = 0.05,
+    lookback_days: int = 90,
+    database_url: str | None = None,
+) -> dict[str, Any]:
+    """Compute, store and alert (see the module docstring); returns what was done, as a dict.
+
+    `judge`: the judge that re-judges the anchors, "reference" or URL(s) (default: the configured judge URL,
+    no silent fallback). `webhook_url`: where new drift alerts are POSTed (default: none).
+    """
+    settings = get_settings()
+    engine = make_engine(database_url or settings.effective_database_url)
+    try:
+        migrate(engine)
+        rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+        hook = webhook_url or getattr(settings, "calibration_webhook_url", None)
+        summary = tier_snapshot(engine, rubric_obj, lookback_days)
+        trust_records = record_trust(engine, summary, rubric_obj)
+        drift = drift_alerts(engine, summary, family_alpha, hook)
+        anchor = await anchors(
+            engine,
+            summary,
+            rubric_obj,
+            settings,
+            name=anchor_set or f"{rubric}-anchors",
+            size=anchor_size,
+            judge_spec=judge,
+            rejudge=rejudge_anchors,
+        )
+    finally:
+        engine.dispose()
+    series = summary.series
+    result = {
+        "rubric": rubric,
+        "judge_config_hash": series.judge.config_hash if series else None,
+        "rubric_version": series.rubric.version if series else None,
+        "tiers": [c.tier for c in summary.label_counts],
+        "verdicts": sum(c.verdicts for c in summary.label_counts),
+        "labeled": sum(c.labeled_items for c in summary.label_counts),
+        "trust_records": trust_records,
+        "drift": drift,
+        "anchors": anchor,
+    }
+    print(f"calibration: {result}")
+    return result

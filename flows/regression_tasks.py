@@ -1,0 +1,267 @@
+"""Tasks of the post-release regression flow: load inputs, check endpoints, store or generate answers, judge.
+
+Each task is one step and safe to run again: answers and verdicts are upserted under deterministic ids, a stored
+answer is reused and a stored verdict is not judged again, so re-running a release resumes and stores nothing
+twice. Retries live in one layer, the chat client (429, 5xx, timeouts, with backoff) that both the judge and
+answer generation use; no task has Prefect retries, so no call is ever retried at two layers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy import Engine
+
+from judges.base import Judge
+from judges.chat_client import ChatClient
+from judges.errors import CallError
+from judges.factory import describe, is_healthy
+from judgewatch.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
+from judgewatch.judging import judge_items
+from judgewatch.rubric import Rubric, RubricError, load_rubric
+from judgewatch.settings import Settings
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.releases import regression_source, tier_answers, tier_verdicts
+from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.types import stable_id
+from judgewatch.storage.verdict_store import (
+    count_by_status,
+    count_by_unscored_reason,
+    finish_run,
+    start_run,
+    upsert_interactions,
+)
+from judgewatch.tiers import TierError, TierSpec, answer_messages, load_recorded_answers, parse_tiers
+
+logger = logging.getLogger(__name__)
+
+STORE_EVERY = 16  # generated answers stored per batch: a crash loses at most this many generations
+
+
+@dataclass
+class Inputs:
+    """Everything the flow reads before it calls any endpoint; `recorded` holds tier -> golden id -> answer."""
+
+    golden: list[GoldenSet]
+    tiers: list[TierSpec]
+    rubric: Rubric
+    recorded: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def datasets(self) -> dict[str, str]:
+        return {g.name: g.revision for g in self.golden}
+
+
+@dataclass
+class Generation:
+    """What producing one tier's answers to one golden set did."""
+
+    reused: int = 0
+    generated: int = 0
+    failed: dict[str, int] = field(default_factory=dict)  # reason -> count (not stored: a re-run tries again)
+    changed: list[str] = field(default_factory=list)  # recorded ids whose stored answer was replaced
+
+
+@task(name="load-inputs", cache_policy=NO_CACHE)
+def load_inputs(
+    datasets: Sequence[str], tiers: Sequence[str], answers: Sequence[str], rubric: str, settings: Settings
+) -> tuple[Inputs | None, list[str]]:
+    """Parse tiers, load the rubric, golden sets and recorded answers; every problem found, as messages."""
+    problems: list[str] = []
+    specs: list[TierSpec] = []
+    try:
+        specs = parse_tiers(tiers, answers)
+    except TierError as exc:
+        problems.append(str(exc))
+    rubric_obj = None
+    try:
+        rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+    except RubricError as exc:
+        problems.append(f"rubric invalid: {exc}")
+    golden: list[GoldenSet] = []
+    for name in dict.fromkeys(datasets):
+        try:
+            golden.append(load_golden_set(name, datasets_dir=settings.datasets_dir))
+        except GoldenSetError as exc:
+            problems.append(f"dataset {name} invalid: {exc}")
+    if not datasets:
+        problems.append("no dataset given (pass --dataset NAME at least once)")
+    owner: dict[str, str] = {}
+    for g in golden:
+        for item in g.items:
+            if item.id in owner:
+                problems.append(f"item id {item.id} is in both {owner[item.id]} and {g.name}: ids must be unique")
+                break
+            owner[item.id] = g.name
+    recorded: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        if spec.kind == "recorded" and spec.answers_path is not None and not problems:
+            try:
+                recorded[spec.name] = load_recorded_answers(spec.answers_path, expected_ids=set(owner))
+            except TierError as exc:
+                problems.append(f"tier {spec.name}: {exc}")
+    if problems or rubric_obj is None:
+        return None, problems
+    return Inputs(golden=golden, tiers=specs, rubric=rubric_obj, recorded=recorded), []
+
+
+@task(name="check-endpoints", cache_policy=NO_CACHE)
+async def check_endpoints(tiers: Sequence[TierSpec], judge: Judge) -> tuple[dict[str, str], list[str]]:
+    """({tier: why it is down}, [judge problems]): every live endpoint must answer before anything runs."""
+    down: dict[str, str] = {}
+    for spec in tiers:
+        if spec.kind != "live" or spec.base_url is None or spec.model is None:
+            continue
+        client = ChatClient(spec.base_url, spec.model, timeout_s=10.0)
+        try:
+            if not await client.health():
+                down[spec.name] = f"{spec.base_url} did not answer GET /models (model {spec.model})"
+        finally:
+            await client.aclose()
+    problems = [] if await is_healthy(judge) else [f"judge endpoint unreachable: {describe(judge)}"]
+    return down, problems
+
+
+def answer_interaction(
+    release: str, spec: TierSpec, golden: GoldenSet, item: GoldenItem, answer: str, **meta: object
+) -> Interaction:
+    """One tier's answer to one golden item, as the interaction the judge grades."""
+    row = Interaction.from_item(item.to_judge_item(answer), source=regression_source(release, spec.name, golden.name))
+    row.tier, row.release, row.model = spec.name, release, spec.model
+    row.meta = {"dataset": golden.name, "dataset_revision": golden.revision, "answer_source": spec.source, **meta}
+    return row
+
+
+def _store(engine: Engine, rows: list[Interaction]) -> None:
+    with session_scope(engine, write=True) as session:
+        upsert_interactions(session=session, interactions=rows)
+
+
+@task(name="store-recorded-answers", cache_policy=NO_CACHE)
+def store_recorded_answers(
+    engine: Engine, release: str, spec: TierSpec, golden: GoldenSet, answers: dict[str, str]
+) -> Generation:
+    """Store a recorded file's answers (source "recorded:<file>"); ids whose stored answer changed are reported."""
+    with session_scope(engine) as session:
+        stored = tier_answers(session=session, release=release, tier=spec.name, dataset=golden.name)
+        before = {i.source_id: i.answer for i in stored}
+    rows = [answer_interaction(release, spec, golden, item, answers[item.id]) for item in golden.items]
+    _store(engine, rows)
+    changed = [r.source_id for r in rows if r.source_id in before and before[r.source_id] != r.answer]
+    return Generation(reused=len(rows) - len(changed), changed=changed)
+
+
+def prompt_hash(spec: TierSpec, messages: list[dict[str, str]], max_tokens: int, seed: int) -> str:
+    """Identity of one generation request: the same prompt to the same model is answered once."""
+    return stable_id("generation", spec.model, max_tokens, seed, json.dumps(messages, ensure_ascii=False))
+
+
+@task(name="generate-answers", cache_policy=NO_CACHE)
+async def generate_answers(
+    engine: Engine,
+    release: str,
+    spec: TierSpec,
+    golden: GoldenSet,
+    *,
+    max_tokens: int,
+    concurrency: int,
+    settings: Settings,
+) -> Generation:
+    """Ask a live tier every golden question not answered yet (stored per release, tier and item).
+
+    The question and the reference facts go in as context, temperature 0 and a fixed seed. A call that fails
+    for good (after the client's own retries) is counted, not stored, so a re-run asks again.
+    """
+    assert spec.base_url is not None and spec.model is not None
+    with session_scope(engine) as session:
+        stored = tier_answers(session=session, release=release, tier=spec.name, dataset=golden.name)
+        done = {i.source_id: i.meta.get("prompt_hash") for i in stored}
+    todo = []
+    for item in golden.items:
+        messages = answer_messages(item.question, item.reference_facts or item.context, item.language)
+        key = prompt_hash(spec, messages, max_tokens, settings.judge_seed)
+        if done.get(item.id) != key:
+            todo.append((item, messages, key))
+    result = Generation(reused=len(golden.items) - len(todo))
+    client = ChatClient(
+        spec.base_url,
+        spec.model,
+        concurrency=concurrency,
+        timeout_s=settings.judge_timeout_s,
+        max_retries=settings.judge_max_retries,
+    )
+
+    async def one(item: GoldenItem, messages: list[dict[str, str]], key: str) -> tuple[GoldenItem, str, object]:
+        try:
+            return item, key, await client.complete(messages, max_tokens=max_tokens, seed=settings.judge_seed)
+        except CallError as exc:
+            return item, key, exc
+
+    failed: Counter[str] = Counter()
+    pending: list[Interaction] = []
+    try:
+        for next_done in asyncio.as_completed([one(*t) for t in todo]):
+            item, key, answer = await next_done
+            if isinstance(answer, CallError):
+                failed[answer.failure.reason.value] += 1
+                logger.warning("tier %s: no answer for %s: %s", spec.name, item.id, answer.failure.detail)
+                continue
+            pending.append(answer_interaction(release, spec, golden, item, str(answer), prompt_hash=key))
+            result.generated += 1
+            if len(pending) >= STORE_EVERY:
+                await asyncio.to_thread(_store, engine, pending)
+                pending = []
+        if pending:
+            await asyncio.to_thread(_store, engine, pending)
+    finally:
+        await client.aclose()
+    result.failed = dict(failed)
+    return result
+
+
+@task(name="judge-answers", cache_policy=NO_CACHE)
+async def judge_answers(
+    engine: Engine, release: str, tier: str, golden: GoldenSet, rubric: Rubric, judge: Judge, force: Sequence[str] = ()
+) -> str:
+    """Judge the stored answers that have no verdict under this rubric and judge yet; returns the run id."""
+    identity = judge.identity(rubric)
+    source = regression_source(release, tier, golden.name)
+    with session_scope(engine) as session:
+        answers = tier_answers(session=session, release=release, tier=tier, dataset=golden.name)
+        judged = tier_verdicts(
+            session=session,
+            release=release,
+            tier=tier,
+            dataset=golden.name,
+            rubric_hash=rubric.content_hash,
+            judge_config_hash=identity.config_hash,
+        )
+        done = {interaction.source_id for interaction, _ in judged} - set(force)
+        todo = [a.to_item() for a in answers if a.source_id not in done]
+    with session_scope(engine, write=True) as session:
+        run = start_run(
+            session=session,
+            kind=RunKind.regression.value,
+            name=f"{release}/{tier}/{golden.name}",
+            identity=f"{release}/{tier}/{golden.name}@{golden.revision}",
+            rubric=rubric.identity,
+            judge_config_hash=identity.config_hash,
+            params={"release": release, "tier": tier, "dataset": golden.name, "revision": golden.revision},
+        )
+        run_id = run.id
+    if todo:
+        logger.info("judging %d answers of %s/%s/%s", len(todo), release, tier, golden.name)
+        await judge_items(todo, rubric, judge, engine=engine, run_id=run_id, source=source, collect=False)
+    with session_scope(engine, write=True) as session:
+        counts: dict[str, object] = {**count_by_status(session=session, run_id=run_id), "judged_now": len(todo)}
+        counts["unscored_reasons"] = count_by_unscored_reason(session=session, run_id=run_id)
+        finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=counts)
+    return run_id

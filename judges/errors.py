@@ -1,0 +1,97 @@
+"""Which failures of an OpenAI-compatible call are worth retrying, and what unscored reason each one becomes.
+
+Transient: 429 (except quota exhaustion), 408/409, 5xx, timeouts, connection errors. Everything else
+(400/401/403/404/422, content filter, an unexpected exception) is permanent and tried once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import openai
+
+from judgewatch.verdicts import UnscoredReason, Verdict
+
+# Failures of the endpoint rather than of the judge's answer: the fallback chain moves on for these.
+ENDPOINT_REASONS = frozenset({UnscoredReason.endpoint_down, UnscoredReason.timeout, UnscoredReason.rate_limited})
+
+_QUOTA_MARKERS = ("insufficient_quota", "quota")
+_DETAIL_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failed attempt, classified: the unscored reason it maps to and whether a retry may help."""
+
+    reason: UnscoredReason
+    transient: bool
+    detail: str
+    status: int | None = None
+    retry_after_s: float | None = None
+
+
+class CallError(Exception):
+    """A call that failed for good (permanent error, or retries exhausted), with what it cost."""
+
+    def __init__(self, failure: Failure, *, attempts: int, latency_ms: float) -> None:
+        super().__init__(failure.detail)
+        self.failure = failure
+        self.attempts = attempts
+        self.latency_ms = latency_ms
+
+
+def is_endpoint_failure(verdict: Verdict) -> bool:
+    """True when the verdict is unscored because the endpoint failed (down, timeout, rate limited)."""
+    return verdict.unscored_reason in ENDPOINT_REASONS
+
+
+def _excerpt(text: object) -> str:
+    text = str(text)
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    value = exc.response.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: rare for these servers; fall back to our own backoff
+
+
+def _is_quota(exc: openai.APIStatusError) -> bool:
+    haystack = " ".join(str(x) for x in (exc.code, exc.type, exc.message, exc.body) if x).lower()
+    return any(marker in haystack for marker in _QUOTA_MARKERS)
+
+
+def classify_exception(exc: BaseException) -> Failure:
+    """Map an exception raised by one attempt to a Failure."""
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
+        return Failure(UnscoredReason.timeout, True, "request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__ or exc.__context__
+        why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
+        return Failure(UnscoredReason.endpoint_down, True, _excerpt(f"connection failed: {why}"))
+    if isinstance(exc, openai.APIStatusError):
+        return classify_status(exc)
+    if isinstance(exc, openai.ContentFilterFinishReasonError):
+        return Failure(UnscoredReason.refused, False, "content filter")
+    return Failure(UnscoredReason.judge_error, False, _excerpt(f"{type(exc).__name__}: {exc}"))
+
+
+def classify_status(exc: openai.APIStatusError) -> Failure:
+    """HTTP status errors: 429/408/409/5xx are transient unless the 429 is quota exhaustion."""
+    status = exc.status_code
+    detail = _excerpt(f"HTTP {status}: {exc.message}")
+    if status == 429:
+        if _is_quota(exc):
+            return Failure(UnscoredReason.rate_limited, False, detail, status)
+        return Failure(UnscoredReason.rate_limited, True, detail, status, _retry_after(exc))
+    if status == 408:
+        return Failure(UnscoredReason.timeout, True, detail, status)
+    if status >= 500 or status == 409:
+        return Failure(UnscoredReason.endpoint_down, True, detail, status, _retry_after(exc))
+    if 400 <= status < 500:
+        return Failure(UnscoredReason.refused, False, detail, status)
+    return Failure(UnscoredReason.judge_error, False, detail, status)

@@ -1,0 +1,112 @@
+"""`--judge` to a judge: "reference", an OpenAI-compatible URL, or a comma-separated chain of them.
+
+By default the offline reference judge is appended as the last link, so an endpoint outage degrades to
+reference verdicts (labeled as such on every verdict) instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from judges.base import Judge
+from judgewatch.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+REFERENCE = "reference"
+
+
+def parse_judge_spec(spec: str) -> list[str]:
+    """["reference" | URL, ...] from "URL,URL,reference"; ValueError naming the bad part."""
+    parts = [part.strip() for part in spec.split(",") if part.strip()]
+    if not parts:
+        raise ValueError("--judge: expected 'reference', a URL, or a comma-separated list of them; got nothing")
+    for part in parts:
+        if part != REFERENCE and not part.startswith(("http://", "https://")):
+            raise ValueError(f"--judge: expected 'reference' or an http(s):// URL, got '{part}'")
+    return parts
+
+
+def judge_links(
+    spec: str | None,
+    settings: Settings,
+    model: str | None = None,
+    concurrency: int | None = None,
+    *,
+    fallback_reference: bool = True,
+) -> list[Judge]:
+    """The chain's judges in order; no spec means the configured judge URL and its fallback URLs."""
+    parts = parse_judge_spec(spec) if spec is not None else [settings.judge_url, *settings.judge_fallback_urls]
+    if fallback_reference and REFERENCE not in parts:
+        parts.append(REFERENCE)
+    links: list[Judge] = []
+    for part in parts:
+        if part == REFERENCE:
+            from judges.reference import ReferenceJudge
+
+            links.append(ReferenceJudge())
+        else:
+            from judges.openai_judge import OpenAIJudge
+
+            links.append(
+                OpenAIJudge(
+                    part,
+                    model or settings.judge_model,
+                    api_key=settings.judge_api_key,
+                    concurrency=concurrency or settings.judge_concurrency,
+                    timeout_s=settings.judge_timeout_s,
+                    max_retries=settings.judge_max_retries,
+                    max_tokens=settings.judge_max_tokens,
+                    seed=settings.judge_seed,
+                )
+            )
+    return links
+
+
+def chain(links: list[Judge]) -> Judge:
+    """One judge, or a FallbackJudge over several."""
+    if not links:
+        raise ValueError("no judge to chain")
+    if len(links) == 1:
+        return links[0]
+    from judges.fallback import FallbackJudge
+
+    return FallbackJudge(links)
+
+
+def build_judge(
+    spec: str | None,
+    settings: Settings,
+    model: str | None = None,
+    concurrency: int | None = None,
+    *,
+    fallback_reference: bool = True,
+) -> Judge:
+    """The judge `--judge SPEC` names (see `judge_links`), unchecked: use `healthy_links` to drop dead ends."""
+    return chain(judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference))
+
+
+def describe(judge: Judge) -> str:
+    url = getattr(judge, "base_url", None)
+    return f"judge at {url}" if url else f"{judge.kind} judge"
+
+
+async def is_healthy(judge: Judge) -> bool:
+    """Does the judge answer? Judges without `health()` (the reference judge) are always up."""
+    check = getattr(judge, "health", None)
+    if check is None:
+        return True
+    try:
+        return bool(await check())
+    except Exception as exc:  # a health probe that blows up is a down endpoint, not a crash
+        logger.warning("health check of %s failed: %s", describe(judge), exc)
+        return False
+
+
+async def healthy_links(links: list[Judge]) -> tuple[list[Judge], list[Judge]]:
+    """(up, down), each in chain order, checked concurrently."""
+    results = await asyncio.gather(*(is_healthy(link) for link in links))
+    up = [link for link, ok in zip(links, results, strict=True) if ok]
+    down = [link for link, ok in zip(links, results, strict=True) if not ok]
+    return up, down

@@ -1,0 +1,203 @@
+"""The OpenAI-compatible (vLLM) judge: rubric prompt -> json_schema-constrained reply -> validated Verdict.
+
+Every outcome becomes a Verdict: a failed call, a malformed or cut-off reply, a refusal are stored as
+unscored with their reason, never raised and never a silent 0.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from openai.types.chat import ChatCompletion
+
+from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
+from judges.chat_client import ChatClient, ChatResult
+from judges.errors import CallError
+from judgewatch.items import JudgeItem
+from judgewatch.prompt import render_messages
+from judgewatch.rubric import Rubric
+from judgewatch.verdict_schema import ReplyError, parse_reply, response_format
+from judgewatch.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
+
+logger = logging.getLogger(__name__)
+
+# Names the request layout (system rubric + user content, json_schema output): part of the config hash.
+PROMPT_FORMAT = "chat:system-rubric+user-content;json_schema;v1"
+_EXCERPT_CHARS = 200
+
+
+def token_usage(completion: ChatCompletion) -> TokenUsage:
+    """Prompt, completion and prefix-cached prompt tokens as the endpoint reported them (0 when absent)."""
+    usage = completion.usage
+    if usage is None:
+        return TokenUsage()
+    details = usage.prompt_tokens_details
+    cached = details.cached_tokens if details is not None and details.cached_tokens else 0
+    return TokenUsage(prompt=usage.prompt_tokens or 0, completion=usage.completion_tokens or 0, cached=cached)
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
+
+
+class OpenAIJudge:
+    """A judge served behind an OpenAI-compatible chat-completions endpoint (vLLM in production)."""
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "EMPTY",
+        concurrency: int = 64,
+        timeout_s: float = 60.0,
+        max_retries: int = 2,
+        max_tokens: int = 160,
+        seed: int = 1234,
+        temperature: float = 0.0,
+        backoff_s: float = 0.5,
+    ) -> None:
+        self.client = ChatClient(
+            base_url,
+            model,
+            api_key=api_key,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            max_retries=max_retries,
+            backoff_s=backoff_s,
+        )
+        self.model = model
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.temperature = temperature
+        # Per rubric content hash: identities and response formats are the same for every item.
+        self._identities: dict[str, JudgeIdentity] = {}
+        self._formats: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+    @property
+    def base_url(self) -> str:
+        return self.client.base_url
+
+    def __repr__(self) -> str:
+        return f"OpenAIJudge({self.base_url!r}, {self.model!r})"
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        """kind/model/endpoint; the hash leaves the URL out, so replicas of one model are one series."""
+        identity = self._identities.get(rubric.content_hash)
+        if identity is None:
+            identity = JudgeIdentity(
+                kind=self.kind,
+                name=self.model,
+                endpoint=self.base_url,
+                config_hash=config_hash(
+                    rubric,
+                    model=self.model,
+                    temperature=self.temperature,
+                    seed=self.seed,
+                    max_tokens=self.max_tokens,
+                    prompt_format=PROMPT_FORMAT,
+                ),
+            )
+            self._identities[rubric.content_hash] = identity
+        return identity
+
+    def _response_format(self, rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
+        key = (rubric.content_hash, tuple(to_score))
+        fmt = self._formats.get(key)
+        if fmt is None:
+            fmt = self._formats[key] = response_format(rubric, to_score)
+        return fmt
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        """Grade one item; every per-item failure comes back as an unscored Verdict."""
+        identity = self.identity(rubric)
+        to_score, not_applicable = plan(rubric, item)
+        if not to_score:
+            return no_reference_verdict(item, rubric, identity)
+        messages = render_messages(rubric, item, to_score)
+        try:
+            result = await self.client.chat(
+                messages,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                seed=self.seed,
+                response_format=self._response_format(rubric, to_score),
+            )
+        except CallError as exc:
+            return Verdict.unscored(
+                item.id,
+                exc.failure.reason,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=exc.failure.detail,
+                not_applicable=not_applicable,
+                latency_ms=exc.latency_ms,
+                attempts=exc.attempts,
+            )
+        return self._verdict(item, rubric, identity, to_score, not_applicable, result)
+
+    def _verdict(
+        self,
+        item: JudgeItem,
+        rubric: Rubric,
+        identity: JudgeIdentity,
+        to_score: list[str],
+        not_applicable: list[str],
+        result: ChatResult,
+    ) -> Verdict:
+        cost: dict[str, Any] = {
+            "latency_ms": result.latency_ms,
+            "attempts": result.attempts,
+            "tokens": token_usage(result.completion),
+            "not_applicable": not_applicable,
+        }
+        if not result.completion.choices:
+            return Verdict.unscored(
+                item.id,
+                UnscoredReason.judge_error,
+                judge=identity,
+                rubric=rubric.identity,
+                detail="the endpoint returned no choices",
+                **cost,
+            )
+        choice = result.completion.choices[0]
+        finish_reason = choice.finish_reason
+        text = choice.message.content or ""
+        if finish_reason == "content_filter" or (not text and getattr(choice.message, "refusal", None)):
+            refusal = getattr(choice.message, "refusal", None) or "finish_reason content_filter"
+            return Verdict.unscored(
+                item.id,
+                UnscoredReason.refused,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=_excerpt(f"refused: {refusal}"),
+                **cost,
+            )
+        try:
+            scores, reason = parse_reply(rubric, to_score, text, finish_reason=finish_reason)
+        except ReplyError as exc:
+            why = UnscoredReason.truncated if exc.truncated else UnscoredReason.parse_error
+            return Verdict.unscored(
+                item.id,
+                why,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=f"{exc}; reply (finish_reason={finish_reason}): {_excerpt(text)!r}",
+                **cost,
+            )
+        cost.pop("not_applicable")
+        return scored_verdict(item, rubric, identity, scores, not_applicable, reason, **cost)
+
+    async def complete(self, messages: list[dict[str, str]], max_tokens: int = 512) -> str:
+        """Plain generation through the same client (tier answers); raises CallError on failure."""
+        return await self.client.complete(messages, max_tokens=max_tokens, temperature=self.temperature, seed=self.seed)
+
+    async def health(self) -> bool:
+        """True when the endpoint answers GET /models (the gate's 'endpoint unreachable' check)."""
+        return await self.client.health()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()

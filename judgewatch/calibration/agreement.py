@@ -1,0 +1,126 @@
+"""Judge-vs-human agreement per tier and criterion, confusion matrices, and reviewer-vs-reviewer agreement.
+
+Agreement is measured on the uniformly routed labels only: they are a simple random sample of the scored
+verdicts, so the agreement they show is the population's. Targeted picks (borderline, unscored) are chosen
+where the judge is least sure and would understate it; they still count in the PPI estimates, weighted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from judgewatch.stats import (
+    ConfusionMatrix,
+    Estimate,
+    bias,
+    cohen_kappa,
+    confusion_matrix,
+    exact_agreement,
+    krippendorff_alpha,
+    spearman,
+    weighted_kappa,
+)
+from judgewatch.storage.review import PickReason
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementRow:
+    """One tier and criterion: how the judge agrees with people on `n` labeled items."""
+
+    tier: str
+    criterion: str
+    n: int
+    weighted_kappa: Estimate  # quadratic, over the rubric's scale
+    cohen_kappa: Estimate
+    spearman: Estimate
+    bias: Estimate  # mean of judge - human
+    exact: Estimate  # share of identical scores
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewerAgreementRow:
+    """Reviewer-vs-reviewer agreement on items labeled more than once (Krippendorff's alpha, ordinal)."""
+
+    tier: str
+    criterion: str
+    n_items: int
+    n_reviewers: int
+    alpha: Estimate
+
+
+def agreement_sample(frame: pd.DataFrame) -> pd.DataFrame:
+    """Labeled rows from the uniform share of routing (see the module docstring)."""
+    mask = frame["human"].notna() & (frame["pick_reason"] == PickReason.uniform.value)
+    return frame[mask]
+
+
+def agreement_table(
+    frame: pd.DataFrame, *, categories: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0
+) -> list[AgreementRow]:
+    """One row per (tier, criterion) that has labels, in sorted order."""
+    rows = []
+    for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
+        j, h = group["judge"].to_numpy(), group["human"].to_numpy()
+        cats = categories if categories is not None else np.union1d(j, h).tolist()
+        rows.append(
+            AgreementRow(
+                tier=str(tier),
+                criterion=str(criterion),
+                n=len(group),
+                weighted_kappa=weighted_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
+                cohen_kappa=cohen_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
+                spearman=spearman(j, h),
+                bias=bias(j, h),
+                exact=exact_agreement(j, h),
+            )
+        )
+    return rows
+
+
+def confusion_tables(
+    frame: pd.DataFrame, *, categories: Sequence[float] | None = None
+) -> dict[tuple[str, str], ConfusionMatrix]:
+    """(tier, criterion) -> judge (rows) x human (columns) counts over the agreement sample."""
+    out = {}
+    for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
+        out[(str(tier), str(criterion))] = confusion_matrix(group["judge"], group["human"], categories)
+    return out
+
+
+def confusion_frame(cm: ConfusionMatrix) -> pd.DataFrame:
+    """A confusion matrix as a table: rows 'judge 1..K', columns 'human 1..K'."""
+    labels = [f"{c:g}" for c in cm.categories]
+    return pd.DataFrame(cm.counts, index=[f"judge {x}" for x in labels], columns=[f"human {x}" for x in labels])
+
+
+def reviewer_agreement(labels: pd.DataFrame, *, n_boot: int = 500, seed: int = 0) -> list[ReviewerAgreementRow]:
+    """Krippendorff's alpha per (tier, criterion) over items with two or more labels (all labels, not just one).
+
+    `labels` is `dataset.load_labels(...)` without `first_only`.
+    """
+    rows: list[ReviewerAgreementRow] = []
+    if labels.empty:
+        return rows
+    for (tier, criterion), group in labels.groupby(["tier", "criterion"], sort=True):
+        per_item = group.groupby("review_item_id")["reviewer"].transform("size")
+        multi = group[per_item >= 2]
+        if multi.empty:
+            continue
+        matrix = multi.pivot_table(index="reviewer", columns="review_item_id", values="human", aggfunc="first")
+        rows.append(
+            ReviewerAgreementRow(
+                tier=str(tier),
+                criterion=str(criterion),
+                n_items=int(matrix.shape[1]),
+                n_reviewers=int(matrix.shape[0]),
+                alpha=krippendorff_alpha(matrix.to_numpy(dtype=float), level="ordinal", n_boot=n_boot, seed=seed),
+            )
+        )
+    return rows

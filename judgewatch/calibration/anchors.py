@@ -1,0 +1,222 @@
+"""The anchor set: a frozen list of interactions every new judge configuration re-judges, compared at once.
+
+When the judge configuration hash changes (new weights, quantization, sampling parameters, rubric version),
+its scores are not comparable with the old series. Re-judging the same frozen items with the new
+configuration shows how it differs from the previous one (weighted kappa, mean shift per criterion) the same
+day, before any human label arrives. A configuration re-judges the anchors once: items that already have a
+verdict under its hash are skipped, and only transient failures (timeout, endpoint down, rate limit) are
+tried again on the next run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import Engine, select
+
+from judges.base import Judge
+from judgewatch.calibration.dataset import load_scores
+from judgewatch.judging import judge_items
+from judgewatch.rubric import Rubric
+from judgewatch.stats import Estimate, bias, exact_agreement, weighted_kappa
+from judgewatch.storage.calibration import AnchorSet, anchor_interaction_ids, create_anchor_set, get_anchor_set
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.migrations import table
+from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.verdict_store import finish_run, get_verdicts, start_run
+from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.verdicts import UnscoredReason, VerdictStatus
+
+logger = logging.getLogger(__name__)
+
+RETRY_REASONS = {UnscoredReason.timeout.value, UnscoredReason.endpoint_down.value, UnscoredReason.rate_limited.value}
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorJudging:
+    anchor_set: str
+    judge_config_hash: str
+    n_items: int
+    judged_now: int  # 0 when this configuration had already judged every anchor
+    run_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorShift:
+    """One criterion on the anchors: the new configuration against the old one, item by item."""
+
+    criterion: str
+    n: int  # anchors scored by both configurations
+    mean_old: float
+    mean_new: float
+    mean_shift: Estimate  # mean of (new - old), Student-t interval
+    weighted_kappa: Estimate  # quadratic, new vs old
+    exact: Estimate
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorComparison:
+    anchor_set: str
+    new_config_hash: str
+    old_config_hash: str
+    n_items: int
+    criteria: list[AnchorShift]
+
+
+def _order(key: str) -> str:
+    return hashlib.sha256(f"anchor:{key}".encode()).hexdigest()
+
+
+def freeze_anchor_set(
+    engine: Engine,
+    *,
+    name: str,
+    rubric_name: str,
+    size: int = 100,
+    judge_config_hash: str | None = None,
+    description: str = "",
+) -> AnchorSet:
+    """Freeze `size` judged interactions, spread evenly over the tiers, chosen by a hash of their id (stable)."""
+    frame = load_scores(engine, rubric_name=rubric_name, judge_config_hash=judge_config_hash)
+    if frame.empty:
+        raise ValueError(f"no scored verdicts under rubric {rubric_name!r} to freeze an anchor set from")
+    items = frame.drop_duplicates("interaction_id")[["interaction_id", "tier"]]
+    items = items.assign(order=items["interaction_id"].map(_order)).sort_values("order")
+    tiers = sorted(items["tier"].unique())
+    per_tier = max(1, size // len(tiers))
+    chosen = items.groupby("tier", sort=True).head(per_tier)["interaction_id"].tolist()[:size]
+    with session_scope(engine, write=True) as session:
+        anchor = create_anchor_set(
+            session=session, name=name, rubric_name=rubric_name, interaction_ids=chosen, description=description
+        )
+    logger.info("anchor set %s: %d items over tiers %s", name, anchor.n_items, ", ".join(tiers))
+    return anchor
+
+
+def _needs_judging(engine: Engine, ids: Sequence[str], config_hash: str, rubric_hash: str) -> list[str]:
+    with session_scope(engine) as session:
+        found = get_verdicts(
+            session=session, interaction_ids=ids, judge_config_hash=config_hash, rubric_hash=rubric_hash
+        )
+    done = {
+        v.interaction_id for v in found if v.status == VerdictStatus.scored or v.unscored_reason not in RETRY_REASONS
+    }
+    return [i for i in ids if i not in done]
+
+
+async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric) -> AnchorJudging:
+    """Re-judge the anchors with `judge` unless its configuration already did (see the module docstring)."""
+    identity = judge.identity(rubric)
+    with session_scope(engine) as session:
+        anchor = get_anchor_set(session=session, name=anchor_set)
+        if anchor is None:
+            raise LookupError(f"no anchor set {anchor_set!r}")
+        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    missing = _needs_judging(engine, ids, identity.config_hash, rubric.content_hash)
+    if not missing:
+        logger.info("anchors %s: judge %s already judged all %d", anchor_set, identity.config_hash, len(ids))
+        return AnchorJudging(anchor_set, identity.config_hash, len(ids), 0, None)
+    with session_scope(engine) as session:
+        rows = list(session.scalars(select(Interaction).where(table(Interaction).c.id.in_(missing))))
+        run = start_run(
+            session=session,
+            kind=RunKind.anchor.value,
+            name=f"anchors:{anchor_set}",
+            identity=anchor.items_hash,
+            rubric=rubric.identity,
+            judge_config_hash=identity.config_hash,
+            params={"anchor_set": anchor_set, "judge": identity.name},
+        )
+    logger.info("anchors %s: judge %s (%s) judges %d items", anchor_set, identity.name, identity.config_hash, len(rows))
+    by_source: dict[str, list[Interaction]] = {}
+    for row in rows:
+        by_source.setdefault(row.source, []).append(row)
+    status, counts = RunStatus.completed, {"items": len(rows)}
+    try:
+        for source, group in sorted(by_source.items()):
+            result = await judge_items(
+                [r.to_item() for r in group], rubric, judge, engine=engine, run_id=run.id, source=source
+            )
+            for key, value in result.summary.by_status.items():
+                counts[key] = counts.get(key, 0) + value
+    except BaseException:
+        status = RunStatus.failed
+        raise
+    finally:
+        with session_scope(engine) as session:
+            finish_run(session=session, run_id=run.id, status=status.value, counts=counts)
+    return AnchorJudging(anchor_set, identity.config_hash, len(ids), len(rows), run.id)
+
+
+def _previous_config(verdicts: pd.DataFrame, new_config_hash: str) -> str | None:
+    """The configuration that judged the anchors last before `new_config_hash` did (else the latest other one)."""
+    first = verdicts.groupby("judge_config_hash")["first_at"].min().sort_values()
+    if new_config_hash not in first.index:
+        return None
+    others = first.drop(new_config_hash)
+    if others.empty:
+        return None
+    before = others[others <= first[new_config_hash]]
+    return str((before if not before.empty else others).index[-1])
+
+
+def _anchor_verdict_times(engine: Engine, ids: Sequence[str], rubric_name: str) -> pd.DataFrame:
+    v = table(VerdictRecord).c
+    query = select(v.judge_config_hash, v.created_at).where(
+        v.interaction_id.in_(list(ids)), v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value
+    )
+    with session_scope(engine) as session:
+        rows = session.execute(query).all()
+    return pd.DataFrame(rows, columns=["judge_config_hash", "first_at"])
+
+
+def compare_on_anchors(
+    engine: Engine,
+    *,
+    anchor_set: str,
+    new_config_hash: str,
+    old_config_hash: str | None = None,
+    categories: Sequence[float] | None = None,
+    n_boot: int = 1000,
+) -> AnchorComparison | None:
+    """New vs previous configuration on the anchors, per criterion; None when no other configuration judged them."""
+    with session_scope(engine) as session:
+        anchor = get_anchor_set(session=session, name=anchor_set)
+        if anchor is None:
+            raise LookupError(f"no anchor set {anchor_set!r}")
+        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    old = old_config_hash or _previous_config(_anchor_verdict_times(engine, ids, anchor.rubric_name), new_config_hash)
+    if old is None:
+        return None
+    frame = load_scores(engine, rubric_name=anchor.rubric_name, interaction_ids=ids)
+    frame = frame[frame["judge_config_hash"].isin([old, new_config_hash])]
+    wide = frame.pivot_table(
+        index=["interaction_id", "criterion"], columns="judge_config_hash", values="judge", aggfunc="first"
+    )
+    shifts = []
+    for criterion, group in wide.groupby(level="criterion", sort=True):
+        if old not in group or new_config_hash not in group:
+            continue
+        both = group[[old, new_config_hash]].dropna()
+        if both.empty:
+            continue
+        o, n = both[old].to_numpy(), both[new_config_hash].to_numpy()
+        cats = categories if categories is not None else np.union1d(o, n).tolist()
+        shifts.append(
+            AnchorShift(
+                criterion=str(criterion),
+                n=len(both),
+                mean_old=float(o.mean()),
+                mean_new=float(n.mean()),
+                mean_shift=bias(n, o),
+                weighted_kappa=weighted_kappa(n, o, categories=cats, n_boot=n_boot),
+                exact=exact_agreement(n, o),
+            )
+        )
+    return AnchorComparison(anchor_set, new_config_hash, old, len(ids), shifts)

@@ -1,0 +1,145 @@
+"""Demo labels for the Tiers page: SYNTHESIZED from the golden sets' known-good and known-bad answers.
+
+These are not human labels. A tier answer that is, word for word, one of a golden item's known-good answers
+(HaluEval's human-written right answer, HalluQA's best answers) is labeled as a person following the rubric
+would score it: 5 on every criterion; one that is a known-bad answer (HaluEval's hallucinated answer, HalluQA's
+wrong answers) gets faithfulness 1, completeness 1 and relevance 4 (a wrong answer to the right question).
+Any other answer is left unlabeled. The labels go through the real routing and review queue with
+`via="synthetic"`, so every report and page says they are synthetic.
+
+`write_demo_answers` writes a tier's recorded answers from those known answers (a chosen share of bad ones),
+so a demo release of two tiers has answers whose quality is known and these labels can be given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, select
+
+from judgewatch.calibration.synthetic import label_routed
+from judgewatch.golden import GoldenItem, GoldenSet, load_golden_set
+from judgewatch.rubric import Rubric
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.migrations import table
+from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.tiers import write_recorded_answers
+from judgewatch.verdicts import VerdictStatus
+
+logger = logging.getLogger(__name__)
+
+DEMO_REVIEWER = "synthetic-golden"
+KNOWN_GOOD = {"relevance": 5, "faithfulness": 5, "completeness": 5}
+KNOWN_BAD = {"relevance": 4, "faithfulness": 1, "completeness": 1}
+DISCLOSURE = (
+    "SYNTHESIZED labels, not human labels: tier answers that are a golden item's known-good answer were scored "
+    "5/5/5, known-bad answers relevance 4, faithfulness 1, completeness 1; other answers were left unlabeled."
+)
+_SOURCE = re.compile(r"^release:(?P<release>[^/]+)/(?P<tier>[^/]+)/(?P<dataset>.+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class DemoLabels:
+    """What the demo labeling did; `describe()` is the line to print."""
+
+    kind: str
+    known_good: int  # verdicts whose answer is a known-good answer
+    known_bad: int
+    unknown: int  # answers that are neither: never labeled
+    labeled: int  # labels written (routed items among the known ones)
+    review_share: float
+
+    def describe(self) -> str:
+        return (
+            f"{DISCLOSURE} Matched {self.known_good} known-good and {self.known_bad} known-bad answers "
+            f"({self.unknown} unknown); routed {self.review_share:.0%} uniformly and wrote {self.labeled} synthetic "
+            "labels through the review queue."
+        )
+
+
+def normalize(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def known_quality(item: GoldenItem, answer: str) -> str | None:
+    """ "good", "bad" or None for an answer to a golden item."""
+    a = normalize(answer)
+    if any(a == normalize(g) for g in item.good_answers):
+        return "good"
+    if any(a == normalize(b) for b in item.bad_answers):
+        return "bad"
+    return None
+
+
+def _tiered_answers(engine: Engine, rubric_name: str) -> list[tuple[str, str, str, str, str]]:
+    """(interaction id, source, source_id, question, answer) of tiered interactions with a scored verdict."""
+    i, v = table(Interaction).c, table(VerdictRecord).c
+    scored = select(v.interaction_id).where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value)
+    query = select(i.id, i.source, i.source_id, i.question, i.answer).where(
+        i.tier.is_not(None), i.id.in_(scored.scalar_subquery())
+    )
+    with session_scope(engine) as session:
+        return [tuple(row) for row in session.execute(query.order_by(i.id))]  # type: ignore[misc]
+
+
+def synthesize_golden_labels(
+    engine: Engine,
+    *,
+    rubric: Rubric,
+    datasets: Sequence[str],
+    datasets_dir: Path | None = None,
+    review_share: float = 0.25,
+) -> DemoLabels:
+    """Route the tiers' scored verdicts and label the routed ones whose answer is known (see the module doc)."""
+    unknown_criteria = {c.name for c in rubric.criteria} - set(KNOWN_GOOD)
+    if unknown_criteria:
+        raise ValueError(f"demo labels cover answer_quality's criteria only, not {sorted(unknown_criteria)}")
+    sets = {name: load_golden_set(name, datasets_dir=datasets_dir) for name in datasets}
+    by_id = {(g.name, item.id): item for g in sets.values() for item in g.items}
+    by_question = {normalize(item.question): item for g in sets.values() for item in g.items}
+    human: dict[str, dict[str, int]] = {}
+    counts = {"good": 0, "bad": 0, None: 0}
+    for iid, source, source_id, question, answer in _tiered_answers(engine, rubric.name):
+        match = _SOURCE.match(source)
+        item = by_id.get((match["dataset"], source_id)) if match else None
+        item = item or by_question.get(normalize(question))
+        quality = known_quality(item, answer) if item is not None else None
+        counts[quality] += 1
+        if quality is not None and item is not None:
+            has_refs = bool(item.reference_answer or item.reference_facts or item.context)
+            applicable = {c.name for c in rubric.applicable(has_refs)}
+            scores = KNOWN_GOOD if quality == "good" else KNOWN_BAD
+            human[iid] = {k: v for k, v in scores.items() if k in applicable}
+    labeled = label_routed(engine, rubric, human, review_share=review_share, reviewer=DEMO_REVIEWER)
+    result = DemoLabels(
+        "synthesized-from-golden-known-answers", counts["good"], counts["bad"], counts[None], labeled, review_share
+    )
+    logger.warning("%s", result.describe())
+    return result
+
+
+def _unit(*parts: str) -> float:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def demo_answers(golden: GoldenSet, *, bad_share: float, salt: str) -> list[tuple[str, str]]:
+    """(id, answer) per item: its first known-bad answer for a hash-chosen `bad_share` of items, else known-good."""
+    out = []
+    for item in golden.items:
+        bad = item.bad_answers and _unit(salt, golden.name, item.id) < bad_share
+        pool = item.bad_answers if bad else (item.good_answers or [item.reference_answer or ""])
+        if pool and pool[0]:
+            out.append((item.id, pool[0]))
+    return out
+
+
+def write_demo_answers(golden: GoldenSet, path: Path, *, bad_share: float, salt: str = "demo") -> int:
+    """Write a tier's recorded answers file (JSONL id/answer) from known answers; returns the count."""
+    return write_recorded_answers(path, demo_answers(golden, bad_share=bad_share, salt=salt))

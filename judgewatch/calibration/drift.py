@@ -1,0 +1,234 @@
+"""Judge drift per tier and criterion: agreement and bias over daily and weekly windows, alerts, a webhook.
+
+The stated test, for each series (tier, criterion, window width) with enough labels: the latest window that
+has labels is compared with the pooled windows before it (up to `reference_windows` of them) by
+`stats.drift_test`: a one-sided pooled two-proportion z-test that exact judge-human agreement fell, and a
+two-sided Welch t-test that the bias (judge - human) shifted. Bonferroni over both hypotheses and every series
+tested in the run holds the chance of any false alarm in one run at `family_alpha` (0.05). Only uniformly
+routed labels are used (see `agreement.py`). An alert is stored once per series and window; a later window of
+the same series that tests within chance resolves it. New alerts are POSTed to a webhook when one is set.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import httpx
+import pandas as pd
+from sqlalchemy import Engine
+
+from judgewatch.calibration.agreement import agreement_sample
+from judgewatch.calibration.dataset import Series
+from judgewatch.calibration.serialize import jsonable
+from judgewatch.stats import DriftTest, WindowStats, agreement_series, drift_test, time_windows
+from judgewatch.storage.calibration import (
+    AlertState,
+    DriftAlert,
+    close_alerts,
+    get_alerts,
+    set_webhook_status,
+    upsert_alert,
+)
+from judgewatch.storage.db import session_scope
+
+logger = logging.getLogger(__name__)
+
+WINDOWS = {"daily": timedelta(days=1), "weekly": timedelta(days=7)}
+TEST_TEXT = (
+    "latest window vs the pooled earlier windows: one-sided two-proportion z-test (exact agreement fell) and "
+    "Welch t-test (bias judge - human shifted), Bonferroni over both and over the {n} series tested, "
+    "family-wise alpha {alpha:g} per run"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DriftConfig:
+    family_alpha: float = 0.05
+    min_current: int = 10  # labeled pairs needed in the latest window
+    min_reference: int = 20  # labeled pairs needed in the reference windows together
+    reference_windows: dict[str, int] = field(default_factory=lambda: {"daily": 28, "weekly": 8})
+
+
+@dataclass(frozen=True, slots=True)
+class DriftResult:
+    """One series: its per-window points and, when it had enough labels, the test of its latest window."""
+
+    tier: str
+    criterion: str
+    window: str
+    points: list[WindowStats]
+    current_start: datetime | None = None
+    reference_start: datetime | None = None
+    test: DriftTest | None = None
+    skipped: str | None = None  # why it was not tested
+
+
+@dataclass
+class DriftRun:
+    series: Series
+    results: list[DriftResult]
+    n_tests: int
+    alpha_per_test: float
+    alerts: list[DriftAlert] = field(default_factory=list)  # alerting series, stored (new or updated)
+    new_alert_ids: list[str] = field(default_factory=list)
+    resolved: int = 0
+
+
+def _window_start(value: object) -> datetime:
+    return pd.Timestamp(value).tz_localize("UTC").to_pydatetime()
+
+
+def _prepare(frame: pd.DataFrame, window: str, cfg: DriftConfig) -> list[DriftResult]:
+    """Windowed points and the (current, reference) split of every series; tests are run by the caller."""
+    width = WINDOWS[window]
+    sample = agreement_sample(frame)
+    out = []
+    for (tier, criterion), group in sample.groupby(["tier", "criterion"], sort=True):
+        starts = time_windows(group["at"].dt.to_pydatetime(), width)
+        points = agreement_series(starts, group["judge"], group["human"])
+        if len(points) < 2:
+            out.append(DriftResult(str(tier), str(criterion), window, points, skipped="fewer than two windows"))
+            continue
+        current = points[-1]
+        cur_start = _window_start(current.window)
+        first_ref = cur_start - cfg.reference_windows[window] * width
+        refs = [p for p in points[:-1] if _window_start(p.window) >= first_ref]
+        n_ref = sum(p.n for p in refs)
+        skipped = None
+        if current.n < cfg.min_current or n_ref < cfg.min_reference:
+            skipped = (
+                f"too few labels (current {current.n} < {cfg.min_current} or reference {n_ref} < {cfg.min_reference})"
+            )
+        ref_start = _window_start(refs[0].window) if refs else cur_start
+        out.append(DriftResult(str(tier), str(criterion), window, points, cur_start, ref_start, skipped=skipped))
+    return out
+
+
+def _test(result: DriftResult, frame: pd.DataFrame, alpha: float) -> DriftResult:
+    start, ref_start = result.current_start, result.reference_start
+    assert start is not None and ref_start is not None
+    sample = agreement_sample(frame)
+    group = sample[(sample["tier"] == result.tier) & (sample["criterion"] == result.criterion)]
+    at = group["at"]
+    cur = (at >= start) & (at < start + WINDOWS[result.window])
+    ref = (at >= ref_start) & (at < start)
+    test = drift_test(group["judge"][ref], group["human"][ref], group["judge"][cur], group["human"][cur], alpha=alpha)
+    return DriftResult(
+        result.tier, result.criterion, result.window, result.points, result.current_start, result.reference_start, test
+    )
+
+
+def detect(frame: pd.DataFrame, series: Series, *, config: DriftConfig | None = None) -> DriftRun:
+    """Window, split and test every series of `frame` (one judge configuration and rubric version)."""
+    cfg = config or DriftConfig()
+    prepared = [r for window in WINDOWS for r in _prepare(frame, window, cfg)]
+    testable = [r for r in prepared if r.skipped is None]
+    n_tests = max(len(testable), 1)
+    alpha = cfg.family_alpha / n_tests
+    results = [_test(r, frame, alpha) if r.skipped is None else r for r in prepared]
+    return DriftRun(series, results, len(testable), alpha)
+
+
+def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> DriftAlert:
+    t = result.test
+    assert t is not None and result.current_start is not None and result.reference_start is not None
+    threshold = t.alpha / 2
+    kinds = [k for k, p in (("agreement_drop", t.p_agreement_drop), ("bias_shift", t.p_bias_shift)) if p < threshold]
+    message = (
+        f"judge drift on tier {result.tier}, {result.criterion} ({result.window} window from "
+        f"{result.current_start:%Y-%m-%d}): agreement {t.agreement_ref.estimate:.2f} -> {t.agreement_cur.estimate:.2f} "
+        f"(p={t.p_agreement_drop:.2g}), bias {t.bias_ref.estimate:+.2f} -> {t.bias_cur.estimate:+.2f} "
+        f"(p={t.p_bias_shift:.2g}); judge {run.series.judge.name} {run.series.judge.config_hash[:12]}, "
+        f"rubric {run.series.rubric.name} {run.series.rubric.version}"
+    )
+    clean = jsonable
+    return DriftAlert(
+        id="",
+        judge_config_hash=run.series.judge.config_hash,
+        judge_name=run.series.judge.name,
+        rubric_name=run.series.rubric.name,
+        rubric_version=run.series.rubric.version,
+        tier=result.tier,
+        criterion=result.criterion,
+        window=result.window,
+        window_start=result.current_start,
+        window_end=result.current_start + WINDOWS[result.window],
+        reference_start=result.reference_start,
+        kind="+".join(kinds),
+        n_ref=t.agreement_ref.n,
+        n_cur=t.agreement_cur.n,
+        agreement_ref=clean(t.agreement_ref.estimate),
+        agreement_cur=clean(t.agreement_cur.estimate),
+        bias_ref=clean(t.bias_ref.estimate),
+        bias_cur=clean(t.bias_cur.estimate),
+        p_agreement_drop=clean(t.p_agreement_drop),
+        p_bias_shift=clean(t.p_bias_shift),
+        alpha=threshold,
+        test=TEST_TEXT.format(n=run.n_tests, alpha=family_alpha),
+        message=message,
+    )
+
+
+def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -> DriftRun:
+    """Store each alerting series' alert (once per window) and resolve older alerts of series now within chance."""
+    with session_scope(engine, write=True) as session:
+        for result in run.results:
+            if result.test is None:
+                continue
+            if result.test.alert:
+                alert, created = upsert_alert(session=session, alert=_alert_row(result, run, family_alpha))
+                run.alerts.append(alert)
+                if created:
+                    run.new_alert_ids.append(alert.id)
+                continue
+            stale = [
+                a.id
+                for a in get_alerts(session=session, state=AlertState.open.value, tier=result.tier)
+                if (a.judge_config_hash, a.rubric_version, a.criterion, a.window)
+                == (run.series.judge.config_hash, run.series.rubric.version, result.criterion, result.window)
+                and result.current_start is not None
+                and a.window_start < result.current_start
+            ]
+            note = f"the {result.window} window from {result.current_start:%Y-%m-%d} tested within chance"
+            run.resolved += close_alerts(
+                session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note
+            )
+    if run.new_alert_ids:
+        logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
+    return run
+
+
+def post_webhook(url: str, alert: DriftAlert, *, timeout_s: float = 5.0) -> str:
+    """POST the alert as JSON (`text` for chat webhooks, `alert` for machines); never raises, returns the outcome."""
+    payload = {"text": f"[judgewatch] {alert.message}", "alert": jsonable(alert.model_dump())}
+    try:
+        with httpx.Client(timeout=timeout_s) as client:
+            response = client.post(url, json=payload)
+    except Exception as exc:  # the alert is stored either way: a webhook outage must not fail the flow
+        logger.warning("drift webhook %s failed: %s", url, exc)
+        return f"failed: {type(exc).__name__}: {exc}"[:500]
+    if response.is_success:
+        return f"posted: HTTP {response.status_code}"
+    logger.warning("drift webhook %s answered HTTP %d", url, response.status_code)
+    return f"failed: HTTP {response.status_code}"
+
+
+def notify(engine: Engine, run: DriftRun, webhook_url: str | None, *, timeout_s: float = 5.0) -> dict[str, str]:
+    """Post every new alert of the run to the webhook and store each outcome; {} when no URL is set."""
+    if not webhook_url:
+        return {}
+    outcomes = {}
+    for alert in run.alerts:
+        if alert.id in run.new_alert_ids:
+            outcomes[alert.id] = post_webhook(webhook_url, alert, timeout_s=timeout_s)
+    with session_scope(engine, write=True) as session:
+        for alert_id, status in outcomes.items():
+            set_webhook_status(session=session, alert_id=alert_id, status=status)
+    return outcomes
+
+
+def open_alerts(engine: Engine, *, rubric_name: str | None = None) -> list[DriftAlert]:
+    with session_scope(engine) as session:
+        return get_alerts(session=session, state=AlertState.open.value, rubric_name=rubric_name)

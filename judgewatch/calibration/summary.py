@@ -1,0 +1,155 @@
+"""Everything the Tiers report and pages show, computed once from the store: `summarize(engine, ...)`.
+
+The numbers rest on one judge configuration and rubric version (by default the latest to have scored a
+verdict): verdicts of other configurations, fallback judges included, are a different series and are
+counted but left out, never mixed in silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pandas as pd
+from sqlalchemy import Engine
+
+from judgewatch.calibration.agreement import AgreementRow, agreement_table
+from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
+from judgewatch.calibration.dataset import Series, current_series, load_scores
+from judgewatch.calibration.drift import DriftRun, detect, open_alerts
+from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
+from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.types import utcnow
+from judgewatch.trust.policy import TrustVerdict
+from judgewatch.trust.records import trust_for
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelCount:
+    """What one tier's numbers rest on."""
+
+    tier: str
+    verdicts: int  # scored verdicts of the series
+    labeled_items: int  # of those, items with a human label
+    synthetic_items: int  # of the labeled, labels made by a program (demo data), not people
+
+
+@dataclass
+class CalibrationSummary:
+    generated_at: datetime
+    rubric_name: str
+    since: datetime | None
+    series: Series | None  # None: no scored verdict under this rubric yet
+    estimates: list[TierEstimate] = field(default_factory=list)
+    differences: list[TierDifference] = field(default_factory=list)
+    agreement: list[AgreementRow] = field(default_factory=list)
+    label_counts: list[LabelCount] = field(default_factory=list)
+    daily: pd.DataFrame = field(default_factory=pd.DataFrame)  # tiers.trend(), daily windows
+    weekly: pd.DataFrame = field(default_factory=pd.DataFrame)  # tiers.trend(), weekly windows
+    drift: DriftRun | None = None  # per-window agreement and bias, and the tests (not stored here)
+    alerts: list[DriftAlert] = field(default_factory=list)  # open alerts, all judges of this rubric
+    anchors: list[AnchorComparison] = field(default_factory=list)
+    trust: TrustVerdict | None = None
+    excluded_verdicts: int = 0  # scored verdicts of other judge configurations / rubric versions
+    frame: pd.DataFrame = field(default_factory=pd.DataFrame)  # the rows the numbers come from
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def synthetic(self) -> bool:
+        return any(c.synthetic_items for c in self.label_counts)
+
+
+def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
+    if frame.empty:
+        return []
+    items = frame.drop_duplicates("verdict_id")
+    lab = frame[frame["human"].notna()].drop_duplicates("verdict_id")
+    out = []
+    for tier, group in items.groupby("tier", sort=True):
+        mine = lab[lab["tier"] == tier]
+        synthetic = int((mine["label_via"] == "synthetic").sum())
+        out.append(LabelCount(str(tier), len(group), len(mine), synthetic))
+    return out
+
+
+def _notes(summary: CalibrationSummary) -> list[str]:
+    notes = []
+    if summary.synthetic:
+        notes.append(
+            "SYNTHETIC LABELS: some labels were made by a program (demo data), not by people; "
+            "the corrected numbers show the method, not a measurement of this judge."
+        )
+    if summary.excluded_verdicts:
+        notes.append(
+            f"{summary.excluded_verdicts} scored verdict(s) of other judge configurations or rubric versions "
+            "(fallback judges included) are a separate series and are not in these numbers."
+        )
+    if summary.label_counts and not any(c.labeled_items for c in summary.label_counts):
+        notes.append("No human labels yet: the corrected estimates and agreement need labels (review queue).")
+    if summary.trust is not None and summary.trust.trustworthy is not True:
+        notes.append(f"Judge trust: {summary.trust.summary}")
+    return notes
+
+
+def summarize(
+    engine: Engine,
+    *,
+    rubric_name: str = "answer_quality",
+    rubric_version: str | None = None,
+    judge_config_hash: str | None = None,
+    since: datetime | None = None,
+    baseline: str | None = None,
+    categories: Sequence[float] | None = None,
+    n_boot: int = 1000,
+    with_trust: bool = True,
+) -> CalibrationSummary:
+    """Compute the Tiers/Calibration numbers for one judge configuration (default: the latest one)."""
+    series = current_series(
+        engine, rubric_name=rubric_name, rubric_version=rubric_version, judge_config_hash=judge_config_hash
+    )
+    if series is None and judge_config_hash is not None:
+        raise LookupError(f"judge configuration {judge_config_hash!r} has no scored verdicts under {rubric_name!r}")
+    summary = CalibrationSummary(generated_at=utcnow(), rubric_name=rubric_name, since=since, series=series)
+    summary.alerts = open_alerts(engine, rubric_name=rubric_name)
+    if series is None:
+        summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]
+        return summary
+    everything = load_scores(engine, rubric_name=rubric_name, since=since)
+    mine = (everything["judge_config_hash"] == series.judge.config_hash) & (
+        everything["rubric_version"] == series.rubric.version
+    )
+    frame = everything[mine]
+    summary.frame = frame
+    summary.excluded_verdicts = int(everything.loc[~mine, "verdict_id"].nunique())
+    summary.estimates = tier_estimates(frame)
+    summary.differences = tier_differences(frame, summary.estimates, baseline=baseline)
+    summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot)
+    summary.label_counts = label_counts(frame)
+    summary.daily, summary.weekly = trend(frame), trend(frame, width=timedelta(days=7))
+    summary.drift = detect(frame, series)
+    summary.anchors = anchor_comparisons(engine, rubric_name, series.judge.config_hash, categories, n_boot)
+    if with_trust:
+        summary.trust = trust_for(engine, series.judge, series.rubric)
+    summary.notes = _notes(summary)
+    return summary
+
+
+def anchor_comparisons(
+    engine: Engine, rubric_name: str, config_hash: str, categories: Sequence[float] | None, n_boot: int
+) -> list[AnchorComparison]:
+    """The current configuration against its predecessor on every anchor set of the rubric."""
+    with session_scope(engine) as session:
+        names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
+    out = []
+    for name in names:
+        comparison = compare_on_anchors(
+            engine, anchor_set=name, new_config_hash=config_hash, categories=categories, n_boot=n_boot
+        )
+        if comparison is not None:
+            out.append(comparison)
+    return out

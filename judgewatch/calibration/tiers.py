@@ -1,0 +1,208 @@
+"""Tier scores model owners can compare: per tier and criterion the judge's raw mean, the PPI-corrected mean
+with its interval, the tier difference with its interval, and how many human labels each number rests on.
+
+The PPI estimate (`stats.ppi_mean`) corrects the judge's mean by its measured error on the labeled items,
+weighted by 1 / inclusion probability, so a judge that is biased differently on each tier no longer biases the
+comparison. The tier difference is paired when the tiers answered the same items (golden runs: the same golden
+item of one release) and enough items carry labels on both tiers; otherwise the tiers' estimates are
+independent and their difference is unpaired (production traffic: each tier answers its own requests).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import pandas as pd
+
+from judgewatch.stats import (
+    Estimate,
+    PPIEstimate,
+    classical_mean,
+    ppi_diff_paired,
+    ppi_diff_unpaired,
+    ppi_mean,
+    time_windows,
+)
+
+logger = logging.getLogger(__name__)
+
+MIN_PAIRED_LABELS = 10  # items labeled on both tiers needed before the paired difference is used
+PREFERRED_BASELINES = ("full", "fp16", "bf16", "full-precision")
+
+
+@dataclass(frozen=True, slots=True)
+class TierEstimate:
+    """One tier and criterion: `n_verdicts` judge scores, `n_labels` of them with a human label."""
+
+    tier: str
+    criterion: str
+    n_verdicts: int
+    n_labels: int
+    n_synthetic_labels: int  # labels made by a program (demo), not by a person: stated wherever shown
+    raw_mean: float  # the judge's plain mean: what a dashboard without labels would show
+    ppi: PPIEstimate  # judge + labels, corrected and with a valid interval
+    human_only: PPIEstimate  # the labels alone: what PPI is compared against
+
+
+@dataclass(frozen=True, slots=True)
+class TierDifference:
+    """`tier - baseline` for one criterion: the PPI-corrected difference and the judge's raw one."""
+
+    criterion: str
+    tier: str
+    baseline: str
+    method: str  # "paired" | "unpaired"
+    estimate: Estimate
+    raw_diff: float
+    n_items: int  # paired: items judged on both tiers; unpaired: verdicts on both together
+    n_labels: int  # paired: items labeled on both tiers; unpaired: labels on both together
+
+
+def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | None:
+    """The tier others are compared with: the one asked for, else a full-precision name, else the first."""
+    if baseline is not None:
+        if baseline not in tiers:
+            raise ValueError(f"baseline tier {baseline!r} has no verdicts (tiers: {', '.join(tiers) or 'none'})")
+        return baseline
+    for name in PREFERRED_BASELINES:
+        if name in tiers:
+            return name
+    return sorted(tiers)[0] if tiers else None
+
+
+def _ppi(group: pd.DataFrame, level: float) -> tuple[PPIEstimate, PPIEstimate]:
+    lab = group[group["human"].notna()]
+    y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
+    weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
+    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level)
+    return est, classical_mean(y, inclusion_prob=weights, level=level)
+
+
+def tier_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[TierEstimate]:
+    """One estimate per (tier, criterion) in the frame, sorted."""
+    out = []
+    for (tier, criterion), group in frame.groupby(["tier", "criterion"], sort=True):
+        est, human = _ppi(group, level)
+        n_labels = int(group["human"].notna().sum())
+        synthetic = int((group["label_via"] == "synthetic").sum())
+        out.append(
+            TierEstimate(
+                str(tier), str(criterion), len(group), n_labels, synthetic, float(group["judge"].mean()), est, human
+            )
+        )
+    return out
+
+
+def _paired(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """Rows of the two tiers joined on the item key (one row per key, `_a`/`_b` suffixes)."""
+    cols = ["item_key", "judge", "human", "inclusion_prob"]
+    left = a[cols].drop_duplicates("item_key")
+    right = b[cols].drop_duplicates("item_key")
+    return left.merge(right, on="item_key", suffixes=("_a", "_b"))
+
+
+def tier_difference(
+    a: pd.DataFrame,
+    b: pd.DataFrame,
+    ppi_a: PPIEstimate,
+    ppi_b: PPIEstimate,
+    *,
+    criterion: str,
+    tier: str,
+    baseline: str,
+    level: float = 0.95,
+    min_paired_labels: int = MIN_PAIRED_LABELS,
+) -> TierDifference:
+    """`tier - baseline` on one criterion, paired when the tiers share items labeled on both sides."""
+    both = _paired(a, b)
+    labeled = both[both["human_a"].notna() & both["human_b"].notna()]
+    shares_items = len(both) >= 0.5 * max(a["item_key"].nunique(), b["item_key"].nunique(), 1)
+    if shares_items and len(labeled) >= min_paired_labels:
+        pi = (labeled["inclusion_prob_a"] * labeled["inclusion_prob_b"]).to_numpy(dtype=float)
+        est = ppi_diff_paired(
+            labeled["human_a"],
+            labeled["human_b"],
+            labeled["judge_a"],
+            labeled["judge_b"],
+            both["judge_a"],
+            both["judge_b"],
+            inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
+            level=level,
+        )
+        raw = float((both["judge_a"] - both["judge_b"]).mean())
+        ci = Estimate(est.estimate, est.low, est.high, est.n)
+        return TierDifference(criterion, tier, baseline, "paired", ci, raw, len(both), len(labeled))
+    if shares_items and len(labeled) < min_paired_labels:
+        logger.info(
+            "%s vs %s on %s: %d shared items but only %d labeled on both tiers; using the unpaired difference",
+            tier,
+            baseline,
+            criterion,
+            len(both),
+            len(labeled),
+        )
+    raw = float(a["judge"].mean() - b["judge"].mean())
+    n_items, n_labels = len(a) + len(b), ppi_a.n + ppi_b.n
+    return TierDifference(
+        criterion, tier, baseline, "unpaired", ppi_diff_unpaired(ppi_a, ppi_b, level=level), raw, n_items, n_labels
+    )
+
+
+def tier_differences(
+    frame: pd.DataFrame,
+    estimates: Sequence[TierEstimate],
+    *,
+    baseline: str | None = None,
+    level: float = 0.95,
+    min_paired_labels: int = MIN_PAIRED_LABELS,
+) -> list[TierDifference]:
+    """Every other tier minus the baseline tier, per criterion."""
+    tiers = sorted(frame["tier"].unique().tolist()) if not frame.empty else []
+    base = pick_baseline(tiers, baseline)
+    if base is None:
+        return []
+    by_key = {(e.tier, e.criterion): e for e in estimates}
+    out = []
+    for criterion in sorted(frame["criterion"].unique()):
+        rows = frame[frame["criterion"] == criterion]
+        b = rows[rows["tier"] == base]
+        for tier in tiers:
+            if tier == base or (tier, criterion) not in by_key or (base, criterion) not in by_key:
+                continue
+            out.append(
+                tier_difference(
+                    rows[rows["tier"] == tier],
+                    b,
+                    by_key[(tier, criterion)].ppi,
+                    by_key[(base, criterion)].ppi,
+                    criterion=str(criterion),
+                    tier=tier,
+                    baseline=base,
+                    level=level,
+                    min_paired_labels=min_paired_labels,
+                )
+            )
+    return out
+
+
+def trend(frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: float = 0.95) -> pd.DataFrame:
+    """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels.
+
+    Windows are the drift alerts' (`stats.time_windows`: fixed width, aligned to the Unix epoch, UTC), so a
+    weekly point and a weekly alert cover the same days. Windows with fewer than two labels get NaN bounds.
+    """
+    columns = ["tier", "criterion", "window", "raw_mean", "n", "n_labels", "ppi", "low", "high"]
+    if frame.empty:
+        return pd.DataFrame(columns=columns)
+    windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
+    rows = []
+    for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
+        est, _ = _ppi(group, level)
+        rows.append(
+            (tier, criterion, window, group["judge"].mean(), len(group), est.n, est.estimate, est.low, est.high)
+        )
+    return pd.DataFrame(rows, columns=columns)

@@ -1,0 +1,245 @@
+"""`judgewatch judge --rubric NAME --input items.jsonl --output verdicts.jsonl [--judge URL|reference]`.
+
+Every input row yields one output row or one quarantined row (stored, and listed with its line number);
+every verdict is stored too. Exit 0 when the run completed, even with unscored or quarantined rows; exit 2
+with a one-line message when it could not run (unreadable input, unknown rubric, no judge reachable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from judges.base import Judge
+from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
+from judgewatch.items import JudgeItem
+from judgewatch.judge_input import input_source, read_judge_input
+from judgewatch.judging import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
+from judgewatch.rubric import Rubric, RubricError, load_rubric
+from judgewatch.settings import Settings, get_settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.verdict_store import finish_run, quarantine_rows, start_run
+from judgewatch.verdicts import Verdict
+
+logger = logging.getLogger(__name__)
+
+QUARANTINE_LINES_SHOWN = 20
+
+
+class CannotRun(Exception):
+    """The run could not start or finish; the message is the one line the user sees."""
+
+
+def judge(
+    rubric: Annotated[str, typer.Option(help="Rubric name (rubrics/<name>.yaml) or path to a rubric YAML")],
+    input: Annotated[Path, typer.Option("--input", help="JSONL: id, question, answer, optional references")],
+    output: Annotated[Path, typer.Option(help="JSONL of verdicts, one row per judged input row, in input order")],
+    judge: Annotated[
+        str | None,
+        typer.Option("--judge", help="'reference', an OpenAI-compatible base URL, or URLs separated by commas"),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent requests per judge URL")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    fallback_reference: Annotated[
+        bool, typer.Option(help="Fall back to the offline reference judge when the URL judges are down")
+    ] = True,
+) -> None:
+    """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
+    settings = get_settings()
+    try:
+        if judge is not None:
+            _check_spec(judge)
+        rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+        identity = _content_hash(input)
+        engine = _open_store(database_url or settings.effective_database_url)
+        try:
+            summary, quarantined, run = asyncio.run(
+                _run(
+                    rubric_obj,
+                    input,
+                    output,
+                    engine,
+                    identity,
+                    settings=settings,
+                    spec=judge,
+                    model=model,
+                    concurrency=concurrency,
+                    fallback_reference=fallback_reference,
+                )
+            )
+        finally:
+            engine.dispose()
+    except (CannotRun, RubricError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    _print_summary(summary, quarantined, input, output, run)
+
+
+def _check_spec(spec: str) -> None:
+    try:
+        parse_judge_spec(spec)
+    except ValueError as exc:
+        raise CannotRun(str(exc)) from exc
+
+
+def _content_hash(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as exc:
+        raise CannotRun(f"cannot read input file {path}: {exc.strerror or exc}") from exc
+
+
+def _open_store(url: str) -> Engine:
+    try:
+        engine = make_engine(url)
+        migrate(engine)
+    except (SQLAlchemyError, OSError) as exc:
+        shown = make_url(url).render_as_string(hide_password=True)
+        raise CannotRun(f"cannot open the store {shown}: {str(exc).splitlines()[0]}") from exc
+    return engine
+
+
+async def _connect(
+    spec: str | None,
+    settings: Settings,
+    model: str | None,
+    concurrency: int | None,
+    fallback_reference: bool,
+) -> Judge:
+    """The chain of reachable judges; CannotRun when none answers its health check."""
+    try:
+        links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference)
+    except ValueError as exc:  # a malformed --judge
+        raise CannotRun(str(exc)) from exc
+    up, down = await healthy_links(links)
+    for link in down:
+        await link.aclose()
+    if not up:
+        names = ", ".join(describe(link) for link in down)
+        if len(down) == 1:
+            raise CannotRun(
+                f"{names} is not reachable (health check failed) and no fallback is configured; start it, "
+                f"or pass --judge {REFERENCE} (or leave --fallback-reference on) to use the offline reference judge"
+            )
+        raise CannotRun(f"no judge is reachable (health checks failed): {names}")
+    for link in down:
+        typer.echo(f"warning: {describe(link)} is not reachable; judging with {describe(up[0])} instead", err=True)
+    return chain(up)
+
+
+async def _run(
+    rubric: Rubric,
+    input_path: Path,
+    output: Path,
+    engine: Engine,
+    identity: str,
+    *,
+    settings: Settings,
+    spec: str | None,
+    model: str | None,
+    concurrency: int | None,
+    fallback_reference: bool,
+) -> tuple[JudgingSummary, list[QuarantineRecord], str]:
+    try:
+        reader = read_judge_input(input_path)
+    except OSError as exc:
+        raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
+    judge_obj = await _connect(spec, settings, model, concurrency, fallback_reference)
+    quarantined: list[QuarantineRecord] = []
+
+    def items() -> Iterator[JudgeItem]:
+        for row in reader:
+            if isinstance(row, QuarantineRecord):
+                quarantined.append(row)
+            else:
+                yield row
+
+    judge_config_hash = judge_obj.identity(rubric).config_hash
+    params = {"judge": spec or "settings", "model": model, "concurrency": concurrency, "input": str(input_path)}
+    with session_scope(engine) as session:
+        run_id = start_run(
+            session=session,
+            kind=RunKind.file,
+            name=input_path.name,
+            identity=identity,
+            rubric=rubric.identity,
+            judge_config_hash=judge_config_hash,
+            params=params,
+        ).id
+    partial = output.with_name(output.name + ".partial")
+    status = RunStatus.failed
+    summary: JudgingSummary | None = None
+    try:
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            out = partial.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc
+        with out:
+
+            def write(verdict: Verdict) -> None:
+                out.write(json.dumps(verdict.output_row(), ensure_ascii=False) + "\n")
+
+            result = await judge_items(
+                items(),
+                rubric,
+                judge_obj,
+                engine=engine,
+                run_id=run_id,
+                source=input_source(input_path),
+                on_verdict=write,
+                collect=False,
+                max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
+            )
+        partial.replace(output)
+        summary = result.summary
+        with session_scope(engine) as session:
+            quarantine_rows(session=session, records=quarantined, run_id=run_id)
+        status = RunStatus.completed
+    except SQLAlchemyError as exc:
+        raise CannotRun(f"storing verdicts failed: {str(exc).splitlines()[0]}") from exc
+    finally:
+        await judge_obj.aclose()
+        counts = summary.model_dump(mode="json") | {"quarantined": len(quarantined)} if summary else {}
+        try:
+            with session_scope(engine) as session:
+                finish_run(session=session, run_id=run_id, status=status, counts=counts)
+        except SQLAlchemyError:
+            logger.exception("could not record the end of run %s", run_id)
+    return summary, quarantined, run_id
+
+
+def _print_summary(
+    summary: JudgingSummary, quarantined: list[QuarantineRecord], input_path: Path, output: Path, run_id: str
+) -> None:
+    unscored = summary.by_status.get("unscored", 0)
+    reasons = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_unscored_reason.items()))
+    line = f"judged {summary.items} rows in {summary.wall_s:.1f} s: {summary.by_status.get('scored', 0)} scored"
+    line += f", {unscored} unscored" + (f" ({reasons})" if reasons else "")
+    typer.echo(line + f"; {len(quarantined)} quarantined")
+    if summary.by_judge:
+        typer.echo("judged by: " + ", ".join(f"{k} ({v})" for k, v in sorted(summary.by_judge.items())))
+    if summary.latency_ms:
+        typer.echo("latency ms: " + ", ".join(f"{k} {v:g}" for k, v in summary.latency_ms.items()))
+    if quarantined:
+        typer.echo(f"quarantined rows of {input_path} (stored with run {run_id}):")
+        for record in quarantined[:QUARANTINE_LINES_SHOWN]:
+            typer.echo(f"  {record.message}")
+        if len(quarantined) > QUARANTINE_LINES_SHOWN:
+            typer.echo(f"  ... and {len(quarantined) - QUARANTINE_LINES_SHOWN} more")
+    typer.echo(f"verdicts: {output} (run {run_id})")

@@ -1,0 +1,164 @@
+"""`judgewatch judges validate|list`: measure a judge before believing it, and the leaderboard of judges.
+
+`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive, with a warning),
+1 when one is measured untrustworthy, 2 when nothing could be measured (unreachable judge, unknown rubric or
+golden set, unusable store). `JudgeCommand` lets `judgewatch judge validate ...` mean the same command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+import typer
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+from typer.core import TyperCommand
+
+from judgewatch.golden import GoldenSetError, load_golden_set
+from judgewatch.rubric import RubricError, load_rubric
+from judgewatch.settings import get_settings
+from judgewatch.storage.db import make_engine
+from judgewatch.storage.migrations import migrate
+from judgewatch.trust.leaderboard import leaderboard, table
+from judgewatch.trust.policy import dataset_label, policy_from_settings
+from judgewatch.trust.runs import JudgeUnreachable, ValidationReport, judges_under_test, validate
+
+app = typer.Typer(help="Judges: measure their trust on known answers, list what was measured.", no_args_is_help=True)
+
+
+def _open_store(url: str) -> Engine:
+    try:
+        engine = make_engine(url)
+        migrate(engine)
+    except (SQLAlchemyError, OSError) as exc:
+        shown = make_url(url).render_as_string(hide_password=True)
+        typer.echo(f"error: cannot open the store {shown}: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(2) from None
+    return engine
+
+
+def _print_report(report: ValidationReport) -> None:
+    for record in report.records:
+        where = dataset_label(record.dataset, record.dataset_revision)
+        typer.echo(f"{record.judge_kind}:{record.judge_name} | {record.rubric_name} {record.rubric_version} | "
+                   f"{record.evidence.replace('_', ' ')} | {where} | {record.n_items} items")
+        reference = record.figures.get("reference", {}).get("criteria", {})
+        for name, fig in record.figures.get("criteria", {}).items():
+            line = f"  {name:<13} AUROC {_num(fig.get('auroc'))} [{_num(fig.get('low'))}, {_num(fig.get('high'))}]"
+            if fig.get("gap") is not None:
+                line += f"  gap {fig['gap']:+.2f}"
+            if fig.get("position_consistency") is not None:
+                line += f"  position consistency {fig['position_consistency']:.0%} (A chosen {_pct(fig.get('a_rate'))})"
+            line += f"  unscored {_pct(fig.get('unscored_rate'))}"
+            if name in reference and record.judge_kind != "reference":
+                line += f"  | reference judge AUROC {_num(reference[name].get('auroc'))}"
+            typer.echo(line)
+        reasons = record.figures.get("unscored_reasons") or {}
+        if reasons:
+            typer.echo("  unscored: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+    for verdict in report.verdicts:
+        typer.echo(("" if verdict.trustworthy else "WARNING: ") + verdict.summary)
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+@app.command("validate")
+def validate_cmd(
+    judge: Annotated[str, typer.Option("--judge", help="'reference' or an OpenAI-compatible base URL (comma list)")],
+    dataset: Annotated[list[str], typer.Option("--dataset", help="Golden set with known-bad answers (repeatable)")],
+    rubric: Annotated[
+        list[str] | None,
+        typer.Option("--rubric", help="Rubric(s) to validate under; pairwise rubrics are asked in both orders"),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Validate on the first N items of each set")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent requests to the judge")] = None,
+    min_auroc: Annotated[float | None, typer.Option(help="Override JUDGEWATCH_TRUST_MIN_AUROC")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
+) -> None:
+    """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion."""
+    settings = get_settings()
+    policy = policy_from_settings(settings, min_auroc=min_auroc)
+    try:
+        rubrics = [load_rubric(name, settings.rubrics_dir) for name in (rubric or ["answer_quality"])]
+        sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in dataset]
+        under_test = judges_under_test(judge, settings, model, concurrency)
+    except (RubricError, GoldenSetError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    engine = _open_store(database_url or settings.effective_database_url)
+    reports: list[ValidationReport] = []
+
+    async def run_all() -> None:
+        for one in under_test:
+            try:
+                reports.append(await validate(one, rubrics, sets, engine=engine, policy=policy, limit=limit))
+            finally:
+                await one.aclose()
+
+    try:
+        asyncio.run(run_all())
+    except (JudgeUnreachable, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    if as_json:
+        rows = [r.model_dump(mode="json") for report in reports for r in report.records]
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        for report in reports:
+            _print_report(report)
+    verdicts = [v.trustworthy for report in reports for v in report.verdicts]
+    raise typer.Exit(1 if False in verdicts else 0)
+
+
+@app.command("list")
+def list_cmd(
+    rubric: Annotated[str | None, typer.Option(help="Only this rubric")] = None,
+    judge_name: Annotated[str | None, typer.Option("--judge-name", help="Only this judge (model name)")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
+) -> None:
+    """Every judge configuration measured: trust per rubric, evidence, dataset and tier, vs the reference judge."""
+    settings = get_settings()
+    engine = _open_store(database_url or settings.effective_database_url)
+    try:
+        rows = leaderboard(engine, policy_from_settings(settings), rubric=rubric, judge_name=judge_name)
+    finally:
+        engine.dispose()
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        typer.echo("no judge has been measured yet: run `judgewatch judges validate --judge ... --dataset ...`")
+        return
+    headers, cells = table(rows)
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+    for row in cells:
+        typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+class JudgeCommand(TyperCommand):
+    """The `judge` command, which also accepts `judge validate ...` as `judges validate ...` (the issue's spelling).
+
+    `judge` itself takes options only, so a first argument `validate` cannot be anything else.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
+        if args and args[0] == "validate":
+            group: Any = typer.main.get_command(app)
+            validate = group.commands["validate"]
+            return validate.make_context(f"{info_name} validate", args[1:], parent=parent, **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)

@@ -1,0 +1,190 @@
+"""`judgewatch regress ...` (the post-release gate) and `judgewatch baseline accept|list`.
+
+`regress` runs the `post-release-regression` flow in this process (Prefect ephemeral mode unless
+PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate). Anything
+unexpected is exit 2 with a one-line message: the gate never passes silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from judgewatch.settings import get_settings
+
+logger = logging.getLogger(__name__)
+
+baseline_app = typer.Typer(
+    help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True
+)
+
+PREFECT_QUIET_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
+
+
+def prefect_defaults() -> None:
+    """Quiet, telemetry-free Prefect unless the operator said otherwise (before Prefect is imported)."""
+    for key, value in PREFECT_QUIET_DEFAULTS.items():
+        os.environ.setdefault(key, value)
+
+
+def run_regression(**params: Any) -> dict[str, Any]:
+    """Run the flow in-process and return its gate result (see `post_release_regression` for parameters)."""
+    prefect_defaults()
+    from flows.regression import post_release_regression
+
+    result = asyncio.run(post_release_regression(**params, fail_on_gate=False))
+    if not isinstance(result, dict):
+        raise RuntimeError(f"the regression flow returned {type(result).__name__}, not a gate result")
+    return result
+
+
+def print_result(result: dict[str, Any]) -> None:
+    err = result["exit_code"] != 0
+    typer.echo(result["summary"], err=err)
+    for kind in ("reasons", "warnings", "notes"):
+        for entry in result.get(kind, []):
+            typer.echo(f"  {kind[:-1]}: {entry}", err=err)
+    typer.echo(f"report: {result['report']} (JSON: {result['report_json']})")
+
+
+def regress(
+    release: Annotated[str, typer.Option(help="The release under test (any id: tag, version, commit)")],
+    dataset: Annotated[list[str], typer.Option(help="Golden set name under datasets/ (or a folder/.jsonl path)")],
+    tier: Annotated[
+        list[str] | None, typer.Option(help="A live tier: NAME=URL#MODEL (OpenAI-compatible base URL)")
+    ] = None,
+    answers: Annotated[
+        list[str] | None, typer.Option(help="A tier from recorded answers: NAME=FILE (JSONL with id and answer)")
+    ] = None,
+    judge: Annotated[
+        str | None, typer.Option(help="'reference' or the judge's base URL (default: the configured judge)")
+    ] = None,
+    baseline: Annotated[str, typer.Option(help="'accepted' (each tier's accepted baseline) or a release id")] = (
+        "accepted"
+    ),
+    margin: Annotated[float, typer.Option(min=0.0, help="Allowed drop in mean score (rubric scale)")] = 0.25,
+    report: Annotated[Path | None, typer.Option(help="Markdown report path (JSON beside it)")] = None,
+    rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
+    max_unscored: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Largest share of unscored verdicts per tier before exit 2")
+    ] = 0.2,
+    gap_margin: Annotated[
+        float | None, typer.Option(min=0.0, help="Also fail when quantized trails full by more than this")
+    ] = None,
+    accept_unvalidated_judge: Annotated[
+        bool, typer.Option(help="Use a judge that failed or lacks validation, with a warning in the report")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(min=1, help="Concurrent answer requests per live tier")] = 8,
+    answer_max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens of a generated answer")] = 256,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
+) -> None:
+    """The post-release gate: exit 0 pass, 1 regression, 2 could not evaluate."""
+    try:
+        result = run_regression(
+            release=release,
+            datasets=list(dataset),
+            tiers=list(tier or []),
+            answers=list(answers or []),
+            judge=judge,
+            baseline=baseline,
+            margin=margin,
+            max_unscored_share=max_unscored,
+            rubric=rubric,
+            report=str(report) if report else None,
+            gap_margin=gap_margin,
+            accept_unvalidated_judge=accept_unvalidated_judge,
+            concurrency=concurrency,
+            answer_max_tokens=answer_max_tokens,
+            database_url=database_url,
+        )
+    except Exception as exc:  # the gate must fail loudly, never crash into an ambiguous exit code
+        logger.debug("regression flow failed", exc_info=True)
+        typer.echo(f"COULD NOT EVALUATE (exit 2): {type(exc).__name__}: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if json_output:
+        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
+    else:
+        print_result(result)
+    raise typer.Exit(int(result["exit_code"]))
+
+
+def _engine(database_url: str | None) -> Any:
+    from judgewatch.storage.db import make_engine
+    from judgewatch.storage.migrations import migrate
+
+    engine = make_engine(database_url or get_settings().effective_database_url)
+    migrate(engine)
+    return engine
+
+
+@baseline_app.command("accept")
+def accept(
+    release: Annotated[str, typer.Option(help="The release to accept as baseline")],
+    tier: Annotated[str | None, typer.Option(help="Only this tier (default: every stored tier of the release)")] = None,
+    by: Annotated[str | None, typer.Option(help="Who accepts it (default: the current user)")] = None,
+    note: Annotated[str | None, typer.Option(help="Why, for the record")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+) -> None:
+    """Mark a release as the baseline later releases of its tier(s) are compared with."""
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.releases import ReleaseError, accept_baseline
+
+    try:
+        with session_scope(_engine(database_url), write=True) as session:
+            rows = accept_baseline(session=session, release=release, tier=tier, by=by or getpass.getuser(), note=note)
+            accepted = [(r.tier, r.accepted_by) for r in rows]
+    except ReleaseError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    for tier_name, who in accepted:
+        typer.echo(f"accepted: release {release} is the baseline of tier {tier_name} (by {who})")
+
+
+@baseline_app.command("list")
+def list_releases(
+    tier: Annotated[str | None, typer.Option(help="Only this tier")] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+) -> None:
+    """Every stored release tier, newest first; `*` marks each tier's current baseline."""
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.releases import accepted_baseline, get_release_tiers, latest_gate_decision
+
+    with session_scope(_engine(database_url)) as session:
+        rows = get_release_tiers(session=session, tier=tier)
+        current = {r.tier: accepted_baseline(session=session, tier=r.tier) for r in rows}
+        gates = {r.release: latest_gate_decision(session=session, release=r.release) for r in rows}
+        lines = []
+        for r in rows:
+            base = current.get(r.tier)
+            mark = "*" if base is not None and base.id == r.id else " "
+            accepted = f"accepted {r.accepted_at:%Y-%m-%d %H:%M} by {r.accepted_by}" if r.accepted_at else "-"
+            gate = gates.get(r.release)
+            outcome = f"gate exit {gate.exit_code} ({gate.outcome})" if gate else "no gate decision"
+            lines.append(f"{mark} {r.release:<16} {r.tier:<12} {accepted:<38} {outcome:<28} {r.source}")
+    if not lines:
+        typer.echo("no releases stored yet: run `judgewatch regress` first")
+        return
+    typer.echo(f"  {'release':<16} {'tier':<12} {'baseline':<38} {'last gate':<28} answers")
+    for line in lines:
+        typer.echo(line)
+
+
+def standalone_app() -> typer.Typer:
+    """`regress` and `baseline` alone (for `python -m judgewatch.cli.regress_cmd` and tests)."""
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+    app.command("regress")(regress)
+    app.add_typer(baseline_app, name="baseline")
+    return app
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=os.environ.get("JUDGEWATCH_LOG_LEVEL", "WARNING").upper())
+    standalone_app()()

@@ -1,0 +1,203 @@
+"""`judgewatch reviewer ...` (accounts), `judgewatch review ...` (route, replay, status) and `review-ui`."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from sqlalchemy import Engine, func, select
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from judgewatch.settings import get_settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate, table
+
+logger = logging.getLogger(__name__)
+
+reviewer_app = typer.Typer(help="Reviewer accounts for the review app.", no_args_is_help=True)
+review_app = typer.Typer(help="Human review: route verdicts to people, replay labels, show the queue.",
+                         no_args_is_help=True)
+
+DatabaseUrl = Annotated[
+    str | None, typer.Option("--database-url", help="SQLAlchemy URL (default: the settings' database).")
+]
+
+
+def _open_store(url: str | None) -> Engine:
+    url = url or get_settings().effective_database_url
+    try:
+        engine = make_engine(url)
+        migrate(engine)
+    except (SQLAlchemyError, OSError) as exc:
+        shown = make_url(url).render_as_string(hide_password=True)
+        typer.echo(f"error: cannot open the store {shown}: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(2) from None
+    return engine
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+@reviewer_app.command("add")
+def reviewer_add(
+    name: Annotated[str, typer.Argument(help="Login name.")],
+    password: Annotated[
+        str | None,
+        typer.Option(envvar="JUDGEWATCH_REVIEWER_PASSWORD", help="Password (else $JUDGEWATCH_REVIEWER_PASSWORD, "
+                     "else asked for, hidden)."),
+    ] = None,
+    adjudicator: Annotated[bool, typer.Option(help="May settle disagreements and flagged items.")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Create a reviewer account (the password is stored as a salted scrypt hash)."""
+    from judgewatch.review.accounts import AccountError, add_reviewer
+
+    if password is None:
+        password = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
+    engine = _open_store(database_url)
+    try:
+        with session_scope(engine) as session:
+            add_reviewer(session=session, name=name, password=password, can_adjudicate=adjudicator)
+    except AccountError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"reviewer {name} added" + (" (adjudicator)" if adjudicator else ""))
+
+
+def _set_active(name: str, active: bool, database_url: str | None) -> None:
+    from judgewatch.review.accounts import AccountError, set_active
+
+    engine = _open_store(database_url)
+    try:
+        with session_scope(engine) as session:
+            set_active(session=session, name=name, active=active)
+    except AccountError as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"reviewer {name} {'enabled' if active else 'disabled'}")
+
+
+@reviewer_app.command("disable")
+def reviewer_disable(name: str, database_url: DatabaseUrl = None) -> None:
+    """Disable an account: it can no longer log in or act (its labels stay)."""
+    _set_active(name, False, database_url)
+
+
+@reviewer_app.command("enable")
+def reviewer_enable(name: str, database_url: DatabaseUrl = None) -> None:
+    """Re-enable a disabled account."""
+    _set_active(name, True, database_url)
+
+
+@reviewer_app.command("list")
+def reviewer_list(database_url: DatabaseUrl = None) -> None:
+    """Accounts with their status and how many items each has labeled."""
+    from judgewatch.review.accounts import list_reviewers
+    from judgewatch.storage.review import ReviewLabel
+
+    labels = table(ReviewLabel)
+    with session_scope(_open_store(database_url)) as session:
+        counts = dict(
+            session.execute(
+                select(labels.c.reviewer, func.count()).where(labels.c.skipped_reason.is_(None)).group_by(labels.c.reviewer)
+            ).tuples()
+        )
+        for r in list_reviewers(session=session):
+            status = "active" if r.active else "disabled"
+            role = "adjudicator" if r.can_adjudicate else "reviewer"
+            typer.echo(f"{r.name:<24} {status:<9} {role:<12} {counts.get(r.name, 0):>6} labels")
+
+
+@review_app.command("route")
+def route(
+    run_id: Annotated[str | None, typer.Option(help="Only this run's verdicts (default: every stored verdict).")] = None,
+    share: Annotated[float | None, typer.Option(help="Uniform share of scored verdicts (default: settings).")] = None,
+    double_share: Annotated[float | None, typer.Option(help="Share of routed items labeled twice.")] = None,
+    unscored_share: Annotated[float, typer.Option(help="Targeted share of unscored verdicts.")] = 0.0,
+    borderline_share: Annotated[float, typer.Option(help="Targeted share of borderline scores.")] = 0.0,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Turn stored verdicts into review items (deterministic: routing again creates nothing new)."""
+    from judgewatch.review.routing import RoutingPolicy, route_verdicts
+    from judgewatch.review.rubrics import RubricResolver
+
+    settings = get_settings()
+    try:
+        policy = RoutingPolicy(
+            review_share=settings.review_share if share is None else share,
+            double_label_share=settings.double_label_share if double_share is None else double_share,
+            unscored_share=unscored_share,
+            borderline_share=borderline_share,
+        )
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    with session_scope(_open_store(database_url)) as session:
+        report = route_verdicts(session=session, policy=policy, rubrics=RubricResolver(settings.rubrics_dir),
+                                run_id=run_id)
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.by_reason.items())) or "none"
+    typer.echo(f"{report.considered} verdicts considered, {report.routed} routed ({reasons}), {report.created} new items")
+
+
+@review_app.command("replay")
+def replay(
+    labels: Annotated[Path | None, typer.Option(help="JSONL of {item_id|interaction_id, reviewer, scores, ...}.")] = None,
+    pandalm: Annotated[Path | None, typer.Option(help="PandaLM folder: replay its 3 human annotators.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N PandaLM pairs.")] = None,
+    judge: Annotated[str, typer.Option(help="PandaLM baseline whose verdict items show.")] = "gpt-3.5-turbo",
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Submit existing labels through the review service (same checks as the app); exit 1 if any was refused."""
+    from judgewatch.review.queue import ReviewQueue
+    from judgewatch.review.replay import read_label_rows, replay_labels, replay_pandalm
+
+    if (labels is None) == (pandalm is None):
+        raise _fail("give exactly one of --labels FILE or --pandalm DIR")
+    settings = get_settings()
+    queue = ReviewQueue(_open_store(database_url), lease_seconds=settings.lease_seconds,
+                        rubrics_dir=settings.rubrics_dir)
+    try:
+        if labels is not None:
+            report = replay_labels(queue, read_label_rows(labels))
+        else:
+            assert pandalm is not None
+            report = replay_pandalm(queue, pandalm, limit=limit, judge=judge)
+    except (OSError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items()))
+    typer.echo(f"{report.rows} rows: {outcomes}")
+    for problem in report.problems:
+        typer.echo(f"  {problem}", err=True)
+    if report.outcomes.get("refused"):
+        raise typer.Exit(1)
+
+
+@review_app.command("status")
+def status(database_url: DatabaseUrl = None) -> None:
+    """Review items by state and pick reason, and labels stored."""
+    from judgewatch.storage.review import ReviewItem, ReviewLabel
+
+    items, labels = table(ReviewItem), table(ReviewLabel)
+    with session_scope(_open_store(database_url)) as session:
+        by_state = dict(session.execute(select(items.c.state, func.count()).group_by(items.c.state)).tuples())
+        by_reason = dict(session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).tuples())
+        n_labels = session.execute(select(func.count()).select_from(labels)).scalar_one()
+    typer.echo(f"review items: {sum(by_state.values())}")
+    for state_name in ("available", "leased", "done", "adjudication", "flagged"):
+        typer.echo(f"  {state_name:<13} {by_state.get(state_name, 0)}")
+    typer.echo("picked: " + (", ".join(f"{k} {v}" for k, v in sorted(by_reason.items())) or "none"))
+    typer.echo(f"labels: {n_labels}")
+
+
+def review_ui(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 7860,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Serve the review app (login with `judgewatch reviewer add` accounts)."""
+    from review_ui.app import serve
+
+    settings = get_settings()
+    serve(_open_store(database_url), settings, host=host, port=port)

@@ -1,0 +1,239 @@
+"""The release gate's decision: per-tier paired comparisons in, an exit code with its reasons out. Pure.
+
+- exit 0: no criterion on any tier regressed beyond the margin (no interval of candidate - baseline lies
+  entirely below -margin); a tier's first release has no baseline and passes with a note.
+- exit 1: a regression; each reason names tier, criterion, estimate and interval.
+- exit 2: could not evaluate: an endpoint unreachable, an input invalid, more than the allowed share of verdicts
+  unscored, an interval that cannot be computed, or a judge measured untrustworthy. Never a silent pass.
+An untrustworthy judge cannot pass or fail a release, so it wins over everything; otherwise a regression found
+on what could be evaluated wins over what could not (both are listed).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
+
+logger = logging.getLogger(__name__)
+
+ItemScores = Mapping[str, Mapping[str, float | None]]  # item key -> criterion -> score (None = not scored)
+Outcome = Literal["pass", "regression", "error"]
+
+
+class TrustLike(Protocol):
+    """What the gate needs of a judge-trust verdict (judgewatch.trust's TrustVerdict satisfies it)."""
+
+    @property
+    def trustworthy(self) -> bool | None: ...  # None = unmeasured
+
+    @property
+    def summary(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """candidate - baseline on one criterion, paired by item; means are over the paired items."""
+
+    criterion: str
+    candidate: str  # what is compared, e.g. "r2" or "quantized"
+    baseline: str  # e.g. "r1" or "full"
+    candidate_mean: float
+    baseline_mean: float
+    diff: PairedDiff
+
+    @property
+    def defined(self) -> bool:
+        return self.diff.n > 0 and math.isfinite(self.diff.low) and math.isfinite(self.diff.high)
+
+    def below(self, margin: float) -> bool:
+        """The whole interval lies below -margin (an undefined interval never does)."""
+        return self.defined and regressed(self.diff.high, margin)
+
+    def describe(self) -> str:
+        d = self.diff
+        return (
+            f"{self.criterion} {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}] "
+            f"({self.candidate} {self.candidate_mean:.2f} vs {self.baseline} {self.baseline_mean:.2f}, n={d.n})"
+        )
+
+
+def compare_scores(
+    candidate: ItemScores,
+    baseline: ItemScores,
+    criteria: Sequence[str],
+    *,
+    candidate_label: str,
+    baseline_label: str,
+    level: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> list[Comparison]:
+    """Per criterion: mean of candidate - baseline over the items scored on both sides, with a paired interval."""
+    comparisons = []
+    for criterion in criteria:
+        _, x, y = align_scores(
+            {k: s.get(criterion) for k, s in candidate.items()}, {k: s.get(criterion) for k, s in baseline.items()}
+        )
+        both = ~(np.isnan(x) | np.isnan(y))
+        diff = paired_mean_diff(x, y, level=level, n_resamples=n_resamples, seed=seed)
+        means = (float(x[both].mean()), float(y[both].mean())) if both.any() else (math.nan, math.nan)
+        comparisons.append(Comparison(criterion, candidate_label, baseline_label, means[0], means[1], diff))
+    return comparisons
+
+
+@dataclass
+class TierEvaluation:
+    """Everything the gate needs about one tier of the candidate release."""
+
+    tier: str
+    baseline_release: str | None  # None: the tier's first release
+    comparisons: list[Comparison] = field(default_factory=list)
+    total: int = 0  # golden items under test
+    unscored: int = 0  # items without a usable verdict (unscored, or no answer could be generated)
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    endpoint_ok: bool = True
+    endpoint_detail: str = ""
+
+    @property
+    def unscored_share(self) -> float:
+        return self.unscored / self.total if self.total else 1.0
+
+
+@dataclass(frozen=True)
+class Regression:
+    tier: str
+    criterion: str
+    baseline: str
+    estimate: float
+    low: float
+    high: float
+
+
+@dataclass
+class GateResult:
+    exit_code: int
+    outcome: Outcome
+    summary: str
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    regressions: list[Regression] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _unscored_text(tier: TierEvaluation) -> str:
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(tier.unscored_reasons.items(), key=lambda kv: -kv[1]))
+    return f"{tier.unscored}/{tier.total} ({tier.unscored_share:.0%})" + (f": {reasons}" if reasons else "")
+
+
+def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: float, out: GateResult) -> None:
+    if not tier.endpoint_ok:
+        out.reasons.append(f"tier {tier.tier}: endpoint unreachable: {tier.endpoint_detail}")
+        return
+    if tier.total == 0:
+        out.reasons.append(f"tier {tier.tier}: no golden items were evaluated")
+        return
+    if tier.unscored_share > max_unscored_share:
+        out.reasons.append(
+            f"tier {tier.tier}: {_unscored_text(tier)} verdicts unscored, "
+            f"more than the {max_unscored_share:.0%} allowed"
+        )
+    elif tier.unscored:
+        out.notes.append(f"tier {tier.tier}: {_unscored_text(tier)} verdicts unscored (left out of the pairs)")
+    if tier.baseline_release is None:
+        out.notes.append(
+            f"tier {tier.tier}: first release, no baseline to compare with: passes "
+            "(accept it with `judgewatch baseline accept`)"
+        )
+        return
+    if not any(c.diff.n for c in tier.comparisons):
+        baseline = tier.baseline_release
+        out.reasons.append(f"tier {tier.tier}: no item scored in both this release and baseline {baseline}")
+        return
+    for c in tier.comparisons:
+        if c.diff.n == 0:
+            out.notes.append(f"tier {tier.tier}: {c.criterion}: no paired scores (not applicable to these items)")
+        elif not c.defined:
+            out.reasons.append(f"tier {tier.tier}: {c.criterion}: {c.diff.n} paired item(s), too few for an interval")
+        elif c.below(margin):
+            d = c.diff
+            out.regressions.append(Regression(tier.tier, c.criterion, c.baseline, d.estimate, d.low, d.high))
+
+
+def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float | None, out: GateResult) -> None:
+    for gap in gaps:
+        what = f"{gap.candidate} vs {gap.baseline}: {gap.describe()}"
+        if gap_margin is not None and gap.below(gap_margin):
+            d = gap.diff
+            tier = f"{gap.candidate}-vs-{gap.baseline}"
+            out.regressions.append(Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high))
+        elif gap.below(margin):
+            out.warnings.append(f"{gap.candidate} trails {gap.baseline} beyond the margin (not gated): {what}")
+
+
+def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
+    """Adds the trust reason/warning; True when the judge is measured untrustworthy."""
+    if trust is None:
+        out.warnings.append("JUDGE TRUST UNMEASURED: no trust verdict was given; treat these scores with caution")
+        return False
+    headline = trust.summary.strip().splitlines()[0] if trust.summary.strip() else "(no summary)"
+    if trust.trustworthy is False:
+        out.reasons.insert(0, f"judge not trustworthy: {headline}")
+        return True
+    if trust.trustworthy is None:
+        out.warnings.append(f"JUDGE TRUST UNMEASURED: {headline}")
+    else:
+        out.notes.append(f"judge trust: {headline}")
+    return False
+
+
+def decide(
+    tiers: Sequence[TierEvaluation],
+    *,
+    margin: float,
+    max_unscored_share: float = 0.2,
+    trust: TrustLike | None = None,
+    gaps: Sequence[Comparison] = (),
+    gap_margin: float | None = None,
+    problems: Sequence[str] = (),
+) -> GateResult:
+    """The gate's exit code, reasons, notes and warnings. `problems`: inputs that could not be used at all."""
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0, got {margin}")
+    out = GateResult(exit_code=0, outcome="pass", summary="")
+    out.reasons.extend(problems)
+    untrusted = _trust_findings(trust, out)
+    if not tiers and not problems:
+        out.reasons.append("no tier was evaluated")
+    for tier in tiers:
+        _tier_findings(tier, margin, max_unscored_share, out)
+    _gap_findings(gaps, margin, gap_margin, out)
+    if untrusted:
+        out.exit_code, out.outcome = 2, "error"
+    elif out.regressions:
+        out.exit_code, out.outcome = 1, "regression"
+    elif out.reasons:
+        out.exit_code, out.outcome = 2, "error"
+    out.summary = _summary(out, margin, [t.tier for t in tiers])
+    return out
+
+
+def _summary(out: GateResult, margin: float, tiers: list[str]) -> str:
+    if out.exit_code == 0:
+        return f"PASS (exit 0): no criterion regressed beyond margin {margin} on tier(s) {', '.join(tiers)}"
+    if out.exit_code == 1:
+        parts = [
+            f"tier {r.tier} {r.criterion} {r.estimate:+.3f} [{r.low:+.3f}, {r.high:+.3f}] vs {r.baseline}"
+            for r in out.regressions
+        ]
+        return f"REGRESSION (exit 1, margin {margin}): " + "; ".join(parts)
+    return "COULD NOT EVALUATE (exit 2): " + "; ".join(out.reasons)

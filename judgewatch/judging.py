@@ -1,0 +1,233 @@
+"""Judge many items: every item scheduled on the judge, exactly one verdict each, verdicts stored in batches.
+
+The judge bounds its own concurrency; this pipeline only keeps enough calls in flight to saturate it (a fixed
+pool of workers pulling from the item iterator, so 100k items never become 100k coroutines) and hands full
+batches to one writer task that stores them in a worker thread, so the event loop never waits on the
+database. Per item the overhead is one await and a few dict operations: no database round trip, no session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+
+from judges.base import Judge
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.verdict_store import store_judged
+from judgewatch.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_IN_FLIGHT = 256
+FLUSH_INTERVAL_S = 2.0  # a slow judge still gets its verdicts stored every few seconds
+
+
+class JudgingSummary(BaseModel):
+    """What a judging run produced: counts, latency percentiles, the judge's token cost."""
+
+    items: int = 0
+    by_status: dict[str, int] = Field(default_factory=dict)
+    by_unscored_reason: dict[str, int] = Field(default_factory=dict)
+    by_judge: dict[str, int] = Field(default_factory=dict)  # "kind:name" of the judge that produced each verdict
+    latency_ms: dict[str, float] = Field(default_factory=dict)  # p50, p90, p99, max
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    stored: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def items_per_s(self) -> float:
+        return self.items / self.wall_s if self.wall_s > 0 else 0.0
+
+
+@dataclass
+class JudgingResult:
+    summary: JudgingSummary
+    verdicts: list[Verdict]  # input order; empty when `collect=False`
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    """Nearest-rank p50/p90/p99 and max ({} for no values)."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    last = len(ordered) - 1
+
+    def rank(q: float) -> float:
+        return round(ordered[min(last, max(0, math.ceil(q * len(ordered) - 1e-9) - 1))], 1)
+
+    return {"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99), "max": round(ordered[-1], 1)}
+
+
+@dataclass
+class _Tally:
+    status: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    judges: Counter[str] = field(default_factory=Counter)
+    latencies: list[float] = field(default_factory=list)
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+
+    def add(self, verdict: Verdict) -> None:
+        self.status[verdict.status.value] += 1
+        if verdict.unscored_reason is not None:
+            self.reasons[verdict.unscored_reason.value] += 1
+        self.judges[f"{verdict.judge.kind}:{verdict.judge.name}"] += 1
+        self.latencies.append(verdict.latency_ms)
+        self.prompt += verdict.tokens.prompt
+        self.completion += verdict.tokens.completion
+        self.cached += verdict.tokens.cached
+
+    def summary(self, stored: int, wall_s: float) -> JudgingSummary:
+        return JudgingSummary(
+            items=len(self.latencies),
+            by_status=dict(self.status),
+            by_unscored_reason=dict(self.reasons),
+            by_judge=dict(self.judges),
+            latency_ms=percentiles(self.latencies),
+            tokens=TokenUsage(prompt=self.prompt, completion=self.completion, cached=self.cached),
+            stored=stored,
+            wall_s=round(wall_s, 3),
+        )
+
+
+class _InOrder:
+    """Delivers verdicts to `on_verdict` (and the collected list) in input order, whatever order they finish in."""
+
+    def __init__(self, on_verdict: Callable[[Verdict], None] | None, collect: bool) -> None:
+        self.on_verdict = on_verdict
+        self.collected: list[Verdict] | None = [] if collect else None
+        self.next = 0
+        self.waiting: dict[int, Verdict] = {}
+
+    def put(self, index: int, verdict: Verdict) -> None:
+        if index != self.next:
+            self.waiting[index] = verdict
+            return
+        self._emit(verdict)
+        while self.next in self.waiting:
+            self._emit(self.waiting.pop(self.next))
+
+    def _emit(self, verdict: Verdict) -> None:
+        self.next += 1
+        if self.collected is not None:
+            self.collected.append(verdict)
+        if self.on_verdict is not None:
+            self.on_verdict(verdict)
+
+
+class _BatchWriter:
+    """Collects (item, verdict) pairs; one task stores full batches in a thread, in order, with backpressure."""
+
+    def __init__(self, engine: Engine, *, source: str, run_id: str | None, batch_size: int) -> None:
+        self.engine, self.source, self.run_id, self.batch_size = engine, source, run_id, batch_size
+        self.pending: list[tuple[JudgeItem, Verdict]] = []
+        self.pending_since = 0.0
+        # A few batches may wait: if the database is slower than the judge, workers pause instead of piling up.
+        self.queue: asyncio.Queue[list[tuple[JudgeItem, Verdict]] | None] = asyncio.Queue(maxsize=4)
+        self.stored = 0
+
+    def add(self, item: JudgeItem, verdict: Verdict) -> list[tuple[JudgeItem, Verdict]] | None:
+        """Queue a pair; returns a batch to hand to `put` when one is due."""
+        if not self.pending:
+            self.pending_since = time.monotonic()
+        self.pending.append((item, verdict))
+        if len(self.pending) >= self.batch_size or time.monotonic() - self.pending_since >= FLUSH_INTERVAL_S:
+            batch, self.pending = self.pending, []
+            return batch
+        return None
+
+    async def put(self, batch: list[tuple[JudgeItem, Verdict]]) -> None:
+        await self.queue.put(batch)
+
+    async def close(self) -> None:
+        if self.pending:
+            batch, self.pending = self.pending, []
+            await self.queue.put(batch)
+        await self.queue.put(None)
+
+    async def run(self) -> None:
+        while (batch := await self.queue.get()) is not None:
+            self.stored += await asyncio.to_thread(self._write, batch)
+
+    def _write(self, batch: list[tuple[JudgeItem, Verdict]]) -> int:
+        with session_scope(self.engine) as session:
+            return store_judged(session=session, source=self.source, run_id=self.run_id, judged=batch)
+
+
+async def judge_one(judge: Judge, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
+    """The judge's verdict; an exception or a wrong verdict becomes an unscored judge_error verdict, logged."""
+    try:
+        verdict = await judge.judge(item, rubric)
+    except Exception as exc:
+        logger.exception("judge %s:%s raised on item %r", identity.kind, identity.name, item.id)
+        detail = f"{type(exc).__name__}: {exc}"
+    else:
+        if isinstance(verdict, Verdict) and verdict.item_id == item.id:
+            return verdict
+        detail = f"judge returned {type(verdict).__name__} for another item: {getattr(verdict, 'item_id', None)!r}"
+        logger.error("judge %s:%s on item %r: %s", identity.kind, identity.name, item.id, detail)
+    return Verdict.unscored(item.id, UnscoredReason.judge_error, judge=identity, rubric=rubric.identity, detail=detail)
+
+
+async def judge_items(
+    items: Iterable[JudgeItem],
+    rubric: Rubric,
+    judge: Judge,
+    *,
+    engine: Engine | None = None,
+    run_id: str | None = None,
+    source: str = "items",
+    on_verdict: Callable[[Verdict], None] | None = None,
+    batch_size: int = 200,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    collect: bool = True,
+) -> JudgingResult:
+    """Judge every item once; store verdicts (and the items as interactions of `source`) when `engine` is given.
+
+    `on_verdict` and the returned list see the verdicts in input order. At most `max_in_flight` judge calls
+    are pending at once (keep it above the judge's own concurrency). Raises only if the items iterator,
+    `on_verdict` or the store fails; a judge's exception is an unscored judge_error verdict.
+    """
+    if batch_size < 1 or max_in_flight < 1:
+        raise ValueError("batch_size and max_in_flight must be >= 1")
+    identity = judge.identity(rubric)
+    numbered: Iterator[tuple[int, JudgeItem]] = enumerate(items)
+    in_order = _InOrder(on_verdict, collect)
+    tally = _Tally()
+    writer = _BatchWriter(engine, source=source, run_id=run_id, batch_size=batch_size) if engine else None
+    started = time.perf_counter()
+
+    async def worker() -> None:
+        # Every worker pulls from the one iterator: each item is taken exactly once, with no queue in between.
+        for index, item in numbered:
+            verdict = await judge_one(judge, item, rubric, identity)
+            tally.add(verdict)
+            in_order.put(index, verdict)
+            if writer is not None and (batch := writer.add(item, verdict)) is not None:
+                await writer.put(batch)
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            writer_task = group.create_task(writer.run()) if writer is not None else None
+            workers = [group.create_task(worker()) for _ in range(max_in_flight)]
+            await asyncio.gather(*workers)
+            if writer is not None and writer_task is not None:
+                await writer.close()
+    except BaseExceptionGroup as group_error:
+        # Surface the first real failure, not the group wrapper (callers handle plain exceptions).
+        raise group_error.exceptions[0] from group_error
+    summary = tally.summary(writer.stored if writer else 0, time.perf_counter() - started)
+    if in_order.waiting:
+        raise RuntimeError(f"{len(in_order.waiting)} verdicts were never delivered in order")  # a bug, not input
+    return JudgingResult(summary=summary, verdicts=in_order.collected or [])

@@ -1,0 +1,1 @@
+"""Reports: regression gate reports (Markdown and JSON)."""

@@ -1,0 +1,223 @@
+"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record.
+
+Per tier and criterion: baseline, candidate, difference with its interval, unscored counts; the judge and
+rubric the scores rest on and the judge's measured trust; the quantized-vs-full gap; the worst items.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from judgewatch.gate import Comparison, GateResult, TierEvaluation
+from judgewatch.verdicts import JudgeIdentity, RubricIdentity
+
+logger = logging.getLogger(__name__)
+
+EXCERPT_CHARS = 160
+
+
+@dataclass
+class WorstItem:
+    """One item whose score dropped most (or, without a baseline, scored lowest)."""
+
+    key: str  # "<dataset>/<item id>"
+    question: str
+    reference_answer: str | None
+    candidate_answer: str
+    candidate_overall: float | None
+    baseline_answer: str | None = None
+    baseline_overall: float | None = None
+    reason: str = ""  # the judge's reason for the candidate verdict, or why it is unscored
+
+    @property
+    def delta(self) -> float | None:
+        if self.candidate_overall is None or self.baseline_overall is None:
+            return None
+        return self.candidate_overall - self.baseline_overall
+
+
+@dataclass
+class TierSection:
+    tier: str
+    source: str  # where the answers came from: live:<url>#<model> or recorded:<file>
+    evaluation: TierEvaluation
+    worst: list[WorstItem] = field(default_factory=list)
+    run_ids: list[str] = field(default_factory=list)
+    generation: dict[str, Any] = field(default_factory=dict)  # reused / generated / failed counts
+
+
+@dataclass
+class RegressionReport:
+    release: str
+    created_at: datetime
+    datasets: dict[str, str]  # name -> revision
+    gate: GateResult
+    margin: float
+    max_unscored_share: float
+    level: float = 0.95
+    judge: JudgeIdentity | None = None
+    rubric: RubricIdentity | None = None
+    trust_summary: str | None = None
+    trustworthy: bool | None = None
+    accept_unvalidated_judge: bool = False
+    tiers: list[TierSection] = field(default_factory=list)
+    gaps: list[Comparison] = field(default_factory=list)
+    flow_run_id: str | None = None
+    gap_margin: float | None = None  # None: the tier gap is reported, not gated
+
+
+def _num(value: float | None, spec: str = ".2f") -> str:
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
+
+
+def _excerpt(text: str | None) -> str:
+    if text is None:
+        return "—"
+    flat = " ".join(text.split()).replace("|", "\\|")
+    return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
+
+
+def _interval(c: Comparison) -> str:
+    d = c.diff
+    if d.n == 0:
+        return "n/a (no pairs)"
+    return f"{_num(d.estimate, '+.3f')} [{_num(d.low, '+.3f')}, {_num(d.high, '+.3f')}]"
+
+
+def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: bool = True) -> list[str]:
+    rows = [
+        "| criterion | baseline | candidate | difference [95% CI] | pairs | dropped | method | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for c in comparisons:
+        below = "REGRESSED" if gated else "beyond margin (not gated)"
+        verdict = below if c.below(margin) else ("no interval" if c.diff.n and not c.defined else "ok")
+        rows.append(
+            f"| {c.criterion} | {_num(c.baseline_mean)} ({c.baseline}) | {_num(c.candidate_mean)} ({c.candidate}) "
+            f"| {_interval(c)} | {c.diff.n} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
+        )
+    return rows
+
+
+def _header(report: RegressionReport) -> list[str]:
+    gate = report.gate
+    lines = [
+        f"# Regression gate: release {report.release}",
+        "",
+        f"**{gate.summary}**",
+        "",
+        f"- decided: {report.created_at.isoformat(timespec='seconds')}"
+        + (f" (flow run {report.flow_run_id})" if report.flow_run_id else ""),
+        f"- margin: {report.margin} (a criterion regresses when its whole {report.level:.0%} interval of "
+        f"candidate - baseline lies below -{report.margin}); unscored allowed: {report.max_unscored_share:.0%}",
+        "- datasets: " + (", ".join(f"{n} (revision {r})" for n, r in report.datasets.items()) or "none"),
+    ]
+    if report.judge is not None:
+        j = report.judge
+        where = f" at {j.endpoint}" if j.endpoint else ""
+        lines.append(f"- judge: {j.kind}:{j.name}{where}, config {j.config_hash}")
+    if report.rubric is not None:
+        lines.append(f"- rubric: {report.rubric.name} {report.rubric.version}, hash {report.rubric.hash}")
+    lines.append("")
+    if report.trustworthy is not True:
+        lines += ["> **WARNING: judge trust**", ">"]
+        lines += [f"> {line}" for line in (report.trust_summary or "unmeasured: no trust verdict").splitlines()]
+        if report.accept_unvalidated_judge:
+            lines += [">", "> The operator passed `--accept-unvalidated-judge`: these scores are used on purpose."]
+        lines.append("")
+    elif report.trust_summary:
+        lines += ["Judge trust: " + report.trust_summary.splitlines()[0], ""]
+    for title, entries in (("Reasons", gate.reasons), ("Warnings", gate.warnings), ("Notes", gate.notes)):
+        if entries:
+            lines += [f"## {title}", "", *[f"- {e}" for e in entries], ""]
+    return lines
+
+
+def _tier_lines(section: TierSection, margin: float) -> list[str]:
+    ev = section.evaluation
+    lines = [f"## Tier {section.tier}", "", f"- answers: {section.source}"]
+    if section.generation:
+        lines.append("- generation: " + ", ".join(f"{k} {v}" for k, v in section.generation.items()))
+    lines.append(f"- baseline: {ev.baseline_release or 'none (first release of this tier)'}")
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(ev.unscored_reasons.items())) or "none"
+    lines.append(f"- unscored: {ev.unscored} of {ev.total} ({_num(ev.unscored_share * 100, '.1f')}%): {reasons}")
+    if not ev.endpoint_ok:
+        lines.append(f"- endpoint: UNREACHABLE ({ev.endpoint_detail})")
+    if section.run_ids:
+        lines.append("- runs: " + ", ".join(section.run_ids))
+    lines.append("")
+    if ev.comparisons:
+        lines += [*_comparison_rows(ev.comparisons, margin), ""]
+    if section.worst:
+        title = "Worst items (largest drop vs baseline)" if ev.baseline_release else "Lowest-scored items"
+        lines += [
+            f"### {title}",
+            "",
+            "| item | Δ overall | baseline | candidate | question | baseline answer | candidate answer | judge |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for w in section.worst:
+            lines.append(
+                f"| {w.key} | {_num(w.delta, '+.2f')} | {_num(w.baseline_overall)} | {_num(w.candidate_overall)} "
+                f"| {_excerpt(w.question)} | {_excerpt(w.baseline_answer)} | {_excerpt(w.candidate_answer)} "
+                f"| {_excerpt(w.reason)} |"
+            )
+        lines.append("")
+    return lines
+
+
+def render_markdown(report: RegressionReport) -> str:
+    lines = _header(report)
+    for section in report.tiers:
+        lines += _tier_lines(section, report.margin)
+    if report.gaps:
+        pair = f"{report.gaps[0].candidate} vs {report.gaps[0].baseline}"
+        lines += [f"## Tier gap: {pair} (same release, paired by item)", ""]
+        gated = report.gap_margin is not None
+        gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
+        lines += [*_comparison_rows(report.gaps, gap_margin, gated=gated), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, datetimes -> ISO text, paths -> text."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def to_json(report: RegressionReport) -> dict[str, Any]:
+    data = asdict(report)
+    for section, raw in zip(report.tiers, data["tiers"], strict=True):
+        raw["evaluation"]["unscored_share"] = section.evaluation.unscored_share
+        for worst, raw_worst in zip(section.worst, raw["worst"], strict=True):
+            raw_worst["delta"] = worst.delta
+    for name in ("judge", "rubric"):
+        model = getattr(report, name)
+        data[name] = model.model_dump() if model is not None else None
+    result: dict[str, Any] = _clean(data)
+    return result
+
+
+def write_report(report: RegressionReport, path: Path) -> tuple[Path, Path]:
+    """Write `path` (Markdown) and the JSON beside it (same name, .json); returns both paths."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    json_path = path.with_suffix(".json")
+    path.write_text(render_markdown(report), encoding="utf-8")
+    json_path.write_text(json.dumps(to_json(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    logger.info("regression report written to %s and %s", path, json_path)
+    return path, json_path

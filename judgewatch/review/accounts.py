@@ -1,0 +1,117 @@
+"""Reviewer accounts: salted scrypt password hashes in the database, enabled or disabled by name.
+
+Disabling never deletes: a reviewer's past labels keep pointing at the account.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+
+from sqlalchemy import Engine, select, update
+from sqlmodel import Session
+
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.migrations import table
+from judgewatch.storage.review import Reviewer
+
+logger = logging.getLogger(__name__)
+
+# scrypt at n=2**14, r=8, p=1: ~16 MiB and tens of milliseconds per check, per OWASP's minimum.
+_N, _R, _P = 2**14, 8, 1
+_SALT_BYTES = 16
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$")
+MIN_PASSWORD_CHARS = 8
+
+
+class AccountError(ValueError):
+    """A reviewer account that cannot be created or changed as asked; the message says why."""
+
+
+def hash_password(password: str) -> str:
+    """`scrypt$n$r$p$salt$hash` with a fresh random salt (base64 parts)."""
+    salt = secrets.token_bytes(_SALT_BYTES)
+    digest = hashlib.scrypt(password.encode(), salt=salt, n=_N, r=_R, p=_P, dklen=32)
+    b64 = base64.b64encode
+    return f"scrypt${_N}${_R}${_P}${b64(salt).decode()}${b64(digest).decode()}"
+
+
+def verify_password(password: str, stored: str) -> bool:
+    """Constant-time comparison against a `hash_password` string; False for any malformed hash."""
+    try:
+        scheme, n, r, p, salt, digest = stored.split("$")
+        if scheme != "scrypt":
+            return False
+        expected = base64.b64decode(digest)
+        actual = hashlib.scrypt(
+            password.encode(), salt=base64.b64decode(salt), n=int(n), r=int(r), p=int(p), dklen=len(expected)
+        )
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(actual, expected)
+
+
+# A real hash to check against when the name is unknown, so a wrong name takes as long as a wrong password.
+_DUMMY_HASH: str | None = None
+
+
+def _dummy_hash() -> str:
+    global _DUMMY_HASH
+    if _DUMMY_HASH is None:
+        _DUMMY_HASH = hash_password(secrets.token_hex(16))
+    return _DUMMY_HASH
+
+
+def add_reviewer(*, session: Session, name: str, password: str, can_adjudicate: bool = False) -> Reviewer:
+    if not _NAME.match(name):
+        raise AccountError(f"reviewer name {name!r}: use 1-64 letters, digits, '_', '.', '@' or '-'")
+    if len(password) < MIN_PASSWORD_CHARS:
+        raise AccountError(f"password for {name!r}: at least {MIN_PASSWORD_CHARS} characters")
+    if session.get(Reviewer, name) is not None:
+        raise AccountError(f"reviewer {name!r} already exists (use `judgewatch reviewer enable` to re-enable)")
+    reviewer = Reviewer(name=name, password_hash=hash_password(password), can_adjudicate=can_adjudicate)
+    session.add(reviewer)
+    session.flush()
+    logger.info("reviewer %s added (adjudicator: %s)", name, can_adjudicate)
+    return reviewer
+
+
+def set_active(*, session: Session, name: str, active: bool) -> None:
+    tbl = table(Reviewer)
+    result = session.execute(update(tbl).where(tbl.c.name == name).values(active=active))
+    if getattr(result, "rowcount", 0) != 1:
+        raise AccountError(f"no reviewer named {name!r}")
+    logger.info("reviewer %s %s", name, "enabled" if active else "disabled")
+
+
+def list_reviewers(*, session: Session) -> list[Reviewer]:
+    return list(session.scalars(select(Reviewer).order_by(table(Reviewer).c.name)))
+
+
+def ensure_reviewer(*, session: Session, name: str) -> Reviewer:
+    """The account, created with an unknown random password if missing (for replayed labels: no one logs in)."""
+    existing = session.get(Reviewer, name)
+    if existing is not None:
+        return existing
+    return add_reviewer(session=session, name=name, password=secrets.token_urlsafe(24))
+
+
+def authenticate(engine: Engine, name: str, password: str) -> bool:
+    """True when `name` is an active reviewer and `password` is theirs: the Gradio `auth=` callable."""
+    with session_scope(engine) as session:
+        reviewer = session.get(Reviewer, name) if _NAME.match(name or "") else None
+        stored = reviewer.password_hash if reviewer is not None else _dummy_hash()
+        ok = verify_password(password or "", stored)
+        allowed = ok and reviewer is not None and reviewer.active
+    if not allowed:
+        logger.info("login refused for %r", name)
+    return allowed
+
+
+def is_active(*, session: Session, name: str | None) -> bool:
+    reviewer = session.get(Reviewer, name) if name else None
+    return reviewer is not None and reviewer.active

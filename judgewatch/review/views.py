@@ -1,0 +1,158 @@
+"""What the review service hands to a screen: the blind item, the reveal after submitting, progress, errors.
+
+`LeasedItem` deliberately has no verdict and no tier: a reviewer sees those only in `Revealed`, after their
+label is stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from judgewatch.rubric import Rubric
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.review import ReviewItem
+from judgewatch.storage.verdicts import VerdictRecord
+
+
+class ReviewError(Exception):
+    """A review action that was refused; the message is safe to show to the reviewer."""
+
+
+class NotAllowed(ReviewError):
+    """Unknown or disabled account, or an adjudication by someone who may not adjudicate."""
+
+
+class LeaseError(ReviewError):
+    """The item is not leased to the caller (anymore): someone else holds it, it expired, or it is done."""
+
+
+class InvalidLabel(ReviewError):
+    """Scores that do not fit the rubric: unknown criterion, missing criterion, or outside the scale."""
+
+
+class CriterionView(BaseModel):
+    name: str
+    description: str
+    anchors: dict[int, str]
+    applicable: bool
+
+
+class LeasedItem(BaseModel):
+    """The blind review screen's content for one leased item."""
+
+    item_id: str
+    question: str
+    answer: str
+    reference_answer: str | None = None
+    reference_facts: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    language: str | None = None
+    rubric_name: str
+    rubric_version: str  # the version of the rubric shown now (recorded with the label)
+    scale_min: int
+    scale_max: int
+    criteria: list[CriterionView]
+    lease_expires_at: datetime
+
+    @property
+    def scored_criteria(self) -> list[CriterionView]:
+        return [c for c in self.criteria if c.applicable]
+
+
+class Revealed(BaseModel):
+    """Shown after a label is stored: the reviewer's scores beside the judge's verdict, and the tier."""
+
+    item_id: str
+    your_scores: dict[str, int]
+    judge_scores: dict[str, int | None]
+    judge_overall: float | None
+    judge_status: str
+    judge_unscored_reason: str | None
+    judge_reason: str
+    judge_name: str
+    tier: str | None
+    item_state: str
+
+
+class Progress(BaseModel):
+    done_today: int  # items labeled (not skipped) since 00:00 UTC
+    left_in_queue: int  # items this reviewer could lease now
+    holding: str | None  # the item id this reviewer holds a live lease on
+
+
+def criterion_views(rubric: Rubric, *, has_references: bool, language: str | None) -> list[CriterionView]:
+    applicable = {c.name for c in rubric.applicable(has_references)}
+    views = []
+    for c in rubric.criteria:
+        zh = language == "zh"
+        views.append(
+            CriterionView(
+                name=c.name,
+                description=(c.description_zh if zh and c.description_zh else c.description),
+                anchors=dict(c.anchors_zh if zh and c.anchors_zh else c.anchors),
+                applicable=c.name in applicable,
+            )
+        )
+    return views
+
+
+def has_references(interaction: Interaction) -> bool:
+    return bool(interaction.reference_answer or interaction.reference_facts or interaction.context)
+
+
+def leased_item(item: ReviewItem, interaction: Interaction, rubric: Rubric) -> LeasedItem:
+    assert item.lease_expires_at is not None
+    return LeasedItem(
+        item_id=item.id,
+        question=interaction.question,
+        answer=interaction.answer,
+        reference_answer=interaction.reference_answer,
+        reference_facts=list(interaction.reference_facts),
+        context=list(interaction.context),
+        language=interaction.language,
+        rubric_name=rubric.name,
+        rubric_version=rubric.version,
+        scale_min=rubric.scale.min,
+        scale_max=rubric.scale.max,
+        criteria=criterion_views(rubric, has_references=has_references(interaction), language=interaction.language),
+        lease_expires_at=item.lease_expires_at,
+    )
+
+
+def revealed(item_id: str, scores: dict[str, int], verdict: VerdictRecord, tier: str | None, state: str) -> Revealed:
+    return Revealed(
+        item_id=item_id,
+        your_scores=scores,
+        judge_scores=dict(verdict.scores),
+        judge_overall=verdict.overall,
+        judge_status=verdict.status,
+        judge_unscored_reason=verdict.unscored_reason,
+        judge_reason=verdict.reason,
+        judge_name=verdict.judge_name,
+        tier=tier,
+        item_state=state,
+    )
+
+
+def validate_scores(
+    rubric: Rubric, scores: dict[str, int | None], *, has_refs: bool, partial: bool = False
+) -> dict[str, int]:
+    """The scores as {criterion: int}; every applicable criterion must be scored unless `partial`."""
+    applicable = {c.name for c in rubric.applicable(has_refs)}
+    clean: dict[str, int] = {}
+    for name, value in scores.items():
+        if value is None:
+            continue
+        if name not in applicable:
+            raise InvalidLabel(f"criterion {name!r} is not scored for this item")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InvalidLabel(f"criterion {name!r}: score must be an integer, got {value!r}")
+        if not rubric.scale.min <= value <= rubric.scale.max:
+            raise InvalidLabel(f"criterion {name!r}: {value} is outside {rubric.scale.min}-{rubric.scale.max}")
+        clean[name] = value
+    missing = [c for c in rubric.criteria if c.name in applicable and c.name not in clean]
+    if missing and not partial:
+        raise InvalidLabel("score every criterion first: missing " + ", ".join(c.name for c in missing))
+    return clean

@@ -1,0 +1,128 @@
+"""Schema migrations: an ordered tuple of named functions, each applied once and recorded in `_migrations`.
+
+To change the schema, append a function to `MIGRATIONS`; never edit one that has shipped, never `drop_all`:
+
+    def m002_review_items(conn: Connection) -> None:
+        SQLModel.metadata.create_all(conn, tables=[table(ReviewItem)])
+
+`migrate(engine)` runs the missing ones in one transaction under a lock (a PostgreSQL advisory lock, SQLite's
+write lock), so two processes starting at once apply each migration exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, Table, inspect, select, text
+from sqlalchemy.schema import CreateColumn
+from sqlmodel import SQLModel
+
+from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
+from judgewatch.storage.db import SQLITE_BEGIN
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.quarantine import QuarantinedRow
+from judgewatch.storage.releases import GateDecision, ReleaseTier
+from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
+from judgewatch.storage.runs import EvalRun
+from judgewatch.storage.trust import TrustRecord
+from judgewatch.storage.types import utcnow
+from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
+
+logger = logging.getLogger(__name__)
+
+Migration = Callable[[Connection], None]
+
+# Any fixed 64-bit key shared by every judgewatch process; the lock is released at commit.
+_ADVISORY_LOCK_KEY = 0x6A7564676577  # "judgew"
+
+_meta = MetaData()
+_migrations = Table(
+    "_migrations",
+    _meta,
+    Column("name", String(200), primary_key=True),
+    Column("applied_at", DateTime(timezone=True), nullable=False),
+)
+
+
+def table(model: type[SQLModel]) -> Table:
+    """The Table behind a SQLModel class (typed, for `create_all(tables=[...])`)."""
+    result: Any = model.__table__  # type: ignore[attr-defined]
+    return result
+
+
+def add_column(conn: Connection, model: type[SQLModel], column_name: str) -> None:
+    """ALTER TABLE ADD COLUMN for a column declared on `model`; a no-op if it already exists.
+
+    Needed because m001 creates tables from the current models: on a new database the column exists already.
+    """
+    tbl = table(model)
+    if column_name in {c["name"] for c in inspect(conn).get_columns(tbl.name)}:
+        return
+    ddl = CreateColumn(tbl.c[column_name]).compile(dialect=conn.dialect)
+    conn.execute(text(f"ALTER TABLE {tbl.name} ADD COLUMN {ddl}"))
+
+
+def m001_initial_tables(conn: Connection) -> None:
+    models: list[type[SQLModel]] = [Interaction, EvalRun, VerdictRecord, CriterionScore, QuarantinedRow]
+    SQLModel.metadata.create_all(conn, tables=[table(m) for m in models])
+
+
+def m002_trust_records(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[table(TrustRecord)])
+
+
+def m003_releases(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[table(ReleaseTier), table(GateDecision)])
+
+
+def m004_review(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[table(m) for m in (Reviewer, ReviewItem, ReviewLabel)])
+
+
+def m005_calibration(conn: Connection) -> None:
+    models: list[type[SQLModel]] = [DriftAlert, AnchorSet, AnchorItem, CalibrationSnapshot]
+    SQLModel.metadata.create_all(conn, tables=[table(m) for m in models])
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_initial_tables,
+    m002_trust_records,
+    m003_releases,
+    m004_review,
+    m005_calibration,
+)
+
+
+def applied_migrations(engine: Engine) -> list[str]:
+    """Names of the applied migrations, in the order they were applied ([] on an empty database)."""
+    with engine.connect() as conn:
+        if not inspect(conn).has_table(_migrations.name):
+            return []
+        rows = conn.execute(select(_migrations.c.name).order_by(_migrations.c.applied_at, _migrations.c.name))
+        return list(rows.scalars())
+
+
+def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the migrations not yet recorded; returns the names applied now ([] when up to date)."""
+    names = [m.__name__ for m in migrations]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate migration names in {names}")
+    applied_now: list[str] = []
+    with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            conn.execution_options(**{SQLITE_BEGIN: "IMMEDIATE"})
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+            _meta.create_all(conn, checkfirst=True)
+            done = set(conn.execute(select(_migrations.c.name)).scalars())
+            for migration in migrations:
+                if migration.__name__ in done:
+                    continue
+                logger.info("applying migration %s", migration.__name__)
+                migration(conn)
+                conn.execute(_migrations.insert().values(name=migration.__name__, applied_at=utcnow()))
+                applied_now.append(migration.__name__)
+    return applied_now

@@ -1,0 +1,101 @@
+"""Trust records: how well one judge configuration did on one body of evidence, when it was measured.
+
+One row per (judge configuration hash, rubric name/version/hash, evidence kind, dataset and its revision,
+tier): measuring again on the same evidence replaces the row, a new dataset revision, rubric version or judge
+configuration is a new row. `figures` holds the per-criterion numbers (AUROC and its interval, mean gap,
+unscored rate, position consistency, agreement with humans...) as JSON; `n_items` and `evidence` say what
+the record rests on.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select
+from sqlmodel import Field, Session, SQLModel
+
+from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
+
+
+class TrustEvidence(StrEnum):
+    """What a trust record rests on."""
+
+    known_answers = "known_answers"  # a golden set's known-good vs known-bad answers, scored one by one
+    pairwise = "pairwise"  # the same answers compared A vs B, in both orders
+    human_labels = "human_labels"  # agreement with human labels (calibration), per tier
+
+
+def trust_record_id(
+    judge_config_hash: str,
+    rubric_hash: str,
+    evidence: str,
+    dataset: str | None,
+    dataset_revision: str | None,
+    tier: str | None,
+) -> str:
+    """Same judge configuration, rubric, evidence, data revision and tier -> same record (re-measuring replaces)."""
+    return stable_id("trust", judge_config_hash, rubric_hash, evidence, dataset or "", dataset_revision or "", tier or "")
+
+
+class TrustRecord(SQLModel, table=True):
+    __tablename__ = "trust_record"
+
+    id: str = Field(primary_key=True, max_length=32)
+    judge_kind: str
+    judge_name: str = Field(index=True)
+    judge_endpoint: str | None = None
+    judge_config_hash: str = Field(index=True)
+    rubric_name: str = Field(index=True)
+    rubric_version: str
+    rubric_hash: str
+    evidence: str  # a TrustEvidence value
+    dataset: str | None = None  # golden set name, or the label source for human labels
+    dataset_revision: str | None = None
+    tier: str | None = None
+    n_items: int = 0
+    trustworthy: bool | None = None  # the policy's verdict on this record alone, when it was measured
+    summary: str = ""
+    figures: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
+    policy: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
+    measured_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
+
+
+def save_trust_record(*, session: Session, record: TrustRecord) -> TrustRecord:
+    """Insert or replace the record with the same identity (its id is derived, never taken from the caller)."""
+    record.id = trust_record_id(
+        record.judge_config_hash,
+        record.rubric_hash,
+        record.evidence,
+        record.dataset,
+        record.dataset_revision,
+        record.tier,
+    )
+    merged = session.merge(record)
+    session.flush()
+    return merged
+
+
+def get_trust_records(
+    *,
+    session: Session,
+    judge_config_hash: str | None = None,
+    judge_name: str | None = None,
+    rubric_name: str | None = None,
+    evidence: str | None = None,
+    dataset: str | None = None,
+) -> list[TrustRecord]:
+    """Records matching every given filter, newest measurement first."""
+    tbl: Any = TrustRecord.__table__  # type: ignore[attr-defined]  # migrations imports this module
+    query = select(TrustRecord)
+    for column, value in (
+        (tbl.c.judge_config_hash, judge_config_hash),
+        (tbl.c.judge_name, judge_name),
+        (tbl.c.rubric_name, rubric_name),
+        (tbl.c.evidence, evidence),
+        (tbl.c.dataset, dataset),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    return list(session.scalars(query.order_by(tbl.c.measured_at.desc(), tbl.c.id)))

@@ -1,0 +1,55 @@
+"""Column types and ids shared by every table: UTC timestamps, portable JSON, deterministic ids."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def stable_id(*parts: object) -> str:
+    """32 hex digits of sha256 over the parts: the same parts give the same id on any machine."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(str(part).encode())
+        digest.update(b"\x1f")  # unit separator: ("ab", "c") and ("a", "bc") must differ
+    return digest.hexdigest()[:32]
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC in, timezone-aware UTC out, also on SQLite (which stores no offset)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class JSONValue(TypeDecorator[Any]):
+    """JSON on SQLite, JSONB on PostgreSQL."""
+
+    impl = JSON
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(JSONB())
+        return dialect.type_descriptor(JSON())

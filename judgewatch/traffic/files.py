@@ -1,0 +1,184 @@
+"""Stream request-log files: JSONL (plain or gzip) line by line, Parquet batch by batch; never a whole file."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import json
+import logging
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from judgewatch.traffic.mapping import RowMapper
+from judgewatch.traffic.records import QuarantinedRow, QuarantineReason, TrafficRow
+from judgewatch.traffic.watermark import WatermarkState
+
+logger = logging.getLogger(__name__)
+
+Item = TrafficRow | QuarantinedRow
+_GZIP_MAGIC = b"\x1f\x8b"
+_BOM = b"\xef\xbb\xbf"
+PARQUET_BATCH_ROWS = 4096
+_Binary = gzip.GzipFile | io.BufferedReader
+
+
+def expand_paths(patterns: list[str]) -> tuple[list[str], list[str]]:
+    """(files matched, in order without repeats; literal paths that do not exist)."""
+    seen: dict[str, None] = {}
+    missing = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matches = sorted(glob.glob(pattern, recursive=True))
+            if not matches:
+                logger.warning("no file matches %s", pattern)
+            seen.update((m, None) for m in matches if Path(m).is_file())
+        elif Path(pattern).is_file():
+            seen[pattern] = None
+        else:
+            missing.append(pattern)
+    return list(seen), missing
+
+
+def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    files, missing = expand_paths(mapper.config.paths)
+    for path in missing:
+        yield mapper.quarantine(path, QuarantineReason.unreadable, "no such file", "")
+    reader = read_parquet_file if mapper.config.kind == "parquet" else read_jsonl_file
+    for path in files:
+        yield from reader(path, mapper, state)
+
+
+def _is_gzip(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(2) == _GZIP_MAGIC
+
+
+def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """One JSON object per line. A bad line becomes a QuarantinedRow with its line number; reading goes on."""
+    mark_rows, mark_offset = state.files.get(path, (0, None))
+    try:
+        gz = _is_gzip(path)
+        size = Path(path).stat().st_size
+        f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+    except OSError as exc:
+        yield mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
+        return
+    limit = mapper.config.max_row_bytes
+    with f:
+        line_no, offset, skip = 0, 0, mark_rows
+        if mark_offset is not None and not gz:
+            if mark_offset <= size:
+                f.seek(mark_offset)
+                line_no, offset, skip = mark_rows, mark_offset, 0
+            else:
+                logger.warning("%s is shorter than its watermark (rotated?): reading it from the start", path)
+                skip = 0
+        try:
+            while True:
+                chunk = f.readline(limit + 2)
+                if not chunk:
+                    break
+                line_no += 1
+                if line_no <= skip:  # no offset to seek to (gzip): skip the lines read before
+                    offset += _drain(f, chunk)
+                    continue
+                chunk_len = len(chunk)
+                terminated = chunk.endswith(b"\n")
+                body = chunk.rstrip(b"\r\n")
+                position = f"{path}:{line_no}"
+                item: Item | None
+                if len(body) > limit:
+                    chunk_len = _drain(f, chunk)
+                    detail = f"line longer than max_row_bytes {limit}"
+                    item = mapper.quarantine(position, QuarantineReason.oversize, detail, body, line_no)
+                else:
+                    if line_no == 1 and body.startswith(_BOM):
+                        body = body[len(_BOM) :]
+                    item = _parse_line(body, position, line_no, mapper, partial_ok=not terminated and not gz)
+                    if item is None and not terminated:
+                        break  # an unfinished last line (the writer is mid-line): read it next time
+                offset += chunk_len
+                state.files[path] = (line_no, None if gz else offset)
+                if item is not None:
+                    yield item
+        except (EOFError, OSError, zlib.error) as exc:
+            detail = f"stopped reading: {exc}"
+            yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
+
+
+def _drain(f: _Binary, chunk: bytes) -> int:
+    """Skip the rest of an overlong line in bounded pieces; returns the line's full length."""
+    total = len(chunk)
+    while chunk and not chunk.endswith(b"\n"):
+        chunk = f.readline(1 << 20)
+        total += len(chunk)
+    return total
+
+
+def _parse_line(body: bytes, position: str, line: int, mapper: RowMapper, *, partial_ok: bool) -> Item | None:
+    """None for a blank line, and for an unfinished last line when `partial_ok`."""
+    if not body.strip():
+        return None
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if partial_ok:  # a multi-byte character cut by a writer still writing
+            return None
+        return mapper.quarantine(position, QuarantineReason.undecodable, f"not UTF-8: {exc.reason}", body, line)
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if partial_ok:
+            return None
+        detail = f"{exc.msg} (column {exc.colno})"
+        return mapper.quarantine(position, QuarantineReason.invalid_json, detail, text, line)
+    return mapper.map(raw, position=position, fallback_id=position, size=len(body), line=line)
+
+
+def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """Row groups after the watermark, in batches of PARQUET_BATCH_ROWS, projected to the mapped columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    mark_rows = state.files.get(path, (0, None))[0]
+    try:
+        pf = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        yield mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
+        return
+    meta = pf.metadata
+    skip = mark_rows if mark_rows <= meta.num_rows else 0
+    first_group, row = 0, 0
+    while first_group < meta.num_row_groups and row + meta.row_group(first_group).num_rows <= skip:
+        row += meta.row_group(first_group).num_rows
+        first_group += 1
+    columns = [name for name in pf.schema_arrow.names if name in mapper.top_level_keys]
+    groups = list(range(first_group, meta.num_row_groups))
+    if not groups:
+        return
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=groups, columns=columns):
+            for raw in batch.to_pylist():
+                row += 1
+                if row <= skip:
+                    continue
+                position = f"{path}#row={row}"
+                item = _map_binary_safe(raw, position, row, mapper)
+                state.files[path] = (row, None)
+                yield item
+    except (OSError, pa.ArrowException) as exc:
+        yield mapper.quarantine(f"{path}#row={row + 1}", QuarantineReason.unreadable, str(exc), "")
+
+
+def _map_binary_safe(raw: dict[str, object], position: str, row: int, mapper: RowMapper) -> Item:
+    """Binary columns are decoded as UTF-8 first; bytes that are not UTF-8 quarantine the row."""
+    for key, value in raw.items():
+        if isinstance(value, bytes):
+            try:
+                raw[key] = value.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                detail = f"column {key}: not UTF-8: {exc.reason}"
+                return mapper.quarantine(position, QuarantineReason.undecodable, detail, value, row)
+    return mapper.map(raw, position=position, fallback_id=position, line=row)

@@ -1,0 +1,296 @@
+"""Turn one raw source row (a dict) into a `TrafficRow`, or a `QuarantinedRow` naming what is wrong."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from pydantic import ValidationError
+
+from judgewatch.items import Language
+from judgewatch.traffic.config import FieldPath, SourceConfig
+from judgewatch.traffic.pii import Scrubber
+from judgewatch.traffic.records import (
+    EXCERPT_CHARS,
+    Message,
+    QuarantinedRow,
+    QuarantineReason,
+    TrafficRow,
+    interaction_id,
+    source_label,
+)
+from judgewatch.verdicts import TokenUsage
+
+logger = logging.getLogger(__name__)
+
+Path = tuple[tuple[str, ...], ...]  # fallbacks, each a tuple of segments
+
+
+class BadRow(Exception):
+    """Raised inside the mapper only; the caller turns it into a `QuarantinedRow`."""
+
+    def __init__(self, reason: QuarantineReason, detail: str) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def compile_path(path: FieldPath | None) -> Path:
+    if path is None:
+        return ()
+    options = [path] if isinstance(path, str) else path
+    return tuple(tuple(option.split(".")) for option in options)
+
+
+def resolve(row: Any, path: Path) -> Any:
+    """The first fallback whose dotted path leads to a non-null value, else None."""
+    for segments in path:
+        value = row
+        for seg in segments:
+            if isinstance(value, dict):
+                value = value.get(seg)
+            elif isinstance(value, list | tuple):
+                try:
+                    value = value[int(seg)]
+                except (ValueError, IndexError):
+                    value = None
+            else:
+                value = None
+            if value is None:
+                break
+        else:
+            return value
+    return None
+
+
+def excerpt_of(raw: object, scrubber: Scrubber | None) -> str:
+    """A bounded, scrubbed excerpt of a bad row for the operator who will look at it."""
+    if isinstance(raw, bytes):
+        text = raw[: EXCERPT_CHARS * 4].decode("utf-8", errors="replace")
+    elif isinstance(raw, str):
+        text = raw[: EXCERPT_CHARS * 2]
+    else:
+        try:
+            text = json.dumps(raw, ensure_ascii=False, default=str)[: EXCERPT_CHARS * 2]
+        except (TypeError, ValueError):
+            text = repr(raw)[: EXCERPT_CHARS * 2]
+    if scrubber is not None:
+        text = scrubber.scrub_into(text, Counter())
+    return text[:EXCERPT_CHARS]
+
+
+def _text(value: Any, field: str) -> str | None:
+    """A text field: str, or OpenAI content parts flattened; anything else is a wrong type."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        return "".join(str(p.get("text", "")) for p in value if p.get("type", "text") == "text")
+    raise BadRow(QuarantineReason.wrong_type, f"{field}: expected text, got {type(value).__name__}")
+
+
+def _texts(value: Any, field: str) -> list[str]:
+    """A list of passages: str, list of str, or list of {"text"|"content"|"page_content": ...} records."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value else []
+    if not isinstance(value, list | tuple):
+        raise BadRow(QuarantineReason.wrong_type, f"{field}: expected a list of texts, got {type(value).__name__}")
+    out = []
+    for item in value:
+        if isinstance(item, dict):
+            item = item.get("text", item.get("content", item.get("page_content")))
+        if not isinstance(item, str):
+            raise BadRow(QuarantineReason.wrong_type, f"{field}: list items must be text")
+        if item:
+            out.append(item)
+    return out
+
+
+def _count(value: Any, field: str) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+        raise BadRow(QuarantineReason.wrong_type, f"{field}: expected a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _label(value: Any, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    raise BadRow(QuarantineReason.wrong_type, f"{field}: expected a label, got {type(value).__name__}")
+
+
+_NOT_CJK = re.compile("[^\u4e00-\u9fff\u3400-\u4dbf]+")
+_NOT_LETTER = re.compile(r"[\W\d_]+")
+_DETECT_CHARS = 96  # language is clear from the start of the texts; counting all of them costs throughput
+
+
+def _language(value: Any, question: str, answer: str) -> Language:
+    """The row's language field when it names zh/en, else `detect_language`'s rule on the texts' starts."""
+    if isinstance(value, str):
+        code = value.lower()[:2]
+        if code == "zh":
+            return "zh"
+        if code == "en":
+            return "en"
+    if question.isascii() and answer.isascii():
+        return "en"
+    text = question[:_DETECT_CHARS] + " " + answer[:_DETECT_CHARS]
+    letters = len(_NOT_LETTER.sub("", text))
+    return "zh" if letters and len(_NOT_CJK.sub("", text)) / letters >= 0.2 else "en"
+
+
+class RowMapper:
+    """Applies one source's field mapping; compiled once, used for every row."""
+
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+        self.source = source_label(config.name)
+        m = config.mapping
+        self.paths: dict[str, Path] = {name: compile_path(getattr(m, name)) for name in type(m).model_fields}
+        self.tz = ZoneInfo(config.timezone)
+        self.scrubber = Scrubber(config.pii.kinds) if config.pii.enabled else None
+        # Top-level keys whose value the mapping walks into: text columns there may hold JSON to parse.
+        self.nested_keys = sorted({seg[0] for p in self.paths.values() for seg in p if len(seg) > 1})
+
+    @property
+    def top_level_keys(self) -> set[str]:
+        """Every top-level column the mapping reads (for Parquet column projection)."""
+        return {seg[0] for p in self.paths.values() for seg in p}
+
+    def quarantine(
+        self, position: str, reason: QuarantineReason, detail: str, raw: object, line: int | None = None
+    ) -> QuarantinedRow:
+        return QuarantinedRow(
+            source=self.source,
+            position=position,
+            line=line,
+            reason=reason,
+            detail=detail[:500],
+            excerpt=excerpt_of(raw, self.scrubber),
+        )
+
+    def map(
+        self, raw: Any, *, position: str, fallback_id: str, size: int | None = None, line: int | None = None
+    ) -> TrafficRow | QuarantinedRow:
+        """Map a decoded row; `size` is its byte length when known (else estimated from its texts)."""
+        if not isinstance(raw, dict):
+            return self.quarantine(position, QuarantineReason.not_an_object, f"got {type(raw).__name__}", raw, line)
+        try:
+            return self._map(raw, fallback_id=fallback_id, size=size)
+        except BadRow as bad:
+            return self.quarantine(position, bad.reason, bad.detail, raw, line)
+        except ValidationError as exc:  # a value the record rejects: still a bad row, never an exception
+            first = exc.errors()[0]
+            detail = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
+            return self.quarantine(position, QuarantineReason.wrong_type, detail, raw, line)
+
+    def _map(self, raw: dict[str, Any], *, fallback_id: str, size: int | None) -> TrafficRow:
+        for key in self.nested_keys:
+            value = raw.get(key)
+            if isinstance(value, str) and value[:1] in ("{", "["):
+                try:
+                    raw = {**raw, key: json.loads(value)}
+                except json.JSONDecodeError as exc:
+                    raise BadRow(QuarantineReason.invalid_json, f"column {key}: {exc.msg}") from None
+        p = self.paths
+        answer = _text(resolve(raw, p["answer"]), "answer")
+        if answer is None:
+            raise BadRow(QuarantineReason.missing_response, "no answer at " + _show(p["answer"]))
+        messages = self._messages(resolve(raw, p["messages"]))
+        question = _text(resolve(raw, p["question"]), "question") if p["question"] else None
+        if question is None:
+            question = next((msg.content for msg in reversed(messages) if msg.role == "user"), None)
+        if question is None:
+            raise BadRow(QuarantineReason.missing_field, "no question (no user message)")
+        reference_answer = _text(resolve(raw, p["reference_answer"]), "reference_answer")
+        facts = _texts(resolve(raw, p["reference_facts"]), "reference_facts")
+        context = _texts(resolve(raw, p["context"]), "context")
+        if size is None:
+            size = _text_size(question, answer, reference_answer, messages, facts, context)
+        if size > self.config.max_row_bytes:
+            raise BadRow(QuarantineReason.oversize, f"{size} bytes > max_row_bytes {self.config.max_row_bytes}")
+
+        raw_id = resolve(raw, p["id"])
+        if isinstance(raw_id, bool) or (raw_id is not None and not isinstance(raw_id, str | int)):
+            raise BadRow(QuarantineReason.wrong_type, f"id: expected text or integer, got {raw_id!r}")
+        source_id = str(raw_id) if raw_id is not None and raw_id != "" else fallback_id
+        model = _label(resolve(raw, p["model"]), "model")
+        tier = _label(resolve(raw, p["tier"]), "tier") or self.config.tier_for(model)
+        return TrafficRow(
+            source=self.source,
+            source_id=source_id,
+            interaction_id=interaction_id(self.source, source_id),
+            question=question,
+            messages=messages,
+            answer=answer,
+            model=model,
+            tier=tier,
+            release=_label(resolve(raw, p["release"]), "release"),
+            route=_label(resolve(raw, p["route"]), "route"),
+            department=_label(resolve(raw, p["department"]), "department"),
+            timestamp=self._timestamp(resolve(raw, p["timestamp"])),
+            tokens=TokenUsage(
+                prompt=_count(resolve(raw, p["prompt_tokens"]), "prompt_tokens"),
+                completion=_count(resolve(raw, p["completion_tokens"]), "completion_tokens"),
+                cached=_count(resolve(raw, p["cached_tokens"]), "cached_tokens"),
+            ),
+            reference_answer=reference_answer,
+            reference_facts=facts,
+            context=context,
+            language=_language(resolve(raw, p["language"]), question, answer),
+        )
+
+    def _messages(self, value: Any) -> list[Message]:
+        if value is None:
+            return []
+        if not isinstance(value, list | tuple):
+            raise BadRow(QuarantineReason.wrong_type, f"messages: expected a list, got {type(value).__name__}")
+        out = []
+        for item in value:
+            if not isinstance(item, dict) or not isinstance(item.get("role"), str):
+                raise BadRow(QuarantineReason.wrong_type, "messages: each message needs a role")
+            out.append(Message(role=item["role"], content=_text(item.get("content"), "messages.content") or ""))
+        return out
+
+    def _timestamp(self, value: Any) -> datetime:
+        if value is None:
+            raise BadRow(QuarantineReason.missing_field, "no timestamp")
+        try:
+            if isinstance(value, datetime):
+                ts = value
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                # epoch seconds, or milliseconds when too large to be seconds
+                ts = datetime.fromtimestamp(value / 1000 if value > 1e11 else value, tz=UTC)
+            elif isinstance(value, str):
+                ts = datetime.fromisoformat(value)
+            else:
+                raise TypeError(type(value).__name__)
+        except (TypeError, ValueError, OverflowError, OSError) as exc:
+            raise BadRow(QuarantineReason.wrong_type, f"timestamp: cannot read {value!r}: {exc}") from None
+        return ts if ts.tzinfo is not None else ts.replace(tzinfo=self.tz)
+
+
+def _show(path: Path) -> str:
+    return " | ".join(".".join(seg) for seg in path)
+
+
+def _text_size(
+    question: str,
+    answer: str,
+    reference: str | None,
+    messages: list[Message],
+    facts: list[str],
+    context: list[str],
+) -> int:
+    """UTF-8 size of a row's texts, for sources (Parquet, SQL) that have no line length to measure."""
+    texts = [question, answer, reference or "", *(m.content for m in messages), *facts, *context]
+    return sum(len(t.encode()) if not t.isascii() else len(t) for t in texts)

@@ -1,0 +1,225 @@
+"""PII scrubbing: replace e-mails, phones, Chinese ID numbers, card numbers and secrets with typed placeholders.
+
+Numbers are validated (ID checksum and birth date, Luhn and card prefix) so order numbers, timestamps, ISBNs
+and random digit runs survive. Patterns are ASCII-bounded so Chinese text and full-width punctuation around
+the PII stay in place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from datetime import date
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class PiiKind(StrEnum):
+    email = "email"
+    phone = "phone"
+    cn_id = "cn_id"
+    card = "card"
+    secret = "secret"
+
+
+PLACEHOLDERS: dict[PiiKind, str] = {
+    PiiKind.email: "[EMAIL]",
+    PiiKind.phone: "[PHONE]",
+    PiiKind.cn_id: "[CN_ID]",
+    PiiKind.card: "[CARD]",
+    PiiKind.secret: "[SECRET]",
+}
+
+# Secrets first (keys contain digit runs and '@'), then e-mail, then IDs before cards and phones (an ID is
+# 18 digits that could also pass Luhn or contain a mobile number).
+ORDER = (PiiKind.secret, PiiKind.email, PiiKind.cn_id, PiiKind.card, PiiKind.phone)
+
+_NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
+_NOT_WORD_AFTER = r"(?![A-Za-z0-9_])"
+
+_SECRET_TOKENS = re.compile(
+    _NOT_WORD_BEFORE
+    + r"(?:"
+    + r"sk-(?:proj-|ant-[a-z0-9]+-|live_|test_)?[A-Za-z0-9_\-]{20,}"  # OpenAI / Anthropic / Stripe-like
+    + r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key id
+    + r"|gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
+    + r"|xox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack
+    + r"|AIza[0-9A-Za-z_\-]{35}"  # Google API key
+    + r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # JWT
+    + r")"
+    + _NOT_WORD_AFTER
+)
+_PEM = re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.DOTALL)
+_BEARER = re.compile(r"(?i)((?<![A-Za-z0-9_])Bearer\s+)([A-Za-z0-9._~+/\-]{16,}=*)")
+# key=value / key: "value" with a long hex/base64-ish value; Chinese key names and full-width colon too.
+_KEY_VALUE = re.compile(
+    r"(?i)((?:(?<![A-Za-z0-9_])(?:api[_\-]?key|apikey|secret(?:[_\-]?key)?|client[_\-]?secret|access[_\-]?token|auth[_\-]?token"
+    r"|token|private[_\-]?key|x-api-key)(?![A-Za-z0-9_])|密钥|令牌)\s*[\"']?\s*[:=：]\s*[\"']?)([A-Za-z0-9._~+/\-]{16,}=*)"
+)
+_PASSWORD = re.compile(
+    r"(?i)((?:(?<![A-Za-z0-9_])(?:password|passwd|pwd)(?![A-Za-z0-9_])|密码|口令)\s*[\"']?\s*[:=：]\s*[\"']?)"
+    r"([^\s\"'，。；,;&\[(<][^\s\"'，。；,;&<>]{3,})"
+)
+
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9][A-Za-z0-9._%+\-]{0,63}@"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,24}(?![A-Za-z0-9\-])"
+)
+
+_CN_ID = re.compile(r"(?<![0-9A-Za-z])([1-9][0-9]{5}) ?((?:18|19|20)[0-9]{6}) ?([0-9]{3}[0-9Xx])(?![0-9A-Za-z])")
+_CN_ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+_CN_ID_CHECK = "10X98765432"
+
+# 13-19 digits, optionally grouped by single spaces or dashes.
+_CARD = re.compile(r"(?<![0-9\-])[0-9](?:[ \-]?[0-9]){12,18}(?![0-9]|-[0-9])")
+
+_PHONE = re.compile(
+    r"(?<![0-9A-Za-z+])(?:"
+    # mainland China mobile, optional +86 / 0086 / (+86), 3-4-4 spacing
+    r"(?:(?:\(\+?86\)|\+86|0086)[ \-]?)?1[3-9][0-9](?:[ \-]?[0-9]{4}){2}"
+    # international with a leading +: 8 to 15 digits with spaces, dots, dashes, parentheses
+    r"|\+[1-9](?:[ .\-]?\(?[0-9]\)?){7,14}"
+    # North American (415) 555-0132 / 415-555-0132, separators required
+    r"|(?:\+?1[ .\-]?)?\(?[2-9][0-9]{2}\)?[ .\-]?[2-9][0-9]{2}[.\-][0-9]{4}"
+    # China landline 010-12345678 / 0755-1234567
+    r"|0[1-9][0-9]{1,2}-[2-9][0-9]{6,7}"
+    r")(?![0-9])"
+)
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def plausible_card_prefix(digits: str) -> bool:
+    """Issuer prefix and length of a real card scheme (Visa, MC, Amex, UnionPay, JCB, Discover, Diners...)."""
+    n, p2, p3, p4 = len(digits), int(digits[:2]), int(digits[:3]), int(digits[:4])
+    if digits[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
+        return n == 16
+    if p2 in (34, 37):
+        return n == 15
+    if p2 in (62, 81) or p4 == 9558:  # UnionPay, ICBC domestic
+        return 16 <= n <= 19
+    if 3528 <= p4 <= 3589 or p4 == 6011 or p2 == 65 or 644 <= p3 <= 649:  # JCB, Discover
+        return 16 <= n <= 19
+    if p2 in (36, 38, 39) or 300 <= p3 <= 305:  # Diners
+        return 14 <= n <= 19
+    return p2 in (50, 56, 57, 58, 60, 63, 67)  # Maestro and domestic debit schemes
+
+
+def cn_id_valid(body17: str, check: str) -> bool:
+    """ISO 7064 MOD 11-2 checksum plus a real birth date between 1900 and today."""
+    total = sum(int(c) * w for c, w in zip(body17, _CN_ID_WEIGHTS, strict=True))
+    if _CN_ID_CHECK[total % 11] != check.upper():
+        return False
+    try:
+        born = date(int(body17[6:10]), int(body17[10:12]), int(body17[12:14]))
+    except ValueError:
+        return False
+    return date(1900, 1, 1) <= born <= date.today()
+
+
+def _sub_secret(text: str, counts: Counter[str]) -> str:
+    placeholder = PLACEHOLDERS[PiiKind.secret]
+
+    def whole(m: re.Match[str]) -> str:
+        counts[PiiKind.secret.value] += 1
+        return placeholder
+
+    def value(m: re.Match[str]) -> str:
+        counts[PiiKind.secret.value] += 1
+        return m.group(1) + placeholder
+
+    text = _PEM.sub(whole, text)
+    text = _SECRET_TOKENS.sub(whole, text)
+    text = _BEARER.sub(value, text)
+    text = _KEY_VALUE.sub(value, text)
+    return _PASSWORD.sub(value, text)
+
+
+_Substituter = Callable[[str, Counter[str]], str]
+
+
+def _simple(
+    kind: PiiKind, pattern: re.Pattern[str], valid: Callable[[re.Match[str]], bool] | None = None
+) -> _Substituter:
+    placeholder = PLACEHOLDERS[kind]
+
+    def sub(text: str, counts: Counter[str]) -> str:
+        def repl(m: re.Match[str]) -> str:
+            if valid is not None and not valid(m):
+                return m.group(0)
+            counts[kind.value] += 1
+            return placeholder
+
+        return pattern.sub(repl, text)
+
+    return sub
+
+
+def _id_match_valid(m: re.Match[str]) -> bool:
+    tail = m.group(3)
+    return cn_id_valid(m.group(1) + m.group(2) + tail[:3], tail[3])
+
+
+def _card_match_valid(m: re.Match[str]) -> bool:
+    digits = m.group(0).replace(" ", "").replace("-", "")
+    return 13 <= len(digits) <= 19 and plausible_card_prefix(digits) and luhn_valid(digits)
+
+
+def _phone_match_valid(m: re.Match[str]) -> bool:
+    text = m.group(0)
+    if text.startswith("+") and not text.startswith(("+86", "(+86")):
+        return 8 <= sum(c.isdigit() for c in text) <= 15
+    return True
+
+
+_SUBSTITUTERS: dict[PiiKind, _Substituter] = {
+    PiiKind.secret: _sub_secret,
+    PiiKind.email: _simple(PiiKind.email, _EMAIL),
+    PiiKind.cn_id: _simple(PiiKind.cn_id, _CN_ID, _id_match_valid),
+    PiiKind.card: _simple(PiiKind.card, _CARD, _card_match_valid),
+    PiiKind.phone: _simple(PiiKind.phone, _PHONE, _phone_match_valid),
+}
+
+
+class ScrubResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    counts: dict[str, int] = Field(default_factory=dict)
+
+
+class Scrubber:
+    """Scrubs the configured kinds; `scrub` returns the text with placeholders and the count per kind."""
+
+    def __init__(self, kinds: Iterable[PiiKind | str] = tuple(PiiKind)) -> None:
+        wanted = {PiiKind(k) for k in kinds}
+        self.kinds = tuple(k for k in ORDER if k in wanted)
+
+    def scrub_into(self, text: str, counts: Counter[str]) -> str:
+        """Scrub `text`, adding what was replaced to `counts` (cheap to call for many fields)."""
+        if not text:
+            return text
+        for kind in self.kinds:
+            text = _SUBSTITUTERS[kind](text, counts)
+        return text
+
+    def scrub(self, text: str) -> ScrubResult:
+        counts: Counter[str] = Counter()
+        return ScrubResult(text=self.scrub_into(text, counts), counts=dict(counts))
+
+
+def scrub(text: str, kinds: Iterable[PiiKind | str] = tuple(PiiKind)) -> ScrubResult:
+    """One-off scrub; build a `Scrubber` once when scrubbing many texts."""
+    return Scrubber(kinds).scrub(text)

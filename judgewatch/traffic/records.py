@@ -1,0 +1,111 @@
+"""The typed rows a traffic source yields: a usable `TrafficRow`, or a `QuarantinedRow` saying why not."""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from judgewatch.items import JudgeItem, Language
+from judgewatch.verdicts import TokenUsage
+
+EXCERPT_CHARS = 500
+
+
+def stable_id(*parts: str) -> str:
+    """32 hex digits of sha256 over the parts, each closed by a unit separator (as judgewatch.storage does)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\x1f")
+    return digest.hexdigest()[:32]
+
+
+def source_label(name: str) -> str:
+    """The `source` of a traffic source's interactions: "traffic:<name>"."""
+    return f"traffic:{name}"
+
+
+def interaction_id(source: str, source_id: str) -> str:
+    """Stable id of one call: the same (source, source id) always gives the same id, on any machine.
+
+    Same formula as `judgewatch.storage.interactions.interaction_id`, so stored rows and read rows agree.
+    """
+    return stable_id("interaction", source, source_id)
+
+
+class Message(BaseModel):
+    """One chat message of the request, content flattened to text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    content: str
+
+
+class TrafficRow(BaseModel):
+    """One production call, mapped from the source's own field names."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str  # "traffic:<source name>"
+    source_id: str  # the row id, or "file:line" when the log carries no id
+    interaction_id: str
+    question: str  # the last user message
+    messages: list[Message] = Field(default_factory=list)
+    answer: str
+    model: str | None = None
+    tier: str
+    release: str | None = None
+    route: str | None = None
+    department: str | None = None
+    timestamp: AwareDatetime
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    reference_answer: str | None = None
+    reference_facts: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    language: Language
+
+    def to_judge_item(self) -> JudgeItem:
+        """The judge's input contract, keyed by the interaction id."""
+        return JudgeItem(
+            id=self.interaction_id,
+            question=self.question,
+            answer=self.answer,
+            reference_answer=self.reference_answer,
+            reference_facts=self.reference_facts,
+            context=self.context,
+            language=self.language,
+        )
+
+
+class QuarantineReason(StrEnum):
+    """Why a row could not become a `TrafficRow`; the reader records it and reads on."""
+
+    invalid_json = "invalid_json"  # the line (or a JSON text column) does not parse
+    not_an_object = "not_an_object"  # valid JSON, but not an object
+    undecodable = "undecodable"  # bytes that are not UTF-8
+    oversize = "oversize"  # larger than the configured max_row_bytes
+    missing_response = "missing_response"  # no answer text where the mapping points
+    missing_field = "missing_field"  # another required field (question, timestamp) is absent
+    wrong_type = "wrong_type"  # a field has a type the mapping cannot use
+    unreadable = "unreadable"  # the file itself could not be read (corrupt gzip/Parquet)
+
+
+class QuarantinedRow(BaseModel):
+    """A bad input row, kept with its position so an operator can find it, never raised."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str  # "traffic:<source name>"
+    position: str  # "path:line", "path#row=N" or "table#id=N"
+    line: int | None = None  # 1-based line (JSONL) or row (Parquet) number
+    reason: QuarantineReason
+    detail: str = ""
+    excerpt: str = Field(default="", max_length=EXCERPT_CHARS)
+
+    @property
+    def quarantine_id(self) -> str:
+        """Key for an idempotent upsert (as `judgewatch.storage.quarantine.quarantine_id`)."""
+        return stable_id("quarantine", self.source, self.position)

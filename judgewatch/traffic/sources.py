@@ -1,0 +1,65 @@
+"""One entry point for every source kind: `read_source(config, since)` streams rows and tracks the watermark."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from judgewatch.traffic.config import SourceConfig
+from judgewatch.traffic.mapping import RowMapper
+from judgewatch.traffic.records import QuarantinedRow, TrafficRow
+from judgewatch.traffic.watermark import Watermark, WatermarkState
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+logger = logging.getLogger(__name__)
+
+
+class SourceRead:
+    """An iterable over one pass of a source.
+
+    `watermark` always covers every row handed out so far (quarantined ones included): store it after the
+    rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once.
+    """
+
+    def __init__(self, config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None):
+        self.config = config
+        self.since = since
+        self.engine = engine
+        self.rows = 0
+        self.quarantined = 0
+        self._state = WatermarkState(since)
+        self._started = False
+
+    @property
+    def watermark(self) -> Watermark:
+        return self._state.snapshot()
+
+    def __iter__(self) -> Iterator[TrafficRow | QuarantinedRow]:
+        if self._started:
+            raise RuntimeError("a SourceRead is iterated once; call read_source again with its watermark")
+        self._started = True
+        mapper = RowMapper(self.config)
+        if self.config.kind == "sql":
+            from judgewatch.traffic.sql import read_sql
+
+            items = read_sql(mapper, self._state, self.engine)
+        else:
+            from judgewatch.traffic.files import read_files
+
+            items = read_files(mapper, self._state)
+        for item in items:
+            if isinstance(item, QuarantinedRow):
+                self.quarantined += 1
+                logger.debug("quarantined %s: %s %s", item.position, item.reason, item.detail)
+            else:
+                self.rows += 1
+            yield item
+        logger.info("source %s: %d rows, %d quarantined", self.config.name, self.rows, self.quarantined)
+
+
+def read_source(config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None) -> SourceRead:
+    """Stream a source's rows after `since`; pass `engine` to reuse the caller's SQLAlchemy engine."""
+    return SourceRead(config, since, engine=engine)

@@ -1,0 +1,118 @@
+"""The figures of a known-answers validation: per criterion, how well the judge separates good from bad answers.
+
+Unscored answers are counted, never dropped silently: AUROC and the mean gap use the scored answers, and the
+unscored rate (answers the criterion applied to but the judge gave no score) stands beside them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from judges.base import plan
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric
+from judgewatch.stats.auroc import auroc, auroc_interval
+from judgewatch.verdicts import Verdict
+
+
+def _clean(value: float) -> float | None:
+    """JSON-safe float: NaN becomes None, others are rounded for readable records."""
+    return None if value is None or math.isnan(value) else round(float(value), 4)
+
+
+def _column(verdicts: Sequence[Verdict], criterion: str) -> np.ndarray:
+    values = [v.scores.get(criterion) for v in verdicts]
+    return np.array([np.nan if s is None else float(s) for s in values], dtype=float)
+
+
+def criterion_figures(
+    rubric: Rubric,
+    criterion: str,
+    good: Sequence[tuple[JudgeItem, Verdict]],
+    bad: Sequence[tuple[JudgeItem, Verdict]],
+    *,
+    resamples: int,
+    seed: int,
+) -> dict[str, Any] | None:
+    """AUROC with its paired bootstrap interval, mean gap and unscored rate; None when never applicable."""
+    applies = [criterion in plan(rubric, item)[0] for item, _ in [*good, *bad]]
+    judged = sum(applies)
+    if judged == 0:
+        return None
+    g, b = _column([v for _, v in good], criterion), _column([v for _, v in bad], criterion)
+    n_good, n_bad = int(np.isfinite(g).sum()), int(np.isfinite(b).sum())
+    unscored = judged - n_good - n_bad
+    estimate = auroc_interval(g, b, paired=True, resamples=resamples, seed=seed)
+    mean_good = float(np.nanmean(g)) if n_good else math.nan
+    mean_bad = float(np.nanmean(b)) if n_bad else math.nan
+    return {
+        "auroc": _clean(estimate.estimate),
+        "low": _clean(estimate.low),
+        "high": _clean(estimate.high),
+        "n_good": n_good,
+        "n_bad": n_bad,
+        "mean_good": _clean(mean_good),
+        "mean_bad": _clean(mean_bad),
+        "gap": _clean(mean_good - mean_bad),
+        "judged": judged,
+        "unscored": unscored,
+        "unscored_rate": _clean(unscored / judged),
+    }
+
+
+def known_answer_figures(
+    rubric: Rubric,
+    good: Sequence[tuple[JudgeItem, Verdict]],
+    bad: Sequence[tuple[JudgeItem, Verdict]],
+    *,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Figures of every criterion that applies, plus the unscored reasons over all answers."""
+    criteria: dict[str, Any] = {}
+    for criterion in rubric.criteria:
+        figures = criterion_figures(rubric, criterion.name, good, bad, resamples=resamples, seed=seed)
+        if figures is not None:
+            criteria[criterion.name] = figures
+    verdicts = [v for _, v in [*good, *bad]]
+    reasons = Counter(v.unscored_reason.value for v in verdicts if v.unscored_reason is not None)
+    return {
+        "criteria": criteria,
+        "items": len(good),
+        "answers": len(verdicts),
+        "unscored_verdicts": sum(reasons.values()),
+        "unscored_reasons": dict(reasons),
+    }
+
+
+def agreement_figures(
+    rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[Verdict]
+) -> dict[str, dict[str, Any]]:
+    """Per criterion, on the same answers: exact agreement and mean difference (mine - theirs) where both scored."""
+    result: dict[str, dict[str, Any]] = {}
+    for criterion in rubric.criteria:
+        a, b = _column(mine, criterion.name), _column(theirs, criterion.name)
+        both = np.isfinite(a) & np.isfinite(b)
+        n = int(both.sum())
+        if n == 0:
+            continue
+        result[criterion.name] = {
+            "n": n,
+            "exact_agreement": _clean(float((a[both] == b[both]).mean())),
+            "mean_diff": _clean(float((a[both] - b[both]).mean())),
+        }
+    return result
+
+
+def raw_auroc(good: Sequence[dict[str, float]], bad: Sequence[dict[str, float]]) -> dict[str, float | None]:
+    """AUROC of continuous raw scores (the reference judge's coverage) per criterion, before integer cuts."""
+    names = sorted({name for row in [*good, *bad] for name in row})
+    return {
+        name: _clean(auroc([row.get(name, math.nan) for row in good], [row.get(name, math.nan) for row in bad]))
+        for name in names
+    }

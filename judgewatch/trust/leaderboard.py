@@ -1,0 +1,179 @@
+"""The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier.
+
+One row per stored trust record, judged under the policy in force now, with the figures of the policy's
+criterion and how the offline reference judge did on the very same items (from the record itself for
+known-answer validations, else from the reference judge's record on the same rubric, data revision and tier).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Engine
+
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records
+from judgewatch.trust.policy import TrustPolicy, dataset_label, evaluate_record
+
+logger = logging.getLogger(__name__)
+
+COLUMNS = (
+    "judge",
+    "config",
+    "rubric",
+    "evidence",
+    "dataset",
+    "tier",
+    "n",
+    "criterion",
+    "AUROC [95% CI]",
+    "unscored",
+    "consistency",
+    "trust",
+    "reference AUROC",
+    "vs reference",
+    "measured",
+)
+
+
+class LeaderboardRow(BaseModel):
+    judge: str  # kind:name
+    endpoint: str | None
+    config_hash: str
+    rubric: str  # name version
+    evidence: str
+    dataset: str | None
+    dataset_revision: str | None
+    tier: str | None
+    n_items: int
+    criterion: str
+    auroc: float | None
+    low: float | None
+    high: float | None
+    kappa: float | None
+    unscored_rate: float | None
+    position_consistency: float | None
+    trustworthy: bool | None
+    detail: str
+    reference_auroc: float | None
+    agreement_with_reference: float | None  # exact agreement with the reference judge's scores, same answers
+    measured_at: datetime
+    other_criteria: dict[str, float | None]
+
+    @property
+    def trust_label(self) -> str:
+        return {True: "trusted", False: "NOT TRUSTED", None: "inconclusive"}[self.trustworthy]
+
+    @property
+    def vs_reference(self) -> float | None:
+        if self.auroc is None or self.reference_auroc is None:
+            return None
+        return round(self.auroc - self.reference_auroc, 4)
+
+    def cells(self) -> list[str]:
+        """The row as display strings, in `COLUMNS` order."""
+
+        def num(value: float | None, spec: str = ".2f") -> str:
+            return "" if value is None else format(value, spec)
+
+        if self.evidence == TrustEvidence.human_labels:
+            score = f"kappa {num(self.kappa)} [{num(self.low)}, {num(self.high)}]"
+        else:
+            score = f"{num(self.auroc)} [{num(self.low)}, {num(self.high)}]" if self.auroc is not None else "n/a"
+        dataset = dataset_label(self.dataset, self.dataset_revision)
+        return [
+            self.judge,
+            self.config_hash[:12],
+            self.rubric,
+            self.evidence.replace("_", " "),
+            dataset,
+            self.tier or "",
+            str(self.n_items),
+            self.criterion,
+            score,
+            num(self.unscored_rate, ".0%"),
+            num(self.position_consistency, ".0%"),
+            self.trust_label,
+            num(self.reference_auroc),
+            num(self.vs_reference, "+.2f"),
+            self.measured_at.strftime("%Y-%m-%d %H:%M UTC"),
+        ]
+
+
+def _reference_key(record: TrustRecord) -> tuple[str, str, str | None, str | None, str | None]:
+    return (record.rubric_hash, record.evidence, record.dataset, record.dataset_revision, record.tier)
+
+
+def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRecord]) -> LeaderboardRow:
+    criteria: dict[str, Any] = record.figures.get("criteria", {})
+    name = policy.criterion if policy.criterion in criteria else next(iter(criteria), policy.criterion)
+    figures: dict[str, Any] = criteria.get(name, {})
+    passed, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
+    embedded = record.figures.get("reference", {})
+    reference_auroc = embedded.get("criteria", {}).get(name, {}).get("auroc")
+    agreement = embedded.get("agreement", {}).get(name, {}).get("exact_agreement")
+    if record.judge_kind == "reference":
+        reference_auroc, agreement = figures.get("auroc"), 1.0
+    elif reference_auroc is None and (ref := references.get(_reference_key(record))) is not None:
+        reference_auroc = ref.figures.get("criteria", {}).get(name, {}).get("auroc")
+    return LeaderboardRow(
+        judge=f"{record.judge_kind}:{record.judge_name}",
+        endpoint=record.judge_endpoint,
+        config_hash=record.judge_config_hash,
+        rubric=f"{record.rubric_name} {record.rubric_version}",
+        evidence=record.evidence,
+        dataset=record.dataset,
+        dataset_revision=record.dataset_revision,
+        tier=record.tier,
+        n_items=record.n_items,
+        criterion=name,
+        auroc=figures.get("auroc"),
+        low=figures.get("low"),
+        high=figures.get("high"),
+        kappa=figures.get("kappa"),
+        unscored_rate=figures.get("unscored_rate"),
+        position_consistency=figures.get("position_consistency"),
+        trustworthy=passed,
+        detail=detail,
+        reference_auroc=reference_auroc,
+        agreement_with_reference=agreement,
+        measured_at=record.measured_at,
+        other_criteria={k: v.get("auroc", v.get("kappa")) for k, v in criteria.items() if k != name},
+    )
+
+
+def leaderboard(
+    engine: Engine,
+    policy: TrustPolicy | None = None,
+    *,
+    rubric: str | None = None,
+    judge_name: str | None = None,
+) -> list[LeaderboardRow]:
+    """Rows sorted by rubric, evidence, dataset, tier, then best AUROC first."""
+    policy = policy or TrustPolicy()
+    with session_scope(engine) as session:
+        records = [
+            TrustRecord.model_validate(r.model_dump())
+            for r in get_trust_records(session=session, rubric_name=rubric, judge_name=judge_name)
+        ]
+        if judge_name is not None:  # the reference judge's records are needed for the comparison column
+            records += [
+                TrustRecord.model_validate(r.model_dump())
+                for r in get_trust_records(session=session, rubric_name=rubric)
+                if r.judge_kind == "reference" and r.judge_name != judge_name
+            ]
+    references = {_reference_key(r): r for r in records if r.judge_kind == "reference"}
+    shown = [r for r in records if judge_name is None or r.judge_name == judge_name]
+    rows = [_row(record, policy, references) for record in shown]
+    rows.sort(
+        key=lambda r: (r.rubric, r.evidence, r.dataset or "", r.tier or "", -(r.auroc or r.kappa or 0.0), r.judge)
+    )
+    return rows
+
+
+def table(rows: list[LeaderboardRow]) -> tuple[list[str], list[list[str]]]:
+    """(headers, display rows) for the CLI and the Judges page."""
+    return list(COLUMNS), [row.cells() for row in rows]

@@ -1,0 +1,146 @@
+"""Build, store and read trust records; the trust verdict a gate or a report states for its judge.
+
+The table lives in `judgewatch.storage.trust`; this module turns measurements into records (judged by the
+policy at measurement time) and records into a `TrustVerdict` under the policy in force now.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from numpy.typing import ArrayLike
+from sqlalchemy import Engine
+
+from judgewatch.stats.agreement import weighted_kappa
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records, save_trust_record
+from judgewatch.trust.policy import TrustPolicy, TrustVerdict, evaluate, evaluate_record
+from judgewatch.verdicts import JudgeIdentity, RubricIdentity
+
+logger = logging.getLogger(__name__)
+
+
+def build_record(
+    *,
+    judge: JudgeIdentity,
+    rubric: RubricIdentity,
+    evidence: TrustEvidence,
+    figures: dict[str, Any],
+    n_items: int,
+    policy: TrustPolicy,
+    dataset: str | None = None,
+    dataset_revision: str | None = None,
+    tier: str | None = None,
+) -> TrustRecord:
+    """A record carrying its figures and the policy's verdict on it at measurement time."""
+    passed, detail = evaluate_record(evidence.value, figures, n_items, policy)
+    return TrustRecord(
+        id="",  # derived from the identity when saved
+        judge_kind=judge.kind,
+        judge_name=judge.name,
+        judge_endpoint=judge.endpoint,
+        judge_config_hash=judge.config_hash,
+        rubric_name=rubric.name,
+        rubric_version=rubric.version,
+        rubric_hash=rubric.hash,
+        evidence=evidence.value,
+        dataset=dataset,
+        dataset_revision=dataset_revision,
+        tier=tier,
+        n_items=n_items,
+        trustworthy=passed,
+        summary=detail,
+        figures=figures,
+        policy=policy.model_dump(),
+    )
+
+
+def store_record(engine: Engine, record: TrustRecord) -> TrustRecord:
+    """Save (replace on the same identity) and return a detached copy safe to read after the session closes."""
+    with session_scope(engine, write=True) as session:
+        saved = save_trust_record(session=session, record=record)
+        data = saved.model_dump()
+    return TrustRecord.model_validate(data)
+
+
+def trust_for(
+    engine: Engine | None,
+    judge: JudgeIdentity,
+    rubric: RubricIdentity,
+    *,
+    policy: TrustPolicy | None = None,
+    tier: str | None = None,
+) -> TrustVerdict:
+    """The verdict on `judge` under `rubric` from its stored records (None = unmeasured when there are none).
+
+    Records are matched on the judge configuration hash (which covers the rubric's content) and the rubric's
+    name and hash, so a changed rubric or judge setting starts unmeasured.
+    """
+    policy = policy or TrustPolicy()
+    records: list[TrustRecord] = []
+    if engine is not None:
+        with session_scope(engine) as session:
+            found = get_trust_records(session=session, judge_config_hash=judge.config_hash, rubric_name=rubric.name)
+            records = [TrustRecord.model_validate(r.model_dump()) for r in found if r.rubric_hash == rubric.hash]
+    verdict = evaluate(
+        records,
+        policy,
+        judge_name=f"{judge.kind}:{judge.name}",
+        judge_config_hash=judge.config_hash,
+        rubric=f"{rubric.name} {rubric.version}",
+        tier=tier,
+    )
+    logger.info("judge trust: %s", verdict.summary)
+    return verdict
+
+
+def _clean(value: float) -> float | None:
+    return None if math.isnan(value) else round(float(value), 4)
+
+
+def record_human_agreement(
+    engine: Engine,
+    *,
+    judge: JudgeIdentity,
+    rubric: RubricIdentity,
+    tier: str,
+    judge_scores: Mapping[str, ArrayLike],
+    human_scores: Mapping[str, ArrayLike],
+    categories: ArrayLike | None = None,
+    source: str = "review",
+    policy: TrustPolicy | None = None,
+    seed: int = 0,
+) -> TrustRecord:
+    """Store judge-vs-human agreement for one tier (per criterion: quadratic weighted kappa with its interval).
+
+    `judge_scores[c]` and `human_scores[c]` are aligned per reviewed item (NaN where either is missing); the
+    calibration work calls this after computing the pairs. `n_items` is the largest number of scored pairs.
+    """
+    policy = policy or TrustPolicy()
+    cats = None if categories is None else [float(c) for c in categories]  # type: ignore[union-attr]
+    criteria: dict[str, Any] = {}
+    for name in judge_scores:
+        if name not in human_scores:
+            continue
+        estimate = weighted_kappa(judge_scores[name], human_scores[name], categories=cats, seed=seed)
+        criteria[name] = {
+            "kappa": _clean(estimate.estimate),
+            "low": _clean(estimate.low),
+            "high": _clean(estimate.high),
+            "n": estimate.n,
+        }
+    n_items = max((c["n"] for c in criteria.values()), default=0)
+    record = build_record(
+        judge=judge,
+        rubric=rubric,
+        evidence=TrustEvidence.human_labels,
+        figures={"criteria": criteria},
+        n_items=n_items,
+        policy=policy,
+        dataset=source,
+        tier=tier,
+    )
+    return store_record(engine, record)

@@ -1,0 +1,248 @@
+"""Validation runs: measure a judge on a golden set's known-good and known-bad answers before believing it.
+
+For every golden item that carries both, the judge grades one good and one bad answer (through the ordinary
+`judge_items` pipeline, verdicts stored like any other run); each criterion that applies gets an AUROC (good
+should score higher) with a seeded paired-bootstrap interval, the mean score gap and the unscored rate. The
+offline reference judge grades the same answers, so every record also says how the judge compares with it.
+Pairwise judges are validated on the same pairs, asked in both orders, with the good answer's preference and
+position consistency recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judges.base import Judge
+from judges.reference import ReferenceJudge
+from judgewatch.golden import GoldenItem, GoldenSet
+from judgewatch.items import JudgeItem
+from judgewatch.judging import judge_items
+from judgewatch.rubric import Rubric
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.storage.verdict_store import finish_run, start_run
+from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
+from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
+from judgewatch.trust.pairwise_judges import PairwiseJudge
+from judgewatch.trust.policy import TrustPolicy
+from judgewatch.trust.records import build_record, store_record
+from judgewatch.verdicts import Verdict
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class KnownPairs:
+    """Golden items with one known-good and one known-bad answer each, as JudgeItems `<id>:good` / `<id>:bad`."""
+
+    dataset: str
+    revision: str
+    good: list[JudgeItem]
+    bad: list[JudgeItem]
+    skipped: int  # golden items lacking a good or a bad answer, or any reference besides the good answer
+
+
+def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | None:
+    """The item's references without the judged good answer itself (None when nothing else is left).
+
+    Golden sets often hold the right answer as their reference answer (HaluEval) or among their facts
+    (HalluQA): judged against itself, any string matcher would look perfect. Another right answer, when
+    there is one, becomes the reference answer instead. Good and bad answer get the same references.
+    """
+    same = answer.strip()
+    facts = [f for f in item.reference_facts if f.strip() != same]
+    context = [c for c in item.context if c.strip() != same]
+    reference = item.reference_answer if item.reference_answer and item.reference_answer.strip() != same else None
+    if reference is None:
+        reference = next((g for g in item.good_answers if g.strip() != same), None)
+    if not (facts or context or reference):
+        return None
+    return {"reference_answer": reference, "reference_facts": facts, "context": context}
+
+
+def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
+    """The first good and first bad answer of every item that has both and an independent reference."""
+    good: list[JudgeItem] = []
+    bad: list[JudgeItem] = []
+    for item in golden.items:
+        if not (item.good_answers and item.bad_answers):
+            continue
+        references = _independent_references(item, item.good_answers[0])
+        if references is None:
+            continue
+        good.append(item.to_judge_item(item.good_answers[0], item_id=f"{item.id}:good").model_copy(update=references))
+        bad.append(item.to_judge_item(item.bad_answers[0], item_id=f"{item.id}:bad").model_copy(update=references))
+    skipped = len(golden.items) - len(good)
+    revision = golden.revision
+    if limit is not None and limit < len(good):  # a subset is other evidence: it must not replace the full set's
+        good, bad, revision = good[:limit], bad[:limit], f"{revision}[:{limit}]"
+    return KnownPairs(golden.name, revision, good, bad, skipped)
+
+
+async def _judge_all(
+    judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, dataset: str, revision: str
+) -> tuple[list[Verdict], dict[str, Any]]:
+    identity = judge.identity(rubric)
+    run_id = None
+    if engine is not None:
+        with session_scope(engine, write=True) as session:
+            run = start_run(
+                session=session,
+                kind=RunKind.validation.value,
+                name=f"validate {identity.kind}:{identity.name} on {dataset}",
+                identity=f"{dataset}@{revision}",
+                rubric=rubric.identity,
+                judge_config_hash=identity.config_hash,
+            )
+            run_id = run.id
+    judged = await judge_items(items, rubric, judge, engine=engine, run_id=run_id, source=f"golden:{dataset}")
+    summary = judged.summary
+    if engine is not None and run_id is not None:
+        with session_scope(engine, write=True) as session:
+            finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=summary.by_status)
+    cost = {"wall_s": summary.wall_s, "latency_ms": summary.latency_ms, "run_id": run_id}
+    return judged.verdicts, cost
+
+
+async def validate_judge(
+    judge: Judge,
+    rubric: Rubric,
+    golden: GoldenSet,
+    *,
+    engine: Engine | None = None,
+    policy: TrustPolicy | None = None,
+    limit: int | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> TrustRecord:
+    """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given."""
+    policy = policy or TrustPolicy()
+    pairs = known_pairs(golden, limit=limit)
+    if not pairs.good:
+        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    identity = judge.identity(rubric)
+    logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
+    verdicts, cost = await _judge_all(judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision)
+    n = len(pairs.good)
+    good = list(zip(pairs.good, verdicts[:n], strict=True))
+    bad = list(zip(pairs.bad, verdicts[n:], strict=True))
+    figures = known_answer_figures(rubric, good, bad, resamples=resamples, seed=seed)
+    figures["skipped_items"] = pairs.skipped
+    figures["cost"] = cost
+    figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
+    record = build_record(
+        judge=identity,
+        rubric=rubric.identity,
+        evidence=TrustEvidence.known_answers,
+        figures=figures,
+        n_items=n,
+        policy=policy,
+        dataset=pairs.dataset,
+        dataset_revision=pairs.revision,
+    )
+    return store_record(engine, record) if engine is not None else record
+
+
+def _reference_comparison(
+    judge: Judge, rubric: Rubric, pairs: KnownPairs, verdicts: Sequence[Verdict], *, resamples: int, seed: int
+) -> dict[str, Any]:
+    """The offline reference judge on the very same answers: its figures, and agreement with `judge`."""
+    reference = judge if isinstance(judge, ReferenceJudge) else ReferenceJudge()
+    items = pairs.good + pairs.bad
+    theirs = [reference.judge_sync(item, rubric) for item in items]
+    n = len(pairs.good)
+    figures = known_answer_figures(
+        rubric,
+        list(zip(pairs.good, theirs[:n], strict=True)),
+        list(zip(pairs.bad, theirs[n:], strict=True)),
+        resamples=resamples,
+        seed=seed,
+    )
+    identity = reference.identity(rubric)
+    return {
+        "judge": f"{identity.kind}:{identity.name}",
+        "config_hash": identity.config_hash,
+        "criteria": {
+            name: {k: c[k] for k in ("auroc", "low", "high", "gap", "unscored_rate")}
+            for name, c in figures["criteria"].items()
+        },
+        "raw_auroc": raw_auroc(
+            [reference.raw_scores(i) for i in pairs.good], [reference.raw_scores(i) for i in pairs.bad]
+        ),
+        "agreement": agreement_figures(rubric, verdicts, theirs),
+    }
+
+
+async def validate_pairwise(
+    judge: PairwiseJudge,
+    rubric: Rubric,
+    golden: GoldenSet,
+    *,
+    engine: Engine | None = None,
+    policy: TrustPolicy | None = None,
+    limit: int | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> TrustRecord:
+    """Compare each good answer with its bad twin in both orders; the good one should win, in either position.
+
+    The pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion.
+    """
+    policy = policy or TrustPolicy()
+    pairs = known_pairs(golden, limit=limit)
+    if not pairs.good:
+        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    triples = [
+        (good.model_copy(update={"id": good.id.rsplit(":", 1)[0]}), good.answer, bad.answer)
+        for good, bad in zip(pairs.good, pairs.bad, strict=True)
+    ]
+    outcomes = await compare_pairs(judge, rubric, triples, both_orders=True)
+    stats = summarize(outcomes)
+    preference = first_preference(outcomes, resamples=resamples, seed=seed)
+    reasons: dict[str, int] = {}
+    for outcome in outcomes:
+        for call in (outcome.forward, outcome.backward):
+            if call is not None and call.unscored_reason is not None:
+                reasons[call.unscored_reason.value] = reasons.get(call.unscored_reason.value, 0) + 1
+
+    def clean(value: float) -> float | None:
+        return None if value != value else round(value, 4)  # NaN -> None
+
+    criterion = {
+        "auroc": clean(preference.estimate),  # P(good preferred) + 0.5 P(tie): the pairwise AUROC
+        "low": clean(preference.low),
+        "high": clean(preference.high),
+        "position_consistency": clean(stats.position_consistency),
+        "inconsistency_rate": clean(stats.inconsistency_rate),
+        "a_rate": clean(stats.a_rate),
+        "unscored_rate": clean(stats.unscored_rate),
+        "pairs": stats.pairs,
+        "scored": stats.scored,
+        "good_wins": stats.first_wins,
+        "bad_wins": stats.second_wins,
+        "ties": stats.ties,
+    }
+    figures = {
+        "criteria": {rubric.criteria[0].name: criterion},
+        "items": stats.pairs,
+        "calls": 2 * stats.pairs,
+        "unscored_reasons": reasons,
+        "pairs": [o.row() for o in outcomes],
+    }
+    record = build_record(
+        judge=judge.identity(rubric),
+        rubric=rubric.identity,
+        evidence=TrustEvidence.pairwise,
+        figures=figures,
+        n_items=stats.pairs,
+        policy=policy,
+        dataset=pairs.dataset,
+        dataset_revision=pairs.revision,
+    )
+    return store_record(engine, record) if engine is not None else record

@@ -1,0 +1,59 @@
+"""The "Judges" page: every judge configuration measured, its trust, and how it compares with the reference judge.
+
+Read-only: it shows stored trust records (`judgewatch judges validate` writes them). Use `add_judges_tab(engine)`
+inside an open `gr.Blocks` to add it as a tab of the review app, or `judges_page(engine)` for a page of its own.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import gradio as gr
+import pandas as pd
+from sqlalchemy import Engine
+
+from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
+from judgewatch.trust.policy import TrustPolicy
+
+logger = logging.getLogger(__name__)
+
+INTRO = """\
+A judge's verdicts are only as good as its measured trust. Each row is one measurement of one judge
+configuration: on a golden set's known-good vs known-bad answers (AUROC: 0.5 is chance, 1.0 perfect),
+pairwise in both orders (position consistency), or against human labels per tier (weighted kappa).
+"reference AUROC" is the offline reference judge on the same items. A gate refuses a judge marked NOT TRUSTED.
+"""
+
+
+def judges_frame(engine: Engine, policy: TrustPolicy | None = None) -> pd.DataFrame:
+    """The leaderboard as a DataFrame of display strings (empty, with the columns, when nothing was measured)."""
+    try:
+        headers, rows = table(leaderboard(engine, policy))
+    except Exception:  # a page that cannot read the store says so instead of crashing the app
+        logger.exception("could not read the judge leaderboard")
+        return pd.DataFrame([["could not read the store: see the server log"] + [""] * (len(COLUMNS) - 1)],
+                            columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=headers)
+
+
+def add_judges_tab(engine: Engine, policy: TrustPolicy | None = None, *, label: str = "Judges") -> gr.Tab:
+    """Add the Judges tab to the `gr.Blocks` being built; the table is read again on each page load and refresh."""
+    policy = policy or TrustPolicy()
+
+    def load() -> pd.DataFrame:
+        return judges_frame(engine, policy)
+
+    with gr.Tab(label) as tab:
+        gr.Markdown(INTRO)
+        gr.Markdown(f"Trust policy: {policy.describe()}.")
+        frame = gr.Dataframe(value=load, headers=list(COLUMNS), interactive=False, wrap=True, label="Judge trust")
+        refresh = gr.Button("Refresh", size="sm")
+        refresh.click(load, outputs=frame, api_visibility="private")
+    return tab
+
+
+def judges_page(engine: Engine, policy: TrustPolicy | None = None) -> gr.Blocks:
+    """A stand-alone page with the Judges tab (the review app adds the tab to its own Blocks instead)."""
+    with gr.Blocks(title="judgewatch: judges") as page:
+        add_judges_tab(engine, policy)
+    return page

@@ -1,0 +1,196 @@
+"""The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed.
+
+Handlers hold no authority of their own: each passes `request.username` to the review service, which checks
+the account and the lease. Untrusted text (question, references, answer, judge reason) is rendered only with
+`gr.Markdown`'s default HTML sanitizing; free text that should read literally is escaped first.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+from typing import Any
+
+import gradio as gr
+
+from judgewatch.review.queue import ReviewQueue
+from judgewatch.review.views import LeasedItem, ReviewError, Revealed
+
+logger = logging.getLogger(__name__)
+
+MAX_CRITERIA = 8  # criterion slots on the screen; rubrics have 1-5
+
+
+def username(request: gr.Request | None) -> str:
+    """The logged-in reviewer; every handler starts here (the service then checks the account and lease)."""
+    name = getattr(request, "username", None) if request is not None else None
+    if not name:
+        raise gr.Error("Log in first.")
+    return str(name)
+
+
+def literal(text: str) -> str:
+    """Text shown as typed (no markdown, no HTML)."""
+    return html.escape(text).replace("\n", "<br>")
+
+
+def references_md(item: LeasedItem) -> str:
+    parts = []
+    if item.reference_answer:
+        parts.append(f"**Reference answer**\n\n{item.reference_answer}")
+    if item.reference_facts:
+        parts.append("**Reference facts**\n\n" + "\n".join(f"- {fact}" for fact in item.reference_facts))
+    if item.context:
+        parts.append("**Context**\n\n" + "\n\n".join(f"> {c}" for c in item.context))
+    return "\n\n".join(parts) or "_No reference material came with this item._"
+
+
+def radio_updates(item: LeasedItem | None, *, interactive: bool = True) -> list[Any]:
+    """One update per criterion slot: the rubric's criteria with their anchors, the rest hidden."""
+    updates: list[Any] = []
+    criteria = item.scored_criteria if item else []
+    for slot in range(MAX_CRITERIA):
+        if slot < len(criteria):
+            c = criteria[slot]
+            choices = [(f"{level} · {c.anchors[level]}", level) for level in range(item.scale_min, item.scale_max + 1)]  # type: ignore[union-attr]
+            updates.append(
+                gr.update(visible=True, choices=choices, value=None, label=f"{slot + 1}. {c.name}", info=c.description,
+                          interactive=interactive)
+            )
+        else:
+            updates.append(gr.update(visible=False, choices=[], value=None))
+    return updates
+
+
+def reveal_md(shown: Revealed) -> str:
+    rows = ["| criterion | you | judge |", "|---|---|---|"]
+    for name, mine in shown.your_scores.items():
+        judge = shown.judge_scores.get(name)
+        rows.append(f"| {name} | {mine} | {'–' if judge is None else judge} |")
+    status = "scored" if shown.judge_status == "scored" else f"unscored ({shown.judge_unscored_reason})"
+    overall = "–" if shown.judge_overall is None else f"{shown.judge_overall:g}"
+    return (
+        f"### Judge's verdict\n\n{chr(10).join(rows)}\n\n"
+        f"Judge **{literal(shown.judge_name)}**: {status}, overall {overall}; tier **{literal(shown.tier or 'n/a')}**."
+        f"\n\nJudge's reason: {literal(shown.judge_reason) or '–'}\n\n_Press Enter or N for the next item._"
+    )
+
+
+def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
+    """Build the Queue tab inside the open Blocks."""
+    with gr.Tab("Queue", id="queue") as tab:
+        progress = gr.Markdown(elem_id="jw-progress")
+        message = gr.Markdown(elem_id="jw-message")
+        next_btn = gr.Button("Next item (N)", elem_id="jw-next", variant="secondary")
+        item_id, version = gr.State(None), gr.State("")
+        question = gr.Markdown(elem_id="jw-question")
+        with gr.Accordion("Reference material", open=True):
+            references = gr.Markdown(elem_id="jw-references")
+        gr.Markdown("**Answer to grade**")
+        answer = gr.Markdown(elem_id="jw-answer", container=True, padding=True)
+        radios = [
+            gr.Radio(choices=[], visible=False, elem_id=f"jw-crit-{i}", elem_classes=["jw-criterion"])
+            for i in range(MAX_CRITERIA)
+        ]
+        comment = gr.Textbox(label="Comment (optional)", lines=2, elem_id="jw-comment")
+        with gr.Row():
+            submit_btn = gr.Button("Submit (Enter)", variant="primary", elem_id="jw-submit", visible=False)
+            flag_btn = gr.Button("Flag for an expert (F)", elem_id="jw-flag", visible=False)
+        with gr.Row(visible=False) as skip_row:
+            skip_reason = gr.Textbox(label="Skip: why? (Enter to skip)", elem_id="jw-skip-reason", scale=4)
+            skip_btn = gr.Button("Skip", elem_id="jw-skip", scale=1)
+        reveal = gr.Markdown(elem_id="jw-reveal")
+        gr.Markdown("_Keys: 1-9 score the highlighted criterion · Enter submits · S skips · F flags · N next._")
+
+    screen = [item_id, version, question, references, answer, *radios, comment, submit_btn, flag_btn, skip_row,
+              skip_reason, reveal, message, progress]
+
+    def progress_md(reviewer: str) -> str:
+        p = queue.progress(reviewer)
+        return f"**{literal(reviewer)}** · done today: **{p.done_today}** · left in my queue: **{p.left_in_queue}**"
+
+    def show(reviewer: str, note: str = "") -> list[Any]:
+        try:
+            item = queue.lease_next(reviewer)
+        except ReviewError as exc:
+            item, note = None, f"⚠ {literal(str(exc))}"
+        shown = item is not None
+        return [
+            item.item_id if item else None,
+            item.rubric_version if item else "",
+            f"### Question\n\n{item.question}" if item else "",
+            references_md(item) if item else "",
+            item.answer if item else "",
+            *radio_updates(item),
+            gr.update(value="", interactive=shown),
+            gr.update(visible=shown),
+            gr.update(visible=shown),
+            gr.update(visible=False),
+            "",
+            "",
+            note or ("" if shown else "Nothing left in your queue. Thank you!"),
+            progress_md(reviewer),
+        ]
+
+    def next_item(request: gr.Request) -> list[Any]:
+        return show(username(request))
+
+    def submit(item: str | None, shown_version: str, text: str, *values_and_request: Any) -> dict[Any, Any]:
+        *values, request = values_and_request
+        reviewer = username(request)
+        if not item:
+            return {message: "Take an item first (N)."}
+        scores = _scores(queue, reviewer, item, values)
+        try:
+            result = queue.submit(reviewer, item, scores, rubric_version_shown=shown_version, comment=text or "")
+        except ReviewError as exc:
+            return {message: f"⚠ {literal(str(exc))}"}
+        locked = [gr.update(interactive=False) for _ in radios]
+        return {
+            item_id: None, reveal: reveal_md(result), message: "Saved.", progress: progress_md(reviewer),
+            submit_btn: gr.update(visible=False), flag_btn: gr.update(visible=False),
+            comment: gr.update(interactive=False), **dict(zip(radios, locked, strict=True)),
+        }
+
+    def skip(item: str | None, shown_version: str, reason: str, request: gr.Request) -> list[Any] | dict[Any, Any]:
+        reviewer = username(request)
+        if not item:
+            return {message: "Take an item first (N)."}
+        try:
+            queue.skip(reviewer, item, reason or "", rubric_version_shown=shown_version)
+        except ReviewError as exc:
+            return {message: f"⚠ {literal(str(exc))}"}
+        return show(reviewer, "Skipped.")
+
+    def flag(item: str | None, shown_version: str, text: str, *values_and_request: Any) -> list[Any] | dict[Any, Any]:
+        *values, request = values_and_request
+        reviewer = username(request)
+        if not item:
+            return {message: "Take an item first (N)."}
+        try:
+            scores = _scores(queue, reviewer, item, values)
+            queue.flag(reviewer, item, text or "", scores=scores, rubric_version_shown=shown_version)
+        except ReviewError as exc:
+            return {message: f"⚠ {literal(str(exc))}"}
+        return show(reviewer, "Flagged for an expert.")
+
+    private: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
+    next_btn.click(next_item, outputs=screen, **private)
+    submit_btn.click(submit, inputs=[item_id, version, comment, *radios], outputs=screen, **private)
+    flag_btn.click(flag, inputs=[item_id, version, comment, *radios], outputs=screen, **private)
+    skip_btn.click(skip, inputs=[item_id, version, skip_reason], outputs=screen, **private)
+    skip_reason.submit(skip, inputs=[item_id, version, skip_reason], outputs=screen, **private)
+    return tab
+
+
+def _scores(queue: ReviewQueue, reviewer: str, item_id: str, values: list[Any]) -> dict[str, int | None]:
+    """Radio values back to {criterion: score}, in the order the criteria were shown."""
+    names = _criterion_names(queue, item_id)
+    return {name: (int(v) if v is not None else None) for name, v in zip(names, values, strict=False)}
+
+
+def _criterion_names(queue: ReviewQueue, item_id: str) -> list[str]:
+    from judgewatch.storage.db import session_scope
+
+    with session_scope(queue.engine) as session:
+        return [c.name for c in queue.view_criteria(session, item_id)]

@@ -1,0 +1,62 @@
+"""Shared fixtures: a database URL for SQLite and for the real PostgreSQL, and a migrated engine on it.
+
+PostgreSQL tests get a fresh, uniquely named schema each (via the URL's `options=-csearch_path=...`), dropped
+afterwards, so parallel sessions and CI jobs never collide. Override the server with
+JUDGEWATCH_TEST_POSTGRES_URL; deselect with `-m "not postgres"`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from judgewatch.storage.db import make_engine
+from judgewatch.storage.migrations import migrate
+
+DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+_SESSION_TOKEN = uuid.uuid4().hex[:8]
+_schema_numbers = itertools.count(1)
+
+
+def postgres_url() -> str:
+    return os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """`url` whose connections use `schema` (psycopg passes `options` to libpq)."""
+    parsed = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    return parsed.render_as_string(hide_password=False)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty database: a SQLite file in tmp_path, or a new schema on the PostgreSQL server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'judgewatch.db'}"
+        return
+    schema = f"jw_test_{_SESSION_TOKEN}_{next(_schema_numbers)}"
+    admin = create_engine(make_url(postgres_url()).set(drivername="postgresql+psycopg"))
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield with_search_path(postgres_url(), schema)
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    """A migrated engine on `db_url`."""
+    eng = make_engine(db_url)
+    migrate(eng)
+    yield eng
+    eng.dispose()

@@ -1,0 +1,353 @@
+"""The post-release regression flow on the embedded defaults: recorded and live tiers, the offline reference judge.
+
+Live tiers talk to a small OpenAI-compatible fake served on 127.0.0.1 by aiohttp (no network). Prefect runs
+against a temporary test server (prefect_test_harness) for the whole module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from sqlalchemy import func, select, text
+from typer.testing import CliRunner
+
+from judgewatch.cli.regress_cmd import standalone_app
+from judgewatch.golden import load_golden_set
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.releases import (
+    ReleaseError,
+    accept_baseline,
+    accepted_baseline,
+    get_release_tiers,
+    latest_gate_decision,
+    record_release_tier,
+)
+from judgewatch.tiers import write_recorded_answers
+
+SET = "halueval_qa_mini"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def prefect_server() -> Iterator[None]:
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'jw.db'}"
+
+
+@pytest.fixture(scope="module")
+def answer_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """good: every item's known-good answer; bad: the known-bad answer on every other item."""
+    folder = tmp_path_factory.mktemp("answers")
+    items = load_golden_set(SET).items
+    good = [(i.id, i.good_answers[0]) for i in items]
+    bad = [(i.id, i.bad_answers[0] if n % 2 == 0 else i.good_answers[0]) for n, i in enumerate(items)]
+    write_recorded_answers(folder / "good.jsonl", good)
+    write_recorded_answers(folder / "bad.jsonl", bad)
+    return {"good": folder / "good.jsonl", "bad": folder / "bad.jsonl"}
+
+
+async def gate(db: str, tmp_path: Path, release: str, **params: Any) -> dict[str, Any]:
+    from flows.regression import post_release_regression
+
+    params.setdefault("datasets", [SET])
+    params.setdefault("judge", "reference")
+    result = await post_release_regression(
+        release=release, database_url=db, report=str(tmp_path / f"{release}.md"), fail_on_gate=False, **params
+    )
+    assert isinstance(result, dict)
+    return result
+
+
+def recorded(files: dict[str, Path], full: str = "good", quantized: str = "good") -> list[str]:
+    return [f"full={files[full]}", f"quantized={files[quantized]}"]
+
+
+def accept(db: str, release: str) -> None:
+    with session_scope(make_engine(db), write=True) as session:
+        accept_baseline(session=session, release=release, by="tester")
+
+
+def row_counts(db: str) -> dict[str, int]:
+    tables = ("interaction", "verdict", "criterion_score", "eval_run", "release_tier", "gate_decision")
+    with make_engine(db).connect() as conn:
+        return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in tables}
+
+
+async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path: Path, answer_files: dict) -> None:
+    result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    assert result["exit_code"] == 0, result
+    assert any("tier full: first release" in n for n in result["notes"])
+    with session_scope(make_engine(db)) as session:
+        tiers = {r.tier: r for r in get_release_tiers(session=session, release="r1")}
+        decision = latest_gate_decision(session=session, release="r1")
+        assert set(tiers) == {"full", "quantized"}
+        assert tiers["full"].source == f"recorded:{answer_files['good']}"
+        assert len(tiers["full"].run_ids) == 1 and tiers["full"].datasets == {SET: load_golden_set(SET).revision}
+        assert decision is not None and decision.exit_code == 0 and decision.report_path == result["report"]
+
+
+async def test_same_answers_pass_and_bad_quantized_answers_regress(db: str, tmp_path: Path, answer_files: dict) -> None:
+    assert (await gate(db, tmp_path, "r1", answers=recorded(answer_files)))["exit_code"] == 0
+    accept(db, "r1")
+    same = await gate(db, tmp_path, "r2", answers=recorded(answer_files))
+    assert same["exit_code"] == 0, same["summary"]
+    worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"))
+    assert worse["exit_code"] == 1, worse["summary"]
+    assert {r["tier"] for r in worse["regressions"]} == {"quantized"}
+    faith = next(r for r in worse["regressions"] if r["criterion"] == "faithfulness")
+    assert faith["baseline"] == "r1" and faith["high"] < -0.25 and faith["low"] <= faith["estimate"] <= faith["high"]
+    assert f"tier quantized faithfulness {faith['estimate']:+.3f}" in worse["summary"]
+
+    report = Path(worse["report"]).read_text(encoding="utf-8")
+    assert "# Regression gate: release r3" in report and "## Tier quantized" in report
+    assert "| faithfulness | 5.00 (r1) |" in report and "REGRESSED" in report
+    assert "## Tier gap: quantized vs full" in report and "### Worst items" in report
+    assert "judge: reference:reference-overlap" in report and "rubric: answer_quality" in report
+    data = json.loads(Path(worse["report_json"]).read_text(encoding="utf-8"))
+    assert data["gate"]["exit_code"] == 1 and data["tiers"][1]["evaluation"]["baseline_release"] == "r1"
+    assert data["tiers"][1]["worst"][0]["delta"] < 0
+
+
+async def test_rerunning_a_release_resumes_and_stores_nothing_twice(db: str, tmp_path: Path, answer_files: dict) -> None:
+    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    before = row_counts(db)
+    with make_engine(db).connect() as conn:
+        verdict_ids = set(conn.execute(text("SELECT id FROM verdict")).scalars())
+    again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    assert row_counts(db) == before
+    assert before["interaction"] == 80 and before["verdict"] == 80 and before["gate_decision"] == 1
+    with make_engine(db).connect() as conn:
+        assert set(conn.execute(text("SELECT id FROM verdict")).scalars()) == verdict_ids
+        counts = [json.loads(c) for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
+    assert all(c["judged_now"] == 0 for c in counts)
+    assert again["run_ids"] == first["run_ids"]
+
+
+async def test_a_changed_recorded_answer_is_stored_and_judged_again(db: str, tmp_path: Path, answer_files: dict) -> None:
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    assert row_counts(db)["verdict"] == 80
+    with make_engine(db).connect() as conn:
+        judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
+    assert sorted(judged_now) == [0, 20]  # full unchanged; half of quantized replaced by bad answers
+
+
+# --- live tiers -------------------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeTier:
+    url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    fail_first: set[str] = field(default_factory=set)  # questions answered with a 503 the first time
+
+
+@pytest.fixture
+async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(fail_first: bool = False) -> FakeTier:
+        tier = FakeTier(url="")
+        failed: set[str] = set()
+
+        async def models(_: web.Request) -> web.Response:
+            return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model", "owned_by": "t"}]})
+
+        async def chat(request: web.Request) -> web.Response:
+            body = await request.json()
+            tier.requests.append(body)
+            user = body["messages"][-1]["content"]
+            if fail_first and user not in failed:
+                failed.add(user)
+                return web.json_response({"error": {"message": "overloaded"}}, status=503)
+            first_fact = next(line[2:] for line in user.splitlines() if line.startswith("- "))
+            return web.json_response(
+                {
+                    "id": "c1",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": first_fact}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                }
+            )
+
+        app = web.Application()
+        app.router.add_get("/v1/models", models)
+        app.router.add_post("/v1/chat/completions", chat)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        tier.url = f"http://127.0.0.1:{port}/v1"
+        return tier
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def test_live_answers_are_generated_once_per_release_tier_and_item(
+    db: str, tmp_path: Path, answer_files: dict, fake_tier: Callable[..., Any]
+) -> None:
+    tier = await fake_tier()
+    live = [f"full={tier.url}#fake-7b"]
+    result = await gate(db, tmp_path, "r1", tiers=live, answers=[f"quantized={answer_files['good']}"])
+    assert result["exit_code"] == 0, result["summary"]
+    assert len(tier.requests) == 40
+    sent = tier.requests[0]
+    assert sent["model"] == "fake-7b" and sent["temperature"] == 0 and "Context:\n- " in sent["messages"][1]["content"]
+    await gate(db, tmp_path, "r1", tiers=live, answers=[f"quantized={answer_files['good']}"])
+    assert len(tier.requests) == 40  # the re-run reused every stored generation
+    with make_engine(db).connect() as conn:
+        rows = conn.execute(text("SELECT tier, release, model, metadata FROM interaction WHERE tier = 'full'")).all()
+    assert len(rows) == 40 and {(r[0], r[1], r[2]) for r in rows} == {("full", "r1", "fake-7b")}
+    meta = json.loads(rows[0][3])
+    assert meta["answer_source"] == f"live:{tier.url}#fake-7b" and meta["dataset"] == SET
+
+
+async def test_transient_endpoint_errors_are_retried_by_the_chat_client_not_by_prefect(
+    db: str, tmp_path: Path, answer_files: dict, fake_tier: Callable[..., Any]
+) -> None:
+    from flows.regression_tasks import generate_answers, judge_answers
+
+    assert generate_answers.retries == 0 and judge_answers.retries == 0  # one retry layer: the chat client
+    tier = await fake_tier(fail_first=True)
+    result = await gate(db, tmp_path, "r1", tiers=[f"full={tier.url}#fake"])
+    assert result["exit_code"] == 0, result["summary"]
+    assert len(tier.requests) == 80  # every question failed once with 503, then succeeded on the retry
+
+
+async def test_an_unreachable_tier_endpoint_exits_2_naming_it(db: str, tmp_path: Path, answer_files: dict) -> None:
+    result = await gate(db, tmp_path, "r1", tiers=["full=http://127.0.0.1:9/v1#m"], answers=recorded(answer_files)[1:])
+    assert result["exit_code"] == 2, result["summary"]
+    assert "tier full: endpoint unreachable: http://127.0.0.1:9/v1" in result["summary"]
+
+
+async def test_an_unreachable_judge_exits_2_before_any_judging(db: str, tmp_path: Path, answer_files: dict) -> None:
+    result = await gate(db, tmp_path, "r1", answers=recorded(answer_files), judge="http://127.0.0.1:9/v1")
+    assert result["exit_code"] == 2 and "judge endpoint unreachable" in result["summary"]
+    assert row_counts(db)["verdict"] == 0
+
+
+async def test_an_unknown_answer_id_exits_2_naming_file_line_and_id(db: str, tmp_path: Path, answer_files: dict) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(answer_files["good"].read_text() + '{"id": "nope-1", "answer": "x"}\n', encoding="utf-8")
+    result = await gate(db, tmp_path, "r1", answers=[f"full={answer_files['good']}", f"quantized={broken}"])
+    assert result["exit_code"] == 2
+    assert f"tier quantized: {broken}:41: id nope-1: unknown id" in result["summary"]
+
+
+async def test_an_invalid_dataset_exits_2(db: str, tmp_path: Path, answer_files: dict) -> None:
+    bad_set = tmp_path / "broken_set.jsonl"
+    bad_set.write_text('{"id": "x1", "question": "?"}\n', encoding="utf-8")
+    result = await gate(db, tmp_path, "r1", answers=recorded(answer_files), datasets=[str(bad_set)])
+    assert result["exit_code"] == 2 and "dataset" in result["summary"] and "invalid" in result["summary"]
+
+
+async def test_an_untrustworthy_judge_exits_2_without_judging(
+    db: str, tmp_path: Path, answer_files: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.regression
+
+    @dataclass
+    class Untrusted:
+        trustworthy: bool | None = False
+        summary: str = "judge x: NOT TRUSTWORTHY\n  - faithfulness: AUROC 0.50"
+
+    monkeypatch.setattr(flows.regression, "resolve_trust", lambda *a, **k: Untrusted())
+    result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    assert result["exit_code"] == 2 and result["reasons"][0] == "judge not trustworthy: judge x: NOT TRUSTWORTHY"
+    assert row_counts(db)["verdict"] == 0
+    assert "WARNING: judge trust" in Path(result["report"]).read_text(encoding="utf-8")
+
+
+async def test_an_explicit_baseline_must_have_answers_for_the_tier(db: str, tmp_path: Path, answer_files: dict) -> None:
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    vs_r1 = await gate(db, tmp_path, "r2", answers=recorded(answer_files, quantized="bad"), baseline="r1")
+    assert vs_r1["exit_code"] == 1  # r1 was never accepted, but named explicitly
+    unknown = await gate(db, tmp_path, "r2", answers=recorded(answer_files), baseline="r0")
+    assert unknown["exit_code"] == 2 and "baseline release r0 has no stored answers" in unknown["summary"]
+
+
+async def test_a_deployment_run_ends_failed_when_the_gate_does_not_pass(
+    db: str, tmp_path: Path, answer_files: dict
+) -> None:
+    from flows.regression import post_release_regression
+
+    state = await post_release_regression(
+        release="r1",
+        datasets=[SET],
+        answers=[f"full={tmp_path / 'missing.jsonl'}"],
+        judge="reference",
+        database_url=db,
+        report=str(tmp_path / "r1.md"),
+        return_state=True,
+    )
+    assert state.is_failed() and state.message.startswith("gate exit 2: COULD NOT EVALUATE")
+
+
+# --- storage and CLI --------------------------------------------------------------------------------------
+
+
+def test_the_baseline_is_the_latest_accepted_release_other_than_the_candidate(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'jw.db'}")
+    migrate(engine)
+    with session_scope(engine, write=True) as session:
+        for release in ("r1", "r2", "r3"):
+            record_release_tier(session=session, release=release, tier="full", source="s", model=None, datasets={})
+        assert accepted_baseline(session=session, tier="full") is None
+        accept_baseline(session=session, release="r1", by="a")
+        accept_baseline(session=session, release="r2", by="b")
+        assert accepted_baseline(session=session, tier="full").release == "r2"  # type: ignore[union-attr]
+        assert accepted_baseline(session=session, tier="full", exclude_release="r2").release == "r1"  # type: ignore[union-attr]
+        with pytest.raises(ReleaseError, match="release 'r9' is not in the store .known releases: r1, r2, r3"):
+            accept_baseline(session=session, release="r9", by="a")
+        count = session.execute(select(func.count()).select_from(text("release_tier"))).scalar_one()
+        assert count == 3
+
+
+def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files: dict) -> None:
+    db = f"sqlite:///{tmp_path / 'jw.db'}"
+    runner, app = CliRunner(), standalone_app()
+    common = ["--dataset", SET, "--judge", "reference", "--database-url", db]
+    files = ["--answers", f"full={answer_files['good']}"]
+
+    first = runner.invoke(app, ["regress", "--release", "r1", *common, *files, "--answers", f"quantized={answer_files['good']}", "--report", str(tmp_path / "r1.md")])
+    assert first.exit_code == 0, first.output
+    assert "PASS (exit 0)" in first.output and f"report: {tmp_path / 'r1.md'}" in first.output
+
+    missing = runner.invoke(app, ["baseline", "accept", "--release", "r0", "--database-url", db])
+    assert missing.exit_code == 2 and "release 'r0' is not in the store" in missing.output
+    accepted = runner.invoke(app, ["baseline", "accept", "--release", "r1", "--by", "ci", "--database-url", db])
+    assert accepted.exit_code == 0 and "release r1 is the baseline of tier full (by ci)" in accepted.output
+
+    worse = runner.invoke(app, ["regress", "--release", "r2", *common, *files, "--answers", f"quantized={answer_files['bad']}", "--report", str(tmp_path / "r2.md")])
+    assert worse.exit_code == 1, worse.output
+    assert "REGRESSION (exit 1, margin 0.25): tier quantized" in worse.output
+
+    listing = runner.invoke(app, ["baseline", "list", "--database-url", db])
+    assert listing.exit_code == 0
+    lines = listing.output.splitlines()
+    assert any(line.startswith("* r1") and "quantized" in line for line in lines)
+    assert any(line.startswith("  r2") and "gate exit 1 (regression)" in line for line in lines)
+
+    broken = runner.invoke(app, ["regress", "--release", "r3", *common, "--tier", "full=not-a-url"])
+    assert broken.exit_code == 2 and "is not an http(s) URL" in broken.output

@@ -1,0 +1,58 @@
+"""Judge-test fixtures: the OpenAI-compatible simulator on 127.0.0.1 (a free port), the shipped rubric, items."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from judgewatch.items import JudgeItem
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT
+from judgewatch.simulator import SimulatorHandle, serve_simulator
+
+
+@pytest.fixture
+def rubric() -> Rubric:
+    return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimulatorHandle]:
+    """A simulator with a short latency and a generous cap, in the test's event loop."""
+    async with serve_simulator(latency_ms=5, max_concurrency=64) as handle:
+        yield handle
+
+
+@pytest.fixture
+async def sim2() -> AsyncIterator[SimulatorHandle]:
+    """A second, independent simulator (another endpoint of a fallback chain)."""
+    async with serve_simulator(latency_ms=5, max_concurrency=64, model="sim-judge-2") as handle:
+        yield handle
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """The base URL of a port nothing listens on (bound, then released)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _make_item(item_id: str, marker: str = "", *, references: bool = True) -> JudgeItem:
+    """An English item whose answer carries a simulator fault marker (or none)."""
+    return JudgeItem(
+        id=item_id,
+        question="What is the capital of France?",
+        answer=f"The capital of France is Paris. {marker}".strip(),
+        reference_answer="Paris." if references else None,
+        reference_facts=["Paris is the capital of France."] if references else [],
+    )
+
+
+@pytest.fixture
+def make_item() -> Callable[..., JudgeItem]:
+    """`make_item(id, marker="", references=True)`: an item whose answer carries a simulator fault marker."""
+    return _make_item

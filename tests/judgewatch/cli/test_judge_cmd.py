@@ -1,0 +1,222 @@
+"""`judgewatch judge`: one output row per good input row, quarantined rows listed, exit codes 0 and 2."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from typer.testing import CliRunner, Result
+
+from judgewatch.cli import get_app
+from judgewatch.simulator import run_simulator_in_thread
+from judgewatch.storage.db import make_engine
+from judgewatch.storage.migrations import table
+from judgewatch.storage.quarantine import QuarantinedRow
+from judgewatch.storage.runs import EvalRun
+from judgewatch.storage.verdicts import VerdictRecord
+
+GOOD: list[dict[str, Any]] = [
+    {"id": "g1", "question": "What is the capital of France?", "answer": "Paris.", "reference_answer": "Paris."},
+    {
+        "id": "g2",
+        "question": "Who wrote Hamlet?",
+        "answer": "Shakespeare wrote it.",
+        "reference_facts": ["Hamlet was written by Shakespeare."],
+    },
+    {"id": "g3", "question": "2+2?", "answer": "4", "context": "Arithmetic: 2+2=4."},
+    {"id": "g4", "question": "Any question", "answer": "An answer without references."},
+]
+BAD_LINES = {
+    3: '{"id": "b1", "question": "broken"',
+    5: '{"id": "b2", "question": "no answer"}',
+    7: '{"id": "b3", "question": "q", "answer": "a", "reference_facts": "not a list"}',
+}
+
+
+@pytest.fixture
+def items_file(tmp_path: Path) -> Path:
+    good = iter(GOOD)
+    lines = [BAD_LINES[n] if n in BAD_LINES else json.dumps(next(good)) for n in range(1, 8)]
+    path = tmp_path / "items.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def run_judge(*args: str) -> Result:
+    return CliRunner().invoke(get_app(), ["judge", "--rubric", "answer_quality", *args])
+
+
+def count(db_url: str, model: type) -> int:
+    engine = make_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(select(func.count()).select_from(table(model))).scalar_one()
+    finally:
+        engine.dispose()
+
+
+def test_judge_writes_one_row_per_good_row_and_lists_quarantined_lines(
+    items_file: Path, tmp_path: Path, db_url: str
+) -> None:
+    out = tmp_path / "verdicts.jsonl"
+    result = run_judge(
+        "--input", str(items_file), "--output", str(out), "--judge", "reference", "--database-url", db_url
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [g["id"] for g in GOOD]
+    assert {r["judge"]["kind"] for r in rows} == {"reference"}
+    assert "line 3: not valid JSON" in result.output
+    assert "line 5: field 'answer': required field is missing" in result.output
+    assert "line 7: field 'reference_facts': expected a list of strings" in result.output
+    assert "3 quarantined" in result.output
+    assert count(db_url, VerdictRecord) == len(GOOD)
+    assert count(db_url, QuarantinedRow) == 3
+    assert not (tmp_path / "verdicts.jsonl.partial").exists()
+
+
+def test_a_second_identical_run_stores_no_duplicate_verdicts(items_file: Path, tmp_path: Path, db_url: str) -> None:
+    for _ in range(2):
+        result = run_judge(
+            "--input",
+            str(items_file),
+            "--output",
+            str(tmp_path / "v.jsonl"),
+            "--judge",
+            "reference",
+            "--database-url",
+            db_url,
+        )
+        assert result.exit_code == 0, result.output
+    assert count(db_url, VerdictRecord) == len(GOOD)
+    assert count(db_url, QuarantinedRow) == 3
+    assert count(db_url, EvalRun) == 1
+
+
+def test_an_unknown_rubric_exits_2_with_a_one_line_message(items_file: Path, tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        get_app(),
+        [
+            "judge",
+            "--rubric",
+            "no_such_rubric",
+            "--input",
+            str(items_file),
+            "--output",
+            str(tmp_path / "v.jsonl"),
+            "--judge",
+            "reference",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'db.sqlite'}",
+        ],
+    )
+    assert result.exit_code == 2
+    assert "error: unknown rubric 'no_such_rubric'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_an_unreadable_input_file_exits_2(tmp_path: Path) -> None:
+    result = run_judge(
+        "--input",
+        str(tmp_path / "missing.jsonl"),
+        "--output",
+        str(tmp_path / "v.jsonl"),
+        "--judge",
+        "reference",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    assert result.exit_code == 2
+    assert "error: cannot read input file" in result.output and "missing.jsonl" in result.output
+    assert "Traceback" not in result.output
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_down_judge_without_fallback_exits_2_and_says_so(
+    items_file: Path, tmp_path: Path, closed_port_url: str
+) -> None:
+    result = run_judge(
+        "--input",
+        str(items_file),
+        "--output",
+        str(tmp_path / "v.jsonl"),
+        "--judge",
+        closed_port_url,
+        "--no-fallback-reference",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    assert result.exit_code == 2
+    assert f"judge at {closed_port_url} is not reachable" in result.output
+    assert "no fallback is configured" in result.output
+    assert not (tmp_path / "v.jsonl").exists()
+
+
+def test_a_down_judge_falls_back_to_the_reference_judge_with_a_warning(
+    items_file: Path, tmp_path: Path, closed_port_url: str
+) -> None:
+    out = tmp_path / "v.jsonl"
+    result = run_judge(
+        "--input",
+        str(items_file),
+        "--output",
+        str(out),
+        "--judge",
+        closed_port_url,
+        "--database-url",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    assert result.exit_code == 0, result.output
+    assert f"warning: judge at {closed_port_url} is not reachable" in result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len(GOOD) and {r["judge"]["kind"] for r in rows} == {"reference"}
+
+
+def test_a_url_judge_grades_every_good_row(items_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "v.jsonl"
+    with run_simulator_in_thread(latency_ms=1) as sim:
+        result = run_judge(
+            "--input",
+            str(items_file),
+            "--output",
+            str(out),
+            "--judge",
+            sim.base_url,
+            "--model",
+            "sim-judge",
+            "--concurrency",
+            "4",
+            "--database-url",
+            f"sqlite:///{tmp_path / 'db.sqlite'}",
+        )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["id"] for r in rows] == [g["id"] for g in GOOD]
+    assert {r["judge"]["kind"] for r in rows} == {"openai"}
+
+
+def test_a_malformed_judge_spec_exits_2_before_touching_the_store(items_file: Path, tmp_path: Path) -> None:
+    result = run_judge(
+        "--input",
+        str(items_file),
+        "--output",
+        str(tmp_path / "v.jsonl"),
+        "--judge",
+        "bogus",
+        "--database-url",
+        f"sqlite:///{tmp_path / 'db.sqlite'}",
+    )
+    assert result.exit_code == 2
+    assert "error: --judge: expected 'reference' or an http(s):// URL, got 'bogus'" in result.output
+    assert not (tmp_path / "db.sqlite").exists()

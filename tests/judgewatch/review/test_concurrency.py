@@ -1,0 +1,131 @@
+"""Twenty reviewers at once, on SQLite and PostgreSQL: no double lease, no lost label, no foreign or late submit."""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+from sqlalchemy import Engine, select
+
+from judgewatch.review.queue import ReviewQueue
+from judgewatch.review.views import LeaseError
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.review import ReviewItem, ReviewLabel
+from judgewatch.storage.types import utcnow
+
+REVIEWERS = 20
+FULL = {"relevance": 3, "faithfulness": 3, "completeness": 3}
+
+
+def _run(workers: list[Callable[[], None]]) -> list[BaseException]:
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(workers))
+
+    def wrap(work: Callable[[], None]) -> None:
+        try:
+            barrier.wait()
+            work()
+        except BaseException as exc:  # reported by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=wrap, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not any(t.is_alive() for t in threads), "a reviewer thread hung"
+    return errors
+
+
+def _labels_and_items(engine: Engine) -> tuple[list[ReviewLabel], list[ReviewItem]]:
+    with session_scope(engine) as session:
+        return list(session.scalars(select(ReviewLabel))), list(session.scalars(select(ReviewItem)))
+
+
+def test_twenty_reviewers_pulling_and_submitting_at_once(engine: Engine, seed, reviewers) -> None:
+    seed(40, double=0.5)
+    names = reviewers(*(f"r{i:02d}" for i in range(REVIEWERS)))
+    queue = ReviewQueue(engine, lease_seconds=600)
+    holding: dict[str, str] = {}  # item id -> reviewer holding it, as the reviewers themselves see it
+    guard = threading.Lock()
+    accepted: list[tuple[str, str]] = []
+    double_leases: list[str] = []
+    stolen: list[str] = []
+
+    def reviewer(name: str) -> Callable[[], None]:
+        rng = random.Random(name)
+
+        def work() -> None:
+            while (item := queue.lease_next(name)) is not None:
+                with guard:
+                    if item.item_id in holding:
+                        double_leases.append(item.item_id)
+                    holding[item.item_id] = name
+                    others = [i for i, who in holding.items() if who != name]
+                if others:  # try to submit someone else's item: must always be refused
+                    try:
+                        queue.submit(name, rng.choice(others), FULL, rubric_version_shown="1.0.0")
+                        stolen.append(name)
+                    except LeaseError:
+                        pass
+                scores = {c.name: rng.randint(1, 5) for c in item.scored_criteria}
+                with guard:  # forget the hold before the lease ends, so a fair re-lease is never flagged
+                    del holding[item.item_id]
+                queue.submit(name, item.item_id, scores, rubric_version_shown=item.rubric_version)
+                with guard:
+                    accepted.append((item.item_id, name))
+
+        return work
+
+    errors = _run([reviewer(n) for n in names])
+    assert errors == [] and double_leases == [] and stolen == []
+    labels, items = _labels_and_items(engine)
+    assert sorted((lb.review_item_id, lb.reviewer) for lb in labels) == sorted(accepted)  # none lost, none extra
+    assert sum(i.labels_needed for i in items) == len(labels) > 40
+    assert all(i.state in ("done", "adjudication") and i.labels_done == i.labels_needed for i in items)
+    by_item: dict[str, list[ReviewLabel]] = {}
+    for label in labels:
+        by_item.setdefault(label.review_item_id, []).append(label)
+    for item_labels in by_item.values():  # the leases of one item never overlapped in time
+        spans = sorted((lb.started_at, lb.submitted_at) for lb in item_labels)
+        assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+
+
+def test_late_submits_after_expiry_are_refused_while_others_take_over(engine: Engine, seed, reviewers) -> None:
+    seed(REVIEWERS)
+    first = reviewers(*(f"a{i:02d}" for i in range(REVIEWERS)))
+    second = reviewers(*(f"b{i:02d}" for i in range(REVIEWERS)))
+    now_queue = ReviewQueue(engine, lease_seconds=600)
+    later_queue = ReviewQueue(engine, lease_seconds=600, clock=lambda: utcnow() + timedelta(seconds=700))
+    leased = {name: now_queue.lease_next(name) for name in first}
+    assert len({item.item_id for item in leased.values() if item}) == REVIEWERS
+    refused: list[str] = []
+    guard = threading.Lock()
+
+    def late(name: str) -> Callable[[], None]:
+        def work() -> None:
+            item = leased[name]
+            assert item is not None
+            try:
+                later_queue.submit(name, item.item_id, FULL, rubric_version_shown="1.0.0")
+            except LeaseError:
+                with guard:
+                    refused.append(name)
+
+        return work
+
+    def takeover(name: str) -> Callable[[], None]:
+        def work() -> None:
+            item = later_queue.lease_next(name)
+            assert item is not None
+            later_queue.submit(name, item.item_id, FULL, rubric_version_shown="1.0.0")
+
+        return work
+
+    errors = _run([late(n) for n in first] + [takeover(n) for n in second])
+    assert errors == [] and sorted(refused) == sorted(first)
+    labels, items = _labels_and_items(engine)
+    assert sorted(lb.reviewer for lb in labels) == sorted(second)
+    assert all(i.state == "done" for i in items)
