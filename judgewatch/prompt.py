@@ -117,9 +117,7 @@ def render_pair_messages(rubric: Rubric, item: JudgeItem, answer_a: str, answer_
     return _render(rubric, item.model_copy(update={"answer": ""}), [c.name for c in rubric.criteria], extra)
 
 
-def _render(
-    rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[str, object]
-) -> list[dict[str, str]]:
+def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[str, object]) -> list[dict[str, str]]:
     lang = template_language(rubric, item)
     template = _compile(rubric, lang)
     applicable = set(to_score)

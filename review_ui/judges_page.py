@@ -31,8 +31,9 @@ def judges_frame(engine: Engine, policy: TrustPolicy | None = None) -> pd.DataFr
         headers, rows = table(leaderboard(engine, policy))
     except Exception:  # a page that cannot read the store says so instead of crashing the app
         logger.exception("could not read the judge leaderboard")
-        return pd.DataFrame([["could not read the store: see the server log"] + [""] * (len(COLUMNS) - 1)],
-                            columns=list(COLUMNS))
+        return pd.DataFrame(
+            [["could not read the store: see the server log"] + [""] * (len(COLUMNS) - 1)], columns=list(COLUMNS)
+        )
     return pd.DataFrame(rows, columns=headers)
 
 

@@ -43,8 +43,10 @@ def _open_store(url: str) -> Engine:
 def _print_report(report: ValidationReport) -> None:
     for record in report.records:
         where = dataset_label(record.dataset, record.dataset_revision)
-        typer.echo(f"{record.judge_kind}:{record.judge_name} | {record.rubric_name} {record.rubric_version} | "
-                   f"{record.evidence.replace('_', ' ')} | {where} | {record.n_items} items")
+        typer.echo(
+            f"{record.judge_kind}:{record.judge_name} | {record.rubric_name} {record.rubric_version} | "
+            f"{record.evidence.replace('_', ' ')} | {where} | {record.n_items} items"
+        )
         reference = record.figures.get("reference", {}).get("criteria", {})
         for name, fig in record.figures.get("criteria", {}).items():
             line = f"  {name:<13} AUROC {_num(fig.get('auroc'))} [{_num(fig.get('low'))}, {_num(fig.get('high'))}]"

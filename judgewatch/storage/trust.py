@@ -36,7 +36,9 @@ def trust_record_id(
     tier: str | None,
 ) -> str:
     """Same judge configuration, rubric, evidence, data revision and tier -> same record (re-measuring replaces)."""
-    return stable_id("trust", judge_config_hash, rubric_hash, evidence, dataset or "", dataset_revision or "", tier or "")
+    return stable_id(
+        "trust", judge_config_hash, rubric_hash, evidence, dataset or "", dataset_revision or "", tier or ""
+    )
 
 
 class TrustRecord(SQLModel, table=True):

@@ -157,6 +157,7 @@ class RowMapper:
         m = config.mapping
         self.paths: dict[str, Path] = {name: compile_path(getattr(m, name)) for name in type(m).model_fields}
         self.tz = ZoneInfo(config.timezone)
+        self._tiers: dict[str | None, str] = {}
         self.scrubber = Scrubber(config.pii.kinds) if config.pii.enabled else None
         # Top-level keys whose value the mapping walks into: text columns there may hold JSON to parse.
         self.nested_keys = sorted({seg[0] for p in self.paths.values() for seg in p if len(seg) > 1})
@@ -224,7 +225,7 @@ class RowMapper:
             raise BadRow(QuarantineReason.wrong_type, f"id: expected text or integer, got {raw_id!r}")
         source_id = str(raw_id) if raw_id is not None and raw_id != "" else fallback_id
         model = _label(resolve(raw, p["model"]), "model")
-        tier = _label(resolve(raw, p["tier"]), "tier") or self.config.tier_for(model)
+        tier = _label(resolve(raw, p["tier"]), "tier") or self._tier_of_model(model)
         return TrafficRow(
             source=self.source,
             source_id=source_id,
@@ -248,6 +249,14 @@ class RowMapper:
             context=context,
             language=_language(resolve(raw, p["language"]), question, answer),
         )
+
+    def _tier_of_model(self, model: str | None) -> str:
+        tier = self._tiers.get(model)
+        if tier is None:
+            if len(self._tiers) > 10_000:  # model names are few; bound the cache anyway
+                self._tiers.clear()
+            tier = self._tiers[model] = self.config.tier_for(model)
+        return tier
 
     def _messages(self, value: Any) -> list[Message]:
         if value is None:

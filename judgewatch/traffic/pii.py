@@ -81,7 +81,7 @@ _PHONE = re.compile(
     r"(?:(?:\(\+?86\)|\+86|0086)[ \-]?)?1[3-9][0-9](?:[ \-]?[0-9]{4}){2}"
     # international with a leading +: 8 to 15 digits with spaces, dots, dashes, parentheses
     r"|\+[1-9](?:[ .\-]?\(?[0-9]\)?){7,14}"
-    # North American (415) 555-0132 / 415-555-0132, separators required
+    # North American (415) 555-0132 / 1-800-222-1222: the separator before the last four digits is required
     r"|(?:\+?1[ .\-]?)?\(?[2-9][0-9]{2}\)?[ .\-]?[2-9][0-9]{2}[.\-][0-9]{4}"
     # China landline 010-12345678 / 0755-1234567
     r"|0[1-9][0-9]{1,2}-[2-9][0-9]{6,7}"

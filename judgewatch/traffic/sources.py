@@ -24,7 +24,7 @@ class SourceRead:
     rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once.
     """
 
-    def __init__(self, config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None):
+    def __init__(self, config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None) -> None:
         self.config = config
         self.since = since
         self.engine = engine

@@ -90,9 +90,7 @@ def known_answer_figures(
     }
 
 
-def agreement_figures(
-    rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[Verdict]
-) -> dict[str, dict[str, Any]]:
+def agreement_figures(rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> dict[str, dict[str, Any]]:
     """Per criterion, on the same answers: exact agreement and mean difference (mine - theirs) where both scored."""
     result: dict[str, dict[str, Any]] = {}
     for criterion in rubric.criteria:

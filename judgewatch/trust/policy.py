@@ -178,7 +178,7 @@ def evaluate(
         latest.setdefault((record.evidence, record.dataset, record.dataset_revision, record.tier), record)
     refs = []
     for record in latest.values():
-        passed, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
+        ok, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
         refs.append(
             EvidenceRef(
                 evidence=record.evidence,
@@ -187,7 +187,7 @@ def evaluate(
                 tier=record.tier,
                 n_items=record.n_items,
                 measured_at=record.measured_at,
-                passed=passed,
+                passed=ok,
                 detail=f"{_where(record)}: {detail}",
             )
         )
@@ -202,8 +202,11 @@ def evaluate(
         verdict, head = None, f"{who}: UNMEASURED (no conclusive measurement)"
     else:
         verdict, head = None, f"{who}: UNMEASURED (no trust record; run `judgewatch judges validate`)"
-    shown = failed + passed + [r for r in refs if r.passed is None]
-    summary = head + "".join(f"\n  - {r.detail}" for r in shown)
+    # The first line alone must carry the decisive figures: gates and reports quote only the headline.
+    decisive = failed or passed or refs
+    if decisive:
+        head += " (" + "; ".join(r.detail for r in decisive) + ")"
+    summary = head + "".join(f"\n  - {r.detail}" for r in refs if r not in decisive)
     if verdict is not True:
         summary += f"\n  policy: {policy.describe()}"
     return TrustVerdict(

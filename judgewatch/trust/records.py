@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from numpy.typing import ArrayLike
 from sqlalchemy import Engine
 
 from judgewatch.stats.agreement import weighted_kappa
+from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records, save_trust_record
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, evaluate, evaluate_record
@@ -101,6 +102,38 @@ def _clean(value: float) -> float | None:
     return None if math.isnan(value) else round(float(value), 4)
 
 
+def record_tier_agreement(
+    engine: Engine,
+    *,
+    judge: JudgeIdentity,
+    rubric: RubricIdentity,
+    tier: str,
+    kappas: Mapping[str, Estimate],
+    source: str = "review",
+    policy: TrustPolicy | None = None,
+) -> TrustRecord:
+    """Store judge-vs-human agreement of one tier: per criterion, the weighted kappa the calibration computed.
+
+    `n_items` is the largest number of labeled pairs behind any criterion; re-recording the same judge
+    configuration, rubric, tier and `source` replaces the record.
+    """
+    criteria = {
+        name: {"kappa": _clean(e.estimate), "low": _clean(e.low), "high": _clean(e.high), "n": e.n}
+        for name, e in kappas.items()
+    }
+    record = build_record(
+        judge=judge,
+        rubric=rubric,
+        evidence=TrustEvidence.human_labels,
+        figures={"criteria": criteria},
+        n_items=max((e.n for e in kappas.values()), default=0),
+        policy=policy or TrustPolicy(),
+        dataset=source,
+        tier=tier,
+    )
+    return store_record(engine, record)
+
+
 def record_human_agreement(
     engine: Engine,
     *,
@@ -109,38 +142,18 @@ def record_human_agreement(
     tier: str,
     judge_scores: Mapping[str, ArrayLike],
     human_scores: Mapping[str, ArrayLike],
-    categories: ArrayLike | None = None,
+    categories: Iterable[float] | None = None,
     source: str = "review",
     policy: TrustPolicy | None = None,
     seed: int = 0,
 ) -> TrustRecord:
-    """Store judge-vs-human agreement for one tier (per criterion: quadratic weighted kappa with its interval).
-
-    `judge_scores[c]` and `human_scores[c]` are aligned per reviewed item (NaN where either is missing); the
-    calibration work calls this after computing the pairs. `n_items` is the largest number of scored pairs.
-    """
-    policy = policy or TrustPolicy()
-    cats = None if categories is None else [float(c) for c in categories]  # type: ignore[union-attr]
-    criteria: dict[str, Any] = {}
-    for name in judge_scores:
-        if name not in human_scores:
-            continue
-        estimate = weighted_kappa(judge_scores[name], human_scores[name], categories=cats, seed=seed)
-        criteria[name] = {
-            "kappa": _clean(estimate.estimate),
-            "low": _clean(estimate.low),
-            "high": _clean(estimate.high),
-            "n": estimate.n,
-        }
-    n_items = max((c["n"] for c in criteria.values()), default=0)
-    record = build_record(
-        judge=judge,
-        rubric=rubric,
-        evidence=TrustEvidence.human_labels,
-        figures={"criteria": criteria},
-        n_items=n_items,
-        policy=policy,
-        dataset=source,
-        tier=tier,
+    """`record_tier_agreement` from aligned score arrays per criterion (NaN where either side is missing)."""
+    cats = None if categories is None else [float(c) for c in categories]
+    kappas = {
+        name: weighted_kappa(judge_scores[name], human_scores[name], categories=cats, seed=seed)
+        for name in judge_scores
+        if name in human_scores
+    }
+    return record_tier_agreement(
+        engine, judge=judge, rubric=rubric, tier=tier, kappas=kappas, source=source, policy=policy
     )
-    return store_record(engine, record)

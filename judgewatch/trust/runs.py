@@ -122,7 +122,9 @@ async def ademo_trust_step(
     *,
     settings: Settings | None = None,
     datasets: Sequence[str] = DEMO_DATASETS,
+    limit: int | None = None,
     pairwise_limit: int | None = 20,
+    concurrency: int = 8,
     policy: TrustPolicy | None = None,
 ) -> TrustVerdict:
     """The demo's trust step: measure the reference judge, then the vLLM judge, on the mini golden sets.
@@ -131,20 +133,23 @@ async def ademo_trust_step(
     (its configuration hash is the one `build_judge(judge_url, settings, model)` produces). Pairwise
     validation (both orders, `pairwise_limit` pairs per set) is stored beside it for the Judges page. An
     unreachable judge is not measured: the verdict is then whatever was stored before (unmeasured if nothing).
-    About 2 x 40 x 2 pointwise + 2 x 20 x 2 pairwise calls: ~2.5 minutes at SmolLM2's 1.7 judgments/s on 2 cores.
+    2 x 40 x 2 pointwise + 2 x 20 x 2 pairwise calls took 5-6 minutes with SmolLM2 on a shared 2-core machine;
+    `limit=20` (still conclusive under the default 20-item minimum) roughly halves that. `concurrency` stays
+    low on purpose: a CPU vLLM serves a few requests at a time, and 64 queued requests end in client timeouts
+    that would count as unscored.
     """
     settings = settings or get_settings()
     policy = policy or policy_from_settings(settings)
     rubrics = [load_rubric(POINTWISE_RUBRIC, settings.rubrics_dir), load_rubric(PAIRWISE_RUBRIC, settings.rubrics_dir)]
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in datasets]
     for spec in (REFERENCE, judge_url):
-        [under_test] = judges_under_test(spec, settings, model)
+        [under_test] = judges_under_test(spec, settings, model, concurrency)
         try:
             report = await validate(
-                under_test, rubrics, sets, engine=engine, policy=policy, pairwise_limit=pairwise_limit
+                under_test, rubrics, sets, engine=engine, policy=policy, limit=limit, pairwise_limit=pairwise_limit
             )
             for verdict in report.verdicts:
-                logger.warning("judge trust: %s", verdict.summary)
+                (logger.info if verdict.trustworthy else logger.warning)("judge trust: %s", verdict.summary)
         except JudgeUnreachable as exc:
             logger.error("%s: the judge stays unmeasured in this run", exc)
         finally:
@@ -163,12 +168,22 @@ def demo_trust_step(
     *,
     settings: Settings | None = None,
     datasets: Sequence[str] = DEMO_DATASETS,
+    limit: int | None = None,
     pairwise_limit: int | None = 20,
+    concurrency: int = 8,
     policy: TrustPolicy | None = None,
 ) -> TrustVerdict:
     """`ademo_trust_step` for synchronous callers (not from inside a running event loop)."""
     return asyncio.run(
         ademo_trust_step(
-            engine, judge_url, model, settings=settings, datasets=datasets, pairwise_limit=pairwise_limit, policy=policy
+            engine,
+            judge_url,
+            model,
+            settings=settings,
+            datasets=datasets,
+            limit=limit,
+            pairwise_limit=pairwise_limit,
+            concurrency=concurrency,
+            policy=policy,
         )
     )

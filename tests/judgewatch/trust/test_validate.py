@@ -18,7 +18,9 @@ from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import known_pairs, validate_judge
 
 
-def test_known_pairs_never_judge_the_good_answer_against_itself(halueval_mini: GoldenSet, halluqa_mini: GoldenSet) -> None:
+def test_known_pairs_never_judge_the_good_answer_against_itself(
+    halueval_mini: GoldenSet, halluqa_mini: GoldenSet
+) -> None:
     for golden in (halueval_mini, halluqa_mini):
         pairs = known_pairs(golden)
         assert len(pairs.good) == len(pairs.bad) == 40
@@ -90,7 +92,7 @@ async def test_validation_stores_verdicts_run_and_record_and_the_gate_verdict_re
 
     with session_scope(engine) as session:
         records = get_trust_records(session=session, judge_config_hash=identity.config_hash)
-        assert sorted(r.dataset for r in records) == ["halluqa_mini", "halueval_qa_mini"]
+        assert sorted(str(r.dataset) for r in records) == ["halluqa_mini", "halueval_qa_mini"]
         assert count_by_status(session=session) == {"scored": 160}
     verdict = trust_for(engine, identity, answer_quality.identity)
     assert verdict.trustworthy is False

@@ -1,0 +1,54 @@
+"""The real SmolLM2-135M judge, measured on known answers: found at chance and refused; "A" every time in pairs."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import Engine
+
+from judgewatch.gate import decide
+from judgewatch.golden import load_golden_set
+from judgewatch.rubric import load_rubric
+from judgewatch.settings import REPO_ROOT, Settings
+from judgewatch.trust.policy import TrustPolicy
+from judgewatch.trust.records import trust_for
+from judgewatch.trust.runs import judges_under_test, validate
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+MODEL = "smollm2-135m-instruct"
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: object) -> Engine:
+    from judgewatch.storage.db import make_engine
+    from judgewatch.storage.migrations import migrate
+
+    engine = make_engine(f"sqlite:///{tmp_path}/jw.db")
+    migrate(engine)
+    return engine
+
+
+async def test_smollm2_is_measured_at_chance_and_the_gate_refuses_it(vllm_url: str, sqlite_engine: Engine) -> None:
+    settings = Settings(judge_concurrency=8)
+    rubrics = [load_rubric(name, REPO_ROOT / "rubrics") for name in ("answer_quality", "pairwise_preference")]
+    golden = load_golden_set("halueval_qa_mini", datasets_dir=REPO_ROOT / "datasets")
+    [under_test] = judges_under_test(vllm_url, settings, MODEL)
+    try:
+        report = await validate(under_test, rubrics, [golden], engine=sqlite_engine, policy=_policy(), limit=20)
+    finally:
+        await under_test.aclose()
+    pointwise, pairwise = report.records
+    faith = pointwise.figures["criteria"]["faithfulness"]
+    assert pointwise.judge_kind == "openai" and pointwise.judge_name == MODEL and pointwise.n_items == 20
+    assert faith["judged"] == 40 and faith["auroc"] is not None and faith["auroc"] < 0.7
+    assert pointwise.trustworthy is False
+    pair = pairwise.figures["criteria"]["faithfulness"]
+    assert pair["a_rate"] > 0.8 and pair["position_consistency"] < 0.5 and pairwise.trustworthy is False
+
+    trust = trust_for(sqlite_engine, under_test.pointwise.identity(rubrics[0]), rubrics[0].identity, policy=_policy())
+    gate = decide([], margin=0.1, trust=trust)
+    assert gate.exit_code == 2 and gate.reasons[0].startswith(f"judge not trustworthy: judge openai:{MODEL}")
+
+
+def _policy() -> TrustPolicy:
+    return TrustPolicy(min_items=20)

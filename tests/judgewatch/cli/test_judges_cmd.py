@@ -1,0 +1,120 @@
+"""`judgewatch judges validate|list` and the `judgewatch judge validate` spelling: measured, stored, listed."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner, Result
+
+from judgewatch.cli import judge_cmd, judges_cmd
+from judgewatch.simulator import run_simulator_in_thread
+
+
+def _app() -> typer.Typer:
+    """The two registrations `judgewatch.cli.get_app` makes for these commands."""
+    app = typer.Typer()
+    app.command("judge", cls=judges_cmd.JudgeCommand)(judge_cmd.judge)
+    app.add_typer(judges_cmd.app, name="judges")
+    return app
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'jw.db'}"
+
+
+def run(*args: str) -> Result:
+    return CliRunner().invoke(_app(), list(args))
+
+
+def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
+    result = run(
+        "judges",
+        "validate",
+        "--judge",
+        "reference",
+        "--dataset",
+        "halueval_qa_mini",
+        "--dataset",
+        "halluqa_mini",
+        "--rubric",
+        "answer_quality",
+        "--rubric",
+        "pairwise_preference",
+        "--database-url",
+        db,
+    )
+    assert result.exit_code == 0, result.output
+    assert "faithfulness  AUROC 0.96 [0.91, 1.00]  gap +2.12  unscored 0%" in result.output
+    assert "position consistency 100%" in result.output
+    assert "rubric answer_quality 1.0.0: trustworthy" in result.output
+
+
+def test_judge_validate_is_the_same_command_and_a_random_judge_exits_1(db: str) -> None:
+    with run_simulator_in_thread(latency_ms=1) as sim:  # answers schema-valid but arbitrary scores
+        result = run(
+            "judge",
+            "validate",
+            "--judge",
+            sim.base_url,
+            "--model",
+            "sim-judge",
+            "--dataset",
+            "halluqa_mini",
+            "--database-url",
+            db,
+        )
+    assert result.exit_code == 1, result.output
+    assert "openai:sim-judge | answer_quality 1.0.0 | known answers | halluqa_mini@" in result.output
+    assert "| reference judge AUROC 0.94" in result.output
+    assert "NOT TRUSTWORTHY" in result.output
+
+    listed = run("judges", "list", "--database-url", db)
+    assert listed.exit_code == 0 and "openai:sim-judge" in listed.output and "NOT TRUSTED" in listed.output
+    rows = json.loads(run("judges", "list", "--json", "--database-url", db).output)
+    assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [("openai:sim-judge", False, 0.9359)]
+
+
+def test_an_unreachable_judge_is_not_measured(db: str) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = run(
+        "judges",
+        "validate",
+        "--judge",
+        f"http://127.0.0.1:{port}/v1",
+        "--dataset",
+        "halluqa_mini",
+        "--database-url",
+        db,
+    )
+    assert result.exit_code == 2 and "not reachable" in result.output
+    assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
+
+
+def test_unknown_dataset_or_rubric_exits_2(db: str) -> None:
+    result = run("judges", "validate", "--judge", "reference", "--dataset", "nope", "--database-url", db)
+    assert result.exit_code == 2 and "no golden set of that name" in result.output
+    result = run(
+        "judges",
+        "validate",
+        "--judge",
+        "reference",
+        "--dataset",
+        "halluqa_mini",
+        "--rubric",
+        "nope",
+        "--database-url",
+        db,
+    )
+    assert result.exit_code == 2 and "unknown rubric 'nope'" in result.output
+
+
+def test_plain_judge_command_still_takes_its_options() -> None:
+    result = run("judge", "--help")
+    assert result.exit_code == 0 and "--input" in result.output

@@ -1,0 +1,51 @@
+"""The leaderboard lists every judge configuration measured, with its trust and the reference judge beside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judges.reference import ReferenceJudge
+from judgewatch.golden import GoldenSet
+from judgewatch.rubric import Rubric
+from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
+from judgewatch.trust.pairwise_judges import ReferencePairwiseJudge
+from judgewatch.trust.validate import validate_judge, validate_pairwise
+
+
+async def test_leaderboard_compares_each_judge_with_the_reference_on_the_same_items(
+    engine: Engine,
+    constant_judge: Any,
+    always_a_judge: Any,
+    answer_quality: Rubric,
+    pairwise_rubric: Rubric,
+    halluqa_mini: GoldenSet,
+) -> None:
+    await validate_judge(ReferenceJudge(), answer_quality, halluqa_mini, engine=engine)
+    await validate_judge(constant_judge, answer_quality, halluqa_mini, engine=engine)
+    await validate_pairwise(ReferencePairwiseJudge(), pairwise_rubric, halluqa_mini, engine=engine)
+    await validate_pairwise(always_a_judge, pairwise_rubric, halluqa_mini, engine=engine)
+
+    rows = {(r.judge, r.evidence): r for r in leaderboard(engine)}
+    assert set(rows) == {
+        ("reference:reference-overlap", "known_answers"),
+        ("fake:constant", "known_answers"),
+        ("reference:reference-overlap", "pairwise"),
+        ("fake:always-a", "pairwise"),
+    }
+    constant = rows[("fake:constant", "known_answers")]
+    assert constant.trust_label == "NOT TRUSTED" and constant.auroc == 0.5 and constant.criterion == "faithfulness"
+    assert constant.reference_auroc == 0.9359 and constant.vs_reference == -0.4359
+    assert constant.other_criteria == {"relevance": 0.5, "completeness": 0.5}
+    always_a = rows[("fake:always-a", "pairwise")]
+    assert always_a.position_consistency == 0.0 and always_a.trust_label == "NOT TRUSTED"
+    assert always_a.reference_auroc is not None and always_a.reference_auroc > 0.9  # the reference's pairwise record
+    assert rows[("reference:reference-overlap", "known_answers")].trust_label == "trusted"
+
+    only = leaderboard(engine, judge_name="always-a")
+    assert [r.judge for r in only] == ["fake:always-a"] and only[0].reference_auroc == always_a.reference_auroc
+
+    headers, cells = table(leaderboard(engine))
+    assert headers == list(COLUMNS) and all(len(row) == len(COLUMNS) for row in cells)
+    assert any(row[0] == "fake:constant" and row[8] == "0.50 [0.50, 0.50]" and row[13] == "-0.44" for row in cells)
