@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from judges.base import config_hash, plan, scored_verdict
+from judges.base import Judge, config_hash, plan, scored_verdict
 from judges.fallback import CircuitState, FallbackJudge, link_label
 from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
@@ -144,7 +144,8 @@ async def test_half_open_probe_after_the_cooldown_closes_the_circuit_when_the_en
 ) -> None:
     clock = FakeClock()
     sim.state.mode = Fault("503")
-    chain = FallbackJudge([_remote(sim.base_url), FakeReferenceJudge()], failure_threshold=2, cooldown_s=30, clock=clock)
+    links: list[Judge] = [_remote(sim.base_url), FakeReferenceJudge()]
+    chain = FallbackJudge(links, failure_threshold=2, cooldown_s=30, clock=clock)
     for i in range(4):
         await chain.judge(make_item(str(i), f"x{i}"), rubric)
     assert chain.stats()[0].state is CircuitState.open
@@ -165,7 +166,8 @@ async def test_a_failed_probe_reopens_the_circuit_for_another_cooldown(
 ) -> None:
     clock = FakeClock()
     sim.state.mode = Fault("503")
-    chain = FallbackJudge([_remote(sim.base_url), FakeReferenceJudge()], failure_threshold=2, cooldown_s=30, clock=clock)
+    links: list[Judge] = [_remote(sim.base_url), FakeReferenceJudge()]
+    chain = FallbackJudge(links, failure_threshold=2, cooldown_s=30, clock=clock)
     for i in range(2):
         await chain.judge(make_item(str(i), f"x{i}"), rubric)
     clock.now += 31
