@@ -85,28 +85,28 @@ def tier_snapshot(engine: Engine, rubric: Rubric, lookback_days: int) -> Calibra
 
 @task(name="human-agreement-trust", cache_policy=NO_CACHE)
 def record_trust(engine: Engine, summary: CalibrationSummary, rubric: Rubric) -> int:
-    """Store per-tier judge-human agreement as trust records (people's labels and synthetic ones apart)."""
+    """Store per-tier judge-human agreement as trust records; people's labels only (never synthetic ones)."""
     if summary.series is None:
         return 0
     sample = agreement_sample(summary.frame)
-    synthetic = sample["label_via"] == "synthetic"
+    people = sample[sample["label_via"] != "synthetic"]
+    if len(people) < len(sample):
+        synthetic = sample.loc[sample["label_via"] == "synthetic", "verdict_id"].nunique()
+        logger.warning("calibration: %d synthetically labeled items are not trust evidence", synthetic)
     stored = 0
-    for source, part in (("review", sample[~synthetic]), ("synthetic-labels", sample[synthetic])):
-        for tier, group in part.groupby("tier", sort=True):
-            wide = group.pivot_table(
-                index="verdict_id", columns="criterion", values=["judge", "human"], aggfunc="first"
-            )
-            record_human_agreement(
-                engine,
-                judge=summary.series.judge,
-                rubric=summary.series.rubric,
-                tier=str(tier),
-                judge_scores={str(c): wide["judge"][c].to_numpy(dtype=float) for c in wide["judge"].columns},
-                human_scores={str(c): wide["human"][c].to_numpy(dtype=float) for c in wide["human"].columns},
-                categories=np.asarray(rubric.scale.levels, dtype=float),
-                source=source,
-            )
-            stored += 1
+    for tier, group in people.groupby("tier", sort=True):
+        wide = group.pivot_table(index="verdict_id", columns="criterion", values=["judge", "human"], aggfunc="first")
+        record_human_agreement(
+            engine,
+            judge=summary.series.judge,
+            rubric=summary.series.rubric,
+            tier=str(tier),
+            judge_scores={str(c): wide["judge"][c].to_numpy(dtype=float) for c in wide["judge"].columns},
+            human_scores={str(c): wide["human"][c].to_numpy(dtype=float) for c in wide["human"].columns},
+            categories=np.asarray(rubric.scale.levels, dtype=float),
+            source="review",
+        )
+        stored += 1
     return stored
 
 

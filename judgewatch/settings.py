@@ -35,6 +35,8 @@ class Settings(BaseSettings):
     double_label_share: float = 0.10
     lease_seconds: int = 600
 
+    calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
+
     # Judge trust (judgewatch.trust.policy.TrustPolicy): the minimum a judge must reach before a gate rests on it.
     trust_criterion: str = "faithfulness"
     trust_min_auroc: float = 0.70

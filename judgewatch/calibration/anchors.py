@@ -180,18 +180,27 @@ def compare_on_anchors(
     engine: Engine,
     *,
     anchor_set: str,
-    new_config_hash: str,
+    new_config_hash: str | None = None,
     old_config_hash: str | None = None,
     categories: Sequence[float] | None = None,
     n_boot: int = 1000,
 ) -> AnchorComparison | None:
-    """New vs previous configuration on the anchors, per criterion; None when no other configuration judged them."""
+    """New vs previous configuration on the anchors, per criterion; None when no other configuration judged them.
+
+    `new_config_hash` defaults to the configuration that judged the anchors last, `old_config_hash` to the one
+    before it.
+    """
     with session_scope(engine) as session:
         anchor = get_anchor_set(session=session, name=anchor_set)
         if anchor is None:
             raise LookupError(f"no anchor set {anchor_set!r}")
         ids = anchor_interaction_ids(session=session, name=anchor_set)
-    old = old_config_hash or _previous_config(_anchor_verdict_times(engine, ids, anchor.rubric_name), new_config_hash)
+    times = _anchor_verdict_times(engine, ids, anchor.rubric_name)
+    if new_config_hash is None:
+        if times.empty:
+            return None
+        new_config_hash = str(times.groupby("judge_config_hash")["first_at"].min().sort_values().index[-1])
+    old = old_config_hash or _previous_config(times, new_config_hash)
     if old is None:
         return None
     frame = load_scores(engine, rubric_name=anchor.rubric_name, interaction_ids=ids)

@@ -15,12 +15,13 @@ from datetime import datetime
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, or_, select
 
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import table
 from judgewatch.storage.review import ReviewItem, ReviewLabel
+from judgewatch.storage.runs import EvalRun, RunKind
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
 from judgewatch.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
 
@@ -55,8 +56,13 @@ class Series:
 def current_series(
     engine: Engine, *, rubric_name: str, rubric_version: str | None = None, judge_config_hash: str | None = None
 ) -> Series | None:
-    """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`."""
-    v = table(VerdictRecord).c
+    """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`.
+
+    Verdicts of anchor re-judging runs do not count: re-judging the anchors with a candidate configuration
+    must not make it the series every number rests on.
+    """
+    runs_t = table(EvalRun)
+    v, runs = table(VerdictRecord).c, runs_t.c
     query = (
         select(
             v.judge_kind,
@@ -67,7 +73,9 @@ def current_series(
             v.rubric_hash,
             v.updated_at,
         )
+        .outerjoin(runs_t, runs.id == v.run_id)
         .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value)
+        .where(or_(runs.kind.is_(None), runs.kind != RunKind.anchor.value))
         .order_by(v.updated_at.desc(), v.id)
         .limit(1)
     )
@@ -148,6 +156,20 @@ def load_scores(
     frame["item_key"] = pair_key(frame["source"], frame["source_id"], frame["interaction_id"])
     labels = load_labels(engine, rubric_name=rubric_name, rubric_version=rubric_version, first_only=True)
     return attach_labels(frame, labels)
+
+
+def count_scored(engine: Engine, *, rubric_name: str, since: datetime | None = None) -> int:
+    """Scored verdicts under `rubric_name` (of every judge configuration) on interactions since `since`."""
+    v, i = table(VerdictRecord).c, table(Interaction).c
+    query = (
+        select(func.count())
+        .select_from(table(VerdictRecord).join(table(Interaction), i.id == v.interaction_id))
+        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value)
+    )
+    if since is not None:
+        query = query.where(i.created_at >= since)
+    with session_scope(engine) as session:
+        return int(session.execute(query).scalar_one())
 
 
 def load_labels(

@@ -85,7 +85,7 @@ def _tiered_answers(engine: Engine, rubric_name: str) -> list[tuple[str, str, st
         i.tier.is_not(None), i.id.in_(scored.scalar_subquery())
     )
     with session_scope(engine) as session:
-        return [tuple(row) for row in session.execute(query.order_by(i.id))]  # type: ignore[misc]
+        return [tuple(row) for row in session.execute(query.order_by(i.id))]
 
 
 def synthesize_golden_labels(

@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # before pyplot: render to memory on servers and in flows, never open a window
 
+import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -32,16 +33,23 @@ COLORS = plt.get_cmap("tab10")
 
 def _png(fig: Any) -> bytes:
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI, bbox_inches="tight")
+    fig.savefig(buffer, format="png", dpi=DPI)  # laid out by tight_layout: bbox_inches="tight" would draw twice
     plt.close(fig)
     return buffer.getvalue()
 
 
 def _empty(message: str) -> bytes:
-    fig, ax = plt.subplots(figsize=(6, 1.2))
+    fig, ax = plt.subplots(figsize=(6, 1.2), layout="tight")
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11)
     return _png(fig)
+
+
+def _dates(ax: Any) -> None:
+    """Few, concise date ticks: the default locator makes many and dominates the rendering time."""
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=6)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def _err(center: float, low: float, high: float) -> list[list[float]] | None:
@@ -105,15 +113,14 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
         for k, tier in enumerate(tiers):
             color = COLORS(k)
             d = daily[(daily["criterion"] == criterion) & (daily["tier"] == tier)].sort_values("window")
-            ax.plot(d["window"], d["raw_mean"], "-", color=color, alpha=0.45, lw=1.2, label=f"{tier}: judge, daily")
+            ax.plot(d["mid"], d["raw_mean"], "-", color=color, alpha=0.45, lw=1.2, label=f"{tier}: judge, daily")
             w = weekly[(weekly["criterion"] == criterion) & (weekly["tier"] == tier)].sort_values("window")
             w = w[np.isfinite(w["ppi"].astype(float))]
             if not w.empty:
-                mid = w["window"] + pd.Timedelta(days=3.5)  # a weekly point sits mid-week
                 low = (w["ppi"] - w["low"]).fillna(0).clip(lower=0)
                 high = (w["high"] - w["ppi"]).fillna(0).clip(lower=0)
                 ax.errorbar(
-                    mid,
+                    w["mid"],
                     w["ppi"],
                     yerr=[low, high],
                     fmt="o-",
@@ -124,9 +131,9 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
                 )
         ax.set_ylabel(criterion)
         ax.grid(alpha=0.3)
+        _dates(ax)
     axes[0, 0].legend(loc="best", fontsize=8, ncol=2)
     axes[0, 0].set_title("Scores over time (judge raw vs corrected by human labels)")
-    fig.autofmt_xdate()
     fig.tight_layout()
     return _png(fig)
 
@@ -153,12 +160,13 @@ def agreement_png(points: dict[tuple[str, str], list[WindowStats]]) -> bytes:
         axes[0, col].set_title(criterion)
         axes[0, col].set_ylim(0, 1.05)
         axes[1, col].axhline(0, color="grey", lw=1)
+        axes[1, col].set_xlabel("window starting")
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
+            _dates(ax)
     axes[0, 0].set_ylabel("exact agreement")
     axes[1, 0].set_ylabel("bias (judge − human)")
     axes[0, 0].legend(fontsize=8)
-    fig.autofmt_xdate()
     fig.tight_layout()
     return _png(fig)
 

@@ -8,16 +8,17 @@ counted but left out, never mixed in silently.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
-from judgewatch.calibration.dataset import Series, current_series, load_scores
+from judgewatch.calibration.dataset import NO_TIER, Series, count_scored, current_series, load_scores
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
@@ -27,6 +28,9 @@ from judgewatch.trust.policy import TrustVerdict
 from judgewatch.trust.records import trust_for
 
 logger = logging.getLogger(__name__)
+
+_DURATION = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
+_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +60,31 @@ class CalibrationSummary:
     anchors: list[AnchorComparison] = field(default_factory=list)
     trust: TrustVerdict | None = None
     excluded_verdicts: int = 0  # scored verdicts of other judge configurations / rubric versions
+    untiered_verdicts: int = 0  # verdicts on interactions without a tier (e.g. judge validation runs)
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)  # the rows the numbers come from
     notes: list[str] = field(default_factory=list)
 
     @property
     def synthetic(self) -> bool:
         return any(c.synthetic_items for c in self.label_counts)
+
+
+def parse_since(text: str | None, *, now: datetime | None = None) -> datetime | None:
+    """`7d`, `12h`, `4w` (before now) or an ISO date/time (UTC unless it has an offset); None for nothing.
+
+    Raises ValueError with a message fit for a user."""
+    if text is None or not text.strip():
+        return None
+    now = now or datetime.now(UTC)
+    if match := _DURATION.match(text):
+        return now - timedelta(**{_UNITS[match[2]]: int(match[1])})
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"--since {text!r}: use a date (2026-11-01), a date-time, or a duration such as 7d, 12h, 4w"
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
@@ -79,6 +102,9 @@ def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
 
 def _notes(summary: CalibrationSummary) -> list[str]:
     notes = []
+    if summary.series is not None and summary.frame.empty:
+        since = f" since {summary.since:%Y-%m-%d %H:%M} UTC" if summary.since else ""
+        notes.append(f"No scored verdicts of this judge configuration{since}: choose a longer period.")
     if summary.synthetic:
         notes.append(
             "SYNTHETIC LABELS: some labels were made by a program (demo data), not by people; "
@@ -87,7 +113,12 @@ def _notes(summary: CalibrationSummary) -> list[str]:
     if summary.excluded_verdicts:
         notes.append(
             f"{summary.excluded_verdicts} scored verdict(s) of other judge configurations or rubric versions "
-            "(fallback judges included) are a separate series and are not in these numbers."
+            "(anchor re-judging and fallback judges included) are separate series, not in these numbers."
+        )
+    if summary.untiered_verdicts:
+        notes.append(
+            f"{summary.untiered_verdicts} verdict(s) of this judge are on items without a tier (judge validation "
+            "runs, untiered traffic) and are not in these numbers."
         )
     if summary.label_counts and not any(c.labeled_items for c in summary.label_counts):
         notes.append("No human labels yet: the corrected estimates and agreement need labels (review queue).")
@@ -119,20 +150,26 @@ def summarize(
     if series is None:
         summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]
         return summary
-    everything = load_scores(engine, rubric_name=rubric_name, since=since)
-    mine = (everything["judge_config_hash"] == series.judge.config_hash) & (
-        everything["rubric_version"] == series.rubric.version
+    frame = load_scores(
+        engine,
+        rubric_name=rubric_name,
+        rubric_version=series.rubric.version,
+        judge_config_hash=series.judge.config_hash,
+        since=since,
     )
-    frame = everything[mine]
+    tiered = frame["tier"] != NO_TIER
+    mine = int(frame["verdict_id"].nunique())
+    summary.untiered_verdicts = int(frame.loc[~tiered, "verdict_id"].nunique())
+    summary.excluded_verdicts = count_scored(engine, rubric_name=rubric_name, since=since) - mine
+    frame = frame[tiered]
     summary.frame = frame
-    summary.excluded_verdicts = int(everything.loc[~mine, "verdict_id"].nunique())
     summary.estimates = tier_estimates(frame)
     summary.differences = tier_differences(frame, summary.estimates, baseline=baseline)
     summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot)
     summary.label_counts = label_counts(frame)
     summary.daily, summary.weekly = trend(frame), trend(frame, width=timedelta(days=7))
     summary.drift = detect(frame, series)
-    summary.anchors = anchor_comparisons(engine, rubric_name, series.judge.config_hash, categories, n_boot)
+    summary.anchors = anchor_comparisons(engine, rubric_name, categories, n_boot)
     if with_trust:
         summary.trust = trust_for(engine, series.judge, series.rubric)
     summary.notes = _notes(summary)
@@ -140,16 +177,14 @@ def summarize(
 
 
 def anchor_comparisons(
-    engine: Engine, rubric_name: str, config_hash: str, categories: Sequence[float] | None, n_boot: int
+    engine: Engine, rubric_name: str, categories: Sequence[float] | None, n_boot: int
 ) -> list[AnchorComparison]:
-    """The current configuration against its predecessor on every anchor set of the rubric."""
+    """On every anchor set of the rubric: the configuration that judged it last against the one before."""
     with session_scope(engine) as session:
         names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
     out = []
     for name in names:
-        comparison = compare_on_anchors(
-            engine, anchor_set=name, new_config_hash=config_hash, categories=categories, n_boot=n_boot
-        )
+        comparison = compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot)
         if comparison is not None:
             out.append(comparison)
     return out

@@ -62,6 +62,7 @@ class SyntheticSpec:
     paired: bool = False  # golden-run style: every tier answers the same items (one release)
     shift: BiasShift | None = None
     source: str = "synthetic"
+    label_via: str = "synthetic"  # how the labels are stored; tests of people-only paths may say "ui"
     seed: int = 0
 
 
@@ -141,7 +142,7 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
     with session_scope(engine, write=True) as session:
         upsert_interactions(session=session, interactions=rows)
         upsert_verdicts(session=session, run_id=None, verdicts=verdicts)
-    n_labels = label_routed(engine, rubric, human, review_share=spec.review_share)
+    n_labels = label_routed(engine, rubric, human, review_share=spec.review_share, via=spec.label_via)
     return SyntheticData(truth_table, len(verdicts), n_labels, ids)
 
 

@@ -190,19 +190,20 @@ def tier_differences(
 
 
 def trend(frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: float = 0.95) -> pd.DataFrame:
-    """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels.
+    """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels
+    (`mid`: the mean time of the window's verdicts).
 
     Windows are the drift alerts' (`stats.time_windows`: fixed width, aligned to the Unix epoch, UTC), so a
     weekly point and a weekly alert cover the same days. Windows with fewer than two labels get NaN bounds.
     """
-    columns = ["tier", "criterion", "window", "raw_mean", "n", "n_labels", "ppi", "low", "high"]
+    columns = ["tier", "criterion", "window", "mid", "raw_mean", "n", "n_labels", "ppi", "low", "high"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
     rows = []
     for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
         est, _ = _ppi(group, level)
-        rows.append(
-            (tier, criterion, window, group["judge"].mean(), len(group), est.n, est.estimate, est.low, est.high)
-        )
+        mid = group["at"].dt.tz_localize(None).mean()  # where the window's verdicts sit in time, for plotting
+        raw = group["judge"].mean()
+        rows.append((tier, criterion, window, mid, raw, len(group), est.n, est.estimate, est.low, est.high))
     return pd.DataFrame(rows, columns=columns)

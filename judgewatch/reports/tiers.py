@@ -55,16 +55,16 @@ class Block:
     name: str = ""
 
 
-def _f(value: float | None, spec: str = ".2f") -> str:
+def fmt_num(value: float | None, spec: str = ".2f") -> str:
     return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
-def _ci(est: Estimate | PPIEstimate, spec: str = ".2f") -> str:
+def fmt_ci(est: Estimate | PPIEstimate, spec: str = ".2f") -> str:
     if not math.isfinite(est.estimate):
         return "n/a"
     if not (math.isfinite(est.low) and math.isfinite(est.high)):
-        return f"{_f(est.estimate, spec)} (no interval)"
-    return f"{_f(est.estimate, spec)} [{_f(est.low, spec)}, {_f(est.high, spec)}]"
+        return f"{fmt_num(est.estimate, spec)} (no interval)"
+    return f"{fmt_num(est.estimate, spec)} [{fmt_num(est.low, spec)}, {fmt_num(est.high, spec)}]"
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> Block:
@@ -93,11 +93,11 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
         [
             e.tier,
             e.criterion,
-            _f(e.raw_mean),
-            _ci(e.ppi),
-            _ci(e.human_only),
+            fmt_num(e.raw_mean),
+            fmt_ci(e.ppi),
+            fmt_ci(e.human_only),
             f"{e.n_labels} / {e.n_verdicts}",
-            _f(e.ppi.effective_n, ".0f"),
+            fmt_num(e.ppi.effective_n, ".0f"),
         ]
         for e in s.estimates
     ]
@@ -113,8 +113,8 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
         [
             d.criterion,
             f"{d.tier} − {d.baseline}",
-            _ci(d.estimate),
-            _f(d.raw_diff, "+.2f"),
+            fmt_ci(d.estimate),
+            fmt_num(d.raw_diff, "+.2f"),
             d.method,
             str(d.n_labels),
             str(d.n_items),
@@ -125,7 +125,15 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out.append(_table(headers, rows) if rows else Block("p", "Fewer than two tiers: no difference to show."))
     out.append(Block("h2", SECTIONS[3]))
     rows = [
-        [a.tier, a.criterion, str(a.n), _ci(a.weighted_kappa), _ci(a.spearman), _ci(a.bias, "+.2f"), _ci(a.exact)]
+        [
+            a.tier,
+            a.criterion,
+            str(a.n),
+            fmt_ci(a.weighted_kappa),
+            fmt_ci(a.spearman),
+            fmt_ci(a.bias, "+.2f"),
+            fmt_ci(a.exact),
+        ]
         for a in s.agreement
     ]
     headers = ["tier", "criterion", "labels", "weighted kappa", "Spearman", "bias (judge − human)", "exact agreement"]
@@ -144,8 +152,8 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
             a.window,
             f"{a.window_start:%Y-%m-%d}",
             a.kind,
-            f"{_f(a.agreement_ref)} → {_f(a.agreement_cur)}",
-            f"{_f(a.bias_ref, '+.2f')} → {_f(a.bias_cur, '+.2f')}",
+            f"{fmt_num(a.agreement_ref)} → {fmt_num(a.agreement_cur)}",
+            f"{fmt_num(a.bias_ref, '+.2f')} → {fmt_num(a.bias_cur, '+.2f')}",
             f"{a.n_ref} / {a.n_cur}",
             a.judge_config_hash[:12],
         ]
@@ -186,11 +194,11 @@ def anchor_blocks(s: CalibrationSummary) -> list[Block]:
             [
                 a.criterion,
                 str(a.n),
-                _f(a.mean_old),
-                _f(a.mean_new),
-                _ci(a.mean_shift, "+.2f"),
-                _ci(a.weighted_kappa),
-                _ci(a.exact),
+                fmt_num(a.mean_old),
+                fmt_num(a.mean_new),
+                fmt_ci(a.mean_shift, "+.2f"),
+                fmt_ci(a.weighted_kappa),
+                fmt_ci(a.exact),
             ]
             for a in comp.criteria
         ]

@@ -29,6 +29,7 @@ from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
+from judgewatch.storage.watermarks import SourceWatermark
 
 logger = logging.getLogger(__name__)
 
@@ -86,12 +87,17 @@ def m005_calibration(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[table(m) for m in models])
 
 
+def m006_source_watermarks(conn: Connection) -> None:
+    SQLModel.metadata.create_all(conn, tables=[table(SourceWatermark)])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
     m003_releases,
     m004_review,
     m005_calibration,
+    m006_source_watermarks,
 )
 
 

@@ -1,0 +1,72 @@
+"""Demo labels: synthesized from the golden sets' known-good and known-bad answers, and said to be so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from judges.reference import ReferenceJudge
+from judgewatch.calibration.dataset import load_labels
+from judgewatch.calibration.demo import DEMO_REVIEWER, demo_answers, synthesize_golden_labels, write_demo_answers
+from judgewatch.calibration.summary import summarize
+from judgewatch.golden import load_golden_set
+from judgewatch.judging import judge_items
+from judgewatch.rubric import Rubric
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.releases import regression_source
+from judgewatch.storage.verdict_store import upsert_interactions
+from judgewatch.tiers import load_recorded_answers
+
+SET = "halueval_qa_mini"
+
+
+async def store_tier(engine: Engine, rubric: Rubric, tier: str, answers: list[tuple[str, str]]) -> None:
+    """One tier's answers to the golden set, stored with their tier and judged by the reference judge."""
+    golden = {item.id: item for item in load_golden_set(SET).items}
+    source = regression_source("demo-1", tier, SET)
+    items = [golden[item_id].to_judge_item(answer) for item_id, answer in answers]
+    rows = [Interaction.from_item(item, source=source) for item in items]
+    for row in rows:
+        row.tier, row.release = tier, "demo-1"
+    with session_scope(engine, write=True) as session:
+        upsert_interactions(session=session, interactions=rows)
+    await judge_items(items, rubric, ReferenceJudge(), engine=engine, source=source)
+
+
+async def test_demo_labels_come_from_known_answers_and_say_they_are_synthetic(engine: Engine, rubric: Rubric) -> None:
+    golden = load_golden_set(SET)
+    full = demo_answers(golden, bad_share=0.1, salt="full")
+    quantized = demo_answers(golden, bad_share=0.6, salt="quantized")
+    quantized[0] = (quantized[0][0], "An answer nobody wrote down in advance.")  # unknown quality: never labeled
+    await store_tier(engine, rubric, "full", full)
+    await store_tier(engine, rubric, "quantized", quantized)
+
+    result = synthesize_golden_labels(engine, rubric=rubric, datasets=[SET], review_share=0.5)
+    assert result.kind == "synthesized-from-golden-known-answers"
+    assert (result.known_good + result.known_bad, result.unknown) == (79, 1)
+    assert result.known_bad > 20 and 20 < result.labeled < 60
+    assert result.describe().startswith("SYNTHESIZED labels, not human labels")
+
+    labels = load_labels(engine, rubric_name="answer_quality")
+    assert set(labels["via"]) == {"synthetic"} and set(labels["reviewer"]) == {DEMO_REVIEWER}
+    assert set(labels.groupby("review_item_id")["human"].apply(lambda s: tuple(sorted(s)))) <= {(5, 5, 5), (1, 1, 4)}
+    again = synthesize_golden_labels(engine, rubric=rubric, datasets=[SET], review_share=0.5)
+    assert again.labeled == 0  # every routed known item is labeled already
+
+    summary = summarize(engine, categories=rubric.scale.levels, n_boot=200)
+    assert any(note.startswith("SYNTHETIC LABELS") for note in summary.notes)
+    assert all(c.synthetic_items == c.labeled_items > 0 for c in summary.label_counts)
+    faith = {e.tier: e for e in summary.estimates if e.criterion == "faithfulness"}
+    assert faith["quantized"].ppi.estimate < faith["full"].ppi.estimate
+
+
+def test_demo_answer_files_are_recorded_answers_of_known_quality(tmp_path: Path) -> None:
+    golden = load_golden_set(SET)
+    path = tmp_path / "quantized.jsonl"
+    assert write_demo_answers(golden, path, bad_share=0.5, salt="q") == len(golden)
+    answers = load_recorded_answers(path, {item.id for item in golden.items})
+    bad = sum(answers[item.id] in item.bad_answers for item in golden.items)
+    good = sum(answers[item.id] in item.good_answers for item in golden.items)
+    assert bad + good == len(golden) and 10 < bad < 30

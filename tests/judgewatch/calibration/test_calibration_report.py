@@ -1,0 +1,112 @@
+"""The Tiers report: every section, valid PNG plots beside the Markdown, inline in the HTML; the CLI command."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from sqlalchemy import Engine
+from typer.testing import CliRunner
+
+from judges.reference import ReferenceJudge
+from judgewatch.calibration.anchors import ensure_anchor_verdicts, freeze_anchor_set
+from judgewatch.calibration.summary import parse_since, summarize
+from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
+from judgewatch.cli.report_cmd import app
+from judgewatch.reports.tiers import SECTIONS, write_report
+from judgewatch.rubric import Rubric
+from judgewatch.storage.calibration import DriftAlert, upsert_alert
+from judgewatch.storage.db import session_scope
+
+from .conftest import JUDGE_A
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def assert_png(data: bytes) -> None:
+    image = Image.open(io.BytesIO(data))
+    assert image.format == "PNG" and image.width > 200 and image.height > 50
+    image.verify()
+
+
+@pytest.fixture
+def store(engine: Engine, rubric: Rubric) -> Engine:
+    """Two tiers with synthetic labels, one open drift alert, and anchors re-judged by a second judge."""
+    write_synthetic(engine, rubric, SyntheticSpec(judge=JUDGE_A, days=3, per_day=30, review_share=0.3, start=START))
+    alert = DriftAlert(
+        id="", judge_config_hash=JUDGE_A.config_hash, judge_name=JUDGE_A.name, rubric_name="answer_quality",
+        rubric_version="1.0.0", tier="quantized", criterion="faithfulness", window="daily",
+        window_start=datetime(2026, 1, 3, tzinfo=UTC), window_end=datetime(2026, 1, 4, tzinfo=UTC),
+        reference_start=START, kind="bias_shift", n_ref=40, n_cur=12, agreement_ref=0.6, agreement_cur=0.2,
+        bias_ref=0.3, bias_cur=-1.2, p_agreement_drop=0.001, p_bias_shift=1e-6, alpha=0.004, test="stated",
+        message="judge drift on tier quantized",
+    )  # fmt: skip
+    with session_scope(engine, write=True) as session:
+        upsert_alert(session=session, alert=alert)
+    freeze_anchor_set(engine, name="anchors", rubric_name="answer_quality", size=12)
+    import asyncio
+
+    asyncio.run(ensure_anchor_verdicts(engine, anchor_set="anchors", judge=ReferenceJudge(), rubric=rubric))
+    return engine
+
+
+def test_markdown_report_has_every_section_and_valid_png_plots_beside_it(
+    store: Engine, rubric: Rubric, tmp_path: Path
+) -> None:
+    summary = summarize(store, categories=rubric.scale.levels, n_boot=200)
+    assert summary.series is not None and summary.series.judge == JUDGE_A  # anchor re-judging is not the series
+    written = write_report(summary, tmp_path / "out" / "tiers.md", "md")
+    md = written[0].read_text(encoding="utf-8")
+    for section in SECTIONS:
+        assert f"\n## {section}\n" in md
+    assert [p.name for p in written[1:]] == ["tiers_estimates.png", "tiers_trend.png", "tiers_agreement.png"]
+    for png in written[1:]:
+        assert f"]({png.name})" in md
+        assert_png(png.read_bytes())
+    assert "SYNTHETIC LABELS" in md and JUDGE_A.config_hash in md
+    assert re.search(r"\| quantized \| faithfulness \| [0-9.]+ \| [0-9.]+ \[[0-9.]+, [0-9.]+\] \|", md)
+    assert "| faithfulness | quantized − full |" in md
+    assert "| quantized | faithfulness | daily | 2026-01-03 | bias_shift |" in md  # the open alert
+    assert "Anchor set anchors (12 items)" in md and "mean shift [95% CI]" in md
+    assert "| full | 90 |" in md  # scored verdicts per tier: what the numbers rest on
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # rendering and the CLI: the store is covered above
+def test_report_command_writes_one_html_file_with_the_plots_inline(store: Engine, db_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "r" / "tiers.html"
+    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--format", "html", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"tier report: {out}" in result.output and "SYNTHETIC LABELS" in result.output
+    assert list(out.parent.iterdir()) == [out]
+    html = out.read_text(encoding="utf-8")
+    assert all(f"<h2>{section}</h2>" in html for section in SECTIONS)
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert len(images) == 3
+    for data in images:
+        assert_png(base64.b64decode(data))
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_report_command_refuses_a_bad_since_or_an_unknown_judge(db_url: str, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--since", "last tuesday"])
+    assert result.exit_code == 2 and "--since 'last tuesday'" in result.output
+    out = tmp_path / "x.md"
+    result = CliRunner().invoke(
+        app, ["tiers", "--database-url", db_url, "--judge-config", "nope", "--output", str(out)]
+    )
+    assert result.exit_code == 2 and "nope" in result.output and not out.exists()
+
+
+def test_since_accepts_durations_and_dates() -> None:
+    now = datetime(2026, 3, 10, 12, tzinfo=UTC)
+    assert parse_since("7d", now=now) == datetime(2026, 3, 3, 12, tzinfo=UTC)
+    assert parse_since("12h", now=now) == datetime(2026, 3, 10, 0, tzinfo=UTC)
+    assert parse_since("2026-03-01") == datetime(2026, 3, 1, tzinfo=UTC)
+    assert parse_since(None) is None and parse_since(" ") is None
+    with pytest.raises(ValueError, match="duration"):
+        parse_since("soon")

@@ -1,0 +1,114 @@
+"""The Tiers and Calibration pages: their content from a seeded store, access checks, and a real browser."""
+
+from __future__ import annotations
+
+import io
+import socket
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+import pytest
+from PIL import Image
+from sqlalchemy import Engine
+
+from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
+from judgewatch.review.accounts import add_reviewer, set_active
+from judgewatch.rubric import load_rubric
+from judgewatch.settings import Settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.types import utcnow
+from judgewatch.verdicts import JudgeIdentity
+from review_ui.app import serve
+from review_ui.calibration_page import add_calibration_tab, calibration_view
+from review_ui.tiers_page import add_tiers_tab, require_viewer, tiers_view
+
+PASSWORD = "a long test password"
+JUDGE = JudgeIdentity(kind="fake", name="page-judge", config_hash="p" * 16)
+
+
+def png_ok(data: bytes) -> bool:
+    image = Image.open(io.BytesIO(data))
+    image.verify()
+    return image.format == "PNG"
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'pages.db'}")
+    migrate(engine)
+    start = utcnow() - timedelta(days=2)  # inside the pages' default period (90 days)
+    spec = SyntheticSpec(judge=JUDGE, days=2, per_day=30, review_share=0.4, start=start)
+    write_synthetic(engine, load_rubric("answer_quality"), spec)
+    with session_scope(engine, write=True) as session:
+        add_reviewer(session=session, name="owner", password=PASSWORD)
+        add_reviewer(session=session, name="gone", password=PASSWORD)
+        set_active(session=session, name="gone", active=False)
+    yield engine
+    engine.dispose()
+
+
+def test_tiers_view_shows_every_table_and_plot(seeded: Engine) -> None:
+    view = tiers_view(seeded)
+    assert JUDGE.config_hash in view.header and "SYNTHETIC LABELS" in view.header
+    assert sorted(set(view.estimates["tier"])) == ["full", "quantized"] and len(view.estimates) == 6
+    assert "corrected [95% CI]" in view.estimates.columns
+    assert list(view.differences["difference"].unique()) == ["quantized − full"]
+    assert len(view.agreement) == 6 and "weighted kappa" in view.agreement.columns
+    assert list(view.counts["scored verdicts"]) == ["60", "60"]
+    assert view.alerts.iloc[0, 0] == "No open drift alerts."
+    assert all(png_ok(p) for p in (view.estimates_png, view.trend_png, view.agreement_png))
+
+
+def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded: Engine) -> None:
+    view = calibration_view(seeded)
+    assert sorted(view.confusion) == [f"{t} · {c}" for t in ("full", "quantized")
+                                      for c in ("completeness", "faithfulness", "relevance")]  # fmt: skip
+    cm = view.confusion["quantized · faithfulness"]
+    assert cm.categories == (1.0, 2.0, 3.0, 4.0, 5.0) and cm.n == int(view.agreement.iloc[4]["labels"])
+    assert "No item has two labels yet" in view.reviewers.iloc[0, 0]
+    assert view.anchors.empty and "No anchor comparison yet" in view.anchors_note
+    assert view.alerts.iloc[0, 0] == "No drift alerts."
+
+
+def test_only_active_logged_in_accounts_may_compute_the_pages(seeded: Engine) -> None:
+    assert require_viewer(seeded, SimpleNamespace(username="owner")) == "owner"  # type: ignore[arg-type]
+    for request in (None, SimpleNamespace(username=None), SimpleNamespace(username="gone")):
+        with pytest.raises(gr.Error):
+            require_viewer(seeded, request)  # type: ignore[arg-type]
+
+
+def test_both_pages_build_as_tabs_of_the_app(seeded: Engine) -> None:
+    with gr.Blocks() as app, gr.Tabs():
+        tiers, calibration = add_tiers_tab(seeded), add_calibration_tab(seeded)
+    assert (tiers.label, calibration.label) == ("Tiers", "Calibration")
+    labels = {getattr(block, "label", None) for block in app.blocks.values()}
+    assert {"Tier scores", "Tier difference", "Scores over time", "Anchor comparison", "Heat map"} <= labels
+
+
+@pytest.mark.browser
+def test_an_owner_opens_the_tiers_tab_and_sees_the_numbers(page: Any, seeded: Engine, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    app = serve(seeded, Settings(data_dir=tmp_path), port=port, block=False, extra_tabs=[add_tiers_tab])
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_label("username").fill("owner")
+        page.get_by_label("password").fill(PASSWORD)
+        page.get_by_role("button", name="Login").click()
+        page.get_by_role("tab", name="Tiers").click()
+        body = page.locator("body")
+        expect(body).to_contain_text("quantized − full", timeout=60_000)
+        expect(body).to_contain_text(JUDGE.config_hash)
+        expect(body).to_contain_text("SYNTHETIC LABELS")
+        expect(page.get_by_role("grid", name="Tier scores")).to_contain_text("faithfulness")
+        assert page.locator("img[src^='data:image/png'], img[src*='.png'], img[src*='/file']").count() >= 3
+    finally:
+        app.close()
