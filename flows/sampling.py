@@ -1,0 +1,316 @@
+"""The `traffic-sampling` flow: read what is new in a traffic source, sample it, store, judge and route the picks.
+
+Per bounded batch of picks: store the picked interactions (inclusion probability, stratum, salt and PII counts
+in their metadata) and the quarantined rows read before them, judge the picks not judged yet, route a share of
+the verdicts to review, and only then save the source's watermark. A crash re-reads at most one batch; re-reading
+stores nothing twice (deterministic ids, upserts). One run per source at a time: a database lease
+(`judgewatch.storage.watermarks`) and the deployment's concurrency limit in `prefect.yaml`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from prefect import flow
+from prefect.runtime import flow_run
+from prefect.utilities.annotations import quote
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from flows.sampling_tasks import (
+    judge_picks,
+    parse_since,
+    peek_watermark,
+    route_picks,
+    save_checkpoint,
+    starting_point,
+    store_picks,
+    store_quarantined,
+)
+from judges.base import Judge
+from judges.factory import build_judge
+from judgewatch.review.routing import RoutingPolicy
+from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT, Settings, get_settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.types import stable_id
+from judgewatch.storage.verdict_store import finish_run, start_run
+from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
+from judgewatch.traffic import QuarantinedRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
+from judgewatch.traffic.sampling import StratumStats
+
+logger = logging.getLogger(__name__)
+
+FLOW_NAME = "traffic-sampling"
+DEFAULT_BATCH_PICKS = 500
+QUARANTINE_FLUSH = 500  # quarantined rows buffered at most before they are stored
+QUARANTINE_SHOWN = 20  # positions kept in the report
+_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "judged", "already_judged", "routed"}
+T = TypeVar("T")
+
+
+class SamplingReport(BaseModel):
+    """What one run read, picked, quarantined, stored, judged and routed (the flow's return value, as a dict)."""
+
+    source: str
+    config: str
+    database: str
+    dry_run: bool
+    started_from: str  # "the start", "the stored watermark", "--since <value>"
+    run_id: str | None = None
+    read: int = 0
+    picked: int = 0
+    strata: dict[str, StratumStats] = Field(default_factory=dict)
+    filtered: int = 0
+    filtered_by: dict[str, int] = Field(default_factory=dict)
+    duplicate: int = 0
+    quarantined: int = 0
+    quarantined_by: dict[str, int] = Field(default_factory=dict)
+    quarantine_positions: list[str] = Field(default_factory=list)  # "position (reason)", the first few
+    pii: dict[str, int] = Field(default_factory=dict)
+    batches: int = 0
+    stored: int = 0  # interactions upserted
+    judged: dict[str, int] = Field(default_factory=dict)  # status -> verdicts made now
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
+    already_judged: int = 0  # picks with a verdict under this rubric and judge already (a re-read window)
+    routed: dict[str, int] = Field(default_factory=dict)  # pick reason -> verdicts routed to review
+    review_items_created: int = 0
+    watermark: dict[str, Any] = Field(default_factory=dict)  # where the next run starts reading
+    watermark_saved: bool = False
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def display_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+class _Run:
+    """The state of one storing run: the engine, the lease, the run record (started on first write), the report."""
+
+    def __init__(self, engine: Engine, lease: SourceLease, report: SamplingReport, identity: str) -> None:
+        self.engine, self.lease, self.report, self.identity = engine, lease, report, identity
+        self.run_id: str | None = None
+        self.rubric: Rubric | None = None
+        self.judge: Judge | None = None
+        self.quarantined: list[QuarantinedRow] = []
+
+    def ensure_run(self) -> str:
+        if self.run_id is None:
+            assert self.rubric is not None and self.judge is not None
+            with session_scope(self.engine, write=True) as session:
+                run = start_run(
+                    session=session,
+                    kind=RunKind.sampling.value,
+                    name=f"{FLOW_NAME}/{self.report.source}",
+                    identity=self.identity,
+                    rubric=self.rubric.identity,
+                    judge_config_hash=self.judge.identity(self.rubric).config_hash,
+                    params={"source": self.report.source, "started_from": self.report.started_from},
+                )
+            self.run_id = self.report.run_id = run.id
+        return self.run_id
+
+    def on_quarantine(self, row: QuarantinedRow) -> None:
+        self.quarantined.append(row)
+        if len(self.quarantined) >= QUARANTINE_FLUSH:
+            self.flush_quarantined()
+
+    def flush_quarantined(self) -> None:
+        if self.quarantined:
+            rows, self.quarantined = self.quarantined, []
+            store_quarantined(self.engine, quote(rows), self.ensure_run())
+
+
+def _note_quarantine(report: SamplingReport, row: QuarantinedRow) -> None:
+    if len(report.quarantine_positions) < QUARANTINE_SHOWN:
+        report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
+
+
+def _tally(report: SamplingReport, sampler: Sampler) -> None:
+    stats = sampler.stats
+    report.read, report.picked, report.strata = stats.read, stats.picked, stats.strata
+    report.filtered, report.filtered_by, report.duplicate = stats.filtered, stats.filtered_by, stats.duplicate
+    report.quarantined, report.quarantined_by, report.pii = stats.quarantined, stats.quarantined_by, stats.pii
+
+
+def _add(target: dict[str, int], counts: dict[str, int]) -> None:
+    target.update(Counter(target) + Counter(counts))
+
+
+@flow(name=FLOW_NAME)
+async def traffic_sampling(
+    source: str,
+    since: str | None = None,
+    dry_run: bool = False,
+    judge: str | None = None,
+    rubric: str = "answer_quality",
+    review_share: float | None = None,
+    unscored_share: float = 0.0,
+    borderline_share: float = 0.0,
+    batch_size: int = DEFAULT_BATCH_PICKS,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    database_url: str | None = None,
+) -> dict[str, Any]:
+    """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
+
+    `since` re-reads a window instead (a time, an age like "24h", or a watermark JSON) and leaves the stored
+    watermark alone. `dry_run` reads and samples only: nothing is stored, nothing judged. `judge`: "reference",
+    URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
+    settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
+    Raises SourceBusy when another run holds the source.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be >= 1")
+    if since is not None:
+        parse_since(since)  # a bad value fails before anything is opened
+    settings = get_settings()
+    config = load_source_config(source)
+    url = database_url or settings.effective_database_url
+    report = SamplingReport(
+        source=config.name, config=str(source), database=display_url(url), dry_run=dry_run, started_from=""
+    )
+    if dry_run:
+        read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
+        read = read_source(read_config, start)
+        sampler = Sampler(read_config, on_quarantine=lambda row: _note_quarantine(report, row))
+        report.batches = sum(1 for _ in batched(sampler.run(read), batch_size))
+        _tally(report, sampler)
+        report.watermark = read.watermark.model_dump(mode="json")
+        return report.model_dump(mode="json")
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+        owner = f"{default_owner()}:{flow_run.id or 'local'}"
+        with SourceLease(engine, config.name, owner=owner, ttl_s=lease_seconds) as lease:
+            with session_scope(engine) as session:
+                stored = load_watermark(session=session, source=config.name)
+            stored_json = stored.watermark if stored else None
+            read_config, start, report.started_from = starting_point(config, since, stored_json)
+            identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
+            run = _Run(engine, lease, report, identity)
+            run.rubric = load_rubric(rubric, settings.rubrics_dir)
+            run.judge = build_judge(judge, settings)
+            policy = _policy(settings, review_share, unscored_share, borderline_share)
+            try:
+                await _sample(run, read_config, start, policy, settings, batch_size, save=since is None)
+            except BaseException:
+                if run.run_id is not None:
+                    with session_scope(engine, write=True) as session:
+                        counts = report.model_dump(mode="json", include=_COUNTS)
+                        finish_run(session=session, run_id=run.run_id, status=RunStatus.failed.value, counts=counts)
+                raise
+            finally:
+                await run.judge.aclose()
+    finally:
+        engine.dispose()
+    return report.model_dump(mode="json")
+
+
+def _policy(settings: Settings, review_share: float | None, unscored: float, borderline: float) -> RoutingPolicy:
+    return RoutingPolicy(
+        review_share=settings.review_share if review_share is None else review_share,
+        double_label_share=settings.double_label_share,
+        unscored_share=unscored,
+        borderline_share=borderline,
+    )
+
+
+async def _sample(
+    run: _Run,
+    config: SourceConfig,
+    start: Watermark | None,
+    policy: RoutingPolicy,
+    settings: Settings,
+    batch_size: int,
+    *,
+    save: bool,
+) -> None:
+    """Read, sample and process batch by batch; checkpoint the watermark after each batch (when `save`)."""
+    assert run.rubric is not None and run.judge is not None
+    report = run.report
+    read = read_source(config, start, engine=None)
+
+    def quarantine(row: QuarantinedRow) -> None:
+        _note_quarantine(report, row)
+        run.on_quarantine(row)
+
+    sampler = Sampler(config, on_quarantine=quarantine)
+    last_saved = start.model_dump_json() if start else None
+    for batch in batched(sampler.run(read), batch_size):
+        run_id = run.ensure_run()
+        run.flush_quarantined()
+        report.batches += 1
+        report.stored += store_picks(run.engine, quote(batch), run_id)
+        outcome = await judge_picks(run.engine, quote(batch), run.rubric, run.judge, run_id, run.lease)
+        _add(report.judged, outcome.by_status)
+        _add(report.unscored_reasons, outcome.unscored_reasons)
+        report.already_judged += outcome.already_judged
+        routing = route_picks(run.engine, quote(outcome.verdict_ids), policy, settings.rubrics_dir)
+        _add(report.routed, routing.by_reason)
+        report.review_items_created += routing.created
+        if save:
+            last_saved = save_checkpoint(run.engine, run.lease, report.source, read.watermark, run_id)
+            report.watermark_saved = True
+    run.flush_quarantined()
+    _tally(report, sampler)
+    report.watermark = read.watermark.model_dump(mode="json")
+    if save and read.watermark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
+        save_checkpoint(run.engine, run.lease, report.source, read.watermark, run.run_id)
+        report.watermark_saved = True
+    if run.run_id is not None:
+        with session_scope(run.engine, write=True) as session:
+            counts = report.model_dump(mode="json", include=_COUNTS)
+            finish_run(session=session, run_id=run.run_id, status=RunStatus.completed.value, counts=counts)
+    logger.info(
+        "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
+        report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,
+    )  # fmt: skip
+
+
+def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
+    """Serve the deployment as `prefect.yaml` declares it (schedule, concurrency limit), without a work pool."""
+    import yaml
+    from prefect.client.schemas.objects import ConcurrencyLimitConfig
+    from prefect.schedules import Cron
+
+    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
+    spec = next((d for d in declared if d.get("name") == deployment), None)
+    if spec is None:
+        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
+    limit = spec.get("concurrency_limit")
+    traffic_sampling.serve(
+        name=spec["name"],
+        description=spec.get("description"),
+        tags=spec.get("tags") or [],
+        parameters=spec.get("parameters") or {},
+        schedules=[Cron(s["cron"], timezone=s.get("timezone")) for s in spec.get("schedules") or [] if "cron" in s],
+        global_limit=ConcurrencyLimitConfig.model_validate(limit) if isinstance(limit, dict) else limit,
+    )
+
+
+if __name__ == "__main__":  # `python -m flows.sampling serve`
+    import sys
+
+    from flows.sampling import serve as serve_deployment
+
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit("usage: python -m flows.sampling serve")
+    logging.basicConfig(level=logging.INFO)
+    serve_deployment()

@@ -1,0 +1,219 @@
+"""Steps of the traffic-sampling flow: where to start reading; store picks and quarantined rows, judge, route,
+save the watermark.
+
+Each task is one step over one bounded batch and safe to run again: interactions, quarantined rows, verdicts and
+review items are upserted under deterministic ids, and a pick that already has a verdict under this rubric and
+judge configuration is not judged again. No Prefect retries: the judge client retries its own transient errors.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy import Engine, inspect, select
+from sqlalchemy.engine import make_url
+
+from judges.base import Judge
+from judgewatch.items import JudgeItem
+from judgewatch.judging import judge_items
+from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
+from judgewatch.review.rubrics import RubricResolver
+from judgewatch.rubric import Rubric
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.migrations import table
+from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.storage.verdict_store import quarantine_rows, upsert_interactions
+from judgewatch.storage.verdicts import VerdictRecord, verdict_id
+from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
+from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark
+from judgewatch.verdicts import Verdict
+
+logger = logging.getLogger(__name__)
+
+
+_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_since(since: str, now: datetime | None = None) -> Watermark | datetime:
+    """`--since`: a watermark as JSON, an ISO 8601 time (UTC unless it has an offset) or an age ("24h", "7d")."""
+    value = since.strip()
+    if value.startswith("{"):
+        return Watermark.model_validate_json(value)
+    if match := _RELATIVE.match(value):
+        return (now or datetime.now(UTC)) - timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(
+            f"--since: expected an ISO 8601 time (2024-06-03T12:00Z), an age (24h, 30m, 7d) or a watermark JSON, "
+            f"got {since!r}"
+        ) from None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def starting_point(
+    config: SourceConfig, since: str | None, stored: str | None
+) -> tuple[SourceConfig, Watermark | None, str]:
+    """(config to read with, watermark to read after, description). A time re-reads from the start, filtered."""
+    if since is None:
+        if stored is None:
+            return config, None, "the start"
+        return config, Watermark.model_validate_json(stored), "the stored watermark"
+    parsed = parse_since(since)
+    if isinstance(parsed, Watermark):
+        return config, parsed, "--since <watermark>"
+    floor = max(parsed, config.filters.since) if config.filters.since else parsed
+    filters = config.filters.model_copy(update={"since": floor})
+    return config.model_copy(update={"filters": filters}), None, f"--since {floor.isoformat()}"
+
+
+def peek_watermark(url: str, source: str) -> str | None:
+    """The stored watermark without writing anything (no migration, no new SQLite file): for dry runs."""
+    parsed = make_url(url)
+    file = parsed.database if parsed.get_backend_name() == "sqlite" else None
+    if file not in (None, "", ":memory:") and not Path(file or "").expanduser().exists():
+        return None
+    engine = make_engine(url)
+    try:
+        if not inspect(engine).has_table("source_watermark"):
+            return None
+        with session_scope(engine) as session:
+            row = load_watermark(session=session, source=source)
+            return row.watermark if row else None
+    finally:
+        engine.dispose()
+
+
+def pick_interaction(pick: Pick) -> Interaction:
+    """The stored interaction of a pick: keyed by the row's interaction id, dated by the call's own timestamp."""
+    row = pick.row
+    return Interaction(
+        id=row.interaction_id,
+        source=row.source,
+        source_id=row.source_id,
+        question=row.question,
+        answer=row.answer,
+        messages=[m.model_dump() for m in row.messages] or None,
+        reference_answer=row.reference_answer,
+        reference_facts=list(row.reference_facts),
+        context=list(row.context),
+        language=row.language,
+        tier=row.tier,
+        model=row.model,
+        release=row.release,
+        route=row.route,
+        department=row.department,
+        created_at=row.timestamp,
+        meta={
+            "inclusion_probability": pick.inclusion_probability,
+            "stratum": pick.stratum,
+            "sampling_salt": pick.salt,
+            "pii_redacted": pick.pii_counts,
+            "tokens": row.tokens.model_dump(),
+        },
+    )
+
+
+def judge_item(pick: Pick) -> JudgeItem:
+    """The judge's input, keyed by the source id: `store_judged` maps (source, source id) to the interaction id."""
+    return pick.row.to_judge_item().model_copy(update={"id": pick.row.source_id})
+
+
+def quarantine_record(row: QuarantinedRow) -> QuarantineRecord:
+    reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
+    return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
+
+
+@task(name="store-picks", cache_policy=NO_CACHE)
+def store_picks(engine: Engine, picks: Sequence[Pick], run_id: str) -> int:
+    """Upsert the picked interactions with their inclusion probability, stratum, salt and PII counts."""
+    with session_scope(engine, write=True) as session:
+        return upsert_interactions(session=session, interactions=[pick_interaction(p) for p in picks])
+
+
+@task(name="store-quarantined", cache_policy=NO_CACHE)
+def store_quarantined(engine: Engine, rows: Sequence[QuarantinedRow], run_id: str) -> int:
+    """Upsert the rows the source could not map (reason, raw excerpt, line), tagged with the run."""
+    with session_scope(engine, write=True) as session:
+        return quarantine_rows(session=session, records=[quarantine_record(r) for r in rows], run_id=run_id)
+
+
+@dataclass
+class JudgeOutcome:
+    by_status: dict[str, int] = field(default_factory=dict)
+    unscored_reasons: dict[str, int] = field(default_factory=dict)
+    already_judged: int = 0
+    verdict_ids: list[str] = field(default_factory=list)  # every pick's verdict under this rubric (new or old)
+
+
+@task(name="judge-picks", cache_policy=NO_CACHE)
+async def judge_picks(
+    engine: Engine, picks: Sequence[Pick], rubric: Rubric, judge: Judge, run_id: str, lease: SourceLease
+) -> JudgeOutcome:
+    """Judge the picks that have no verdict under this rubric and judge configuration yet; verdicts are stored."""
+    unique = {p.row.interaction_id: p for p in picks}
+    config_hash = judge.identity(rubric).config_hash
+    tbl = table(VerdictRecord)
+    with session_scope(engine) as session:
+        query = select(tbl.c.id, tbl.c.interaction_id).where(
+            tbl.c.interaction_id.in_(list(unique)),
+            tbl.c.rubric_hash == rubric.content_hash,
+            tbl.c.judge_config_hash == config_hash,
+        )
+        done = dict(session.execute(query).tuples().all())
+    judged = {iid for iid in done.values()}
+    todo = [p for iid, p in unique.items() if iid not in judged]
+    outcome = JudgeOutcome(already_judged=len(unique) - len(todo), verdict_ids=list(done))
+    if not todo:
+        return outcome
+    by_source_id = {p.row.source_id: p.row.interaction_id for p in todo}
+
+    def on_verdict(verdict: Verdict) -> None:
+        # The verdict's own judge identity: a fallback link's verdict is stored under that link's config hash.
+        iid = by_source_id[verdict.item_id]
+        outcome.verdict_ids.append(verdict_id(iid, verdict.rubric.hash, verdict.judge.config_hash))
+        lease.renew_if_due()
+
+    source = todo[0].row.source
+    result = await judge_items(
+        [judge_item(p) for p in todo],
+        rubric,
+        judge,
+        engine=engine,
+        run_id=run_id,
+        source=source,
+        on_verdict=on_verdict,
+        collect=False,
+    )
+    outcome.by_status, outcome.unscored_reasons = result.summary.by_status, result.summary.by_unscored_reason
+    return outcome
+
+
+@task(name="route-verdicts", cache_policy=NO_CACHE)
+def route_picks(
+    engine: Engine, verdict_ids: Sequence[str], policy: RoutingPolicy, rubrics_dir: Path | None
+) -> RoutingReport:
+    """A uniform share of the scored verdicts (plus optional targeted picks) become review items, once each."""
+    with session_scope(engine, write=True) as session:
+        return route_verdicts(
+            session=session, policy=policy, rubrics=RubricResolver(rubrics_dir), verdict_ids=list(verdict_ids)
+        )
+
+
+@task(name="save-watermark", cache_policy=NO_CACHE)
+def save_checkpoint(engine: Engine, lease: SourceLease, source: str, watermark: Watermark, run_id: str | None) -> str:
+    """Store the watermark (after everything it covers is stored) while still holding the source; its JSON."""
+    lease.renew()
+    text = watermark.model_dump_json()
+    with session_scope(engine, write=True) as session:
+        save_watermark(session=session, source=source, watermark=text, run_id=run_id)
+    return text

@@ -1,0 +1,164 @@
+"""`judgewatch sample --source CONFIG [--since ...] [--dry-run]`: one run of the traffic-sampling flow, now.
+
+Runs the `traffic-sampling` flow in this process (Prefect ephemeral mode unless PREFECT_API_URL points at a
+server; a dry run skips Prefect: it stores nothing) and prints what it read, picked, quarantined, judged and
+routed. Exit 0 when the run completed, 2 with a one-line message when it could not run (bad config, the source
+held by another run, database or judge failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from judgewatch.cli.regress_cmd import prefect_defaults
+
+logger = logging.getLogger(__name__)
+
+
+def run_sampling(*, dry_run: bool, **params: Any) -> dict[str, Any]:
+    """The flow's report as a dict; a dry run calls the flow's function without Prefect (nothing to record)."""
+    prefect_defaults()
+    from flows.sampling import traffic_sampling
+
+    if dry_run:
+        return asyncio.run(traffic_sampling.fn(dry_run=True, **params))
+    result = asyncio.run(traffic_sampling(dry_run=False, **params))
+    if not isinstance(result, dict):
+        raise RuntimeError(f"the sampling flow returned {type(result).__name__}, not a report")
+    return result
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _watermark(mark: dict[str, Any]) -> str:
+    files = mark.get("files") or {}
+    if files:
+        return "; ".join(f"{path} up to row {m['rows']}" for path, m in files.items())
+    if mark.get("last_id") is not None:
+        return f"up to id {mark['last_id']}" + (f" at {mark['last_order']}" if mark.get("last_order") else "")
+    return "nothing read yet"
+
+
+def report_lines(r: dict[str, Any]) -> list[str]:
+    """The report as the lines `sample` prints."""
+    run = f" (run {r['run_id']})" if r.get("run_id") else ""
+    head = "DRY RUN: nothing stored, nothing judged. " if r["dry_run"] else ""
+    lines = [f"{head}source {r['source']}: {r['config']} -> {r['database']}{run}"]
+    lines.append(f"read         {r['read']} rows, from {r['started_from']}")
+    strata = ", ".join(
+        f"{name} {s['picked']}/{s['eligible']} at rate {s['rate']:g}" for name, s in sorted(r["strata"].items())
+    )
+    eligible = sum(s["eligible"] for s in r["strata"].values())
+    lines.append(f"picked       {r['picked']} of {eligible} eligible" + (f" ({strata})" if strata else ""))
+    by = f" ({_counts(r['filtered_by'])})" if r["filtered_by"] else ""
+    lines.append(f"filtered     {r['filtered']}{by}")
+    lines.append(f"duplicates   {r['duplicate']}")
+    by = f" ({_counts(r['quarantined_by'])})" if r["quarantined_by"] else ""
+    lines.append(f"quarantined  {r['quarantined']}{by}")
+    lines += [f"  {position}" for position in r["quarantine_positions"]]
+    if r["quarantined"] > len(r["quarantine_positions"]):
+        more = r["quarantined"] - len(r["quarantine_positions"])
+        lines.append(f"  ... and {more} more" + ("" if r["dry_run"] else " (table quarantined_row)"))
+    if r["pii"]:
+        lines.append(f"pii redacted {_counts(r['pii'])}")
+    if not r["dry_run"]:
+        lines.append(f"stored       {r['stored']} interactions in {r['batches']} batch(es)")
+        judged = r["judged"]
+        reasons = f"; unscored: {_counts(r['unscored_reasons'])}" if r["unscored_reasons"] else ""
+        status = f" ({_counts(judged)}{reasons})" if judged else ""
+        lines.append(f"judged       {sum(judged.values())}{status}, {r['already_judged']} already judged")
+        routed = r["routed"]
+        uniform = routed.get("uniform", 0)
+        targeted = {k: v for k, v in routed.items() if k != "uniform"}
+        detail = f" ({_counts(targeted)})" if targeted else ""
+        lines.append(
+            f"routed       {sum(routed.values())} to review: uniform {uniform}, targeted {sum(targeted.values())}"
+            f"{detail}; {r['review_items_created']} new review items"
+        )
+    if r["dry_run"]:
+        lines.append(f"watermark    not saved (dry run): read {_watermark(r['watermark'])}")
+    elif r["started_from"].startswith("--since"):
+        lines.append("watermark    kept: a --since re-read never moves the stored watermark")
+    else:
+        state = "saved" if r["watermark_saved"] else "unchanged"
+        lines.append(f"watermark    {state}: read {_watermark(r['watermark'])}")
+    return lines
+
+
+def sample(
+    source: Annotated[Path, typer.Option(help="Traffic source config (YAML), e.g. examples/traffic/demo_source.yaml")],
+    since: Annotated[
+        str | None,
+        typer.Option(
+            help="Re-read a window instead of what is new: an ISO time (2024-06-03T12:00Z), an age (24h, 7d) "
+            "or a watermark JSON; the stored watermark is left as it is"
+        ),
+    ] = None,
+    dry_run: Annotated[bool, typer.Option(help="Read and sample only: store nothing, judge nothing")] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="'reference' or judge URL(s), comma-separated (default: the configured judge)"),
+    ] = None,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
+    review_share: Annotated[
+        float | None, typer.Option(min=0.0, max=1.0, help="Share of scored verdicts sent to review (default 0.1)")
+    ] = None,
+    unscored_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Targeted: share of unscored verdicts sent to review")
+    ] = 0.0,
+    borderline_share: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="Targeted: share of borderline verdicts sent to review")
+    ] = 0.0,
+    batch_size: Annotated[int, typer.Option(min=1, help="Picks stored, judged and checkpointed per batch")] = 500,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
+) -> None:
+    """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
+    try:
+        report = run_sampling(
+            source=str(source),
+            since=since,
+            dry_run=dry_run,
+            judge=judge,
+            rubric=rubric,
+            review_share=review_share,
+            unscored_share=unscored_share,
+            borderline_share=borderline_share,
+            batch_size=batch_size,
+            database_url=database_url,
+        )
+    except Exception as exc:  # one line, not a traceback: config errors, a busy source, a dead database
+        logger.debug("sampling failed", exc_info=True)
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if json_output:
+        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        for line in report_lines(report):
+            typer.echo(line)
+
+
+def standalone_app() -> typer.Typer:
+    """`sample` alone (for `python -m judgewatch.cli.sample_cmd` and tests)."""
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+    app.callback()(_standalone)  # a callback keeps `sample` a subcommand, as in the real app
+    app.command("sample")(sample)
+    return app
+
+
+def _standalone() -> None:
+    """judgewatch's `sample` command on its own."""
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=os.environ.get("JUDGEWATCH_LOG_LEVEL", "WARNING").upper())
+    standalone_app()()
