@@ -9,12 +9,15 @@ runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
@@ -36,11 +39,12 @@ from judges.base import Judge
 from judges.factory import build_judge
 from judgewatch.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.reports.regression import RegressionReport, write_report
-from judgewatch.settings import Settings, get_settings
+from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.releases import GateDecision, gate_decision_id, record_gate_decision, record_release_tier
 from judgewatch.storage.types import utcnow
+from judgewatch.tiers import TierSpec
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +58,19 @@ def default_report_path(settings: Settings, release: str) -> Path:
 
 def display_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """How the gate decides and how answers are produced (the flow's parameters beyond its inputs)."""
+
+    baseline: str = "accepted"
+    margin: float = 0.25
+    max_unscored_share: float = 0.2
+    gap_margin: float | None = None
+    accept_unvalidated_judge: bool = False
+    concurrency: int = 8
+    answer_max_tokens: int = 256
 
 
 @flow(name=FLOW_NAME, log_prints=True)
@@ -82,23 +99,27 @@ async def post_release_regression(
     tier's accepted baseline) or a release id. With `fail_on_gate` a non-zero exit code ends the flow run
     Failed with the summary as its message (what a CI job triggering the deployment sees).
     """
+    options = GateOptions(
+        baseline, margin, max_unscored_share, gap_margin, accept_unvalidated_judge, concurrency, answer_max_tokens
+    )
     settings = get_settings()
     url = database_url or settings.effective_database_url
     engine = make_engine(url)
     migrate(engine)
-    report_path = Path(report) if report else default_report_path(settings, release)
     inputs, problems = load_inputs(datasets, tiers or [], answers or [], rubric, settings)
-    judge_obj = build_judge(judge, settings, concurrency=None, fallback_reference=False) if inputs else None
+    judge_obj = None
+    if inputs is not None:
+        try:
+            judge_obj = build_judge(judge, settings, fallback_reference=False)
+        except ValueError as exc:
+            problems.append(str(exc))
     try:
-        result = await _evaluate(
-            engine, release, inputs, judge_obj, problems, baseline=baseline, margin=margin,
-            max_unscored_share=max_unscored_share, gap_margin=gap_margin, accept_unvalidated=accept_unvalidated_judge,
-            concurrency=concurrency, answer_max_tokens=answer_max_tokens, settings=settings,
-        )  # fmt: skip
+        result = await _evaluate(engine, release, inputs, judge_obj, problems, options, settings)
     finally:
         if judge_obj is not None:
             await judge_obj.aclose()
-    out = conclude(engine, release, result, report_path, baseline=baseline, database=display_url(url))
+    path = Path(report) if report else default_report_path(settings, release)
+    out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url))
     if fail_on_gate and out["exit_code"] != 0:
         return Failed(message=f"gate exit {out['exit_code']}: {out['summary']}", data=out)
     return Completed(message=out["summary"], data=out) if fail_on_gate else out
@@ -110,47 +131,41 @@ async def _evaluate(
     inputs: Inputs | None,
     judge: Judge | None,
     problems: list[str],
-    *,
-    baseline: str,
-    margin: float,
-    max_unscored_share: float,
-    gap_margin: float | None,
-    accept_unvalidated: bool,
-    concurrency: int,
-    answer_max_tokens: int,
+    options: GateOptions,
     settings: Settings,
 ) -> RegressionReport:
-    report = RegressionReport(release, utcnow(), {}, GateResult(2, "error", ""), margin, max_unscored_share)
-    report.accept_unvalidated_judge, report.gap_margin = accept_unvalidated, gap_margin
+    report = RegressionReport(
+        release, utcnow(), {}, GateResult(2, "error", ""), options.margin, options.max_unscored_share
+    )
+    report.accept_unvalidated_judge, report.gap_margin = options.accept_unvalidated_judge, options.gap_margin
     if inputs is None or judge is None:
-        report.gate = decide([], margin=margin, problems=problems)
+        report.gate = decide([], margin=options.margin, problems=problems)
         return report
     report.datasets, report.rubric = inputs.datasets, inputs.rubric.identity
     report.judge = identity = judge.identity(inputs.rubric)
-    trust = resolve_trust(engine, identity, inputs.rubric, settings, accept_unvalidated)
+    trust = resolve_trust(engine, identity, inputs.rubric, settings, options.accept_unvalidated_judge)
     report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
     down, problems = await check_endpoints(inputs.tiers, judge)
-    baselines, baseline_problems = resolve_baselines(engine, release, [t.name for t in inputs.tiers], baseline)
+    names = [t.name for t in inputs.tiers]
+    baselines, baseline_problems, notes = resolve_baselines(engine, release, names, options.baseline, inputs.datasets)
     problems += baseline_problems
     if trust.trustworthy is False or problems:  # nothing to learn from judging: say why now, in seconds
-        report.gate = _decide(report, [], [], trust, problems, max_unscored_share, gap_margin)
+        report.gate = _decide(report, [], [], trust, problems, notes, options)
         return report
     live = [t for t in inputs.tiers if t.name not in down]
-    generations = await asyncio.gather(
-        *(_produce(engine, release, t, inputs, concurrency, answer_max_tokens, settings) for t in live)
-    )
+    generations = await asyncio.gather(*(_produce(engine, release, t, inputs, options, settings) for t in live))
     scores: dict[str, dict[str, dict[str, float | None]]] = {}
     evaluations = [TierEvaluation(t, None, endpoint_ok=False, endpoint_detail=why) for t, why in down.items()]
     for spec, gen in zip(live, generations, strict=True):
+        base = baselines.get(spec.name)
         run_ids = []
         for golden in inputs.golden:
             force = gen[golden.name].changed
-            run_ids.append(await judge_answers(engine, release, spec.name, golden, inputs.rubric, judge, force))
-            if (base := baselines.get(spec.name)) is not None:
+            run_id = await judge_answers(engine, release, spec.name, golden, inputs.rubric, judge, force)
+            run_ids += [run_id] if run_id else []
+            if base is not None:
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
-        section, scores[spec.name] = evaluate_tier(
-            engine, release, spec, baselines.get(spec.name), inputs.golden, inputs.rubric, identity
-        )
+        section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs.golden, inputs.rubric, identity)
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
         report.tiers.append(section)
         evaluations.append(section.evaluation)
@@ -160,7 +175,7 @@ async def _evaluate(
             report.gaps += compare_scores(
                 scores[candidate], scores[reference], criteria, candidate_label=candidate, baseline_label=reference
             )
-    report.gate = _decide(report, evaluations, report.gaps, trust, problems, max_unscored_share, gap_margin)
+    report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
     return report
 
 
@@ -169,23 +184,24 @@ def _decide(
     evaluations: Sequence[TierEvaluation],
     gaps: Sequence[Comparison],
     trust: TrustLike,
-    problems: list[str],
-    max_unscored_share: float,
-    gap_margin: float | None,
+    problems: Sequence[str],
+    notes: Sequence[str],
+    options: GateOptions,
 ) -> GateResult:
     return decide(
         evaluations,
         margin=report.margin,
-        max_unscored_share=max_unscored_share,
+        max_unscored_share=options.max_unscored_share,
         trust=trust,
         gaps=gaps,
-        gap_margin=gap_margin,
+        gap_margin=options.gap_margin,
         problems=problems,
+        notes=notes,
     )
 
 
 async def _produce(
-    engine: Engine, release: str, spec: Any, inputs: Inputs, concurrency: int, max_tokens: int, settings: Settings
+    engine: Engine, release: str, spec: TierSpec, inputs: Inputs, options: GateOptions, settings: Settings
 ) -> dict[str, Generation]:
     """Store (recorded) or generate (live) one tier's answers to every golden set."""
     out: dict[str, Generation] = {}
@@ -194,12 +210,18 @@ async def _produce(
             out[golden.name] = store_recorded_answers(engine, release, spec, golden, inputs.recorded[spec.name])
         else:
             out[golden.name] = await generate_answers(
-                engine, release, spec, golden, max_tokens=max_tokens, concurrency=concurrency, settings=settings
+                engine,
+                release,
+                spec,
+                golden,
+                max_tokens=options.answer_max_tokens,
+                concurrency=options.concurrency,
+                settings=settings,
             )
     return out
 
 
-def _generation_counts(generations: Any) -> dict[str, int]:
+def _generation_counts(generations: Iterable[Generation]) -> dict[str, int]:
     total: dict[str, int] = {"reused": 0, "generated": 0, "failed": 0, "replaced": 0}
     for gen in generations:
         total["reused"] += gen.reused
@@ -218,7 +240,10 @@ def conclude(
     md_path, json_path = write_report(report, path)
     gate = report.gate
     run_ids = [r for s in report.tiers for r in s.run_ids]
-    key = repr((sorted(report.datasets), sorted(s.tier for s in report.tiers), report.rubric, report.judge, baseline))
+    rubric_hash = report.rubric.hash if report.rubric else None
+    judge_hash = report.judge.config_hash if report.judge else None
+    tiers = sorted(s.tier for s in report.tiers)
+    key = json.dumps([sorted(report.datasets), tiers, rubric_hash, judge_hash, baseline])
     with session_scope(engine, write=True) as session:
         for section in report.tiers:
             record_release_tier(
@@ -237,11 +262,11 @@ def conclude(
             outcome=gate.outcome,
             summary=gate.summary,
             reasons=gate.reasons,
-            notes=gate.notes + gate.warnings,
+            notes=[f"WARNING: {w}" for w in gate.warnings] + gate.notes,
             baselines={s.tier: s.evaluation.baseline_release for s in report.tiers},
             run_ids=run_ids,
-            rubric_hash=report.rubric.hash if report.rubric else None,
-            judge_config_hash=report.judge.config_hash if report.judge else None,
+            rubric_hash=rubric_hash,
+            judge_config_hash=judge_hash,
             report_path=str(md_path),
             flow_run_id=report.flow_run_id,
             detail={"regressions": [r.__dict__ for r in gate.regressions], "datasets": report.datasets},
@@ -255,3 +280,28 @@ def conclude(
         "run_ids": run_ids,
         "database": database,
     }
+
+
+def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
+    """Serve a deployment as `prefect.yaml` declares it, without a work pool: this process runs its flow runs."""
+    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
+    spec = next((d for d in declared if d.get("name") == deployment), None)
+    if spec is None:
+        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
+    post_release_regression.serve(
+        name=spec["name"],
+        description=spec.get("description"),
+        tags=spec.get("tags") or [],
+        parameters=spec.get("parameters") or {},
+    )
+
+
+if __name__ == "__main__":  # `python -m flows.regression serve`
+    import sys
+
+    from flows.regression import serve as serve_deployment  # the importable module's flow, not __main__'s
+
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit("usage: python -m flows.regression serve")
+    logging.basicConfig(level=logging.INFO)
+    serve_deployment()

@@ -47,23 +47,37 @@ class TierScores:
 
 @task(name="resolve-baselines", cache_policy=NO_CACHE)
 def resolve_baselines(
-    engine: Engine, release: str, tiers: Sequence[str], baseline: str
-) -> tuple[dict[str, str | None], list[str]]:
-    """Each tier's baseline release ("accepted": the latest accepted other than `release`; None: first release)."""
+    engine: Engine, release: str, tiers: Sequence[str], baseline: str, datasets: dict[str, str]
+) -> tuple[dict[str, str | None], list[str], list[str]]:
+    """(tier -> baseline release or None for a first release, problems, notes).
+
+    "accepted": the latest accepted release other than `release`; else `baseline` names a stored release. A
+    golden set whose revision changed since the baseline is noted: each side keeps the copy it answered.
+    """
     found: dict[str, str | None] = {}
     problems: list[str] = []
+    notes: list[str] = []
     with session_scope(engine) as session:
         for tier in tiers:
             if baseline == "accepted":
                 row = accepted_baseline(session=session, tier=tier, exclude_release=release)
-                found[tier] = row.release if row is not None else None
             elif baseline == release:
                 problems.append(f"--baseline {baseline}: a release cannot be its own baseline")
-            elif get_release_tiers(session=session, release=baseline, tier=tier):
-                found[tier] = baseline
+                continue
             else:
-                problems.append(f"tier {tier}: baseline release {baseline} has no stored answers for this tier")
-    return found, problems
+                row = next(iter(get_release_tiers(session=session, release=baseline, tier=tier)), None)
+                if row is None:
+                    problems.append(f"tier {tier}: baseline release {baseline} has no stored answers for this tier")
+                    continue
+            found[tier] = row.release if row is not None else None
+            for name, revision in datasets.items():
+                before = row.datasets.get(name) if row is not None else None
+                if before is not None and before != revision:
+                    notes.append(
+                        f"tier {tier}: golden set {name} changed since baseline {row.release if row else ''} "
+                        f"(revision {before} -> {revision}); items are paired by id"
+                    )
+    return found, problems, notes
 
 
 def resolve_trust(

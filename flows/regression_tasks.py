@@ -230,8 +230,8 @@ async def generate_answers(
 @task(name="judge-answers", cache_policy=NO_CACHE)
 async def judge_answers(
     engine: Engine, release: str, tier: str, golden: GoldenSet, rubric: Rubric, judge: Judge, force: Sequence[str] = ()
-) -> str:
-    """Judge the stored answers that have no verdict under this rubric and judge yet; returns the run id."""
+) -> str | None:
+    """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers)."""
     identity = judge.identity(rubric)
     source = regression_source(release, tier, golden.name)
     with session_scope(engine) as session:
@@ -246,6 +246,8 @@ async def judge_answers(
         )
         done = {interaction.source_id for interaction, _ in judged} - set(force)
         todo = [a.to_item() for a in answers if a.source_id not in done]
+    if not answers:
+        return None
     with session_scope(engine, write=True) as session:
         run = start_run(
             session=session,

@@ -205,14 +205,16 @@ def decide(
     gaps: Sequence[Comparison] = (),
     gap_margin: float | None = None,
     problems: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> GateResult:
     """The gate's exit code, reasons, notes and warnings. `problems`: inputs that could not be used at all."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     out = GateResult(exit_code=0, outcome="pass", summary="")
     out.reasons.extend(problems)
-    untrusted = _trust_findings(trust, out)
-    if not tiers and not problems:
+    out.notes.extend(notes)
+    untrusted = _trust_findings(trust, out) if trust is not None or tiers else False
+    if not tiers and not problems and not untrusted:
         out.reasons.append("no tier was evaluated")
     for tier in tiers:
         _tier_findings(tier, margin, max_unscored_share, out)

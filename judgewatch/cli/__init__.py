@@ -25,21 +25,31 @@ def get_app() -> typer.Typer:
     if _registered:
         return app
     _registered = True
-    from judgewatch.cli import rubric_cmd
+    from judgewatch.cli import (
+        dataset_cmd,
+        demo_cmd,
+        judge_cmd,
+        judges_cmd,
+        regress_cmd,
+        report_cmd,
+        review_cmd,
+        rubric_cmd,
+        sample_cmd,
+    )
 
+    app.command("demo")(demo_cmd.demo)
+    app.command("judge", cls=judges_cmd.JudgeCommand)(judge_cmd.judge)
+    app.add_typer(judges_cmd.app, name="judges", help="Judges: measure their trust, list what was measured.")
     app.add_typer(rubric_cmd.app, name="rubric")
-    try:
-        from judgewatch.cli import judge_cmd
-
-        app.command("judge")(judge_cmd.judge)
-    except ImportError:  # pragma: no cover - during bring-up only
-        pass
-    try:
-        from judgewatch.cli import dataset_cmd
-
-        app.add_typer(dataset_cmd.app, name="dataset", help="Golden regression sets: check and list them.")
-    except ImportError:  # pragma: no cover - during bring-up only
-        pass
+    app.add_typer(dataset_cmd.app, name="dataset", help="Golden regression sets: check and list them.")
+    app.command("regress")(regress_cmd.regress)
+    app.add_typer(regress_cmd.baseline_app, name="baseline")
+    app.add_typer(review_cmd.reviewer_app, name="reviewer")
+    app.add_typer(review_cmd.review_app, name="review")
+    app.command("review-ui")(review_cmd.review_ui)
+    app.command("sample")(sample_cmd.sample)
+    app.add_typer(report_cmd.app, name="report")
+    app.command("calibrate")(report_cmd.calibrate)
     return app
 
 

@@ -25,7 +25,12 @@ baseline_app = typer.Typer(
     help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True
 )
 
-PREFECT_QUIET_DEFAULTS = {"PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
+# The ephemeral server migrates a fresh database on first use: slow on a busy 2-core machine, hence the timeout.
+PREFECT_QUIET_DEFAULTS = {
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+}
 
 
 def prefect_defaults() -> None:

@@ -133,7 +133,8 @@ def _header(report: RegressionReport) -> list[str]:
         lines.append("")
     elif report.trust_summary:
         lines += ["Judge trust: " + report.trust_summary.splitlines()[0], ""]
-    for title, entries in (("Reasons", gate.reasons), ("Warnings", gate.warnings), ("Notes", gate.notes)):
+    notes = [n for n in gate.notes if not n.startswith("judge trust:")]  # stated above
+    for title, entries in (("Reasons", gate.reasons), ("Warnings", gate.warnings), ("Notes", notes)):
         if entries:
             lines += [f"## {title}", "", *[f"- {e}" for e in entries], ""]
     return lines

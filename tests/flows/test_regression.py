@@ -33,6 +33,7 @@ from judgewatch.storage.releases import (
 from judgewatch.tiers import write_recorded_answers
 
 SET = "halueval_qa_mini"
+Files = dict[str, Path]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -73,6 +74,10 @@ async def gate(db: str, tmp_path: Path, release: str, **params: Any) -> dict[str
     return result
 
 
+def read(path: str | Path) -> str:
+    return Path(path).read_text(encoding="utf-8")
+
+
 def recorded(files: dict[str, Path], full: str = "good", quantized: str = "good") -> list[str]:
     return [f"full={files[full]}", f"quantized={files[quantized]}"]
 
@@ -88,7 +93,7 @@ def row_counts(db: str) -> dict[str, int]:
         return {t: conn.execute(text(f"SELECT count(*) FROM {t}")).scalar_one() for t in tables}
 
 
-async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path: Path, answer_files: Files) -> None:
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     assert result["exit_code"] == 0, result
     assert any("tier full: first release" in n for n in result["notes"])
@@ -101,7 +106,9 @@ async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path:
         assert decision is not None and decision.exit_code == 0 and decision.report_path == result["report"]
 
 
-async def test_same_answers_pass_and_bad_quantized_answers_regress(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_same_answers_pass_and_bad_quantized_answers_regress(
+    db: str, tmp_path: Path, answer_files: Files
+) -> None:
     assert (await gate(db, tmp_path, "r1", answers=recorded(answer_files)))["exit_code"] == 0
     accept(db, "r1")
     same = await gate(db, tmp_path, "r2", answers=recorded(answer_files))
@@ -113,17 +120,19 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(db: str, tmp_
     assert faith["baseline"] == "r1" and faith["high"] < -0.25 and faith["low"] <= faith["estimate"] <= faith["high"]
     assert f"tier quantized faithfulness {faith['estimate']:+.3f}" in worse["summary"]
 
-    report = Path(worse["report"]).read_text(encoding="utf-8")
+    report = read(worse["report"])
     assert "# Regression gate: release r3" in report and "## Tier quantized" in report
     assert "| faithfulness | 5.00 (r1) |" in report and "REGRESSED" in report
     assert "## Tier gap: quantized vs full" in report and "### Worst items" in report
     assert "judge: reference:reference-overlap" in report and "rubric: answer_quality" in report
-    data = json.loads(Path(worse["report_json"]).read_text(encoding="utf-8"))
+    data = json.loads(read(worse["report_json"]))
     assert data["gate"]["exit_code"] == 1 and data["tiers"][1]["evaluation"]["baseline_release"] == "r1"
     assert data["tiers"][1]["worst"][0]["delta"] < 0
 
 
-async def test_rerunning_a_release_resumes_and_stores_nothing_twice(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
+    db: str, tmp_path: Path, answer_files: Files
+) -> None:
     first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
     before = row_counts(db)
     with make_engine(db).connect() as conn:
@@ -138,7 +147,9 @@ async def test_rerunning_a_release_resumes_and_stores_nothing_twice(db: str, tmp
     assert again["run_ids"] == first["run_ids"]
 
 
-async def test_a_changed_recorded_answer_is_stored_and_judged_again(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_a_changed_recorded_answer_is_stored_and_judged_again(
+    db: str, tmp_path: Path, answer_files: Files
+) -> None:
     await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
     assert row_counts(db)["verdict"] == 80
@@ -161,7 +172,7 @@ class FakeTier:
 async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
     runners: list[web.AppRunner] = []
 
-    async def start(fail_first: bool = False) -> FakeTier:
+    async def start(fail_first: bool = False, refuse: bool = False) -> FakeTier:
         tier = FakeTier(url="")
         failed: set[str] = set()
 
@@ -172,6 +183,8 @@ async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
             body = await request.json()
             tier.requests.append(body)
             user = body["messages"][-1]["content"]
+            if refuse:
+                return web.json_response({"error": {"message": "model not found"}}, status=404)
             if fail_first and user not in failed:
                 failed.add(user)
                 return web.json_response({"error": {"message": "overloaded"}}, status=503)
@@ -182,7 +195,9 @@ async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
                     "object": "chat.completion",
                     "created": 0,
                     "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": first_fact}, "finish_reason": "stop"}],
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": first_fact}, "finish_reason": "stop"}
+                    ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 }
             )
@@ -205,7 +220,7 @@ async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
 
 
 async def test_live_answers_are_generated_once_per_release_tier_and_item(
-    db: str, tmp_path: Path, answer_files: dict, fake_tier: Callable[..., Any]
+    db: str, tmp_path: Path, answer_files: Files, fake_tier: Callable[..., Any]
 ) -> None:
     tier = await fake_tier()
     live = [f"full={tier.url}#fake-7b"]
@@ -224,7 +239,7 @@ async def test_live_answers_are_generated_once_per_release_tier_and_item(
 
 
 async def test_transient_endpoint_errors_are_retried_by_the_chat_client_not_by_prefect(
-    db: str, tmp_path: Path, answer_files: dict, fake_tier: Callable[..., Any]
+    db: str, tmp_path: Path, answer_files: Files, fake_tier: Callable[..., Any]
 ) -> None:
     from flows.regression_tasks import generate_answers, judge_answers
 
@@ -235,19 +250,31 @@ async def test_transient_endpoint_errors_are_retried_by_the_chat_client_not_by_p
     assert len(tier.requests) == 80  # every question failed once with 503, then succeeded on the retry
 
 
-async def test_an_unreachable_tier_endpoint_exits_2_naming_it(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_answers_a_tier_refuses_are_not_stored_and_too_many_cannot_be_evaluated(
+    db: str, tmp_path: Path, fake_tier: Callable[..., Any]
+) -> None:
+    tier = await fake_tier(refuse=True)
+    result = await gate(db, tmp_path, "r1", tiers=[f"full={tier.url}#fake"])
+    assert len(tier.requests) == 40  # a 404 is permanent: asked once, never retried
+    assert result["exit_code"] == 2 and "tier full: 40/40 (100%): no_answer 40 verdicts unscored" in result["summary"]
+    assert row_counts(db)["interaction"] == 0  # nothing stored: a re-run asks again
+
+
+async def test_an_unreachable_tier_endpoint_exits_2_naming_it(db: str, tmp_path: Path, answer_files: Files) -> None:
     result = await gate(db, tmp_path, "r1", tiers=["full=http://127.0.0.1:9/v1#m"], answers=recorded(answer_files)[1:])
     assert result["exit_code"] == 2, result["summary"]
     assert "tier full: endpoint unreachable: http://127.0.0.1:9/v1" in result["summary"]
 
 
-async def test_an_unreachable_judge_exits_2_before_any_judging(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_an_unreachable_judge_exits_2_before_any_judging(db: str, tmp_path: Path, answer_files: Files) -> None:
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files), judge="http://127.0.0.1:9/v1")
     assert result["exit_code"] == 2 and "judge endpoint unreachable" in result["summary"]
     assert row_counts(db)["verdict"] == 0
 
 
-async def test_an_unknown_answer_id_exits_2_naming_file_line_and_id(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_an_unknown_answer_id_exits_2_naming_file_line_and_id(
+    db: str, tmp_path: Path, answer_files: Files
+) -> None:
     broken = tmp_path / "broken.jsonl"
     broken.write_text(answer_files["good"].read_text() + '{"id": "nope-1", "answer": "x"}\n', encoding="utf-8")
     result = await gate(db, tmp_path, "r1", answers=[f"full={answer_files['good']}", f"quantized={broken}"])
@@ -255,7 +282,7 @@ async def test_an_unknown_answer_id_exits_2_naming_file_line_and_id(db: str, tmp
     assert f"tier quantized: {broken}:41: id nope-1: unknown id" in result["summary"]
 
 
-async def test_an_invalid_dataset_exits_2(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_an_invalid_dataset_exits_2(db: str, tmp_path: Path, answer_files: Files) -> None:
     bad_set = tmp_path / "broken_set.jsonl"
     bad_set.write_text('{"id": "x1", "question": "?"}\n', encoding="utf-8")
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files), datasets=[str(bad_set)])
@@ -263,7 +290,7 @@ async def test_an_invalid_dataset_exits_2(db: str, tmp_path: Path, answer_files:
 
 
 async def test_an_untrustworthy_judge_exits_2_without_judging(
-    db: str, tmp_path: Path, answer_files: dict, monkeypatch: pytest.MonkeyPatch
+    db: str, tmp_path: Path, answer_files: Files, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import flows.regression
 
@@ -274,12 +301,14 @@ async def test_an_untrustworthy_judge_exits_2_without_judging(
 
     monkeypatch.setattr(flows.regression, "resolve_trust", lambda *a, **k: Untrusted())
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
-    assert result["exit_code"] == 2 and result["reasons"][0] == "judge not trustworthy: judge x: NOT TRUSTWORTHY"
+    assert result["exit_code"] == 2 and result["reasons"] == ["judge not trustworthy: judge x: NOT TRUSTWORTHY"]
     assert row_counts(db)["verdict"] == 0
-    assert "WARNING: judge trust" in Path(result["report"]).read_text(encoding="utf-8")
+    assert "WARNING: judge trust" in read(result["report"])
 
 
-async def test_an_explicit_baseline_must_have_answers_for_the_tier(db: str, tmp_path: Path, answer_files: dict) -> None:
+async def test_an_explicit_baseline_must_have_answers_for_the_tier(
+    db: str, tmp_path: Path, answer_files: Files
+) -> None:
     await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     vs_r1 = await gate(db, tmp_path, "r2", answers=recorded(answer_files, quantized="bad"), baseline="r1")
     assert vs_r1["exit_code"] == 1  # r1 was never accepted, but named explicitly
@@ -288,7 +317,7 @@ async def test_an_explicit_baseline_must_have_answers_for_the_tier(db: str, tmp_
 
 
 async def test_a_deployment_run_ends_failed_when_the_gate_does_not_pass(
-    db: str, tmp_path: Path, answer_files: dict
+    db: str, tmp_path: Path, answer_files: Files
 ) -> None:
     from flows.regression import post_release_regression
 
@@ -318,19 +347,22 @@ def test_the_baseline_is_the_latest_accepted_release_other_than_the_candidate(tm
         accept_baseline(session=session, release="r2", by="b")
         assert accepted_baseline(session=session, tier="full").release == "r2"  # type: ignore[union-attr]
         assert accepted_baseline(session=session, tier="full", exclude_release="r2").release == "r1"  # type: ignore[union-attr]
-        with pytest.raises(ReleaseError, match="release 'r9' is not in the store .known releases: r1, r2, r3"):
+        with pytest.raises(ReleaseError, match=r"release 'r9' is not in the store \(known releases: r1, r2, r3"):
             accept_baseline(session=session, release="r9", by="a")
         count = session.execute(select(func.count()).select_from(text("release_tier"))).scalar_one()
         assert count == 3
 
 
-def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files: dict) -> None:
+def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files: Files) -> None:
     db = f"sqlite:///{tmp_path / 'jw.db'}"
     runner, app = CliRunner(), standalone_app()
     common = ["--dataset", SET, "--judge", "reference", "--database-url", db]
     files = ["--answers", f"full={answer_files['good']}"]
 
-    first = runner.invoke(app, ["regress", "--release", "r1", *common, *files, "--answers", f"quantized={answer_files['good']}", "--report", str(tmp_path / "r1.md")])
+    good, bad = f"quantized={answer_files['good']}", f"quantized={answer_files['bad']}"
+    first = runner.invoke(
+        app, ["regress", "--release", "r1", *common, *files, "--answers", good, "--report", str(tmp_path / "r1.md")]
+    )
     assert first.exit_code == 0, first.output
     assert "PASS (exit 0)" in first.output and f"report: {tmp_path / 'r1.md'}" in first.output
 
@@ -339,7 +371,9 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     accepted = runner.invoke(app, ["baseline", "accept", "--release", "r1", "--by", "ci", "--database-url", db])
     assert accepted.exit_code == 0 and "release r1 is the baseline of tier full (by ci)" in accepted.output
 
-    worse = runner.invoke(app, ["regress", "--release", "r2", *common, *files, "--answers", f"quantized={answer_files['bad']}", "--report", str(tmp_path / "r2.md")])
+    worse = runner.invoke(
+        app, ["regress", "--release", "r2", *common, *files, "--answers", bad, "--report", str(tmp_path / "r2.md")]
+    )
     assert worse.exit_code == 1, worse.output
     assert "REGRESSION (exit 1, margin 0.25): tier quantized" in worse.output
 
@@ -349,5 +383,53 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     assert any(line.startswith("* r1") and "quantized" in line for line in lines)
     assert any(line.startswith("  r2") and "gate exit 1 (regression)" in line for line in lines)
 
-    broken = runner.invoke(app, ["regress", "--release", "r3", *common, "--tier", "full=not-a-url"])
+    broken = runner.invoke(
+        app, ["regress", "--release", "r3", *common, "--tier", "full=not-a-url#m", "--report", str(tmp_path / "r3.md")]
+    )
     assert broken.exit_code == 2 and "is not an http(s) URL" in broken.output
+
+
+def test_quick_demo_passes_r1_and_r2_and_catches_r3(tmp_path: Path) -> None:
+    import asyncio
+
+    from flows.regression import post_release_regression
+    from judgewatch.demo import run_demo
+    from judgewatch.settings import Settings
+
+    db = f"sqlite:///{tmp_path / 'jw.db'}"
+    engine = make_engine(db)
+    migrate(engine)
+
+    def run_gate(**params: Any) -> dict[str, Any]:
+        params.setdefault("report", str(tmp_path / f"{params['release']}.md"))
+        result = asyncio.run(post_release_regression(**params, database_url=db, fail_on_gate=False))
+        assert isinstance(result, dict)
+        return result
+
+    lines: list[str] = []
+    outcomes = run_demo(engine, Settings(data_dir=tmp_path), run_gate, lines.append, quick=True, judge_trust=False)
+    assert [(o.release, o.result["exit_code"]) for o in outcomes] == [("r1", 0), ("r2", 0), ("r3", 1)]
+    assert all(o.as_expected for o in outcomes)
+    text_out = "\n".join(lines)
+    assert "RECORDED answers built from the real data" in text_out and "trustworthy" in text_out
+    assert "tier quantized faithfulness" in outcomes[2].result["summary"]
+    with session_scope(engine) as session:
+        assert accepted_baseline(session=session, tier="quantized").release == "r1"  # type: ignore[union-attr]
+
+
+async def test_a_golden_set_changed_since_the_baseline_is_noted(db: str, tmp_path: Path) -> None:
+    rows = (load_golden_set(SET).path / "data.jsonl").read_text(encoding="utf-8").splitlines()[:12]  # type: ignore[operator]
+    golden = tmp_path / "small.jsonl"
+    golden.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    items = load_golden_set(golden).items
+    answers = tmp_path / "answers.jsonl"
+    write_recorded_answers(answers, [(i.id, i.good_answers[0]) for i in items])
+    params = {"datasets": [str(golden)], "answers": [f"full={answers}"]}
+    assert (await gate(db, tmp_path, "r1", **params))["exit_code"] == 0
+    accept(db, "r1")
+    first = json.loads(rows[0])
+    rows[0] = json.dumps({**first, "question": first["question"] + " (reworded)"})
+    golden.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    result = await gate(db, tmp_path, "r2", **params)
+    assert result["exit_code"] == 0
+    assert any("golden set small changed since baseline r1" in note for note in result["notes"])

@@ -1,0 +1,54 @@
+"""`judgewatch demo`: the post-release gate on three releases, on the embedded defaults (see judgewatch/demo.py)."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+import typer
+
+from judgewatch.settings import get_settings
+
+
+def demo(
+    quick: Annotated[bool, typer.Option(help="Use the 40-item mini golden sets (seconds instead of minutes)")] = False,
+    judge_trust: Annotated[
+        bool, typer.Option(help="Also measure the vLLM judge and show the gate refusing an untrustworthy judge")
+    ] = True,
+) -> None:
+    """Three releases, two tiers, the gate: r1 passes (baseline), r2 passes, r3 regresses; exit 1 if any surprise."""
+    settings = get_settings()
+    # Embedded defaults: the SQLite file and Prefect's ephemeral state both live under the data directory.
+    if "PREFECT_API_URL" not in os.environ:
+        os.environ.setdefault("PREFECT_HOME", str(settings.data_dir / "prefect"))
+    from judgewatch.cli.regress_cmd import prefect_defaults, run_regression
+
+    prefect_defaults()
+    from sqlalchemy.engine import make_url
+
+    from judgewatch.demo import run_demo
+    from judgewatch.storage.db import make_engine
+    from judgewatch.storage.migrations import migrate
+
+    url = settings.effective_database_url
+    engine = make_engine(url)
+    migrate(engine)
+
+    def run_gate(**params: Any) -> dict[str, Any]:
+        return run_regression(**params, database_url=url)
+
+    outcomes = run_demo(engine, settings, run_gate, typer.echo, quick=quick, judge_trust=judge_trust)
+    typer.echo("")
+    for o in outcomes:
+        status = "ok" if o.as_expected else f"UNEXPECTED, expected {o.expected}"
+        typer.echo(f"  {o.release:<3} {o.judge:<32} exit {o.result['exit_code']} ({status})")
+    parsed = make_url(url)
+    where = parsed.database if parsed.get_backend_name() == "sqlite" else parsed.render_as_string(hide_password=True)
+    typer.echo(f"\ndatabase: {where}")
+    typer.echo(f"reports:  {settings.data_dir / 'reports'}")
+    typer.echo("review the verdicts: `judgewatch review-ui` (then open the printed URL)")
+    raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+if __name__ == "__main__":
+    typer.run(demo)

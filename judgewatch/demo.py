@@ -1,0 +1,185 @@
+"""`judgewatch demo`: three releases through the post-release gate on the embedded defaults, in a few minutes.
+
+Two tiers (full, quantized) answer the shipped golden sets (HaluEval QA, HalluQA) with RECORDED answers built
+from the real data: no model generates them. r1 (known-good answers everywhere) is the first release and
+becomes the baseline; r2 (the same good answers, a few swapped for another correct answer) passes; r3 (the
+quantized tier answers a good share of items with the datasets' known-bad, hallucinated or wrong answers)
+regresses. The offline reference judge grades them: it is measured on the mini sets first, so every report
+states its trust. Then the SmolLM2 vLLM judge is measured and the gate refuses to rest on it (exit 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgewatch.golden import GoldenItem, load_golden_set
+from judgewatch.settings import Settings
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.releases import accept_baseline
+from judgewatch.storage.types import stable_id
+from judgewatch.tiers import write_recorded_answers
+
+logger = logging.getLogger(__name__)
+
+DATASETS = ("halueval_qa", "halluqa")
+MINI_DATASETS = ("halueval_qa_mini", "halluqa_mini")
+BAD_SHARE = 0.4  # r3 quantized: share of items answered with a known-bad answer
+REPHRASED_SHARE = 0.1  # r2 quantized: share of items with another correct answer that use it
+Echo = Callable[[str], None]
+RunGate = Callable[..., dict[str, Any]]
+
+
+@dataclass
+class Outcome:
+    release: str
+    judge: str
+    expected: int
+    result: dict[str, Any]
+    seconds: float = 0.0
+
+    @property
+    def as_expected(self) -> bool:
+        return int(self.result["exit_code"]) == self.expected
+
+
+def _share(item_id: str, salt: str) -> float:
+    """A deterministic pseudo-random number in [0, 1) per item: the same items are picked on every run."""
+    return int(stable_id(salt, item_id)[:8], 16) / 16**8
+
+
+def _answers(items: list[GoldenItem], pick: Callable[[GoldenItem], str]) -> list[tuple[str, str]]:
+    return [(item.id, pick(item)) for item in items]
+
+
+def build_answer_files(folder: Path, datasets: tuple[str, ...], settings: Settings) -> dict[str, Path]:
+    """Recorded answers of every (release, tier), from the golden sets' own good and bad answers."""
+    items = [i for name in datasets for i in load_golden_set(name, datasets_dir=settings.datasets_dir).items]
+
+    def good(i: GoldenItem) -> str:
+        return i.good_answers[0] if i.good_answers else (i.reference_answer or "")
+
+    def rephrased(i: GoldenItem) -> str:
+        other = len(i.good_answers) > 1 and _share(i.id, "r2") < REPHRASED_SHARE
+        return i.good_answers[-1] if other else good(i)
+
+    def degraded(i: GoldenItem) -> str:
+        return i.bad_answers[0] if i.bad_answers and _share(i.id, "r3") < BAD_SHARE else good(i)
+
+    files = {"good": good, "r2-quantized": rephrased, "r3-quantized": degraded}
+    paths = {}
+    for name, pick in files.items():
+        paths[name] = folder / f"{name}.jsonl"
+        write_recorded_answers(paths[name], _answers(items, pick))
+    return paths
+
+
+def _tiers(files: dict[str, Path], release: str) -> list[str]:
+    quantized = files.get(f"{release}-quantized", files["good"])
+    return [f"full={files['good']}", f"quantized={quantized}"]
+
+
+def _show(echo: Echo, outcome: Outcome) -> None:
+    r = outcome.result
+    mark = "as expected" if outcome.as_expected else f"UNEXPECTED (expected exit {outcome.expected})"
+    echo(f"\n== release {outcome.release} ({outcome.judge}): exit {r['exit_code']}, {mark} ({outcome.seconds:.0f} s)")
+    echo(f"   {r['summary']}")
+    for kind in ("reasons", "warnings", "notes"):
+        for entry in r.get(kind, []):
+            echo(f"   {kind[:-1]}: {entry.splitlines()[0]}")
+    echo(f"   report: {r['report']}")
+
+
+def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> None:
+    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust."""
+    from judgewatch.rubric import load_rubric
+    from judgewatch.trust.policy import policy_from_settings
+    from judgewatch.trust.runs import judges_under_test, validate
+
+    [reference] = judges_under_test("reference", settings)
+    rubric = load_rubric("answer_quality", settings.rubrics_dir)
+    sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in MINI_DATASETS]
+    report = asyncio.run(validate(reference, [rubric], sets, engine=engine, policy=policy_from_settings(settings)))
+    for verdict in report.verdicts:
+        echo("   " + verdict.summary.replace("\n", "\n   "))
+
+
+def demo_judge_trust_step(
+    engine: Engine, settings: Settings, files: dict[str, Path], datasets: tuple[str, ...], run_gate: RunGate, echo: Echo
+) -> Outcome | None:
+    """HOOK (judge trust): measure the SmolLM2 vLLM judge, then ask the gate to rest on it: it must refuse (exit 2).
+
+    Skipped, with the reason, when the judge at `settings.judge_url` does not answer. The gate runs only when
+    the measurement says "not trustworthy" (it then exits before judging): judging 1,900 answers with SmolLM2
+    would take a quarter of an hour on 2 cores.
+    """
+    from judgewatch.trust.runs import ademo_trust_step
+
+    echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {settings.judge_url} on the mini sets")
+    from judges.chat_client import ChatClient
+
+    async def healthy() -> bool:
+        client = ChatClient(settings.judge_url, settings.judge_model, timeout_s=5.0)
+        try:
+            return await client.health()
+        finally:
+            await client.aclose()
+
+    if not asyncio.run(healthy()):
+        echo(f"   skipped: no judge answers at {settings.judge_url} (start it with `make judge-up`)")
+        return None
+    started = time.monotonic()
+    verdict = asyncio.run(ademo_trust_step(engine, settings.judge_url, settings.judge_model, settings=settings))
+    echo("   " + verdict.summary.replace("\n", "\n   ") + f"\n   (measured in {time.monotonic() - started:.0f} s)")
+    if verdict.trustworthy is not False:
+        echo("   the gate with this judge is skipped: it was not measured untrustworthy, and judging every answer")
+        echo("   with it would take too long for a demo")
+        return None
+    started = time.monotonic()
+    report = settings.data_dir / "reports" / "regression-r3-vllm-judge.md"
+    result = run_gate(
+        release="r3", datasets=list(datasets), answers=_tiers(files, "r3"), judge=settings.judge_url, report=str(report)
+    )
+    return Outcome("r3", f"judge {settings.judge_model}", 2, result, time.monotonic() - started)
+
+
+def run_demo(
+    engine: Engine, settings: Settings, run_gate: RunGate, echo: Echo, *, quick: bool = False, judge_trust: bool = True
+) -> list[Outcome]:
+    """The demo's releases in order; each Outcome says whether the gate did what the demo expects."""
+    datasets = MINI_DATASETS if quick else DATASETS
+    started = time.monotonic()
+    folder = settings.data_dir / "demo" / "answers"
+    files = build_answer_files(folder, datasets, settings)
+    echo(f"judgewatch demo: golden sets {', '.join(datasets)}; tiers full and quantized.")
+    echo("The tiers' answers are RECORDED answers built from the real data (no model generates them):")
+    echo("  r1: known-good answers on both tiers (first release: it becomes the baseline)")
+    echo(f"  r2: the same, but on quantized {REPHRASED_SHARE:.0%} of the items with another correct answer use it")
+    echo(f"  r3: on quantized, {BAD_SHARE:.0%} of the items get the dataset's known-bad (hallucinated/wrong) answer")
+    echo(f"  answer files: {folder}")
+    echo("\n== measuring the offline reference judge on the mini sets (it grades the releases)")
+    validate_reference_judge(engine, settings, echo)
+    outcomes = []
+    for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
+        step = time.monotonic()
+        result = run_gate(release=release, datasets=list(datasets), answers=_tiers(files, release), judge="reference")
+        outcomes.append(Outcome(release, "reference judge", expected, result, time.monotonic() - step))
+        _show(echo, outcomes[-1])
+        if release == "r1" and result["exit_code"] == 0:
+            with session_scope(engine, write=True) as session:
+                accept_baseline(session=session, release="r1", by="demo", note="judgewatch demo: the first release")
+            echo("   accepted r1 as the baseline of both tiers (`judgewatch baseline accept --release r1`)")
+    if judge_trust:
+        trust_outcome = demo_judge_trust_step(engine, settings, files, datasets, run_gate, echo)
+        if trust_outcome is not None:
+            outcomes.append(trust_outcome)
+            _show(echo, trust_outcome)
+    echo(f"\ndemo finished in {time.monotonic() - started:.0f} s")
+    return outcomes

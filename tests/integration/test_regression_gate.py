@@ -1,0 +1,145 @@
+"""`judgewatch regress` as the release pipeline calls it, in its own process, with the real vLLM CPU server.
+
+SmolLM2-135M judges at chance (JUDGE_RUNTIME.md: it scores nearly everything 1), so no release can be made to
+regress *through its scores* reliably. The cases are built not to depend on its quality:
+- exit 0 through the real vLLM judge: a release with the same recorded answers as its baseline;
+- exit 1 with the real vLLM server as a *tier*: its generated answers to HalluQA questions (a 135M model,
+  measured far below the known-good answers) graded by the offline reference judge, against a baseline of
+  known-good answers (the baseline, first judged by SmolLM2, is judged again by the reference judge: one series);
+- exit 2: a tier endpoint down, and the judge endpoint down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from judgewatch.golden import load_golden_set
+from judgewatch.settings import REPO_ROOT
+from judgewatch.tiers import write_recorded_answers
+
+from .conftest import VLLM_MODEL
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+ITEMS_PER_SET = 10  # keeps each gate run to seconds with SmolLM2 on 2 cores
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # nothing listens once the socket is closed
+
+
+def subset(source: str, folder: Path) -> Path:
+    """The first ITEMS_PER_SET rows of a shipped golden set, as a golden set folder of its own."""
+    rows = (REPO_ROOT / "datasets" / source / "data.jsonl").read_text(encoding="utf-8").splitlines()
+    folder.mkdir(parents=True)
+    (folder / "data.jsonl").write_text("\n".join(rows[:ITEMS_PER_SET]) + "\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory, vllm_url: str) -> Iterator[dict[str, object]]:
+    """Two small golden sets, known-good recorded answers, and release r1 stored and accepted as baseline."""
+    root = tmp_path_factory.mktemp("gate")
+    sets = [subset("halueval_qa_mini", root / "halueval_s"), subset("halluqa_mini", root / "halluqa_s")]
+    good = root / "good.jsonl"
+    write_recorded_answers(good, [(i.id, i.good_answers[0]) for s in sets for i in load_golden_set(s).items])
+    good_zh = root / "good_zh.jsonl"
+    write_recorded_answers(good_zh, [(i.id, i.good_answers[0]) for i in load_golden_set(sets[1]).items])
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(root / "prefect"),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "JUDGEWATCH_DATA_DIR": str(root / "data"),
+        "JUDGEWATCH_DATABASE_URL": f"sqlite:///{root / 'jw.db'}",
+    }
+    work: dict[str, object] = {"root": root, "sets": sets, "good": good, "good_zh": good_zh, "env": env}
+    first = judgewatch(work, "regress", "--release", "r1", *datasets(work), *recorded(work), "--judge", vllm_url)
+    assert first.returncode == 0, first.stdout + first.stderr
+    accepted = judgewatch(work, "baseline", "accept", "--release", "r1", "--by", "ci")
+    assert accepted.returncode == 0, accepted.stderr
+    yield work
+
+
+def judgewatch(work: dict[str, object], *args: str) -> subprocess.CompletedProcess[str]:
+    env = work["env"]
+    assert isinstance(env, dict)
+    command = [sys.executable, "-m", "judgewatch", *args]  # the `judgewatch` console script
+    return subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+
+
+def datasets(work: dict[str, object], only: int | None = None) -> list[str]:
+    sets = work["sets"]
+    assert isinstance(sets, list)
+    chosen = sets if only is None else [sets[only]]
+    return [arg for s in chosen for arg in ("--dataset", str(s))]
+
+
+def recorded(work: dict[str, object]) -> list[str]:
+    return ["--answers", f"full={work['good']}", "--answers", f"quantized={work['good']}"]
+
+
+def report(work: dict[str, object], release: str) -> tuple[str, dict[str, object]]:
+    path = Path(str(work["root"])) / "data" / "reports" / f"regression-{release}.md"
+    return path.read_text(encoding="utf-8"), json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def test_same_answers_as_the_baseline_pass_through_the_real_vllm_judge(work: dict[str, object], vllm_url: str) -> None:
+    done = judgewatch(work, "regress", "--release", "r2", *datasets(work), *recorded(work), "--judge", vllm_url)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PASS (exit 0)" in done.stdout
+    markdown, data = report(work, "r2")
+    assert f"judge: openai:{VLLM_MODEL} at {vllm_url}" in markdown
+    assert "WARNING: judge trust" in markdown  # nobody measured SmolLM2 in this store: loudly unmeasured
+    tiers = data["tiers"]
+    assert isinstance(tiers, list) and [t["evaluation"]["baseline_release"] for t in tiers] == ["r1", "r1"]
+    assert all(c["diff"]["n"] > 0 for t in tiers for c in t["evaluation"]["comparisons"])
+
+
+def test_a_weak_live_tier_regresses_against_known_good_answers(work: dict[str, object], vllm_url: str) -> None:
+    """The real vLLM server answers the HalluQA questions as the quantized tier; the reference judge grades."""
+    done = judgewatch(
+        work,
+        "regress",
+        "--release", "r3",
+        *datasets(work, only=1),
+        "--answers", f"full={work['good_zh']}",
+        "--tier", f"quantized={vllm_url}#{VLLM_MODEL}",
+        "--judge", "reference",
+        "--answer-max-tokens", "64",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "REGRESSION (exit 1, margin 0.25): tier quantized" in done.stderr
+    assert "tier full" not in done.stderr.splitlines()[0]
+    _, data = report(work, "r3")
+    tiers = data["tiers"]
+    assert isinstance(tiers, list)
+    quantized = next(t for t in tiers if t["tier"] == "quantized")
+    assert quantized["generation"]["generated"] == ITEMS_PER_SET
+    assert quantized["source"] == f"live:{vllm_url}#{VLLM_MODEL}"
+
+
+def test_an_unreachable_tier_endpoint_cannot_be_evaluated(work: dict[str, object]) -> None:
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    done = judgewatch(
+        work, "regress", "--release", "r4", *datasets(work), "--tier", f"full={down}#m", "--judge", "reference"
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"COULD NOT EVALUATE (exit 2): tier full: endpoint unreachable: {down}" in done.stderr
+
+
+def test_an_unreachable_judge_cannot_be_evaluated(work: dict[str, object]) -> None:
+    down = f"http://127.0.0.1:{closed_port()}/v1"
+    done = judgewatch(work, "regress", "--release", "r5", *datasets(work), *recorded(work), "--judge", down)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"judge endpoint unreachable: judge at {down}" in done.stderr
