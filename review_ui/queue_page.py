@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from judgewatch.review.queue import ReviewQueue
-from judgewatch.review.views import LeasedItem, ReviewError, Revealed
+from judgewatch.review.views import LeasedItem, Revealed, ReviewError
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +54,14 @@ def radio_updates(item: LeasedItem | None, *, interactive: bool = True) -> list[
             c = criteria[slot]
             choices = [(f"{level} · {c.anchors[level]}", level) for level in range(item.scale_min, item.scale_max + 1)]  # type: ignore[union-attr]
             updates.append(
-                gr.update(visible=True, choices=choices, value=None, label=f"{slot + 1}. {c.name}", info=c.description,
-                          interactive=interactive)
+                gr.update(
+                    visible=True,
+                    choices=choices,
+                    value=None,
+                    label=f"{slot + 1}. {c.name}",
+                    info=c.description,
+                    interactive=interactive,
+                )
             )
         else:
             updates.append(gr.update(visible=False, choices=[], value=None))
@@ -82,7 +88,7 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         progress = gr.Markdown(elem_id="jw-progress")
         message = gr.Markdown(elem_id="jw-message")
         next_btn = gr.Button("Next item (N)", elem_id="jw-next", variant="secondary")
-        item_id, version = gr.State(None), gr.State("")
+        item_id, version, names = gr.State(None), gr.State(""), gr.State([])
         question = gr.Markdown(elem_id="jw-question")
         with gr.Accordion("Reference material", open=True):
             references = gr.Markdown(elem_id="jw-references")
@@ -96,18 +102,34 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         with gr.Row():
             submit_btn = gr.Button("Submit (Enter)", variant="primary", elem_id="jw-submit", visible=False)
             flag_btn = gr.Button("Flag for an expert (F)", elem_id="jw-flag", visible=False)
-        with gr.Row(visible=False) as skip_row:
+        with gr.Row(visible=False) as skip_row:  # S focuses the reason box
             skip_reason = gr.Textbox(label="Skip: why? (Enter to skip)", elem_id="jw-skip-reason", scale=4)
             skip_btn = gr.Button("Skip", elem_id="jw-skip", scale=1)
         reveal = gr.Markdown(elem_id="jw-reveal")
         gr.Markdown("_Keys: 1-9 score the highlighted criterion · Enter submits · S skips · F flags · N next._")
 
-    screen = [item_id, version, question, references, answer, *radios, comment, submit_btn, flag_btn, skip_row,
-              skip_reason, reveal, message, progress]
+    screen = [
+        item_id,
+        version,
+        names,
+        question,
+        references,
+        answer,
+        *radios,
+        comment,
+        submit_btn,
+        flag_btn,
+        skip_row,
+        skip_reason,
+        reveal,
+        message,
+        progress,
+    ]
 
     def progress_md(reviewer: str) -> str:
         p = queue.progress(reviewer)
-        return f"**{literal(reviewer)}** · done today: **{p.done_today}** · left in my queue: **{p.left_in_queue}**"
+        left = f"{p.left_in_queue}+" if p.more_left else str(p.left_in_queue)
+        return f"**{literal(reviewer)}** · done today: **{p.done_today}** · left in my queue: **{left}**"
 
     def show(reviewer: str, note: str = "") -> list[Any]:
         try:
@@ -118,6 +140,7 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         return [
             item.item_id if item else None,
             item.rubric_version if item else "",
+            [c.name for c in item.scored_criteria] if item else [],
             f"### Question\n\n{item.question}" if item else "",
             references_md(item) if item else "",
             item.answer if item else "",
@@ -125,31 +148,41 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
             gr.update(value="", interactive=shown),
             gr.update(visible=shown),
             gr.update(visible=shown),
-            gr.update(visible=False),
+            gr.update(visible=shown),
+            gr.update(value=""),
             "",
-            "",
-            note or ("" if shown else "Nothing left in your queue. Thank you!"),
+            " ".join(filter(None, [note, "" if shown else "Nothing left in your queue. Thank you!"])),
             progress_md(reviewer),
         ]
 
     def next_item(request: gr.Request) -> list[Any]:
         return show(username(request))
 
-    def submit(item: str | None, shown_version: str, text: str, *values_and_request: Any) -> dict[Any, Any]:
-        *values, request = values_and_request
-        reviewer = username(request)
+    def scores_of(form: dict[Any, Any]) -> dict[str, int | None]:
+        values = [form[r] for r in radios]
+        return dict(zip(form[names], (None if v is None else int(v) for v in values), strict=False))
+
+    def submit(form: dict[Any, Any], request: gr.Request) -> dict[Any, Any]:
+        reviewer, item = username(request), form[item_id]
         if not item:
             return {message: "Take an item first (N)."}
-        scores = _scores(queue, reviewer, item, values)
         try:
-            result = queue.submit(reviewer, item, scores, rubric_version_shown=shown_version, comment=text or "")
+            result = queue.submit(
+                reviewer, item, scores_of(form), rubric_version_shown=form[version], comment=form[comment] or ""
+            )
         except ReviewError as exc:
             return {message: f"⚠ {literal(str(exc))}"}
         locked = [gr.update(interactive=False) for _ in radios]
         return {
-            item_id: None, reveal: reveal_md(result), message: "Saved.", progress: progress_md(reviewer),
-            submit_btn: gr.update(visible=False), flag_btn: gr.update(visible=False),
-            comment: gr.update(interactive=False), **dict(zip(radios, locked, strict=True)),
+            item_id: None,
+            reveal: reveal_md(result),
+            message: "Saved.",
+            progress: progress_md(reviewer),
+            submit_btn: gr.update(visible=False),
+            flag_btn: gr.update(visible=False),
+            skip_row: gr.update(visible=False),
+            comment: gr.update(interactive=False),
+            **dict(zip(radios, locked, strict=True)),
         }
 
     def skip(item: str | None, shown_version: str, reason: str, request: gr.Request) -> list[Any] | dict[Any, Any]:
@@ -162,35 +195,21 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
             return {message: f"⚠ {literal(str(exc))}"}
         return show(reviewer, "Skipped.")
 
-    def flag(item: str | None, shown_version: str, text: str, *values_and_request: Any) -> list[Any] | dict[Any, Any]:
-        *values, request = values_and_request
-        reviewer = username(request)
+    def flag(form: dict[Any, Any], request: gr.Request) -> list[Any] | dict[Any, Any]:
+        reviewer, item = username(request), form[item_id]
         if not item:
             return {message: "Take an item first (N)."}
         try:
-            scores = _scores(queue, reviewer, item, values)
-            queue.flag(reviewer, item, text or "", scores=scores, rubric_version_shown=shown_version)
+            queue.flag(reviewer, item, form[comment] or "", scores=scores_of(form), rubric_version_shown=form[version])
         except ReviewError as exc:
             return {message: f"⚠ {literal(str(exc))}"}
         return show(reviewer, "Flagged for an expert.")
 
     private: dict[str, Any] = {"api_visibility": "private", "show_progress": "hidden"}
     next_btn.click(next_item, outputs=screen, **private)
-    submit_btn.click(submit, inputs=[item_id, version, comment, *radios], outputs=screen, **private)
-    flag_btn.click(flag, inputs=[item_id, version, comment, *radios], outputs=screen, **private)
+    form: set[Any] = {item_id, version, names, comment, *radios}  # a set: the handler gets {component: value}
+    submit_btn.click(submit, inputs=form, outputs=screen, **private)
+    flag_btn.click(flag, inputs=form, outputs=screen, **private)
     skip_btn.click(skip, inputs=[item_id, version, skip_reason], outputs=screen, **private)
     skip_reason.submit(skip, inputs=[item_id, version, skip_reason], outputs=screen, **private)
     return tab
-
-
-def _scores(queue: ReviewQueue, reviewer: str, item_id: str, values: list[Any]) -> dict[str, int | None]:
-    """Radio values back to {criterion: score}, in the order the criteria were shown."""
-    names = _criterion_names(queue, item_id)
-    return {name: (int(v) if v is not None else None) for name, v in zip(names, values, strict=False)}
-
-
-def _criterion_names(queue: ReviewQueue, item_id: str) -> list[str]:
-    from judgewatch.storage.db import session_scope
-
-    with session_scope(queue.engine) as session:
-        return [c.name for c in queue.view_criteria(session, item_id)]

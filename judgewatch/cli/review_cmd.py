@@ -18,8 +18,9 @@ from judgewatch.storage.migrations import migrate, table
 logger = logging.getLogger(__name__)
 
 reviewer_app = typer.Typer(help="Reviewer accounts for the review app.", no_args_is_help=True)
-review_app = typer.Typer(help="Human review: route verdicts to people, replay labels, show the queue.",
-                         no_args_is_help=True)
+review_app = typer.Typer(
+    help="Human review: route verdicts to people, replay labels, show the queue.", no_args_is_help=True
+)
 
 DatabaseUrl = Annotated[
     str | None, typer.Option("--database-url", help="SQLAlchemy URL (default: the settings' database).")
@@ -48,8 +49,10 @@ def reviewer_add(
     name: Annotated[str, typer.Argument(help="Login name.")],
     password: Annotated[
         str | None,
-        typer.Option(envvar="JUDGEWATCH_REVIEWER_PASSWORD", help="Password (else $JUDGEWATCH_REVIEWER_PASSWORD, "
-                     "else asked for, hidden)."),
+        typer.Option(
+            envvar="JUDGEWATCH_REVIEWER_PASSWORD",
+            help="Password (else $JUDGEWATCH_REVIEWER_PASSWORD, else asked for, hidden).",
+        ),
     ] = None,
     adjudicator: Annotated[bool, typer.Option(help="May settle disagreements and flagged items.")] = False,
     database_url: DatabaseUrl = None,
@@ -102,8 +105,10 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
     with session_scope(_open_store(database_url)) as session:
         counts = dict(
             session.execute(
-                select(labels.c.reviewer, func.count()).where(labels.c.skipped_reason.is_(None)).group_by(labels.c.reviewer)
-            ).tuples()
+                select(labels.c.reviewer, func.count())
+                .where(labels.c.skipped_reason.is_(None))
+                .group_by(labels.c.reviewer)
+            ).all()
         )
         for r in list_reviewers(session=session):
             status = "active" if r.active else "disabled"
@@ -113,7 +118,9 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
 
 @review_app.command("route")
 def route(
-    run_id: Annotated[str | None, typer.Option(help="Only this run's verdicts (default: every stored verdict).")] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="Only this run's verdicts (default: every stored verdict).")
+    ] = None,
     share: Annotated[float | None, typer.Option(help="Uniform share of scored verdicts (default: settings).")] = None,
     double_share: Annotated[float | None, typer.Option(help="Share of routed items labeled twice.")] = None,
     unscored_share: Annotated[float, typer.Option(help="Targeted share of unscored verdicts.")] = 0.0,
@@ -135,15 +142,20 @@ def route(
     except ValueError as exc:
         raise _fail(str(exc)) from None
     with session_scope(_open_store(database_url)) as session:
-        report = route_verdicts(session=session, policy=policy, rubrics=RubricResolver(settings.rubrics_dir),
-                                run_id=run_id)
+        report = route_verdicts(
+            session=session, policy=policy, rubrics=RubricResolver(settings.rubrics_dir), run_id=run_id
+        )
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(report.by_reason.items())) or "none"
-    typer.echo(f"{report.considered} verdicts considered, {report.routed} routed ({reasons}), {report.created} new items")
+    typer.echo(
+        f"{report.considered} verdicts considered, {report.routed} routed ({reasons}), {report.created} new items"
+    )
 
 
 @review_app.command("replay")
 def replay(
-    labels: Annotated[Path | None, typer.Option(help="JSONL of {item_id|interaction_id, reviewer, scores, ...}.")] = None,
+    labels: Annotated[
+        Path | None, typer.Option(help="JSONL of {item_id|interaction_id, reviewer, scores, ...}.")
+    ] = None,
     pandalm: Annotated[Path | None, typer.Option(help="PandaLM folder: replay its 3 human annotators.")] = None,
     limit: Annotated[int | None, typer.Option(help="Only the first N PandaLM pairs.")] = None,
     judge: Annotated[str, typer.Option(help="PandaLM baseline whose verdict items show.")] = "gpt-3.5-turbo",
@@ -156,8 +168,9 @@ def replay(
     if (labels is None) == (pandalm is None):
         raise _fail("give exactly one of --labels FILE or --pandalm DIR")
     settings = get_settings()
-    queue = ReviewQueue(_open_store(database_url), lease_seconds=settings.lease_seconds,
-                        rubrics_dir=settings.rubrics_dir)
+    queue = ReviewQueue(
+        _open_store(database_url), lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir
+    )
     try:
         if labels is not None:
             report = replay_labels(queue, read_label_rows(labels))
@@ -181,8 +194,8 @@ def status(database_url: DatabaseUrl = None) -> None:
 
     items, labels = table(ReviewItem), table(ReviewLabel)
     with session_scope(_open_store(database_url)) as session:
-        by_state = dict(session.execute(select(items.c.state, func.count()).group_by(items.c.state)).tuples())
-        by_reason = dict(session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).tuples())
+        by_state = dict(session.execute(select(items.c.state, func.count()).group_by(items.c.state)).all())
+        by_reason = dict(session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).all())
         n_labels = session.execute(select(func.count()).select_from(labels)).scalar_one()
     typer.echo(f"review items: {sum(by_state.values())}")
     for state_name in ("available", "leased", "done", "adjudication", "flagged"):

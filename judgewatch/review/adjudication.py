@@ -8,6 +8,7 @@ adjudicator never settles an item they labeled, skipped or flagged themselves.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 
 from pydantic import BaseModel
@@ -15,7 +16,8 @@ from sqlalchemy import and_, func, or_, select, update
 from sqlmodel import Session
 
 from judgewatch.review.labels import disagreement
-from judgewatch.review.queue import ITEMS, LABELS, ReviewQueue, labeled_by, state_is
+from judgewatch.review.queue import ReviewQueue
+from judgewatch.review.sql import ITEMS, LABELS, labeled_by, state_is
 from judgewatch.review.views import LeasedItem, LeaseError, NotAllowed, validate_scores
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import ItemState, Reviewer, ReviewItem
@@ -54,7 +56,9 @@ class Adjudication:
             item_id = self._claim(session, adjudicator, now)
             return self._case(session, item_id) if item_id else None
 
-    def resolve(self, adjudicator: str, item_id: str, final_scores: dict[str, int | None], *, note: str = "") -> None:
+    def resolve(
+        self, adjudicator: str, item_id: str, final_scores: Mapping[str, int | None], *, note: str = ""
+    ) -> None:
         """Store the settled scores on the item and mark it done; the item must be leased to `adjudicator`."""
         with session_scope(self.queue.engine, write=True) as session:
             self._require_adjudicator(session, adjudicator)

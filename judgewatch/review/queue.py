@@ -10,18 +10,32 @@ item leasable again.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import ColumnElement, Engine, and_, exists, func, insert, literal_column, or_, select, update
+from sqlalchemy import Engine, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from judgewatch.review.accounts import is_active
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
+from judgewatch.review.sql import (
+    CLAIM,
+    FREE_AVAILABLE,
+    FREE_EXPIRED,
+    HELD,
+    IS_ACTIVE,
+    ITEM,
+    ITEMS,
+    LABELS,
+    PICK_AVAILABLE,
+    PICK_EXPIRED,
+    PICK_GIVEN,
+    RENEW_HELD,
+    state_is,
+)
 from judgewatch.review.views import (
     LeasedItem,
     LeaseError,
@@ -36,30 +50,34 @@ from judgewatch.review.views import (
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import table
-from judgewatch.storage.review import ItemState, ReviewItem, ReviewLabel
+from judgewatch.storage.review import ItemState, ReviewItem
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord
 
 logger = logging.getLogger(__name__)
 
-ITEMS = table(ReviewItem)
-LABELS = table(ReviewLabel)
-
-
-def state_is(*states: ItemState) -> ColumnElement[bool]:
-    """`state IN ('a', ...)` with literal values, so the planners can use the partial indexes."""
-    literals: list[ColumnElement[str]] = [literal_column(f"'{s.value}'") for s in states]
-    return ITEMS.c.state == literals[0] if len(literals) == 1 else ITEMS.c.state.in_(literals)
-
-
-def labeled_by(reviewer: str) -> ColumnElement[bool]:
-    return exists().where(LABELS.c.review_item_id == ITEMS.c.id, LABELS.c.reviewer == reviewer)
-
-
-def leasable(reviewer: str, now: datetime) -> ColumnElement[bool]:
-    """Free (available, or leased with the lease run out) and never labeled or skipped by `reviewer`."""
-    expired = and_(state_is(ItemState.leased), ITEMS.c.lease_expires_at <= now)
-    return and_(or_(state_is(ItemState.available), expired), ~labeled_by(reviewer))
+# The rows one screen needs, in one round trip; the locking variant also reads the verdict to reveal.
+VIEW_ROWS = (
+    select(ReviewItem, Interaction)
+    .join(Interaction, ITEMS.c.interaction_id == table(Interaction).c.id)
+    .where(ITEMS.c.id == ITEM)
+    .execution_options(populate_existing=True)
+)
+HELD_ROWS = (
+    select(ReviewItem, Interaction, VerdictRecord)
+    .join(Interaction, ITEMS.c.interaction_id == table(Interaction).c.id)
+    .join(VerdictRecord, ITEMS.c.verdict_id == table(VerdictRecord).c.id)
+    .where(ITEMS.c.id == ITEM)
+    .with_for_update(of=ITEMS)
+    .execution_options(populate_existing=True)
+)
+# End the caller's lease, guarded again by the lease condition.
+RELEASE = (
+    update(ITEMS)
+    .where(ITEMS.c.id == ITEM, HELD)
+    .values(state=bindparam("new_state"), labels_done=bindparam("done"))
+    .values(lease_owner=None, lease_expires_at=None, leased_at=None)
+)
 
 
 class ReviewQueue:
@@ -98,14 +116,8 @@ class ReviewQueue:
 
     def _renew_held(self, session: Session, reviewer: str) -> str | None:
         now = self.clock()
-        stmt = (
-            update(ITEMS)
-            .where(state_is(ItemState.leased), ITEMS.c.lease_owner == reviewer, ITEMS.c.lease_expires_at > now)
-            .values(lease_expires_at=now + self.lease)
-            .returning(ITEMS.c.id)
-        )
-        held = list(session.execute(stmt).scalars())
-        return held[0] if held else None
+        held = session.execute(RENEW_HELD, {"who": reviewer, "now": now, "until": now + self.lease}).scalars()
+        return next(iter(held), None)
 
     def _claim(self, session: Session, reviewer: str, *, item_id: str | None = None) -> str | None:
         """Lock one free row (skipping rows others hold locked), then lease it with a guarded UPDATE.
@@ -113,31 +125,15 @@ class ReviewQueue:
         The clock is read after the row lock is taken, so a lease never starts before the previous holder's
         label was stored, and an expiry is judged at the moment of the write.
         """
+        picks = [PICK_GIVEN] if item_id is not None else [PICK_EXPIRED, PICK_AVAILABLE]
         for _ in range(3):  # a picked row can fail the re-check only if it changed under us: pick again
-            now = self.clock()
-            if item_id is not None:
-                picks = [select(ITEMS.c.id).where(ITEMS.c.id == item_id, leasable(reviewer, now))]
-            else:
-                # Expired leases first (their items have waited longest), then the oldest available item.
-                expired = and_(state_is(ItemState.leased), ITEMS.c.lease_expires_at <= now, ~labeled_by(reviewer))
-                available = and_(state_is(ItemState.available), ~labeled_by(reviewer))
-                picks = [
-                    select(ITEMS.c.id).where(expired).order_by(ITEMS.c.lease_expires_at).limit(1),
-                    select(ITEMS.c.id).where(available).order_by(ITEMS.c.created_at, ITEMS.c.id).limit(1),
-                ]
             for pick in picks:
-                picked = session.execute(pick.with_for_update(skip_locked=True)).scalar()  # no-op on SQLite
+                picked = session.execute(pick, {"who": reviewer, "now": self.clock(), "item": item_id}).scalar()
                 if picked is None:
                     continue
                 now = self.clock()
-                stmt = (
-                    update(ITEMS)
-                    .where(ITEMS.c.id == picked, leasable(reviewer, now))  # never two holders
-                    .values(state=ItemState.leased.value, lease_owner=reviewer, lease_expires_at=now + self.lease)
-                    .values(leased_at=now)
-                    .returning(ITEMS.c.id)
-                )
-                if list(session.execute(stmt).scalars()):
+                params = {"who": reviewer, "now": now, "until": now + self.lease, "item": picked}
+                if next(iter(session.execute(CLAIM, params).scalars()), None) is not None:
                     logger.debug("%s leased %s", reviewer, picked)
                     return str(picked)
             if item_id is not None:
@@ -150,7 +146,7 @@ class ReviewQueue:
         self,
         reviewer: str,
         item_id: str,
-        scores: dict[str, int | None],
+        scores: Mapping[str, int | None],
         *,
         rubric_version_shown: str,
         comment: str = "",
@@ -158,12 +154,14 @@ class ReviewQueue:
     ) -> Revealed:
         """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it."""
         with session_scope(self.engine, write=True) as session:
-            item, interaction, now = self._held_item(session, reviewer, item_id)
+            item, interaction, verdict, now = self._held_item(session, reviewer, item_id)
             rubric = self.rubrics.get(item.rubric_name)
             clean = validate_scores(rubric, scores, has_refs=has_references(interaction))
             done = item.labels_done + 1
             if done < item.labels_needed:
                 state = ItemState.available
+            elif item.labels_done == 0:
+                state = ItemState.done  # the only label: nothing to disagree with
             else:
                 others = session.execute(
                     select(LABELS.c.scores).where(
@@ -178,8 +176,6 @@ class ReviewQueue:
                 session, item, reviewer, now, rubric_version_shown, via=via, scores=clean, comment=comment
             )
             self._release(session, item, reviewer, now, state=state, labels_done=done)
-            verdict = session.get(VerdictRecord, item.verdict_id)
-            assert verdict is not None
             logger.info("%s labeled %s (%s)", reviewer, item_id, state.value)
             return revealed(item_id, clean, verdict, interaction.tier, state.value)
 
@@ -191,7 +187,7 @@ class ReviewQueue:
         if not reason:
             raise LeaseError("say why you skip this item")
         with session_scope(self.engine, write=True) as session:
-            item, _, now = self._held_item(session, reviewer, item_id)
+            item, _, _, now = self._held_item(session, reviewer, item_id)
             version = rubric_version_shown or item.rubric_version
             self._write_label(session, item, reviewer, now, version, via=via, skipped_reason=reason)
             self._release(session, item, reviewer, now, state=ItemState.available, labels_done=item.labels_done)
@@ -202,13 +198,13 @@ class ReviewQueue:
         item_id: str,
         comment: str,
         *,
-        scores: dict[str, int | None] | None = None,
+        scores: Mapping[str, int | None] | None = None,
         rubric_version_shown: str = "",
         via: str = "ui",
     ) -> None:
         """Send the item to an expert (the adjudication view), keeping whatever scores were already given."""
         with session_scope(self.engine, write=True) as session:
-            item, interaction, now = self._held_item(session, reviewer, item_id)
+            item, interaction, _, now = self._held_item(session, reviewer, item_id)
             rubric = self.rubrics.get(item.rubric_name)
             clean = validate_scores(rubric, scores or {}, has_refs=has_references(interaction), partial=True)
             version = rubric_version_shown or item.rubric_version
@@ -227,7 +223,8 @@ class ReviewQueue:
             )
             return bool(result.rowcount == 1)
 
-    def progress(self, reviewer: str) -> Progress:
+    def progress(self, reviewer: str, *, cap: int = 100) -> Progress:
+        """Labels given today, and items left for this reviewer (counted up to `cap`)."""
         now = self.clock()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
         with session_scope(self.engine) as session:
@@ -241,42 +238,50 @@ class ReviewQueue:
                     LABELS.c.flagged.is_(False),
                 )
             ).scalar_one()
-            left = session.execute(select(func.count()).select_from(ITEMS).where(leasable(reviewer, now))).scalar_one()
-            held = session.execute(
-                select(ITEMS.c.id).where(
-                    state_is(ItemState.leased), ITEMS.c.lease_owner == reviewer, ITEMS.c.lease_expires_at > now
-                )
-            ).scalar()
-        return Progress(done_today=done_today, left_in_queue=left + (1 if held else 0), holding=held)
+            # Counted up to a cap (an exact count would scan the whole queue on every key press at 1M items),
+            # each part on its own partial index.
+            left = 0
+            for free in (FREE_AVAILABLE, FREE_EXPIRED):
+                capped = select(func.count()).select_from(free.limit(cap + 1).subquery())
+                left += session.execute(capped, {"who": reviewer, "now": now}).scalar_one()
+            held = session.execute(select(ITEMS.c.id).where(HELD), {"who": reviewer, "now": now}).scalar()
+        left += 1 if held else 0
+        return Progress(done_today=done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=held)
 
     # -- shared steps ----------------------------------------------------------------------------------------
 
     def _require_active(self, session: Session, reviewer: str) -> None:
-        if not is_active(session=session, name=reviewer):
+        if not session.execute(IS_ACTIVE, {"who": reviewer}).scalar():
             raise NotAllowed(f"{reviewer!r} is not an active reviewer")
 
     def view(self, session: Session, item_id: str) -> LeasedItem:
         """The blind screen content of an item (no verdict, no tier), inside the caller's transaction."""
-        item = session.get(ReviewItem, item_id, populate_existing=True)
-        assert item is not None
-        interaction = session.get(Interaction, item.interaction_id)
-        assert interaction is not None
+        item, interaction, _ = self._item_rows(session, item_id, lock=False)
         return leased_item(item, interaction, self.rubrics.get(item.rubric_name))
 
-    def _held_item(self, session: Session, reviewer: str, item_id: str) -> tuple[ReviewItem, Interaction, datetime]:
+    def _item_rows(
+        self, session: Session, item_id: str, *, lock: bool
+    ) -> tuple[ReviewItem, Interaction, VerdictRecord | None]:
+        """Item and interaction in one round trip; `lock` also takes the item's row lock (FOR UPDATE OF
+        review_item) and reads the verdict, so revealing it after the label costs no further query."""
+        row = session.execute(HELD_ROWS if lock else VIEW_ROWS, {"item": item_id}).first()
+        if row is None:
+            raise LeaseError(f"no review item {item_id}")
+        return row[0], row[1], (row[2] if lock else None)
+
+    def _held_item(
+        self, session: Session, reviewer: str, item_id: str
+    ) -> tuple[ReviewItem, Interaction, VerdictRecord, datetime]:
         """The item, locked, after checking that its lease is the caller's and still running (clock read then)."""
         self._require_active(session, reviewer)
-        item = session.get(ReviewItem, item_id, with_for_update=True, populate_existing=True)
+        item, interaction, verdict = self._item_rows(session, item_id, lock=True)
+        assert verdict is not None
         now = self.clock()
-        if item is None:
-            raise LeaseError(f"no review item {item_id}")
         if item.state != ItemState.leased or item.lease_owner != reviewer:
             raise LeaseError(f"item {item_id} is not leased to {reviewer}")
         if item.lease_expires_at is None or item.lease_expires_at <= now:
             raise LeaseError(f"your lease on item {item_id} expired: take the next item")
-        interaction = session.get(Interaction, item.interaction_id)
-        assert interaction is not None
-        return item, interaction, now
+        return item, interaction, verdict, now
 
     def _write_label(
         self,
@@ -315,16 +320,7 @@ class ReviewQueue:
         self, session: Session, item: ReviewItem, reviewer: str, now: datetime, *, state: ItemState, labels_done: int
     ) -> None:
         """End the caller's lease, guarded again by the lease condition; nothing is stored if it fails."""
-        result: Any = session.execute(
-            update(ITEMS)
-            .where(
-                ITEMS.c.id == item.id,
-                state_is(ItemState.leased),
-                ITEMS.c.lease_owner == reviewer,
-                ITEMS.c.lease_expires_at > now,
-            )
-            .values(state=state.value, labels_done=labels_done, lease_owner=None, lease_expires_at=None)
-            .values(leased_at=None)
-        )
+        params = {"item": item.id, "who": reviewer, "now": now, "new_state": state.value, "done": labels_done}
+        result: Any = session.execute(RELEASE, params)
         if result.rowcount != 1:
             raise LeaseError(f"your lease on item {item.id} is gone: take the next item")

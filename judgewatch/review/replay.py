@@ -20,9 +20,10 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from judgewatch.review.accounts import ensure_reviewer
-from judgewatch.review.queue import ITEMS, ReviewQueue
+from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import Route, insert_review_items, item_row
 from judgewatch.review.rubrics import pandalm_preference_rubric
+from judgewatch.review.sql import ITEMS
 from judgewatch.review.views import ReviewError
 from judgewatch.stats.pandalm import GPT35, PANDALM7B, TESTSET
 from judgewatch.storage.db import session_scope

@@ -6,6 +6,7 @@ label is stored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -78,7 +79,8 @@ class Revealed(BaseModel):
 
 class Progress(BaseModel):
     done_today: int  # items labeled (not skipped) since 00:00 UTC
-    left_in_queue: int  # items this reviewer could lease now
+    left_in_queue: int  # items this reviewer could lease now, counted up to a cap
+    more_left: bool = False  # True when more than `left_in_queue` are left
     holding: str | None  # the item id this reviewer holds a live lease on
 
 
@@ -137,7 +139,7 @@ def revealed(item_id: str, scores: dict[str, int], verdict: VerdictRecord, tier:
 
 
 def validate_scores(
-    rubric: Rubric, scores: dict[str, int | None], *, has_refs: bool, partial: bool = False
+    rubric: Rubric, scores: Mapping[str, int | None], *, has_refs: bool, partial: bool = False
 ) -> dict[str, int]:
     """The scores as {criterion: int}; every applicable criterion must be scored unless `partial`."""
     applicable = {c.name for c in rubric.applicable(has_refs)}

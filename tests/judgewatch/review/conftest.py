@@ -22,7 +22,9 @@ RUBRIC = RubricIdentity(name="answer_quality", version="1.0.0", hash="rubrichash
 PASSWORD = "correct horse battery"
 
 
-def judged(n: int, *, prefix: str = "q", unscored_every: int = 0, overall: float = 4.0) -> list[tuple[JudgeItem, Verdict]]:
+def judged(
+    n: int, *, prefix: str = "q", unscored_every: int = 0, overall: float = 4.0
+) -> list[tuple[JudgeItem, Verdict]]:
     pairs = []
     for i in range(n):
         item = JudgeItem(

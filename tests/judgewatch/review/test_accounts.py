@@ -42,7 +42,11 @@ def test_login_needs_an_existing_active_account_and_its_password(engine: Engine)
 
 @pytest.mark.parametrize(
     ("name", "password", "message"),
-    [("alice", "short", "at least 8"), ("bad name", "long enough", "reviewer name"), ("alice", "long enough", "exists")],
+    [
+        ("alice", "short", "at least 8"),
+        ("bad name", "long enough", "reviewer name"),
+        ("alice", "long enough", "exists"),
+    ],
 )
 def test_bad_accounts_are_refused_with_a_reason(engine: Engine, name: str, password: str, message: str) -> None:
     with session_scope(engine) as session:

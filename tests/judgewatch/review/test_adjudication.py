@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import Engine
 
 from judgewatch.review.adjudication import Adjudication
 from judgewatch.review.labels import disagreement
@@ -78,5 +77,3 @@ def test_one_case_is_held_by_one_expert_at_a_time(queue: ReviewQueue, seed, revi
     with pytest.raises(LeaseError):
         adjudication.resolve(first, item.item_id, FULL)
     adjudication.resolve(second, item.item_id, FULL)
-
-

@@ -6,6 +6,7 @@ import random
 import threading
 from collections.abc import Callable
 from datetime import timedelta
+from itertools import pairwise
 
 from sqlalchemy import Engine, select
 
@@ -90,7 +91,7 @@ def test_twenty_reviewers_pulling_and_submitting_at_once(engine: Engine, seed, r
         by_item.setdefault(label.review_item_id, []).append(label)
     for item_labels in by_item.values():  # the leases of one item never overlapped in time
         spans = sorted((lb.started_at, lb.submitted_at) for lb in item_labels)
-        assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+        assert all(end <= next_start for (_, end), (next_start, _) in pairwise(spans))
 
 
 def test_late_submits_after_expiry_are_refused_while_others_take_over(engine: Engine, seed, reviewers) -> None:

@@ -195,6 +195,8 @@ def test_progress_counts_done_today_and_what_is_left(queue: ReviewQueue, seed, r
     queue.submit(alice, item.item_id, FULL, rubric_version_shown="1.0.0")
     mine = queue.progress(alice)
     assert (mine.done_today, mine.left_in_queue, mine.holding) == (1, 2, None)
+    capped = queue.progress(bob, cap=1)
+    assert (capped.left_in_queue, capped.more_left) == (1, True)
 
 
 def test_lease_item_takes_a_given_free_item_only(queue: ReviewQueue, seed, reviewers) -> None:
@@ -204,4 +206,3 @@ def test_lease_item_takes_a_given_free_item_only(queue: ReviewQueue, seed, revie
     assert item is not None
     with pytest.raises(LeaseError):
         queue.lease_item(bob, item.item_id)
-

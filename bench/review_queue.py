@@ -1,0 +1,194 @@
+"""Review queue latency at scale: "lease next item" and "submit" with 20 concurrent reviewers, 1M items.
+
+Builds a throwaway PostgreSQL schema holding 1,000,000 review items (with their interactions and verdicts,
+generated server-side): the oldest 30% already done with one label each, 10% of the rest needing two labels,
+and the oldest 5,000 of those already labeled once (so "not labeled by me" has rows to skip). Then 20 reviewer
+threads call the real service (`ReviewQueue.lease_next` and `.submit`, the calls the app makes) until 1,000
+lease+submit cycles are done, and prints the median and p99 of each against the stated limit.
+
+    .venv/bin/python bench/review_queue.py [--items 1000000] [--ops 1000] [--reviewers 20] [--url URL] [--keep]
+
+Limit: p99 <= 100 ms per call (a key press that answers within 100 ms feels instant to the reviewer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import threading
+import time
+import uuid
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+from judgewatch.review.accounts import hash_password
+from judgewatch.review.queue import ReviewQueue
+from judgewatch.storage.migrations import migrate
+
+LIMIT_MS = 100.0
+DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+SCORES = {"relevance": 4, "faithfulness": 3, "completeness": 5}
+
+POPULATE = [
+    """INSERT INTO interaction (id, source, source_id, question, answer, reference_answer, reference_facts, context,
+           language, tier, created_at, metadata)
+       SELECT md5('i' || g), 'bench', g::text, 'Question number ' || g || ': what does the reference say?',
+              'An answer of moderate length for item ' || g || ', written to look like a real reply.',
+              'The reference answer ' || g, '["a reference fact"]'::jsonb, '[]'::jsonb, 'en',
+              CASE WHEN g % 2 = 0 THEN 'quantized' ELSE 'full' END, now(), '{}'::jsonb
+       FROM generate_series(1, :n) AS g""",
+    """INSERT INTO verdict (id, interaction_id, item_id, status, reason, scores, not_applicable, judge_kind,
+           judge_name, judge_config_hash, rubric_name, rubric_version, rubric_hash, overall, latency_ms,
+           prompt_tokens, completion_tokens, cached_tokens, attempts, fallback_from, created_at, updated_at)
+       SELECT md5('v' || g), md5('i' || g), g::text, 'scored', 'bench verdict',
+              '{"relevance": 4, "faithfulness": 4, "completeness": 3}'::jsonb, '[]'::jsonb, 'fake', 'bench-judge',
+              'cfg', 'answer_quality', '1.0.0', 'rubrichash', 3.67, 100, 300, 40, 0, 1, '[]'::jsonb, now(), now()
+       FROM generate_series(1, :n) AS g""",
+    """INSERT INTO review_item (id, verdict_id, interaction_id, rubric_name, rubric_version, inclusion_probability,
+           pick_reason, labels_needed, labels_done, state, created_at)
+       SELECT md5('r' || g), md5('v' || g), md5('i' || g), 'answer_quality', '1.0.0', 0.1, 'uniform',
+              CASE WHEN g % 10 = 0 THEN 2 ELSE 1 END,
+              CASE WHEN g <= :done THEN 1 WHEN g % 10 = 0 AND g <= :done + 50000 THEN 1 ELSE 0 END,
+              CASE WHEN g <= :done THEN 'done' ELSE 'available' END,
+              timestamp '2026-01-01' + g * interval '1 millisecond'
+       FROM generate_series(1, :n) AS g""",
+    """INSERT INTO review_label (review_item_id, reviewer, scores, flagged, comment, started_at, submitted_at,
+           duration_ms, rubric_version_shown, via)
+       SELECT md5('r' || g), 'bench-' || lpad((g % :reviewers)::text, 2, '0'), '{"relevance": 4}'::jsonb, false, '',
+              timestamp '2026-01-01' + g * interval '1 second', timestamp '2026-01-01' + g * interval '1 second',
+              20000, '1.0.0', 'replay'
+       FROM generate_series(1, :n) AS g
+       WHERE g <= :done OR (g % 10 = 0 AND g <= :done + 50000)""",
+]
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=1_000_000)
+    parser.add_argument("--ops", type=int, default=1000, help="lease+submit cycles in total")
+    parser.add_argument("--reviewers", type=int, default=20)
+    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--keep", action="store_true", help="keep the bench schema afterwards")
+    args = parser.parse_args()
+
+    schema = f"jw_bench_review_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(make_url(args.url).set(drivername="postgresql+psycopg"))
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    url = make_url(args.url).update_query_dict({"options": f"-csearch_path={schema}"})
+    # A pool as large as the number of reviewers: the bench measures the database, not a wait for a connection.
+    engine = create_engine(url.set(drivername="postgresql+psycopg"), pool_size=args.reviewers + 2, pool_pre_ping=True)
+    try:
+        migrate(engine)
+        names = [f"bench-{i:02d}" for i in range(args.reviewers)]
+        done = int(args.items * 0.3)
+        started = time.perf_counter()
+        with engine.begin() as conn:
+            password = hash_password("bench password")
+            conn.execute(
+                text(
+                    "INSERT INTO reviewer (name, password_hash, active, can_adjudicate, created_at) "
+                    "VALUES (:name, :hash, true, false, now())"
+                ),
+                [{"name": n, "hash": password} for n in names],
+            )
+            for statement in POPULATE:
+                conn.execute(text(statement), {"n": args.items, "done": done, "reviewers": args.reviewers})
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text("VACUUM ANALYZE"))
+        print(f"built {args.items:,} review items ({done:,} done) in {time.perf_counter() - started:.0f} s")
+        run(engine, names, args.ops)
+    finally:
+        engine.dispose()
+        if not args.keep:
+            with admin.begin() as conn:
+                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def run(engine: Engine, names: list[str], ops: int) -> None:
+    queue = ReviewQueue(engine, lease_seconds=600)
+    with engine.connect() as conn:
+        plan = (
+            conn.execute(
+                text(
+                    "EXPLAIN SELECT id FROM review_item WHERE state = 'available' AND NOT EXISTS (SELECT 1 FROM "
+                    "review_label l WHERE l.review_item_id = review_item.id AND l.reviewer = 'bench-00') "
+                    "ORDER BY created_at, id LIMIT 1"
+                )
+            )
+            .scalars()
+            .all()
+        )
+    print("plan of the pick:", " / ".join(p.strip() for p in plan[:3]))
+    report(queue, names[:1], min(100, ops), "1 reviewer alone (no queueing)")
+    report(queue, names, ops, f"{len(names)} concurrent reviewers, no think time")
+    timings = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        queue.progress(names[0])
+        timings.append((time.perf_counter() - t0) * 1000)
+    print(f"progress line (done today, left capped at 100): median {statistics.median(timings):.1f} ms")
+
+
+def report(queue: ReviewQueue, names: list[str], ops: int, title: str) -> None:
+    started = time.perf_counter()
+    lease_ms, submit_ms = cycles(queue, names, ops)
+    wall = time.perf_counter() - started
+    print(f"{title}: {len(lease_ms)} lease+submit cycles in {wall:.1f} s ({len(lease_ms) / wall:.0f} cycles/s)")
+    for label, values in (("lease next item", lease_ms), ("submit", submit_ms)):
+        median, p99 = statistics.median(values), percentile(values, 0.99)
+        print(
+            f"  {label:<16} median {median:6.1f} ms   p99 {p99:6.1f} ms   p99 / limit {LIMIT_MS:.0f} ms = "
+            f"{p99 / LIMIT_MS:.2f}"
+        )
+
+
+def cycles(queue: ReviewQueue, names: list[str], ops: int) -> tuple[list[float], list[float]]:
+    """`ops` lease+submit cycles shared by one thread per reviewer; each call timed as the app sees it."""
+    lease_ms: list[float] = []
+    submit_ms: list[float] = []
+    remaining = [ops]
+    guard = threading.Lock()
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(len(names))
+
+    def reviewer(name: str) -> None:
+        try:
+            barrier.wait()
+            while True:
+                with guard:
+                    if remaining[0] <= 0:
+                        return
+                    remaining[0] -= 1
+                t0 = time.perf_counter()
+                item = queue.lease_next(name)
+                t1 = time.perf_counter()
+                assert item is not None
+                queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
+                t2 = time.perf_counter()
+                with guard:
+                    lease_ms.append((t1 - t0) * 1000)
+                    submit_ms.append((t2 - t1) * 1000)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reviewer, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return lease_ms, submit_ms
+
+
+if __name__ == "__main__":
+    main()

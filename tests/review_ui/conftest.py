@@ -1,0 +1,123 @@
+"""The review app served on 127.0.0.1 (a free port, in this process) over a seeded SQLite store, and Debian's
+chromium for pytest-playwright (never a playwright browser download; see UI_TESTING.md)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+
+from judgewatch.review.accounts import add_reviewer
+from judgewatch.review.routing import RoutingPolicy, route_verdicts
+from judgewatch.settings import Settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
+from judgewatch.verdicts import JudgeIdentity, RubricIdentity, Verdict, VerdictStatus
+from review_ui.app import serve
+
+PASSWORD = "a long test password"
+# Would set window.__pwned if any of it ran.
+XSS = (
+    'Sure. <script>window.__pwned = "script"</script>'
+    '<img src="x" onerror="window.__pwned = \'img\'">'
+    "<a href=\"javascript:window.__pwned='link'\">click</a> **still markdown**"
+)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+    return {
+        **browser_type_launch_args,
+        "executable_path": chromium,
+        "headless": True,
+        "args": [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ],
+    }
+
+
+@dataclass
+class ServedApp:
+    url: str
+    engine: Engine
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def seed(engine: Engine, answer: str) -> None:
+    """One interaction (tier "quantized") with references, its judge verdict, routed to review."""
+    judge = JudgeIdentity(kind="fake", name="fake-judge", config_hash="cfg")
+    rubric = RubricIdentity(name="answer_quality", version="1.0.0", hash="rh")
+    interaction = Interaction(
+        id="i1",
+        source="test",
+        source_id="1",
+        question="What is the capital of France?",
+        answer=answer,
+        reference_answer="Paris",
+        reference_facts=["Paris is the capital of France."],
+        tier="quantized",
+        language="en",
+    )
+    verdict = Verdict(
+        item_id="1",
+        status=VerdictStatus.scored,
+        scores={"relevance": 5, "faithfulness": 2, "completeness": 4},
+        overall=3.67,
+        reason="mostly right",
+        judge=judge,
+        rubric=rubric,
+    )
+    with session_scope(engine) as session:
+        upsert_interactions(session=session, interactions=[interaction])
+        upsert_verdicts(session=session, run_id=None, verdicts=[("i1", verdict)])
+        route_verdicts(session=session, policy=RoutingPolicy(review_share=1.0))
+        add_reviewer(session=session, name="alice", password=PASSWORD)
+
+
+def _serve(tmp_path: Path, answer: str) -> Iterator[ServedApp]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'review.db'}")
+    migrate(engine)
+    seed(engine, answer)
+    port = _free_port()
+    app = serve(engine, Settings(data_dir=tmp_path), host="127.0.0.1", port=port, block=False, extra_tabs=[])
+    try:
+        yield ServedApp(url=f"http://127.0.0.1:{port}/", engine=engine)
+    finally:
+        app.close()
+        engine.dispose()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[ServedApp]:
+    yield from _serve(tmp_path, "Paris is the capital of France. **Definitely.**")
+
+
+@pytest.fixture
+def served_xss(tmp_path: Path) -> Iterator[ServedApp]:
+    yield from _serve(tmp_path, XSS)
+
+
+@pytest.fixture
+def credentials() -> tuple[str, str]:
+    return "alice", PASSWORD
