@@ -39,6 +39,7 @@ from judges.base import Judge
 from judges.factory import build_judge
 from judgewatch.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.reports.regression import RegressionReport, write_report
+from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
@@ -161,7 +162,9 @@ async def _evaluate(
         run_ids = []
         for golden in inputs.golden:
             force = gen[golden.name].changed
-            run_id = await judge_answers(engine, release, spec.name, golden, inputs.rubric, judge, force)
+            run_id = await judge_answers(
+                engine, release, spec.name, golden, inputs.rubric, judge, force, RoutingPolicy.from_settings(settings)
+            )
             run_ids += [run_id] if run_id else []
             if base is not None:
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)

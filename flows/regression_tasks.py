@@ -25,6 +25,7 @@ from judges.errors import CallError
 from judges.factory import describe, is_healthy
 from judgewatch.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
 from judgewatch.judging import judge_items
+from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.rubric import Rubric, RubricError, load_rubric
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
@@ -229,9 +230,19 @@ async def generate_answers(
 
 @task(name="judge-answers", cache_policy=NO_CACHE)
 async def judge_answers(
-    engine: Engine, release: str, tier: str, golden: GoldenSet, rubric: Rubric, judge: Judge, force: Sequence[str] = ()
+    engine: Engine,
+    release: str,
+    tier: str,
+    golden: GoldenSet,
+    rubric: Rubric,
+    judge: Judge,
+    force: Sequence[str] = (),
+    review: RoutingPolicy | None = None,
 ) -> str | None:
-    """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers)."""
+    """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers).
+
+    With `review`, the run's verdicts are routed to human review (deterministic per verdict, so idempotent).
+    """
     identity = judge.identity(rubric)
     source = regression_source(release, tier, golden.name)
     with session_scope(engine) as session:
@@ -265,5 +276,7 @@ async def judge_answers(
     with session_scope(engine, write=True) as session:
         counts: dict[str, object] = {**count_by_status(session=session, run_id=run_id), "judged_now": len(todo)}
         counts["unscored_reasons"] = count_by_unscored_reason(session=session, run_id=run_id)
+        if review is not None:
+            counts["routed_to_review"] = route_verdicts(session=session, policy=review, run_id=run_id).routed
         finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=counts)
     return run_id

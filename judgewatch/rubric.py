@@ -85,9 +85,7 @@ class Rubric(BaseModel):
                 missing = sorted(levels - set(anchors))
                 extra = sorted(set(anchors) - levels)
                 if missing:
-                    raise ValueError(
-                        f"criteria.{i}.{field} ({criterion.name}): missing anchor for level(s) {missing}"
-                    )
+                    raise ValueError(f"criteria.{i}.{field} ({criterion.name}): missing anchor for level(s) {missing}")
                 if extra:
                     raise ValueError(
                         f"criteria.{i}.{field} ({criterion.name}): level(s) {extra} outside the scale "

@@ -46,8 +46,22 @@ def demo(
     where = parsed.database if parsed.get_backend_name() == "sqlite" else parsed.render_as_string(hide_password=True)
     typer.echo(f"\ndatabase: {where}")
     typer.echo(f"reports:  {settings.data_dir / 'reports'}")
-    typer.echo("review the verdicts: `judgewatch review-ui` (then open the printed URL)")
+    left = _open_review_items(engine)
+    typer.echo(f"review:   {left} verdicts routed to human review ({settings.review_share:.0%} of the scored ones)")
+    typer.echo("          .venv/bin/judgewatch reviewer add YOUR_NAME    # asks for a password")
+    typer.echo("          .venv/bin/judgewatch review-ui                 # then open http://127.0.0.1:7860 and log in")
+    typer.echo("          (the Judges and Tiers pages of the same app show the trust figures and tier estimates)")
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+def _open_review_items(engine: Any) -> int:
+    from sqlalchemy import func, select
+
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.review import ReviewItem
+
+    with session_scope(engine) as session:
+        return int(session.execute(select(func.count()).select_from(ReviewItem)).scalar_one())
 
 
 if __name__ == "__main__":

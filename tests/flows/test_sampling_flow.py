@@ -237,9 +237,9 @@ def test_an_expired_sqlite_lease_is_taken_over_and_its_holder_learns_it(tmp_path
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize("db_url", ["postgres"], indirect=True)  # advisory locks exist on PostgreSQL only
 def test_a_postgres_lock_dies_with_its_connection(engine: Engine) -> None:
-    if engine.dialect.name != "postgresql":
-        pytest.skip("PostgreSQL advisory locks only")
+    assert engine.dialect.name == "postgresql"
     holder = SourceLease(engine, "src", owner="holder").acquire()
     with pytest.raises(SourceBusy):
         SourceLease(engine, "src", owner="second").acquire()

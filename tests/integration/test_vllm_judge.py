@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,13 +48,13 @@ def test_twenty_real_items_each_get_a_schema_valid_verdict_or_an_explicit_unscor
     source = tmp_path / "items.jsonl"
     source.write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in items), encoding="utf-8")
     out = tmp_path / "verdicts.jsonl"
-    env_db = f"sqlite:///{tmp_path / 'jw.db'}"
+    env = {**os.environ, "JUDGEWATCH_DATABASE_URL": f"sqlite:///{tmp_path / 'jw.db'}"}
     proc = subprocess.run(
         [
             sys.executable, "-m", "judgewatch", "judge", "--rubric", "answer_quality", "--input", str(source),
             "--output", str(out), "--judge", vllm_url, "--model", "smollm2-135m-instruct", "--no-fallback-reference",
         ],
-        capture_output=True, text=True, timeout=600, env={**__import__("os").environ, "JUDGEWATCH_DATABASE_URL": env_db},
+        capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]

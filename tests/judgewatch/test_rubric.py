@@ -101,7 +101,7 @@ def test_content_hash_changes_when_a_template_changes(rubric_copy: Path) -> None
 
 
 def test_unknown_rubric_lists_the_known_ones() -> None:
-    with pytest.raises(RubricError, match="unknown rubric 'nope'.*answer_quality"):
+    with pytest.raises(RubricError, match=r"unknown rubric 'nope'.*answer_quality"):
         load_rubric("nope", RUBRICS)
 
 

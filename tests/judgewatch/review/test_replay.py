@@ -46,7 +46,6 @@ def test_a_labels_file_is_replayed_with_the_same_rules_as_the_app(engine, seed, 
     assert {lb.via for lb in labels} == {"replay"} and len(labels) == 4
 
 
-@pytest.mark.skipif(not PANDALM.exists(), reason="needs ../shared/data/pandalm")
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_pandalm_annotators_are_replayed_as_three_reviewers(engine) -> None:
     queue = ReviewQueue(engine)

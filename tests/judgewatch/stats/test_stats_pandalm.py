@@ -18,7 +18,6 @@ from judgewatch.stats.coverage import subset_coverage
 from judgewatch.stats.pandalm import PandaLMSet, load_pandalm, majority, preference_score
 
 PANDALM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pandalm"
-pytestmark = pytest.mark.skipif(not PANDALM.is_dir(), reason="needs ../shared/data/pandalm")
 
 
 @pytest.fixture(scope="module")
