@@ -6,6 +6,8 @@ Nothing is created at import time: call `make_engine(url)` at an entry point and
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,7 +54,7 @@ def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Eng
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA foreign_keys = ON")
         if not in_memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _ensure_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster commits
         cursor.close()
 
@@ -80,3 +82,22 @@ def session_scope(engine: Engine, *, write: bool = False) -> Iterator[Session]:
         except BaseException:
             session.rollback()
             raise
+
+
+def _ensure_wal(cursor: Any) -> None:
+    """Switch a database file to WAL once; WAL is persistent, so later connections only read the mode.
+
+    Changing the journal mode needs an exclusive lock and SQLite does not wait on the busy handler for it,
+    so two processes opening a new file at once can see "database is locked": retry that for a while.
+    """
+    if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+        return
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
