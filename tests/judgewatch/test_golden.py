@@ -113,7 +113,6 @@ def test_datasets_folder_holds_no_python_that_could_shadow_hf_datasets() -> None
     assert not list(DATASETS_DIR.rglob("*.py"))
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="needs ../shared/data")
 def test_build_script_reproduces_the_shipped_files_byte_for_byte(tmp_path: Path) -> None:
     script = REPO_ROOT / "scripts" / "build_golden_sets.py"
     subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True, capture_output=True)
