@@ -17,18 +17,17 @@ from typing import Annotated
 
 import typer
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
 from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
+from judgewatch.cli._store import CannotRun, open_store
 from judgewatch.items import JudgeItem
 from judgewatch.judge_input import input_source, read_judge_input
 from judgewatch.judging import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
 from judgewatch.rubric import Rubric, RubricError, load_rubric
 from judgewatch.settings import Settings, get_settings
-from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.migrations import migrate
+from judgewatch.storage.db import session_scope
 from judgewatch.storage.quarantine import QuarantineRecord
 from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.verdict_store import finish_run, quarantine_rows, start_run
@@ -37,10 +36,6 @@ from judgewatch.verdicts import Verdict
 logger = logging.getLogger(__name__)
 
 QUARANTINE_LINES_SHOWN = 20
-
-
-class CannotRun(Exception):
-    """The run could not start or finish; the message is the one line the user sees."""
 
 
 def judge(
@@ -65,7 +60,7 @@ def judge(
             _check_spec(judge)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
         identity = _content_hash(input)
-        engine = _open_store(database_url or settings.effective_database_url)
+        engine = open_store(database_url or settings.effective_database_url)
         try:
             summary, quarantined, run = asyncio.run(
                 _run(
@@ -102,16 +97,6 @@ def _content_hash(path: Path) -> str:
             return "sha256:" + hashlib.file_digest(handle, "sha256").hexdigest()
     except OSError as exc:
         raise CannotRun(f"cannot read input file {path}: {exc.strerror or exc}") from exc
-
-
-def _open_store(url: str) -> Engine:
-    try:
-        engine = make_engine(url)
-        migrate(engine)
-    except (SQLAlchemyError, OSError) as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
-        raise CannotRun(f"cannot open the store {shown}: {str(exc).splitlines()[0]}") from exc
-    return engine
 
 
 async def _connect(

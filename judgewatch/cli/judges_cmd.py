@@ -12,32 +12,17 @@ import json
 from typing import Annotated, Any
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
 from typer.core import TyperCommand
 
+from judgewatch.cli._store import open_store_or_exit
 from judgewatch.golden import GoldenSetError, load_golden_set
 from judgewatch.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
-from judgewatch.storage.db import make_engine
-from judgewatch.storage.migrations import migrate
 from judgewatch.trust.leaderboard import leaderboard, table
 from judgewatch.trust.policy import dataset_label, policy_from_settings
 from judgewatch.trust.runs import JudgeUnreachable, ValidationReport, judges_under_test, validate
 
 app = typer.Typer(help="Judges: measure their trust on known answers, list what was measured.", no_args_is_help=True)
-
-
-def _open_store(url: str) -> Engine:
-    try:
-        engine = make_engine(url)
-        migrate(engine)
-    except (SQLAlchemyError, OSError) as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
-        typer.echo(f"error: cannot open the store {shown}: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(2) from None
-    return engine
 
 
 def _print_report(report: ValidationReport) -> None:
@@ -98,7 +83,7 @@ def validate_cmd(
     except (RubricError, GoldenSetError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    engine = _open_store(database_url or settings.effective_database_url)
+    engine = open_store_or_exit(database_url or settings.effective_database_url)
     reports: list[ValidationReport] = []
 
     async def run_all() -> None:
@@ -134,7 +119,7 @@ def list_cmd(
 ) -> None:
     """Every judge configuration measured: trust per rubric, evidence, dataset and tier, vs the reference judge."""
     settings = get_settings()
-    engine = _open_store(database_url or settings.effective_database_url)
+    engine = open_store_or_exit(database_url or settings.effective_database_url)
     try:
         rows = leaderboard(engine, policy_from_settings(settings), rubric=rubric, judge_name=judge_name)
     finally:

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.settings import get_settings
+from judgewatch.cli._store import open_store_or_exit
 
 logger = logging.getLogger(__name__)
 
@@ -121,15 +121,6 @@ def regress(
     raise typer.Exit(int(result["exit_code"]))
 
 
-def _engine(database_url: str | None) -> Any:
-    from judgewatch.storage.db import make_engine
-    from judgewatch.storage.migrations import migrate
-
-    engine = make_engine(database_url or get_settings().effective_database_url)
-    migrate(engine)
-    return engine
-
-
 @baseline_app.command("accept")
 def accept(
     release: Annotated[str, typer.Option(help="The release to accept as baseline")],
@@ -143,7 +134,7 @@ def accept(
     from judgewatch.storage.releases import ReleaseError, accept_baseline
 
     try:
-        with session_scope(_engine(database_url), write=True) as session:
+        with session_scope(open_store_or_exit(database_url), write=True) as session:
             rows = accept_baseline(session=session, release=release, tier=tier, by=by or getpass.getuser(), note=note)
             accepted = [(r.tier, r.accepted_by) for r in rows]
     except ReleaseError as exc:
@@ -162,7 +153,7 @@ def list_releases(
     from judgewatch.storage.db import session_scope
     from judgewatch.storage.releases import accepted_baseline, get_release_tiers, latest_gate_decision
 
-    with session_scope(_engine(database_url)) as session:
+    with session_scope(open_store_or_exit(database_url)) as session:
         rows = get_release_tiers(session=session, tier=tier)
         current = {r.tier: accepted_baseline(session=session, tier=r.tier) for r in rows}
         gates = {r.release: latest_gate_decision(session=session, release=r.release) for r in rows}

@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from judgewatch.cli._store import CannotRun, open_store
 from judgewatch.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
-from judgewatch.storage.db import make_engine
-from judgewatch.storage.migrations import migrate
 
 logger = logging.getLogger(__name__)
 
@@ -36,20 +33,6 @@ def report() -> None:
 class ReportFormat(StrEnum):
     md = "md"
     html = "html"
-
-
-class CannotRun(Exception):
-    """The command could not run; the message is the one line the user sees."""
-
-
-def _open_store(url: str) -> Engine:
-    try:
-        engine = make_engine(url)
-        migrate(engine)
-    except (SQLAlchemyError, OSError) as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
-        raise CannotRun(f"cannot open the store {shown}: {str(exc).splitlines()[0]}") from exc
-    return engine
 
 
 @app.command("tiers")
@@ -81,7 +64,7 @@ def tiers(
             levels = [float(x) for x in load_rubric(rubric, settings.rubrics_dir).scale.levels]
         except RubricError:
             levels = None  # a rubric only known from stored verdicts: weights follow the observed scores
-        engine = _open_store(database_url or settings.effective_database_url)
+        engine = open_store(database_url or settings.effective_database_url)
         try:
             summary = summarize(
                 engine,

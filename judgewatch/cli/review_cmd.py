@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from sqlalchemy import Engine, func, select
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import func, select
 
+from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
-from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.migrations import migrate, table
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.migrations import table
 
 logger = logging.getLogger(__name__)
 
@@ -25,18 +24,6 @@ review_app = typer.Typer(
 DatabaseUrl = Annotated[
     str | None, typer.Option("--database-url", help="SQLAlchemy URL (default: the settings' database).")
 ]
-
-
-def _open_store(url: str | None) -> Engine:
-    url = url or get_settings().effective_database_url
-    try:
-        engine = make_engine(url)
-        migrate(engine)
-    except (SQLAlchemyError, OSError) as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
-        typer.echo(f"error: cannot open the store {shown}: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(2) from None
-    return engine
 
 
 def _fail(message: str) -> typer.Exit:
@@ -62,7 +49,7 @@ def reviewer_add(
 
     if password is None:
         password = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
-    engine = _open_store(database_url)
+    engine = open_store_or_exit(database_url)
     try:
         with session_scope(engine) as session:
             add_reviewer(session=session, name=name, password=password, can_adjudicate=adjudicator)
@@ -74,7 +61,7 @@ def reviewer_add(
 def _set_active(name: str, active: bool, database_url: str | None) -> None:
     from judgewatch.review.accounts import AccountError, set_active
 
-    engine = _open_store(database_url)
+    engine = open_store_or_exit(database_url)
     try:
         with session_scope(engine) as session:
             set_active(session=session, name=name, active=active)
@@ -102,7 +89,7 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
     from judgewatch.storage.review import ReviewLabel
 
     labels = table(ReviewLabel)
-    with session_scope(_open_store(database_url)) as session:
+    with session_scope(open_store_or_exit(database_url)) as session:
         counts = dict(
             session.execute(
                 select(labels.c.reviewer, func.count())
@@ -141,7 +128,7 @@ def route(
         )
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    with session_scope(_open_store(database_url)) as session:
+    with session_scope(open_store_or_exit(database_url)) as session:
         report = route_verdicts(
             session=session, policy=policy, rubrics=RubricResolver(settings.rubrics_dir), run_id=run_id
         )
@@ -169,7 +156,7 @@ def replay(
         raise _fail("give exactly one of --labels FILE or --pandalm DIR")
     settings = get_settings()
     queue = ReviewQueue(
-        _open_store(database_url), lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir
+        open_store_or_exit(database_url), lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir
     )
     try:
         if labels is not None:
@@ -193,7 +180,7 @@ def status(database_url: DatabaseUrl = None) -> None:
     from judgewatch.storage.review import ReviewItem, ReviewLabel
 
     items, labels = table(ReviewItem), table(ReviewLabel)
-    with session_scope(_open_store(database_url)) as session:
+    with session_scope(open_store_or_exit(database_url)) as session:
         by_state = dict(session.execute(select(items.c.state, func.count()).group_by(items.c.state)).all())
         by_reason = dict(session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).all())
         n_labels = session.execute(select(func.count()).select_from(labels)).scalar_one()
@@ -213,4 +200,4 @@ def review_ui(
     from review_ui.app import serve
 
     settings = get_settings()
-    serve(_open_store(database_url), settings, host=host, port=port)
+    serve(open_store_or_exit(database_url), settings, host=host, port=port)
