@@ -20,6 +20,11 @@ from sqlalchemy.engine import make_url
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 
+# Prefect's ephemeral server migrates a new PREFECT_HOME on first start; on a busy 2-core machine that takes
+# longer than Prefect's default 20 s start-up timeout. Quiet and telemetry-free, as the CLI runs it.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 _SESSION_TOKEN = uuid.uuid4().hex[:8]
 _schema_numbers = itertools.count(1)
