@@ -11,6 +11,7 @@ export JUDGEWATCH_TEST_VLLM_URL=${JUDGEWATCH_TEST_VLLM_URL:-http://127.0.0.1:$JU
 export JUDGEWATCH_TEST_POSTGRES_URL=${JUDGEWATCH_TEST_POSTGRES_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/test}
 export PREFECT_SERVER_ANALYTICS_ENABLED=false GRADIO_ANALYTICS_ENABLED=False DO_NOT_TRACK=1
 export PREFECT_HOME=${PREFECT_HOME:-$here/.judgewatch/prefect-test}
+mkdir -p "$PREFECT_HOME"  # Prefect creates only the last level of its home folder
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   if command -v pg_ctlcluster >/dev/null; then

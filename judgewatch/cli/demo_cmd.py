@@ -21,6 +21,7 @@ def demo(
     # Embedded defaults: the SQLite file and Prefect's ephemeral state both live under the data directory.
     if "PREFECT_API_URL" not in os.environ:
         os.environ.setdefault("PREFECT_HOME", str(settings.data_dir / "prefect"))
+        os.makedirs(os.environ["PREFECT_HOME"], exist_ok=True)  # Prefect creates only the last level
     from judgewatch.cli.regress_cmd import prefect_defaults, run_regression
 
     prefect_defaults()
