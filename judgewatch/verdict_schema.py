@@ -31,7 +31,7 @@ def verdict_schema(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
 
 
 def response_format(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
-    """The OpenAI `response_format` value (vLLM enforces it); never the removed `guided_json`."""
+    """The OpenAI `response_format` value (vLLM enforces it); never vLLM's removed guided-decoding request field."""
     return {
         "type": "json_schema",
         "json_schema": {"name": f"{rubric.name}_verdict", "schema": verdict_schema(rubric, to_score), "strict": True},

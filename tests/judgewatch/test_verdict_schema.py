@@ -24,7 +24,7 @@ def test_schema_puts_scores_before_a_bounded_reason(rubric) -> None:  # type: ig
     assert schema["additionalProperties"] is False
 
 
-def test_response_format_is_json_schema_not_guided_json(rubric) -> None:  # type: ignore[no-untyped-def]
+def test_response_format_is_a_json_schema_vllm_enforces(rubric) -> None:  # type: ignore[no-untyped-def]
     fmt = response_format(rubric, ALL)
     assert fmt["type"] == "json_schema"
     assert fmt["json_schema"]["schema"]["required"] == [*ALL, "reason"]
