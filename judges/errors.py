@@ -45,9 +45,10 @@ def is_endpoint_failure(verdict: Verdict) -> bool:
     return verdict.unscored_reason in ENDPOINT_REASONS
 
 
-def _excerpt(text: object) -> str:
+def excerpt(text: object, limit: int = _DETAIL_CHARS) -> str:
+    """`text` cut to `limit` characters (with "..."), for the bounded `detail` of an unscored verdict."""
     text = str(text)
-    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "..."
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
@@ -72,18 +73,18 @@ def classify_exception(exc: BaseException) -> Failure:
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__ or exc.__context__
         why = f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)
-        return Failure(UnscoredReason.endpoint_down, True, _excerpt(f"connection failed: {why}"))
+        return Failure(UnscoredReason.endpoint_down, True, excerpt(f"connection failed: {why}"))
     if isinstance(exc, openai.APIStatusError):
         return classify_status(exc)
     if isinstance(exc, openai.ContentFilterFinishReasonError):
         return Failure(UnscoredReason.refused, False, "content filter")
-    return Failure(UnscoredReason.judge_error, False, _excerpt(f"{type(exc).__name__}: {exc}"))
+    return Failure(UnscoredReason.judge_error, False, excerpt(f"{type(exc).__name__}: {exc}"))
 
 
 def classify_status(exc: openai.APIStatusError) -> Failure:
     """HTTP status errors: 429/408/409/5xx are transient unless the 429 is quota exhaustion."""
     status = exc.status_code
-    detail = _excerpt(f"HTTP {status}: {exc.message}")
+    detail = excerpt(f"HTTP {status}: {exc.message}")
     if status == 429:
         if _is_quota(exc):
             return Failure(UnscoredReason.rate_limited, False, detail, status)

@@ -13,7 +13,7 @@ from openai.types.chat import ChatCompletion
 
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
-from judges.errors import CallError
+from judges.errors import CallError, excerpt
 from judgewatch.items import JudgeItem
 from judgewatch.prompt import render_messages
 from judgewatch.rubric import Rubric
@@ -35,10 +35,6 @@ def token_usage(completion: ChatCompletion) -> TokenUsage:
     details = usage.prompt_tokens_details
     cached = details.cached_tokens if details is not None and details.cached_tokens else 0
     return TokenUsage(prompt=usage.prompt_tokens or 0, completion=usage.completion_tokens or 0, cached=cached)
-
-
-def _excerpt(text: str) -> str:
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
 
 
 class OpenAIJudge:
@@ -173,7 +169,7 @@ class OpenAIJudge:
                 UnscoredReason.refused,
                 judge=identity,
                 rubric=rubric.identity,
-                detail=_excerpt(f"refused: {refusal}"),
+                detail=excerpt(f"refused: {refusal}", _EXCERPT_CHARS),
                 **cost,
             )
         try:
@@ -185,7 +181,7 @@ class OpenAIJudge:
                 why,
                 judge=identity,
                 rubric=rubric.identity,
-                detail=f"{exc}; reply (finish_reason={finish_reason}): {_excerpt(text)!r}",
+                detail=f"{exc}; reply (finish_reason={finish_reason}): {excerpt(text, _EXCERPT_CHARS)!r}",
                 **cost,
             )
         cost.pop("not_applicable")

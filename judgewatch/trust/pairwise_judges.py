@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judges.base import config_hash
 from judges.chat_client import ChatClient
-from judges.errors import CallError
+from judges.errors import CallError, excerpt
 from judges.reference import ALGORITHM_VERSION, coverage
 from judges.reference import NAME as REFERENCE_NAME
 from judgewatch.items import JudgeItem
@@ -97,10 +97,6 @@ def parse_pair_reply(text: str, *, finish_reason: str | None = None) -> tuple[Wi
     return reply.winner, reply.reason
 
 
-def _excerpt(text: str) -> str:
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
-
-
 class OpenAIPairwiseJudge:
     """The vLLM (OpenAI-compatible) judge asked "A or B?" under a pairwise rubric."""
 
@@ -156,7 +152,7 @@ class OpenAIPairwiseJudge:
             winner, reason = parse_pair_reply(text, finish_reason=choice.finish_reason)
         except ReplyError as exc:
             why = UnscoredReason.truncated if exc.truncated else UnscoredReason.parse_error
-            return PairCall(None, unscored_reason=why, detail=f"{exc}; reply: {_excerpt(text)!r}")
+            return PairCall(None, unscored_reason=why, detail=f"{exc}; reply: {excerpt(text, _EXCERPT_CHARS)!r}")
         return PairCall(winner, reason[: rubric.reason_max_chars], latency_ms=result.latency_ms)
 
     async def aclose(self) -> None:

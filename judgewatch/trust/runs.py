@@ -6,7 +6,6 @@ not a silent switch to the reference judge (whose figures would then be filed un
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -159,31 +158,3 @@ async def ademo_trust_step(
         return trust_for(engine, vllm.pointwise.identity(rubrics[0]), rubrics[0].identity, policy=policy)
     finally:
         await vllm.aclose()
-
-
-def demo_trust_step(
-    engine: Engine,
-    judge_url: str,
-    model: str,
-    *,
-    settings: Settings | None = None,
-    datasets: Sequence[str] = DEMO_DATASETS,
-    limit: int | None = None,
-    pairwise_limit: int | None = 20,
-    concurrency: int = 8,
-    policy: TrustPolicy | None = None,
-) -> TrustVerdict:
-    """`ademo_trust_step` for synchronous callers (not from inside a running event loop)."""
-    return asyncio.run(
-        ademo_trust_step(
-            engine,
-            judge_url,
-            model,
-            settings=settings,
-            datasets=datasets,
-            limit=limit,
-            pairwise_limit=pairwise_limit,
-            concurrency=concurrency,
-            policy=policy,
-        )
-    )

@@ -155,7 +155,8 @@ def _reference_comparison(
     """The offline reference judge on the very same answers: its figures, and agreement with `judge`."""
     reference = judge if isinstance(judge, ReferenceJudge) else ReferenceJudge()
     items = pairs.good + pairs.bad
-    theirs = [reference.judge_sync(item, rubric) for item in items]
+    # The reference judge is deterministic: when it is the judge under test, its verdicts are already here.
+    theirs = list(verdicts) if reference is judge else [reference.judge_sync(item, rubric) for item in items]
     n = len(pairs.good)
     figures = known_answer_figures(
         rubric,
