@@ -9,23 +9,26 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
 from judgewatch.cli._store import open_store_or_exit
-from judgewatch.golden import GoldenSetError, load_golden_set
-from judgewatch.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
-from judgewatch.trust.leaderboard import leaderboard, table
-from judgewatch.trust.policy import dataset_label, policy_from_settings
-from judgewatch.trust.runs import JudgeUnreachable, ValidationReport, judges_under_test, validate
+
+if TYPE_CHECKING:
+    from judgewatch.trust.runs import ValidationReport
+
+# The trust modules pull in scipy and HF datasets (about a second): they are imported by the commands that use
+# them, so every other `judgewatch` command (and `--help`) starts without paying for them.
 
 app = typer.Typer(help="Judges: measure their trust on known answers, list what was measured.", no_args_is_help=True)
 
 
 def _print_report(report: ValidationReport) -> None:
+    from judgewatch.trust.policy import dataset_label
+
     for record in report.records:
         where = dataset_label(record.dataset, record.dataset_revision)
         typer.echo(
@@ -74,6 +77,11 @@ def validate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
 ) -> None:
     """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion."""
+    from judgewatch.golden import GoldenSetError, load_golden_set
+    from judgewatch.rubric import RubricError, load_rubric
+    from judgewatch.trust.policy import policy_from_settings
+    from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate
+
     settings = get_settings()
     policy = policy_from_settings(settings, min_auroc=min_auroc)
     try:
@@ -118,6 +126,9 @@ def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
 ) -> None:
     """Every judge configuration measured: trust per rubric, evidence, dataset and tier, vs the reference judge."""
+    from judgewatch.trust.leaderboard import leaderboard, table
+    from judgewatch.trust.policy import policy_from_settings
+
     settings = get_settings()
     engine = open_store_or_exit(database_url or settings.effective_database_url)
     try:
