@@ -31,15 +31,15 @@ import openai
 from sqlalchemy import Engine, func, select
 
 from judges.openai_judge import OpenAIJudge
-from judgewatch.items import JudgeItem
-from judgewatch.judging import JudgingSummary, judge_items
-from judgewatch.prompt import render_messages
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_messages
+from judgewatch.contract.reply import response_format
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.judging.pipeline import JudgingSummary, judge_items
 from judgewatch.settings import REPO_ROOT as REPO
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.verdict_schema import response_format
 
 MODEL = "sim-judge"
 SOURCE = "bench"
@@ -48,8 +48,8 @@ T = TypeVar("T")
 
 @contextlib.contextmanager
 def simulator_process(latency_ms: float, max_concurrency: int) -> Iterator[str]:
-    """Start `python -m judgewatch.simulator` on a free port; yield its base URL."""
-    cmd = [sys.executable, "-m", "judgewatch.simulator", "--port", "0", "--latency-ms", str(latency_ms)]
+    """Start `python -m judgewatch.testing.simulator` on a free port; yield its base URL."""
+    cmd = [sys.executable, "-m", "judgewatch.testing.simulator", "--port", "0", "--latency-ms", str(latency_ms)]
     cmd += ["--max-concurrency", str(max_concurrency)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
@@ -179,7 +179,7 @@ def main() -> None:
     bare_rate = max(r for r, _ in bare_runs)
     pipe_rate = max(r for r, _ in pipe_runs)
     print(
-        f"pipeline = OpenAIJudge + judgewatch.judging.judge_items (SQLite store); {len(items)} items, "
+        f"pipeline = OpenAIJudge + judgewatch.judging.pipeline.judge_items (SQLite store); {len(items)} items, "
         f"concurrency {args.concurrency}, best of {args.rounds} round(s)"
     )
     print(f"bare AsyncOpenAI loop : {bare_rate:7.1f} judgments/s = {bare_rate / limit:.2f} of the endpoint limit")

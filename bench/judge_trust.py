@@ -16,8 +16,8 @@ import asyncio
 import time
 
 from judges.factory import REFERENCE
-from judgewatch.golden import load_golden_set
-from judgewatch.rubric import load_rubric
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import get_settings
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate

@@ -35,8 +35,8 @@ from scipy.stats import rankdata
 
 from judges import _text
 from judges.reference import ReferenceJudge
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT
 
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"

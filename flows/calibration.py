@@ -25,7 +25,7 @@ from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_ver
 from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary, summarize
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot
 from judgewatch.storage.db import make_engine, session_scope

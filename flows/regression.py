@@ -37,15 +37,15 @@ from flows.regression_tasks import (
 )
 from judges.base import Judge
 from judges.factory import build_judge
-from judgewatch.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
-from judgewatch.reports.regression import RegressionReport, write_report
+from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
+from judgewatch.regression.report import RegressionReport, write_report
+from judgewatch.regression.serving import TierSpec
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.releases import GateDecision, gate_decision_id, record_gate_decision, record_release_tier
 from judgewatch.storage.types import utcnow
-from judgewatch.tiers import TierSpec
 
 logger = logging.getLogger(__name__)
 

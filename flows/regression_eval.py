@@ -16,17 +16,17 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
-from judgewatch.gate import TierEvaluation, compare_scores
-from judgewatch.golden import GoldenSet
-from judgewatch.reports.regression import TierSection, WorstItem
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, VerdictStatus
+from judgewatch.regression.gate import TierEvaluation, compare_scores
+from judgewatch.regression.golden import GoldenSet
+from judgewatch.regression.report import TierSection, WorstItem
+from judgewatch.regression.serving import TierSpec
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import accepted_baseline, get_release_tiers, tier_answers, tier_verdicts
-from judgewatch.tiers import TierSpec
 from judgewatch.trust.policy import TrustVerdict, policy_from_settings
 from judgewatch.trust.records import trust_for
-from judgewatch.verdicts import JudgeIdentity, VerdictStatus
 
 logger = logging.getLogger(__name__)
 

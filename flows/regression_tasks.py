@@ -23,10 +23,11 @@ from judges.base import Judge
 from judges.chat_client import ChatClient
 from judges.errors import CallError
 from judges.factory import describe, is_healthy
-from judgewatch.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
-from judgewatch.judging import judge_items
+from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
+from judgewatch.judging.pipeline import judge_items
+from judgewatch.regression.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
+from judgewatch.regression.serving import TierError, TierSpec, answer_messages, load_recorded_answers, parse_tiers
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
-from judgewatch.rubric import Rubric, RubricError, load_rubric
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
@@ -40,7 +41,6 @@ from judgewatch.storage.verdict_store import (
     start_run,
     upsert_interactions,
 )
-from judgewatch.tiers import TierError, TierSpec, answer_messages, load_recorded_answers, parse_tiers
 
 logger = logging.getLogger(__name__)
 

@@ -34,8 +34,8 @@ from flows.sampling_tasks import (
 )
 from judges.base import Judge
 from judges.factory import build_judge
+from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.review.routing import RoutingPolicy
-from judgewatch.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate

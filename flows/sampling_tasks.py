@@ -21,11 +21,12 @@ from sqlalchemy import Engine, inspect, select
 from sqlalchemy.engine import make_url
 
 from judges.base import Judge
-from judgewatch.items import JudgeItem
-from judgewatch.judging import judge_items
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import Verdict
+from judgewatch.judging.pipeline import judge_items
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
-from judgewatch.rubric import Rubric
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import table
@@ -34,7 +35,6 @@ from judgewatch.storage.verdict_store import quarantine_rows, upsert_interaction
 from judgewatch.storage.verdicts import VerdictRecord, verdict_id
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
 from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark
-from judgewatch.verdicts import Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ import hashlib
 import json
 from typing import Protocol, runtime_checkable
 
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
 
 
 @runtime_checkable

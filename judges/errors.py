@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import openai
 
-from judgewatch.verdicts import UnscoredReason, Verdict
+from judgewatch.contract.verdicts import UnscoredReason, Verdict
 
 # Failures of the endpoint rather than of the judge's answer: the fallback chain moves on for these.
 ENDPOINT_REASONS = frozenset({UnscoredReason.endpoint_down, UnscoredReason.timeout, UnscoredReason.rate_limited})

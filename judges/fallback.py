@@ -17,9 +17,9 @@ from enum import StrEnum
 
 from judges.base import Judge
 from judges.errors import is_endpoint_failure
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,11 @@ from openai.types.chat import ChatCompletion
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
 from judges.errors import CallError, excerpt
-from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_messages
-from judgewatch.rubric import Rubric
-from judgewatch.verdict_schema import ReplyError, parse_reply, response_format
-from judgewatch.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_messages
+from judgewatch.contract.reply import ReplyError, parse_reply, response_format
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 
 logger = logging.getLogger(__name__)
 

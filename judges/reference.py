@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 from judges._text import EMPTY, Tokens, is_bare_yes_no, negated, tokenize, union
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
 from judgewatch.calibration.agreement import confusion_frame, confusion_tables, reviewer_agreement
-from judgewatch.calibration.dataset import load_labels
+from judgewatch.calibration.report import anchor_blocks, fmt_ci, fmt_num
+from judgewatch.calibration.score_frame import load_labels
 from judgewatch.calibration.summary import CalibrationSummary
-from judgewatch.reports.tiers import anchor_blocks, fmt_ci, fmt_num
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope

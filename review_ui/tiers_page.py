@@ -19,10 +19,10 @@ from PIL import Image
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
+from judgewatch.calibration.report import blocks
 from judgewatch.calibration.summary import CalibrationSummary, parse_since, summarize
-from judgewatch.reports.tiers import blocks
+from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.review.accounts import is_active
-from judgewatch.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from review_ui.queue_page import username

@@ -17,6 +17,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 
@@ -65,3 +67,9 @@ def engine(db_url: str) -> Iterator[Engine]:
     migrate(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def rubric() -> Rubric:
+    """The shipped answer_quality rubric (English and Chinese templates)."""
+    return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")

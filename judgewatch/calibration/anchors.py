@@ -20,9 +20,10 @@ import pandas as pd
 from sqlalchemy import Engine, select
 
 from judges.base import Judge
-from judgewatch.calibration.dataset import load_scores
-from judgewatch.judging import judge_items
-from judgewatch.rubric import Rubric
+from judgewatch.calibration.score_frame import load_scores
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.judging.pipeline import judge_items
 from judgewatch.stats import Estimate, bias, exact_agreement, weighted_kappa
 from judgewatch.storage.calibration import AnchorSet, anchor_interaction_ids, create_anchor_set, get_anchor_set
 from judgewatch.storage.db import session_scope
@@ -31,7 +32,6 @@ from judgewatch.storage.migrations import table
 from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.verdict_store import finish_run, get_verdicts, start_run
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.verdicts import UnscoredReason, VerdictStatus
 
 logger = logging.getLogger(__name__)
 

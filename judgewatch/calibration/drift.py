@@ -20,7 +20,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import agreement_sample
-from judgewatch.calibration.dataset import Series
+from judgewatch.calibration.score_frame import Series
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, drift_test, time_windows
 from judgewatch.storage.calibration import (

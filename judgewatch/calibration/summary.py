@@ -18,8 +18,8 @@ from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
-from judgewatch.calibration.dataset import NO_TIER, Series, count_scored, current_series, load_scores
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
+from judgewatch.calibration.score_frame import NO_TIER, Series, count_scored, current_series, load_scores
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.golden import GoldenSetError, list_golden_sets, load_golden_set
+from judgewatch.regression.golden import GoldenSetError, list_golden_sets, load_golden_set
 
 logger = logging.getLogger(__name__)
 

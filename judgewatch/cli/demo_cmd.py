@@ -1,4 +1,4 @@
-"""`judgewatch demo`: the post-release gate on three releases, on the embedded defaults (see judgewatch/demo.py)."""
+"""`judgewatch demo`: the post-release gate on three releases, on the embedded defaults (see cli/demo_run.py)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def demo(
     prefect_defaults()
     from sqlalchemy.engine import make_url
 
-    from judgewatch.demo import run_demo
+    from judgewatch.cli.demo_run import run_demo
     from judgewatch.storage.db import make_engine
     from judgewatch.storage.migrations import migrate
 

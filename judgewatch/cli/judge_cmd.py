@@ -22,16 +22,16 @@ from sqlalchemy.exc import SQLAlchemyError
 from judges.base import Judge
 from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
 from judgewatch.cli._store import CannotRun, open_store
-from judgewatch.items import JudgeItem
-from judgewatch.judge_input import input_source, read_judge_input
-from judgewatch.judging import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
-from judgewatch.rubric import Rubric, RubricError, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
+from judgewatch.contract.verdicts import Verdict
+from judgewatch.judging.input_rows import input_source, read_judge_input
+from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.quarantine import QuarantineRecord
 from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.verdict_store import finish_run, quarantine_rows, start_run
-from judgewatch.verdicts import Verdict
 
 logger = logging.getLogger(__name__)
 

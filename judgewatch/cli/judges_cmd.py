@@ -77,8 +77,8 @@ def validate_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
 ) -> None:
     """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion."""
-    from judgewatch.golden import GoldenSetError, load_golden_set
-    from judgewatch.rubric import RubricError, load_rubric
+    from judgewatch.contract.rubric import RubricError, load_rubric
+    from judgewatch.regression.golden import GoldenSetError, load_golden_set
     from judgewatch.trust.policy import policy_from_settings
     from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate
 

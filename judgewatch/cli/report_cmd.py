@@ -17,7 +17,7 @@ import typer
 from sqlalchemy.exc import SQLAlchemyError
 
 from judgewatch.cli._store import CannotRun, open_store
-from judgewatch.rubric import RubricError, load_rubric
+from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
 
 logger = logging.getLogger(__name__)
@@ -51,8 +51,8 @@ def tiers(
 ) -> None:
     """Per tier and criterion: judge raw mean, corrected estimate and interval, tier difference, agreement,
     trends, open drift alerts and the labels each number rests on."""
+    from judgewatch.calibration.report import write_report
     from judgewatch.calibration.summary import parse_since, summarize
-    from judgewatch.reports.tiers import write_report
 
     settings = get_settings()
     try:

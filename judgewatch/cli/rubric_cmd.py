@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from judgewatch.rubric_check import check_rubrics
+from judgewatch.contract.rubric_check import check_rubrics
 from judgewatch.settings import get_settings
 
 app = typer.Typer(help="Rubric files: validate them before they grade anything.", no_args_is_help=True)

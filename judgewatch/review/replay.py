@@ -19,6 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
 from judgewatch.review.accounts import ensure_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import Route, insert_review_items, item_row
@@ -32,7 +33,6 @@ from judgewatch.storage.review import PickReason
 from judgewatch.storage.types import stable_id, utcnow
 from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
 from judgewatch.storage.verdicts import verdict_id
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
 
 logger = logging.getLogger(__name__)
 

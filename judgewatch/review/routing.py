@@ -25,14 +25,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
+from judgewatch.contract.rubric import Rubric, RubricError
+from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.review.rubrics import RubricResolver
-from judgewatch.rubric import Rubric, RubricError
 from judgewatch.settings import Settings
 from judgewatch.storage.migrations import table
 from judgewatch.storage.review import ItemState, PickReason, ReviewItem, review_item_id
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.verdicts import VerdictStatus
 
 logger = logging.getLogger(__name__)
 

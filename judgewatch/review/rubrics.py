@@ -11,7 +11,7 @@ import logging
 from functools import lru_cache
 from pathlib import Path
 
-from judgewatch.rubric import Criterion, Rubric, RubricError, Scale, load_rubric
+from judgewatch.contract.rubric import Criterion, Rubric, RubricError, Scale, load_rubric
 
 logger = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.verdicts import VerdictRecord

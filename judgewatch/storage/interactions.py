@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlmodel import Field, SQLModel
 
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 

@@ -14,14 +14,14 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.verdicts import RubricIdentity, Verdict
 from judgewatch.storage.interactions import ITEM_COLUMNS, Interaction, interaction_id, item_row
 from judgewatch.storage.migrations import table
 from judgewatch.storage.quarantine import QuarantinedRow, QuarantineRecord, bounded_excerpt, quarantine_id
 from judgewatch.storage.runs import EvalRun, RunStatus, run_id
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, criterion_rows, verdict_row
-from judgewatch.verdicts import RubricIdentity, Verdict
 
 _CHUNK = 1000  # rows per statement: well under SQLite's and PostgreSQL's bound-parameter limits
 

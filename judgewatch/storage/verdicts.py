@@ -13,8 +13,15 @@ from typing import Any
 
 from sqlmodel import Field, SQLModel
 
+from judgewatch.contract.verdicts import (
+    JudgeIdentity,
+    RubricIdentity,
+    TokenUsage,
+    UnscoredReason,
+    Verdict,
+    VerdictStatus,
+)
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity, TokenUsage, UnscoredReason, Verdict, VerdictStatus
 
 
 def verdict_id(interaction_id: str, rubric_hash: str, judge_config_hash: str) -> str:

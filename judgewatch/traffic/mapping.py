@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
 
-from judgewatch.items import Language
+from judgewatch.contract.items import Language
+from judgewatch.contract.verdicts import TokenUsage
 from judgewatch.traffic.config import FieldPath, SourceConfig
 from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import (
@@ -24,7 +25,6 @@ from judgewatch.traffic.records import (
     interaction_id,
     source_label,
 )
-from judgewatch.verdicts import TokenUsage
 
 logger = logging.getLogger(__name__)
 

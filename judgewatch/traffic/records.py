@@ -7,8 +7,8 @@ from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from judgewatch.items import JudgeItem, Language
-from judgewatch.verdicts import TokenUsage
+from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.verdicts import TokenUsage
 
 EXCERPT_CHARS = 500
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 
 from judges.base import plan
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import Verdict
 from judgewatch.stats.auroc import auroc, auroc_interval
-from judgewatch.verdicts import Verdict
 
 
 def _clean(value: float) -> float | None:

@@ -16,10 +16,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
+from judges.pairwise import PairCall, PairwiseJudge, Winner
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
 from judgewatch.stats.estimate import Estimate, percentile_bounds
-from judgewatch.trust.pairwise_judges import PairCall, PairwiseJudge, Winner
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,12 @@ from typing import Any
 from numpy.typing import ArrayLike
 from sqlalchemy import Engine
 
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
 from judgewatch.stats.agreement import weighted_kappa
 from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records, save_trust_record
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, evaluate, evaluate_record
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity
 
 logger = logging.getLogger(__name__)
 

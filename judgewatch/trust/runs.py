@@ -14,12 +14,12 @@ from sqlalchemy import Engine
 
 from judges.base import Judge
 from judges.factory import REFERENCE, is_healthy, judge_links, parse_judge_spec
+from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
 from judges.reference import ReferenceJudge
-from judgewatch.golden import GoldenSet, load_golden_set
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.trust import TrustRecord
-from judgewatch.trust.pairwise_judges import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, policy_from_settings
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import validate_judge, validate_pairwise

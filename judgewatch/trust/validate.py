@@ -18,21 +18,21 @@ from typing import Any
 from sqlalchemy import Engine
 
 from judges.base import Judge
+from judges.pairwise import PairwiseJudge
 from judges.reference import ReferenceJudge
-from judgewatch.golden import GoldenItem, GoldenSet
-from judgewatch.items import JudgeItem
-from judgewatch.judging import judge_items
-from judgewatch.rubric import Rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import Verdict
+from judgewatch.judging.pipeline import judge_items
+from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
-from judgewatch.trust.pairwise_judges import PairwiseJudge
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import build_record, store_record
-from judgewatch.verdicts import Verdict
 
 logger = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ import yaml
 from sqlalchemy import Engine, func, select
 
 from judgewatch.calibration.summary import summarize
-from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
-from judgewatch.rubric import load_rubric
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.calibration import CalibrationSnapshot, get_snapshots
 from judgewatch.storage.db import session_scope
@@ -22,7 +22,7 @@ from judgewatch.storage.migrations import table
 from judgewatch.storage.trust import TrustEvidence, get_trust_records
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.verdicts import JudgeIdentity
+from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 

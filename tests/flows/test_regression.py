@@ -19,7 +19,8 @@ from sqlalchemy import func, select, text
 from typer.testing import CliRunner
 
 from judgewatch.cli.regress_cmd import standalone_app
-from judgewatch.golden import load_golden_set
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.releases import (
@@ -30,7 +31,6 @@ from judgewatch.storage.releases import (
     latest_gate_decision,
     record_release_tier,
 )
-from judgewatch.tiers import write_recorded_answers
 
 SET = "halueval_qa_mini"
 Files = dict[str, Path]
@@ -393,7 +393,7 @@ def test_quick_demo_passes_r1_and_r2_and_catches_r3(tmp_path: Path) -> None:
     import asyncio
 
     from flows.regression import post_release_regression
-    from judgewatch.demo import run_demo
+    from judgewatch.cli.demo_run import run_demo
     from judgewatch.settings import Settings
 
     db = f"sqlite:///{tmp_path / 'jw.db'}"

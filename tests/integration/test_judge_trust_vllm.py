@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import Engine
 
-from judgewatch.gate import decide
-from judgewatch.golden import load_golden_set
-from judgewatch.rubric import load_rubric
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.regression.gate import decide
+from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import REPO_ROOT, Settings
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import trust_for

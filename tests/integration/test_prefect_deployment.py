@@ -21,11 +21,11 @@ import pytest
 import yaml
 from sqlalchemy import text
 
-from judgewatch.golden import load_golden_set
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
-from judgewatch.tiers import write_recorded_answers
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.slow]
 

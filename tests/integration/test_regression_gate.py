@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from judgewatch.golden import load_golden_set
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
-from judgewatch.tiers import write_recorded_answers
 
 from .conftest import VLLM_MODEL
 

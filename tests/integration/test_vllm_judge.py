@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from judgewatch.rubric import load_rubric
+from judgewatch.contract.reply import verdict_schema
+from judgewatch.contract.rubric import load_rubric
 from judgewatch.settings import REPO_ROOT
-from judgewatch.verdict_schema import verdict_schema
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

@@ -7,15 +7,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric, load_rubric
-from judgewatch.settings import REPO_ROOT
-from judgewatch.simulator import SimulatorHandle, serve_simulator
-
-
-@pytest.fixture
-def rubric() -> Rubric:
-    return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")
+from judgewatch.contract.items import JudgeItem
+from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 
 @pytest.fixture

@@ -12,10 +12,10 @@ from judges.base import Judge, config_hash, plan, scored_verdict
 from judges.fallback import CircuitState, FallbackJudge, link_label
 from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
-from judgewatch.simulator import Fault, SimulatorHandle
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
+from judgewatch.testing.simulator import Fault, SimulatorHandle
 
 MakeItem = Callable[..., JudgeItem]
 

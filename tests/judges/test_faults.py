@@ -10,10 +10,10 @@ import httpx
 import pytest
 
 from judges.openai_judge import OpenAIJudge
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
-from judgewatch.simulator import SimulatorHandle, serve_simulator
-from judgewatch.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 MakeItem = Callable[..., JudgeItem]
 MAX_RETRIES = 2

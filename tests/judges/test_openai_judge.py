@@ -9,12 +9,12 @@ import httpx
 
 from judges.base import Judge
 from judges.openai_judge import OpenAIJudge
-from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_messages
-from judgewatch.rubric import Rubric
-from judgewatch.simulator import SimulatorHandle, run_simulator_in_thread, serve_simulator, simulated_object
-from judgewatch.verdict_schema import verdict_schema
-from judgewatch.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_messages
+from judgewatch.contract.reply import verdict_schema
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread, serve_simulator, simulated_object
 
 ALL = ["relevance", "faithfulness", "completeness"]
 MakeItem = Callable[..., JudgeItem]

@@ -12,10 +12,10 @@ import judges.reference as reference
 from judges._text import negated, tokenize
 from judges.base import Judge
 from judges.reference import CUTS, ReferenceJudge, to_level
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
 from judgewatch.settings import REPO_ROOT
-from judgewatch.verdicts import UnscoredReason, VerdictStatus
 
 HALUEVAL_QA = REPO_ROOT.parent / "shared" / "data" / "halueval" / "generation" / "qa" / "qa_one-turn_data.json"
 # Measured on these 100 questions: 0.95 (bootstrap 95% 0.92-0.98); the floor leaves room below the interval.

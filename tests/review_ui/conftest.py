@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, Verdict, VerdictStatus
 from judgewatch.review.accounts import add_reviewer
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
@@ -19,7 +20,6 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity, Verdict, VerdictStatus
 from review_ui.app import serve
 
 PASSWORD = "a long test password"

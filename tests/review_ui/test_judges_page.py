@@ -7,8 +7,8 @@ import pytest
 from sqlalchemy import Engine
 
 from judges.reference import ReferenceJudge
-from judgewatch.golden import load_golden_set
-from judgewatch.rubric import load_rubric
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import REPO_ROOT
 from judgewatch.trust.leaderboard import COLUMNS
 from judgewatch.trust.validate import validate_judge

@@ -15,14 +15,14 @@ import pytest
 from PIL import Image
 from sqlalchemy import Engine
 
-from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.review.accounts import add_reviewer, set_active
-from judgewatch.rubric import load_rubric
 from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.types import utcnow
-from judgewatch.verdicts import JudgeIdentity
+from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 from review_ui.app import serve
 from review_ui.calibration_page import add_calibration_tab, calibration_view
 from review_ui.tiers_page import add_tiers_tab, require_viewer, tiers_view

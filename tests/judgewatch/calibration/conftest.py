@@ -2,14 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
-from judgewatch.rubric import Rubric, load_rubric
-from judgewatch.verdicts import JudgeIdentity
+from judgewatch.contract.verdicts import JudgeIdentity
 
 JUDGE_A = JudgeIdentity(kind="fake", name="judge-a", endpoint="http://judge-a/v1", config_hash="a" * 16)
-
-
-@pytest.fixture(scope="session")
-def rubric() -> Rubric:
-    return load_rubric("answer_quality")

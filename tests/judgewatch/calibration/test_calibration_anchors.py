@@ -9,14 +9,14 @@ from sqlalchemy import Engine, select
 
 from judges.base import scored_verdict
 from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
-from judgewatch.calibration.dataset import load_scores
-from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
+from judgewatch.calibration.score_frame import load_scores
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 from judgewatch.storage.calibration import AnchorSetFrozen, anchor_interaction_ids, create_anchor_set
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 
 from .conftest import JUDGE_A
 

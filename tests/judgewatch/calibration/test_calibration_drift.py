@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from judgewatch.calibration.dataset import current_series, load_scores
 from judgewatch.calibration.drift import DriftRun, detect, notify, open_alerts, post_webhook, store_alerts
-from judgewatch.calibration.synthetic import BiasShift, SyntheticSpec, TierTruth, write_synthetic
-from judgewatch.rubric import Rubric
+from judgewatch.calibration.score_frame import current_series, load_scores
+from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import AlertState, get_alerts
 from judgewatch.storage.db import session_scope
+from judgewatch.testing.synthetic_labels import BiasShift, SyntheticSpec, TierTruth, write_synthetic
 
 from .conftest import JUDGE_A
 

@@ -15,13 +15,13 @@ from typer.testing import CliRunner
 
 from judges.reference import ReferenceJudge
 from judgewatch.calibration.anchors import ensure_anchor_verdicts, freeze_anchor_set
+from judgewatch.calibration.report import SECTIONS, write_report
 from judgewatch.calibration.summary import parse_since, summarize
-from judgewatch.calibration.synthetic import SyntheticSpec, write_synthetic
 from judgewatch.cli.report_cmd import app
-from judgewatch.reports.tiers import SECTIONS, write_report
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import DriftAlert, upsert_alert
 from judgewatch.storage.db import session_scope
+from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 
 from .conftest import JUDGE_A
 

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import agreement_table
-from judgewatch.calibration.dataset import load_scores
-from judgewatch.calibration.synthetic import SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.tiers import tier_differences, tier_estimates
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, write_synthetic
 
 from .conftest import JUDGE_A
 

@@ -12,12 +12,12 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
 from judgewatch.cli import get_app
-from judgewatch.simulator import run_simulator_in_thread
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import table
 from judgewatch.storage.quarantine import QuarantinedRow
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.testing.simulator import run_simulator_in_thread
 
 GOOD: list[dict[str, Any]] = [
     {"id": "g1", "question": "What is the capital of France?", "answer": "Paris.", "reference_answer": "Paris."},

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner, Result
 
 from judgewatch.cli import judge_cmd, judges_cmd
-from judgewatch.simulator import run_simulator_in_thread
+from judgewatch.testing.simulator import run_simulator_in_thread
 
 
 def _app() -> typer.Typer:

@@ -8,14 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import Engine
 
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, UnscoredReason, Verdict, VerdictStatus
 from judgewatch.review.accounts import hash_password
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import Reviewer
 from judgewatch.storage.verdict_store import store_judged
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity, UnscoredReason, Verdict, VerdictStatus
 
 JUDGE = JudgeIdentity(kind="fake", name="fake-judge", config_hash="cfg1")
 RUBRIC = RubricIdentity(name="answer_quality", version="1.0.0", hash="rubrichash")

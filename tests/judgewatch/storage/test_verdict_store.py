@@ -6,7 +6,15 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from sqlalchemy import Engine, func, select
 
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.verdicts import (
+    JudgeIdentity,
+    RubricIdentity,
+    TokenUsage,
+    UnscoredReason,
+    Verdict,
+    VerdictStatus,
+)
 from judgewatch.storage import verdict_store as store
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction, interaction_id
@@ -14,7 +22,6 @@ from judgewatch.storage.migrations import table
 from judgewatch.storage.quarantine import QuarantineRecord
 from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity, TokenUsage, UnscoredReason, Verdict, VerdictStatus
 
 JUDGE = JudgeIdentity(kind="fake", name="fake-judge", endpoint="http://x/v1", config_hash="j" * 16)
 RUBRIC = RubricIdentity(name="answer_quality", version="1.0.0", hash="r" * 16)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 
 from judges.base import config_hash, plan, scored_verdict
+from judges.pairwise import PairCall
 from judges.reference import ReferenceJudge
-from judgewatch.golden import GoldenSet, load_golden_set
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import REPO_ROOT
-from judgewatch.trust.pairwise_judges import PairCall
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason, Verdict
 
 RUBRICS = REPO_ROOT / "rubrics"
 DATASETS = REPO_ROOT / "datasets"

@@ -6,11 +6,11 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judges.pairwise import ReferencePairwiseJudge
 from judges.reference import ReferenceJudge
-from judgewatch.golden import GoldenSet
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.regression.golden import GoldenSet
 from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
-from judgewatch.trust.pairwise_judges import ReferencePairwiseJudge
 from judgewatch.trust.validate import validate_judge, validate_pairwise
 
 

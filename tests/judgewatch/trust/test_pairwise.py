@@ -6,21 +6,21 @@ from typing import Any
 
 import pytest
 
-from judgewatch.golden import GoldenSet
-from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_pair_messages
-from judgewatch.rubric import Rubric
-from judgewatch.rubric_check import check_rubric_file
-from judgewatch.simulator import run_simulator_in_thread
-from judgewatch.trust.pairwise import PairOutcome, compare_pairs, first_preference, summarize
-from judgewatch.trust.pairwise_judges import (
+from judges.pairwise import (
     OpenAIPairwiseJudge,
     PairCall,
     ReferencePairwiseJudge,
     parse_pair_reply,
 )
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_pair_messages
+from judgewatch.contract.reply import ReplyError
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.rubric_check import check_rubric_file
+from judgewatch.regression.golden import GoldenSet
+from judgewatch.testing.simulator import run_simulator_in_thread
+from judgewatch.trust.pairwise import PairOutcome, compare_pairs, first_preference, summarize
 from judgewatch.trust.validate import validate_pairwise
-from judgewatch.verdict_schema import ReplyError
 
 ITEM = JudgeItem(
     id="q1",

@@ -7,15 +7,15 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judgewatch.gate import TierEvaluation, compare_scores, decide
-from judgewatch.golden import GoldenSet
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
+from judgewatch.regression.gate import TierEvaluation, compare_scores, decide
+from judgewatch.regression.golden import GoldenSet
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy, evaluate, policy_from_settings
 from judgewatch.trust.records import record_human_agreement, trust_for
 from judgewatch.trust.validate import validate_judge
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity
 
 
 def _record(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from judges.factory import build_judge
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
 from judgewatch.settings import REPO_ROOT, Settings
-from judgewatch.simulator import run_simulator_in_thread
+from judgewatch.testing.simulator import run_simulator_in_thread
 from judgewatch.trust.leaderboard import leaderboard
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.runs import ademo_trust_step, judges_under_test

@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import Engine
 
 from judges.reference import ReferenceJudge
-from judgewatch.golden import GoldenSet
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.regression.golden import GoldenSet
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, get_trust_records
 from judgewatch.storage.verdict_store import count_by_status

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
 
 
 def verdict_schema(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:

@@ -20,12 +20,12 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judgewatch.golden import GoldenItem, load_golden_set
+from judgewatch.regression.golden import GoldenItem, load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import accept_baseline
 from judgewatch.storage.types import stable_id
-from judgewatch.tiers import write_recorded_answers
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ def _show(echo: Echo, outcome: Outcome) -> None:
 
 def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> None:
     """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust."""
-    from judgewatch.rubric import load_rubric
+    from judgewatch.contract.rubric import load_rubric
     from judgewatch.trust.policy import policy_from_settings
     from judgewatch.trust.runs import judges_under_test, validate
 

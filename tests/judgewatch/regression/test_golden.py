@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from judgewatch.cli.dataset_cmd import app
-from judgewatch.golden import GoldenSet, GoldenSetError, check_golden_set, load_golden_set
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
+from judgewatch.regression.golden import GoldenSet, GoldenSetError, check_golden_set, load_golden_set
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 DATASETS_DIR = REPO_ROOT / "datasets"
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # By name: tools run from the repo root take the `datasets/` data folder for the HF package.

@@ -22,15 +22,15 @@ from pathlib import Path
 
 from sqlalchemy import Engine, select
 
-from judgewatch.calibration.synthetic import label_routed
-from judgewatch.golden import GoldenItem, GoldenSet, load_golden_set
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import VerdictStatus
+from judgewatch.regression.golden import GoldenItem, GoldenSet, load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import table
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.tiers import write_recorded_answers
-from judgewatch.verdicts import VerdictStatus
+from judgewatch.testing.synthetic_labels import label_routed
 
 logger = logging.getLogger(__name__)
 

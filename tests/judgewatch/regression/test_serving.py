@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from judgewatch.tiers import (
+from judgewatch.regression.serving import (
     TierError,
     answer_messages,
     load_recorded_answers,

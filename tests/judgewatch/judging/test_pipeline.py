@@ -13,24 +13,18 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from judges.base import config_hash, plan, scored_verdict
-from judgewatch import judging
-from judgewatch.items import JudgeItem
-from judgewatch.judge_input import read_judge_input
-from judgewatch.judging import judge_items, percentiles
-from judgewatch.rubric import Rubric, load_rubric
-from judgewatch.settings import REPO_ROOT
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, Verdict
+from judgewatch.judging import pipeline as judging
+from judgewatch.judging.input_rows import read_judge_input
+from judgewatch.judging.pipeline import judge_items, percentiles
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.migrations import table
 from judgewatch.storage.quarantine import QuarantineRecord
 from judgewatch.storage.verdict_store import get_verdicts
 from judgewatch.storage.verdicts import VerdictRecord
-from judgewatch.verdicts import JudgeIdentity, TokenUsage, Verdict
-
-
-@pytest.fixture
-def rubric() -> Rubric:
-    return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")
 
 
 class FakeJudge:
@@ -111,7 +105,7 @@ async def test_a_judge_exception_becomes_an_unscored_judge_error_verdict_and_is_
     rubric: Rubric, caplog: pytest.LogCaptureFixture
 ) -> None:
     judge = FakeJudge(fail_ids=frozenset({"item-3", "item-7"}))
-    with caplog.at_level(logging.ERROR, logger="judgewatch.judging"):
+    with caplog.at_level(logging.ERROR, logger="judgewatch.judging.pipeline"):
         result = await judge_items(make_items(10), rubric, judge)
     failed = {v.item_id: v for v in result.verdicts if v.status == "unscored"}
     assert set(failed) == {"item-3", "item-7"}

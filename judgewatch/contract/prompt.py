@@ -13,8 +13,8 @@ from functools import lru_cache
 import jinja2
 from jinja2 import meta
 
-from judgewatch.items import JudgeItem, Language
-from judgewatch.rubric import Criterion, Rubric, RubricError
+from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.rubric import Criterion, Rubric, RubricError
 
 SYSTEM_BLOCK = "system"
 USER_BLOCK = "user"

@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from judgewatch.items import JudgeItem, Language
+from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.settings import get_settings
 
 logger = logging.getLogger(__name__)

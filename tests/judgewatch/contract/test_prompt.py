@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from judgewatch.items import JudgeItem, detect_language
-from judgewatch.prompt import neutralize, render_messages
-from judgewatch.rubric import load_rubric
-from judgewatch.settings import REPO_ROOT
+from judgewatch.contract.items import JudgeItem, detect_language
+from judgewatch.contract.prompt import neutralize, render_messages
 
 ALL = ["relevance", "faithfulness", "completeness"]
-
-
-@pytest.fixture(scope="module")
-def rubric():  # type: ignore[no-untyped-def]
-    return load_rubric("answer_quality", REPO_ROOT / "rubrics")
 
 
 def _item(**kw: object) -> JudgeItem:

@@ -10,8 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
-from judgewatch.rubric import RubricError, load_rubric
-from judgewatch.rubric_check import check_rubric_file
+from judgewatch.contract.rubric import RubricError, load_rubric
+from judgewatch.contract.rubric_check import check_rubric_file
 from judgewatch.settings import REPO_ROOT
 
 RUBRICS = REPO_ROOT / "rubrics"

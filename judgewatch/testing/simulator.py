@@ -8,7 +8,7 @@ the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, 
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
 attempts of this prompt, then a normal reply).
 
-    python -m judgewatch.simulator --port 8011 --latency-ms 250 --max-concurrency 64 --mode ok
+    python -m judgewatch.testing.simulator --port 8011 --latency-ms 250 --max-concurrency 64 --mode ok
 """
 
 from __future__ import annotations
@@ -355,7 +355,9 @@ def run_simulator_in_thread(**kwargs: Any) -> Iterator[SimulatorHandle]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m judgewatch.simulator", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m judgewatch.testing.simulator", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: a free port (printed on the first line)")
     parser.add_argument("--latency-ms", type=float, default=250.0)

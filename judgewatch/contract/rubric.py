@@ -14,8 +14,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judgewatch.items import Language
-from judgewatch.verdicts import RubricIdentity
+from judgewatch.contract.items import Language
+from judgewatch.contract.verdicts import RubricIdentity
 
 
 class RubricError(ValueError):

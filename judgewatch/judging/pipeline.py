@@ -20,11 +20,11 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 
 from judges.base import Judge
-from judgewatch.items import JudgeItem
-from judgewatch.rubric import Rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.verdict_store import store_judged
-from judgewatch.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 
 logger = logging.getLogger(__name__)
 

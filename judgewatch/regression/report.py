@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from judgewatch.gate import Comparison, GateResult, TierEvaluation
-from judgewatch.verdicts import JudgeIdentity, RubricIdentity
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
+from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation
 
 logger = logging.getLogger(__name__)
 

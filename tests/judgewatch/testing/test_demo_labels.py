@@ -7,17 +7,17 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from judges.reference import ReferenceJudge
-from judgewatch.calibration.dataset import load_labels
-from judgewatch.calibration.demo import DEMO_REVIEWER, demo_answers, synthesize_golden_labels, write_demo_answers
+from judgewatch.calibration.score_frame import load_labels
 from judgewatch.calibration.summary import summarize
-from judgewatch.golden import load_golden_set
-from judgewatch.judging import judge_items
-from judgewatch.rubric import Rubric
+from judgewatch.contract.rubric import Rubric
+from judgewatch.judging.pipeline import judge_items
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import load_recorded_answers
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import regression_source
 from judgewatch.storage.verdict_store import upsert_interactions
-from judgewatch.tiers import load_recorded_answers
+from judgewatch.testing.demo_labels import DEMO_REVIEWER, demo_answers, synthesize_golden_labels, write_demo_answers
 
 SET = "halueval_qa_mini"
 

@@ -21,11 +21,11 @@ from judges.chat_client import ChatClient
 from judges.errors import CallError, excerpt
 from judges.reference import ALGORITHM_VERSION, coverage
 from judges.reference import NAME as REFERENCE_NAME
-from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_pair_messages
-from judgewatch.rubric import Rubric
-from judgewatch.verdict_schema import ReplyError
-from judgewatch.verdicts import JudgeIdentity, UnscoredReason
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_pair_messages
+from judgewatch.contract.reply import ReplyError
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason
 
 logger = logging.getLogger(__name__)
 

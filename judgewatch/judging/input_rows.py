@@ -13,7 +13,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from judgewatch.items import JudgeItem
+from judgewatch.contract.items import JudgeItem
 from judgewatch.storage.quarantine import QuarantineRecord
 
 

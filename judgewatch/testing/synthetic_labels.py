@@ -15,17 +15,17 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy import Engine, select
 
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.review.accounts import ensure_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
-from judgewatch.rubric import Rubric
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction, interaction_id
 from judgewatch.storage.migrations import table
 from judgewatch.storage.releases import regression_source
 from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
-from judgewatch.verdicts import JudgeIdentity, Verdict, VerdictStatus
 
 logger = logging.getLogger(__name__)
 

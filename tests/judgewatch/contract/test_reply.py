@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judgewatch.rubric import load_rubric
-from judgewatch.settings import REPO_ROOT
-from judgewatch.verdict_schema import ReplyError, parse_reply, response_format, verdict_schema
+from judgewatch.contract.reply import ReplyError, parse_reply, response_format, verdict_schema
 
 ALL = ["relevance", "faithfulness", "completeness"]
-
-
-@pytest.fixture(scope="module")
-def rubric():  # type: ignore[no-untyped-def]
-    return load_rubric("answer_quality", REPO_ROOT / "rubrics")
 
 
 def test_schema_puts_scores_before_a_bounded_reason(rubric) -> None:  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from judgewatch.gate import Comparison, TierEvaluation, compare_scores, decide
+from judgewatch.regression.gate import Comparison, TierEvaluation, compare_scores, decide
 from judgewatch.stats.paired import PairedDiff
 
 CRITERIA = ["faithfulness"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgewatch.items import JudgeItem
-from judgewatch.prompt import render_messages, render_pair_messages, undeclared_variables
-from judgewatch.rubric import RubricError, load_rubric
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import render_messages, render_pair_messages, undeclared_variables
+from judgewatch.contract.rubric import RubricError, load_rubric
 
 _SAMPLES = (
     JudgeItem(

@@ -1,1 +1,0 @@
-"""Reports: regression gate reports (Markdown and JSON)."""
