@@ -30,6 +30,7 @@ import httpx2
 import openai
 from sqlalchemy import Engine, func, select
 
+from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
@@ -113,7 +114,7 @@ async def judge_and_store(
     url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, concurrency: int
 ) -> JudgingSummary:
     """The project's pipeline: render, call, parse, validate (OpenAIJudge) and store in batches (judge_items)."""
-    judge = OpenAIJudge(url, MODEL, concurrency=concurrency)
+    judge = OpenAIJudge(EndpointConfig(url, MODEL, concurrency=concurrency))
     try:
         result = await judge_items(items, rubric, judge, engine=engine, source=SOURCE, collect=False)
     finally:

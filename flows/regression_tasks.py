@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 
 from judges.base import Judge
 from judges.chat_client import ChatClient
+from judges.config import EndpointConfig
 from judges.errors import CallError
 from judges.factory import describe, is_healthy
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
@@ -121,7 +122,7 @@ async def check_endpoints(tiers: Sequence[TierSpec], judge: Judge) -> tuple[dict
     for spec in tiers:
         if spec.kind != "live" or spec.base_url is None or spec.model is None:
             continue
-        client = ChatClient(spec.base_url, spec.model, timeout_s=10.0)
+        client = ChatClient(EndpointConfig(spec.base_url, spec.model, timeout_s=10.0))
         try:
             if not await client.health():
                 down[spec.name] = f"{spec.base_url} did not answer GET /models (model {spec.model})"
@@ -193,16 +194,20 @@ async def generate_answers(
             todo.append((item, messages, key))
     result = Generation(reused=len(golden.items) - len(todo))
     client = ChatClient(
-        spec.base_url,
-        spec.model,
-        concurrency=concurrency,
-        timeout_s=settings.judge_timeout_s,
-        max_retries=settings.judge_max_retries,
+        EndpointConfig(
+            spec.base_url,
+            spec.model,
+            concurrency=concurrency,
+            timeout_s=settings.judge_timeout_s,
+            max_retries=settings.judge_max_retries,
+            max_tokens=max_tokens,
+            seed=settings.judge_seed,
+        )
     )
 
     async def one(item: GoldenItem, messages: list[dict[str, str]], key: str) -> tuple[GoldenItem, str, object]:
         try:
-            return item, key, await client.complete(messages, max_tokens=max_tokens, seed=settings.judge_seed)
+            return item, key, await client.complete(messages)
         except CallError as exc:
             return item, key, exc
 

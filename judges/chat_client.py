@@ -17,6 +17,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from judges.config import EndpointConfig
 from judges.errors import CallError, classify_exception
 
 logger = logging.getLogger(__name__)
@@ -39,71 +40,61 @@ class ChatClient:
     the concurrency so the pool never becomes the bottleneck.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str = "EMPTY",
-        concurrency: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 2,
-        backoff_s: float = 0.5,
-        max_backoff_s: float = 8.0,
-    ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.api_key = api_key
-        self.concurrency = concurrency
-        self.timeout_s = timeout_s
-        self.max_retries = max_retries
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        self.endpoint = endpoint
         self._client: openai.AsyncOpenAI | None = None
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._random = random.Random()
 
+    @property
+    def base_url(self) -> str:
+        return self.endpoint.base_url
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
+
     def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._client is None or self._semaphore is None or self._loop is not loop:
+            cfg = self.endpoint
             http_client = openai.DefaultAsyncHttpxClient(
-                limits=httpx2.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency),
+                limits=httpx2.Limits(max_connections=cfg.concurrency + 4, max_keepalive_connections=cfg.concurrency),
                 # asyncio.timeout below bounds each attempt; this is the transport's own backstop.
-                timeout=httpx2.Timeout(self.timeout_s + 5.0, connect=min(self.timeout_s, 10.0)),
+                timeout=httpx2.Timeout(cfg.timeout_s + 5.0, connect=min(cfg.timeout_s, 10.0)),
             )
             self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self.api_key, max_retries=0, http_client=http_client
+                base_url=cfg.base_url, api_key=cfg.api_key, max_retries=0, http_client=http_client
             )
-            self._semaphore = asyncio.Semaphore(self.concurrency)
+            self._semaphore = asyncio.Semaphore(cfg.concurrency)
             self._loop = loop
         return self._client, self._semaphore
 
     def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
         """Jittered exponential backoff; a server's Retry-After is honoured up to the cap."""
-        delay = min(self.max_backoff_s, self.backoff_s * 2 ** (attempt - 1)) * self._random.uniform(0.5, 1.0)
+        cap = self.endpoint.max_backoff_s
+        delay = min(cap, self.endpoint.backoff_s * 2 ** (attempt - 1)) * self._random.uniform(0.5, 1.0)
         if retry_after_s is not None:
-            delay = max(delay, min(retry_after_s, self.max_backoff_s))
+            delay = max(delay, min(retry_after_s, cap))
         return delay
 
     async def chat(
         self,
         messages: list[dict[str, str]],
         *,
-        max_tokens: int,
-        temperature: float = 0.0,
-        seed: int | None = None,
+        max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
     ) -> ChatResult:
-        """One chat completion, retried on transient errors; raises CallError when it fails for good."""
+        """One chat completion, retried on transient errors; raises CallError when it fails for good.
+
+        Sampling follows the endpoint's configuration; `max_tokens` overrides its budget for one call.
+        """
         client, semaphore = self._bind()
-        params: dict[str, Any] = {"max_tokens": max_tokens, "temperature": temperature}
-        if seed is not None:
-            params["seed"] = seed
+        cfg = self.endpoint
+        params: dict[str, Any] = {"max_tokens": max_tokens or cfg.max_tokens, "temperature": cfg.temperature}
+        if cfg.seed is not None:
+            params["seed"] = cfg.seed
         if response_format is not None:
             params["response_format"] = response_format
         started: float | None = None
@@ -114,9 +105,9 @@ class ChatClient:
                 async with semaphore:
                     if started is None:
                         started = time.perf_counter()
-                    async with asyncio.timeout(self.timeout_s):
+                    async with asyncio.timeout(cfg.timeout_s):
                         completion = await client.chat.completions.create(
-                            model=self.model,
+                            model=cfg.model,
                             messages=cast(list[ChatCompletionMessageParam], messages),
                             **params,
                         )
@@ -124,7 +115,7 @@ class ChatClient:
             except Exception as exc:
                 failure = classify_exception(exc)
                 elapsed_ms = (time.perf_counter() - (started or time.perf_counter())) * 1000
-                if not failure.transient or attempt > self.max_retries:
+                if not failure.transient or attempt > cfg.max_retries:
                     raise CallError(failure, attempts=attempt, latency_ms=elapsed_ms) from exc
                 delay = self._backoff(attempt, failure.retry_after_s)
                 logger.debug(
@@ -132,16 +123,9 @@ class ChatClient:
                 )
             await asyncio.sleep(delay)
 
-    async def complete(
-        self,
-        messages: list[dict[str, str]],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> str:
+    async def complete(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> str:
         """The assistant's text for `messages` (e.g. a tier's answer); raises CallError on failure."""
-        result = await self.chat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        result = await self.chat(messages, max_tokens=max_tokens)
         choices = result.completion.choices
         return (choices[0].message.content or "") if choices else ""
 
@@ -149,7 +133,7 @@ class ChatClient:
         """True when the endpoint answers GET /models; never raises."""
         client, _ = self._bind()
         try:
-            await client.models.list(timeout=min(self.timeout_s, HEALTH_TIMEOUT_S))
+            await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
         except Exception as exc:
             logger.debug("%s health check failed: %s", self.base_url, exc)
             return False

@@ -10,6 +10,7 @@ import asyncio
 import logging
 
 from judges.base import Judge
+from judges.config import judge_endpoint
 from judgewatch.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -49,18 +50,7 @@ def judge_links(
         else:
             from judges.openai_judge import OpenAIJudge
 
-            links.append(
-                OpenAIJudge(
-                    part,
-                    model or settings.judge_model,
-                    api_key=settings.judge_api_key,
-                    concurrency=concurrency or settings.judge_concurrency,
-                    timeout_s=settings.judge_timeout_s,
-                    max_retries=settings.judge_max_retries,
-                    max_tokens=settings.judge_max_tokens,
-                    seed=settings.judge_seed,
-                )
-            )
+            links.append(OpenAIJudge(judge_endpoint(settings, part, model=model, concurrency=concurrency)))
     return links
 
 

@@ -13,6 +13,7 @@ from openai.types.chat import ChatCompletion
 
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
+from judges.config import EndpointConfig
 from judges.errors import CallError, excerpt
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
@@ -42,36 +43,16 @@ class OpenAIJudge:
 
     kind = "openai"
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str = "EMPTY",
-        concurrency: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 2,
-        max_tokens: int = 160,
-        seed: int = 1234,
-        temperature: float = 0.0,
-        backoff_s: float = 0.5,
-    ) -> None:
-        self.client = ChatClient(
-            base_url,
-            model,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            max_retries=max_retries,
-            backoff_s=backoff_s,
-        )
-        self.model = model
-        self.max_tokens = max_tokens
-        self.seed = seed
-        self.temperature = temperature
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        self.endpoint = endpoint
+        self.client = ChatClient(endpoint)
         # Per rubric content hash: identities and response formats are the same for every item.
         self._identities: dict[str, JudgeIdentity] = {}
         self._formats: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
 
     @property
     def base_url(self) -> str:
@@ -88,14 +69,7 @@ class OpenAIJudge:
                 kind=self.kind,
                 name=self.model,
                 endpoint=self.base_url,
-                config_hash=config_hash(
-                    rubric,
-                    model=self.model,
-                    temperature=self.temperature,
-                    seed=self.seed,
-                    max_tokens=self.max_tokens,
-                    prompt_format=PROMPT_FORMAT,
-                ),
+                config_hash=config_hash(rubric, **self.endpoint.scoring_params(), prompt_format=PROMPT_FORMAT),
             )
             self._identities[rubric.content_hash] = identity
         return identity
@@ -115,13 +89,7 @@ class OpenAIJudge:
             return no_reference_verdict(item, rubric, identity)
         messages = render_messages(rubric, item, to_score)
         try:
-            result = await self.client.chat(
-                messages,
-                max_tokens=self.max_tokens,
-                temperature=self.temperature,
-                seed=self.seed,
-                response_format=self._response_format(rubric, to_score),
-            )
+            result = await self.client.chat(messages, response_format=self._response_format(rubric, to_score))
         except CallError as exc:
             return Verdict.unscored(
                 item.id,
@@ -189,7 +157,7 @@ class OpenAIJudge:
 
     async def complete(self, messages: list[dict[str, str]], max_tokens: int = 512) -> str:
         """Plain generation through the same client (tier answers); raises CallError on failure."""
-        return await self.client.complete(messages, max_tokens=max_tokens, temperature=self.temperature, seed=self.seed)
+        return await self.client.complete(messages, max_tokens=max_tokens)
 
     async def health(self) -> bool:
         """True when the endpoint answers GET /models (the gate's 'endpoint unreachable' check)."""

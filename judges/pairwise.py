@@ -1,36 +1,35 @@
 """Pairwise judges: given one question, its references and two answers, name the better one ("A", "B", "tie").
 
 One call judges one order only; `judgewatch.trust.pairwise` asks in both orders and reconciles them. The
-vLLM judge answers `{"winner": "A"|"B"|"tie", "reason": ...}` under a json_schema built here (winner first,
-so a reply cut by max_tokens still carries it); every failure is an unscored call with its reason.
+vLLM judge answers `{"winner": "A"|"B"|"tie", "reason": ...}` under the json_schema and parser of
+`judgewatch.contract.reply` (winner first, so a reply cut by max_tokens still carries it); every failure is
+an unscored call with its reason.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import time
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Protocol, runtime_checkable
 
 from judges.base import config_hash
 from judges.chat_client import ChatClient
+from judges.config import EndpointConfig
 from judges.errors import CallError, excerpt
 from judges.reference import ALGORITHM_VERSION, coverage
 from judges.reference import NAME as REFERENCE_NAME
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_pair_messages
-from judgewatch.contract.reply import ReplyError
+from judgewatch.contract.reply import ReplyError, Winner, pair_response_format, parse_pair_reply
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason
 
 logger = logging.getLogger(__name__)
 
-Winner = Literal["A", "B", "tie"]
 PAIRWISE_FORMAT = "chat:system-rubric+user-pair;json_schema{winner,reason};v1"
+# A pairwise reply is a winner and a short reason: its own token budget, whatever the endpoint's pointwise one.
+PAIR_REPLY_MAX_TOKENS = 96
 _EXCERPT_CHARS = 200
 
 
@@ -58,90 +57,27 @@ class PairwiseJudge(Protocol):
     async def aclose(self) -> None: ...
 
 
-def pair_schema(rubric: Rubric) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
-            "winner": {"type": "string", "enum": ["A", "B", "tie"]},
-            "reason": {"type": "string", "maxLength": rubric.reason_max_chars},
-        },
-        "required": ["winner", "reason"],
-        "additionalProperties": False,
-    }
-
-
-class _PairReply(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    winner: Winner
-    reason: str = Field(default="", max_length=2000)
-
-
-def parse_pair_reply(text: str, *, finish_reason: str | None = None) -> tuple[Winner, str]:
-    """(winner, reason) from a reply, or ReplyError; a reply cut by max_tokens keeps a winner it already wrote."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        if finish_reason == "length":
-            match = re.search(r'"winner"\s*:\s*"(A|B|tie)"', text)
-            if match:
-                return match.group(1), "[truncated]"  # type: ignore[return-value]
-            raise ReplyError("reply cut off by max_tokens before the winner", truncated=True) from exc
-        raise ReplyError(f"reply is not JSON: {exc.msg} at char {exc.pos}") from exc
-    try:
-        reply = _PairReply.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(object)"
-        raise ReplyError(f"reply does not match the pairwise schema: {loc}: {first['msg']}") from exc
-    return reply.winner, reply.reason
-
-
 class OpenAIPairwiseJudge:
     """The vLLM (OpenAI-compatible) judge asked "A or B?" under a pairwise rubric."""
 
     kind = "openai"
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        api_key: str = "EMPTY",
-        concurrency: int = 64,
-        timeout_s: float = 60.0,
-        max_retries: int = 2,
-        max_tokens: int = 96,
-        seed: int = 1234,
-        temperature: float = 0.0,
-    ) -> None:
-        self.client = ChatClient(
-            base_url, model, api_key=api_key, concurrency=concurrency, timeout_s=timeout_s, max_retries=max_retries
-        )
-        self.model = model
-        self.max_tokens = max_tokens
-        self.seed = seed
-        self.temperature = temperature
+    def __init__(self, endpoint: EndpointConfig, *, reply_max_tokens: int = PAIR_REPLY_MAX_TOKENS) -> None:
+        self.endpoint = endpoint.with_changes(max_tokens=reply_max_tokens)
+        self.client = ChatClient(self.endpoint)
+
+    @property
+    def model(self) -> str:
+        return self.endpoint.model
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
-        digest = config_hash(
-            rubric,
-            model=self.model,
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            prompt_format=PAIRWISE_FORMAT,
-        )
-        return JudgeIdentity(kind=self.kind, name=self.model, endpoint=self.client.base_url, config_hash=digest)
+        digest = config_hash(rubric, **self.endpoint.scoring_params(), prompt_format=PAIRWISE_FORMAT)
+        return JudgeIdentity(kind=self.kind, name=self.model, endpoint=self.endpoint.base_url, config_hash=digest)
 
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:
         messages = render_pair_messages(rubric, item, answer_a, answer_b)
-        schema = {"name": f"{rubric.name}_verdict", "schema": pair_schema(rubric), "strict": True}
-        fmt = {"type": "json_schema", "json_schema": schema}
         try:
-            result = await self.client.chat(
-                messages, max_tokens=self.max_tokens, temperature=self.temperature, seed=self.seed, response_format=fmt
-            )
+            result = await self.client.chat(messages, response_format=pair_response_format(rubric))
         except CallError as exc:
             return PairCall(None, unscored_reason=exc.failure.reason, detail=exc.failure.detail)
         if not result.completion.choices:

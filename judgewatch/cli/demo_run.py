@@ -124,9 +124,10 @@ def demo_judge_trust_step(
 
     echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {settings.judge_url} on the mini sets")
     from judges.chat_client import ChatClient
+    from judges.config import judge_endpoint
 
     async def healthy() -> bool:
-        client = ChatClient(settings.judge_url, settings.judge_model, timeout_s=5.0)
+        client = ChatClient(judge_endpoint(settings).with_changes(timeout_s=5.0))
         try:
             return await client.health()
         finally:

@@ -1,19 +1,26 @@
-"""The JSON schema a judge must answer in, generated from the rubric, and the parser of its reply.
+"""The JSON schemas a judge must answer in, generated from the rubric, and the one parser of its replies.
 
-Scores come before the reason so that a reply cut by max_tokens still carries every score; the reason
-is bounded so the whole object fits in the judge's token budget.
+Pointwise replies carry one integer per criterion, then a reason; pairwise replies carry the winner ("A",
+"B" or "tie"), then a reason. What is decisive comes first, so a reply cut by max_tokens still carries it;
+the reason is bounded so the whole object fits in the judge's token budget. Both kinds go through
+`parse_json_reply`: JSON, then the pydantic model, then (only for a reply cut by max_tokens) a salvage.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from judgewatch.contract.rubric import Rubric
+
+Winner = Literal["A", "B", "tie"]
+ModelT = TypeVar("ModelT", bound=BaseModel)
+ReplyT = TypeVar("ReplyT")
 
 
 def verdict_schema(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
@@ -30,12 +37,31 @@ def verdict_schema(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
     }
 
 
+def pair_schema(rubric: Rubric) -> dict[str, Any]:
+    """JSON schema of a pairwise reply: the winner by position, then a short reason."""
+    return {
+        "type": "object",
+        "properties": {
+            "winner": {"type": "string", "enum": list(get_args(Winner))},
+            "reason": {"type": "string", "maxLength": rubric.reason_max_chars},
+        },
+        "required": ["winner", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def _json_schema_format(rubric: Rubric, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": f"{rubric.name}_verdict", "schema": schema, "strict": True}}
+
+
 def response_format(rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
     """The OpenAI `response_format` value (vLLM enforces it); never vLLM's removed guided-decoding request field."""
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": f"{rubric.name}_verdict", "schema": verdict_schema(rubric, to_score), "strict": True},
-    }
+    return _json_schema_format(rubric, verdict_schema(rubric, to_score))
+
+
+def pair_response_format(rubric: Rubric) -> dict[str, Any]:
+    """The `response_format` of a pairwise request ("A or B?")."""
+    return _json_schema_format(rubric, pair_schema(rubric))
 
 
 def reply_model(rubric: Rubric, to_score: list[str]) -> type[BaseModel]:
@@ -62,33 +88,88 @@ class ReplyError(ValueError):
         self.truncated = truncated
 
 
-def parse_reply(
-    rubric: Rubric, to_score: list[str], text: str, *, finish_reason: str | None = None
-) -> tuple[dict[str, int], str]:
-    """(scores, reason) from a judge's reply, or ReplyError.
+class PairReply(BaseModel):
+    """A pairwise judge's reply, validated."""
 
-    A reply cut off by max_tokens (finish_reason "length") is accepted only when every score was written
-    before the cut; its reason is then kept as far as it got.
+    model_config = ConfigDict(extra="forbid")
+
+    winner: Winner
+    reason: str = Field(default="", max_length=2000)
+
+
+def parse_json_reply(
+    text: str,
+    model: type[ModelT],
+    *,
+    schema_name: str,
+    finish_reason: str | None,
+    salvage: Callable[[str], ReplyT],
+    read: Callable[[ModelT], ReplyT],
+) -> ReplyT:
+    """`read(model(json))` for a reply, or ReplyError naming the first problem.
+
+    A reply that is not JSON because max_tokens cut it (finish_reason "length") goes to `salvage`, which
+    returns what was written before the cut or raises a truncated ReplyError.
     """
-    model = reply_model(rubric, to_score)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         if finish_reason == "length":
-            return _salvage_truncated(rubric, to_score, text)
+            return salvage(text)
         raise ReplyError(f"reply is not JSON: {exc.msg} at char {exc.pos}") from exc
     try:
         parsed = model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "(object)"
-        raise ReplyError(f"reply does not match the verdict schema: {loc}: {first['msg']}") from exc
-    values = parsed.model_dump()
-    reason = str(values.pop("reason", ""))[: rubric.reason_max_chars]
-    return {k: int(v) for k, v in values.items()}, reason
+        raise ReplyError(f"reply does not match the {schema_name} schema: {loc}: {first['msg']}") from exc
+    return read(parsed)
 
 
-def _salvage_truncated(rubric: Rubric, to_score: list[str], text: str) -> tuple[dict[str, int], str]:
+def parse_reply(
+    rubric: Rubric, to_score: list[str], text: str, *, finish_reason: str | None = None
+) -> tuple[dict[str, int], str]:
+    """(scores, reason) from a pointwise judge's reply, or ReplyError.
+
+    A reply cut off by max_tokens (finish_reason "length") is accepted only when every score was written
+    before the cut; its reason is then kept as far as it got.
+    """
+
+    def read(parsed: BaseModel) -> tuple[dict[str, int], str]:
+        values = parsed.model_dump()
+        reason = str(values.pop("reason", ""))[: rubric.reason_max_chars]
+        return {k: int(v) for k, v in values.items()}, reason
+
+    return parse_json_reply(
+        text,
+        reply_model(rubric, to_score),
+        schema_name="verdict",
+        finish_reason=finish_reason,
+        salvage=lambda cut: _salvage_scores(rubric, to_score, cut),
+        read=read,
+    )
+
+
+def parse_pair_reply(text: str, *, finish_reason: str | None = None) -> tuple[Winner, str]:
+    """(winner, reason) from a pairwise judge's reply, or ReplyError; a cut-off reply keeps a winner it wrote."""
+
+    def read(parsed: PairReply) -> tuple[Winner, str]:
+        return parsed.winner, parsed.reason
+
+    return parse_json_reply(
+        text, PairReply, schema_name="pairwise", finish_reason=finish_reason, salvage=_salvage_winner, read=read
+    )
+
+
+def _salvage_winner(text: str) -> tuple[Winner, str]:
+    match = re.search(r'"winner"\s*:\s*"(A|B|tie)"', text)
+    if match is None:
+        raise ReplyError("reply cut off by max_tokens before the winner", truncated=True)
+    winner: Winner = "A" if match.group(1) == "A" else "B" if match.group(1) == "B" else "tie"
+    return winner, "[truncated]"
+
+
+def _salvage_scores(rubric: Rubric, to_score: list[str], text: str) -> tuple[dict[str, int], str]:
     scores: dict[str, int] = {}
     for name in to_score:
         match = re.search(rf'"{re.escape(name)}"\s*:\s*(-?\d+)\s*[,}}]', text)

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 
 from judges.base import Judge
-from judges.factory import REFERENCE, is_healthy, judge_links, parse_judge_spec
+from judges.config import judge_endpoint
+from judges.factory import REFERENCE, is_healthy, parse_judge_spec
+from judges.openai_judge import OpenAIJudge
 from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.rubric import Rubric, load_rubric
@@ -63,17 +65,8 @@ def judges_under_test(
         if part == REFERENCE:
             result.append(JudgeUnderTest(REFERENCE, ReferenceJudge(), ReferencePairwiseJudge()))
             continue
-        [pointwise] = judge_links(part, settings, model, concurrency, fallback_reference=False)
-        pairwise = OpenAIPairwiseJudge(
-            part,
-            model or settings.judge_model,
-            api_key=settings.judge_api_key,
-            concurrency=concurrency or settings.judge_concurrency,
-            timeout_s=settings.judge_timeout_s,
-            max_retries=settings.judge_max_retries,
-            seed=settings.judge_seed,
-        )
-        result.append(JudgeUnderTest(part, pointwise, pairwise))
+        endpoint = judge_endpoint(settings, part, model=model, concurrency=concurrency)
+        result.append(JudgeUnderTest(part, OpenAIJudge(endpoint), OpenAIPairwiseJudge(endpoint)))
     return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from judges.config import EndpointConfig
 from judges.factory import build_judge, healthy_links, judge_links
 from judges.fallback import FallbackJudge
 from judges.openai_judge import OpenAIJudge
@@ -53,7 +54,7 @@ def test_a_malformed_spec_names_the_bad_part(settings: Settings, spec: str) -> N
 
 
 async def test_health_splits_reachable_from_unreachable_links(settings: Settings) -> None:
-    down = OpenAIJudge("http://127.0.0.1:9/v1", "m", timeout_s=2, max_retries=0)
+    down = OpenAIJudge(EndpointConfig("http://127.0.0.1:9/v1", "m", timeout_s=2, max_retries=0))
     reference = ReferenceJudge()
     try:
         up, dead = await healthy_links([down, reference])

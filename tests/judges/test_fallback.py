@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from judges.base import Judge, config_hash, plan, scored_verdict
+from judges.config import EndpointConfig
 from judges.fallback import CircuitState, FallbackJudge, link_label
 from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
@@ -50,7 +51,7 @@ class FakeClock:
 
 
 def _remote(url: str, model: str = "sim-judge") -> OpenAIJudge:
-    return OpenAIJudge(url, model, max_retries=0, backoff_s=0.01, timeout_s=5.0)
+    return OpenAIJudge(EndpointConfig(url, model, max_retries=0, backoff_s=0.01, timeout_s=5.0))
 
 
 async def test_first_link_down_second_serves_and_the_verdict_names_both(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -44,7 +45,7 @@ OUTCOMES: dict[str, tuple[UnscoredReason | None, int]] = {
 
 def _judge(url: str, **kw: object) -> OpenAIJudge:
     options: dict[str, object] = {"max_retries": MAX_RETRIES, "backoff_s": 0.01, "timeout_s": 5.0, **kw}
-    return OpenAIJudge(url, "sim-judge", **options)  # type: ignore[arg-type]
+    return OpenAIJudge(EndpointConfig(url, "sim-judge", **options))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("marker", list(OUTCOMES))

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import httpx
 
 from judges.base import Judge
+from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
@@ -21,7 +22,7 @@ MakeItem = Callable[..., JudgeItem]
 
 
 def _judge(sim: SimulatorHandle, **kw: object) -> OpenAIJudge:
-    return OpenAIJudge(sim.base_url, "sim-judge", backoff_s=0.01, **kw)  # type: ignore[arg-type]
+    return OpenAIJudge(EndpointConfig(sim.base_url, "sim-judge", backoff_s=0.01, **kw))  # type: ignore[arg-type]
 
 
 async def test_request_carries_json_schema_temperature_zero_seed_and_max_tokens_and_no_guided_decoding_field(
@@ -119,8 +120,8 @@ async def test_item_whose_every_criterion_needs_references_gets_no_reference_wit
 
 
 def test_identity_hash_ignores_the_url_so_replicas_are_one_series(rubric: Rubric) -> None:
-    a = OpenAIJudge("http://replica-a:8000/v1", "m")
-    b = OpenAIJudge("http://replica-b:8000/v1", "m")
+    a = OpenAIJudge(EndpointConfig("http://replica-a:8000/v1", "m"))
+    b = OpenAIJudge(EndpointConfig("http://replica-b:8000/v1", "m"))
     assert isinstance(a, Judge)
     assert a.identity(rubric).config_hash == b.identity(rubric).config_hash
     assert a.identity(rubric).endpoint == "http://replica-a:8000/v1"
@@ -128,12 +129,12 @@ def test_identity_hash_ignores_the_url_so_replicas_are_one_series(rubric: Rubric
 
 
 def test_identity_hash_changes_with_model_seed_temperature_and_max_tokens(rubric: Rubric) -> None:
-    base = OpenAIJudge("http://x/v1", "m").identity(rubric).config_hash
+    base = OpenAIJudge(EndpointConfig("http://x/v1", "m")).identity(rubric).config_hash
     for other in (
-        OpenAIJudge("http://x/v1", "m2"),
-        OpenAIJudge("http://x/v1", "m", seed=1),
-        OpenAIJudge("http://x/v1", "m", temperature=0.5),
-        OpenAIJudge("http://x/v1", "m", max_tokens=64),
+        OpenAIJudge(EndpointConfig("http://x/v1", "m2")),
+        OpenAIJudge(EndpointConfig("http://x/v1", "m", seed=1)),
+        OpenAIJudge(EndpointConfig("http://x/v1", "m", temperature=0.5)),
+        OpenAIJudge(EndpointConfig("http://x/v1", "m", max_tokens=64)),
     ):
         assert other.identity(rubric).config_hash != base
 
@@ -142,7 +143,7 @@ async def test_requests_in_flight_never_exceed_the_concurrency_and_reach_it(
     rubric: Rubric, make_item: MakeItem
 ) -> None:
     async with serve_simulator(latency_ms=100, max_concurrency=1000) as sim:
-        judge = OpenAIJudge(sim.base_url, "sim-judge", concurrency=8)
+        judge = OpenAIJudge(EndpointConfig(sim.base_url, "sim-judge", concurrency=8))
         verdicts = await asyncio.gather(*(judge.judge(make_item(str(i), f"v{i}"), rubric) for i in range(40)))
         await judge.aclose()
     assert all(v.status is VerdictStatus.scored for v in verdicts)
@@ -152,7 +153,7 @@ async def test_requests_in_flight_never_exceed_the_concurrency_and_reach_it(
 async def test_health_is_true_when_serving_and_false_when_nothing_listens(
     sim: SimulatorHandle, closed_port_url: str
 ) -> None:
-    up, down = _judge(sim), OpenAIJudge(closed_port_url, "m")
+    up, down = _judge(sim), OpenAIJudge(EndpointConfig(closed_port_url, "m"))
     assert await up.health() is True
     assert await down.health() is False
     await up.aclose()
@@ -169,7 +170,7 @@ async def test_complete_returns_the_generated_text_through_the_same_client(sim: 
 
 def test_one_judge_works_across_successive_event_loops(rubric: Rubric, make_item: MakeItem) -> None:
     with run_simulator_in_thread(latency_ms=1) as sim:
-        judge = OpenAIJudge(sim.base_url, "sim-judge")
+        judge = OpenAIJudge(EndpointConfig(sim.base_url, "sim-judge"))
         first = asyncio.run(judge.judge(make_item("1"), rubric))
         second = asyncio.run(judge.judge(make_item("2"), rubric))
         stats = httpx.get(sim.root_url + "/sim/stats").json()

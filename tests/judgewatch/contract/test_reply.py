@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from judgewatch.contract.reply import ReplyError, parse_reply, response_format, verdict_schema
+from judgewatch.contract.reply import (
+    ReplyError,
+    pair_response_format,
+    parse_pair_reply,
+    parse_reply,
+    response_format,
+    verdict_schema,
+)
+from judgewatch.contract.rubric import Rubric
 
 ALL = ["relevance", "faithfulness", "completeness"]
 
@@ -57,3 +65,21 @@ def test_cut_reply_missing_a_score_is_truncated(rubric) -> None:  # type: ignore
     with pytest.raises(ReplyError, match="before the score of 'completeness'") as err:
         parse_reply(rubric, ALL, '{"relevance":4,"faithfulness":1,"compl', finish_reason="length")
     assert err.value.truncated
+
+
+def test_pair_reply_parsing_keeps_a_winner_written_before_a_cut() -> None:
+    assert parse_pair_reply('{"winner":"B","reason":"B cites the facts"}') == ("B", "B cites the facts")
+    assert parse_pair_reply('{"winner":"tie","reason":"1.1.1.1.1', finish_reason="length")[0] == "tie"
+    with pytest.raises(ReplyError) as cut:
+        parse_pair_reply('{"win', finish_reason="length")
+    assert cut.value.truncated
+    with pytest.raises(ReplyError, match="winner"):
+        parse_pair_reply('{"winner":"C","reason":""}')
+
+
+def test_pointwise_and_pairwise_formats_share_the_vllm_json_schema_envelope(rubric: Rubric) -> None:
+    pointwise, pairwise = response_format(rubric, ALL), pair_response_format(rubric)
+    assert pointwise["type"] == pairwise["type"] == "json_schema"
+    assert pointwise["json_schema"]["name"] == pairwise["json_schema"]["name"] == f"{rubric.name}_verdict"
+    assert pairwise["json_schema"]["strict"] is True
+    assert pairwise["json_schema"]["schema"]["required"] == ["winner", "reason"]

@@ -1,0 +1,76 @@
+"""One OpenAI-compatible chat endpoint's configuration, built from the settings in one place.
+
+`ChatClient`, `OpenAIJudge` and `OpenAIPairwiseJudge` all take an `EndpointConfig`, so a new client knob
+(an API-key variable, extra headers, a logprobs switch) is one field here and one line in `judge_endpoint`.
+The fields that can change a judge's scores are named by `scoring_params` and go into its configuration hash;
+the transport fields (URL, key, concurrency, timeouts, retries) do not, so replicas of one model are one series.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from judgewatch.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Where and how to call one chat endpoint (the judge's, or a live serving tier's), and how it samples."""
+
+    base_url: str
+    model: str
+    api_key: str = field(default="EMPTY", repr=False)
+    concurrency: int = 64
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    backoff_s: float = 0.5
+    max_backoff_s: float = 8.0
+    max_tokens: int = 160
+    seed: int | None = 1234
+    temperature: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ValueError(f"endpoint base_url must be an http(s):// URL, got {self.base_url!r}")
+        if not self.model:
+            raise ValueError(f"endpoint {self.base_url}: the model name is empty")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
+        if self.max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+
+    def with_changes(self, **changes: Any) -> EndpointConfig:
+        """A copy with `changes` applied and checked again (e.g. a smaller `max_tokens` for short replies)."""
+        return replace(self, **changes)
+
+    def scoring_params(self) -> dict[str, object]:
+        """The fields that can change what the model answers: part of every judge configuration hash."""
+        return {"model": self.model, "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+
+def judge_endpoint(
+    settings: Settings, base_url: str | None = None, *, model: str | None = None, concurrency: int | None = None
+) -> EndpointConfig:
+    """The judge endpoint at `base_url` (default: the configured judge URL) as the settings configure it.
+
+    `model` and `concurrency` are the CLI's per-run overrides; everything else comes from `JUDGEWATCH_JUDGE_*`.
+    """
+    return EndpointConfig(
+        base_url=base_url or settings.judge_url,
+        model=model or settings.judge_model,
+        api_key=settings.judge_api_key,
+        concurrency=concurrency or settings.judge_concurrency,
+        timeout_s=settings.judge_timeout_s,
+        max_retries=settings.judge_max_retries,
+        max_tokens=settings.judge_max_tokens,
+        seed=settings.judge_seed,
+    )

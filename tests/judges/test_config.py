@@ -1,0 +1,61 @@
+"""One endpoint configuration: built once from the settings, checked when built, taken by every OpenAI client."""
+
+from __future__ import annotations
+
+import pytest
+
+from judges.base import config_hash
+from judges.config import EndpointConfig, judge_endpoint
+from judges.openai_judge import PROMPT_FORMAT, OpenAIJudge
+from judges.pairwise import PAIR_REPLY_MAX_TOKENS, PAIRWISE_FORMAT, OpenAIPairwiseJudge
+from judgewatch.contract.rubric import Rubric
+from judgewatch.settings import Settings
+
+
+def test_judge_endpoint_takes_every_client_knob_from_the_settings() -> None:
+    settings = Settings(
+        judge_url="http://judge:8000/v1/",
+        judge_model="m",
+        judge_api_key="secret",
+        judge_concurrency=3,
+        judge_timeout_s=7.5,
+        judge_max_retries=4,
+        judge_max_tokens=99,
+        judge_seed=42,
+    )
+    endpoint = judge_endpoint(settings)
+    expected = EndpointConfig("http://judge:8000/v1", "m", api_key="secret", concurrency=3, timeout_s=7.5)
+    assert endpoint == expected.with_changes(max_retries=4, max_tokens=99, seed=42)
+    assert "secret" not in repr(endpoint)  # the key never reaches a log line through repr
+    override = judge_endpoint(settings, "http://other/v1", model="x", concurrency=9)
+    assert (override.base_url, override.model, override.concurrency) == ("http://other/v1", "x", 9)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"base_url": "judge:8000"}, "http"),
+        ({"model": ""}, "model name is empty"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"max_retries": -1}, "max_retries"),
+        ({"timeout_s": 0}, "timeout_s"),
+        ({"max_tokens": 0}, "max_tokens"),
+    ],
+)
+def test_an_unusable_value_is_refused_when_the_config_is_built_or_changed(
+    changes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        EndpointConfig("http://judge/v1", "m").with_changes(**changes)
+
+
+def test_judges_hash_the_same_scoring_fields_as_before_the_config_object(rubric: Rubric) -> None:
+    endpoint = EndpointConfig("http://judge/v1", "m", seed=7, temperature=0.0, max_tokens=160)
+    pointwise = OpenAIJudge(endpoint).identity(rubric).config_hash
+    expected = config_hash(rubric, model="m", temperature=0.0, seed=7, max_tokens=160, prompt_format=PROMPT_FORMAT)
+    assert pointwise == expected  # stored series stay one series across this refactor
+    pairwise = OpenAIPairwiseJudge(endpoint)
+    assert pairwise.endpoint.max_tokens == PAIR_REPLY_MAX_TOKENS
+    assert pairwise.identity(rubric).config_hash == config_hash(
+        rubric, model="m", temperature=0.0, seed=7, max_tokens=PAIR_REPLY_MAX_TOKENS, prompt_format=PAIRWISE_FORMAT
+    )
