@@ -43,7 +43,7 @@ from judgewatch.storage.runs import RunKind, RunStatus
 from judgewatch.storage.types import stable_id
 from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
-from judgewatch.traffic import QuarantinedRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
+from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
 from judgewatch.traffic.sampling import StratumStats
 
 logger = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class _Run:
         self.run_id: str | None = None
         self.rubric: Rubric | None = None
         self.judge: Judge | None = None
-        self.quarantined: list[QuarantinedRow] = []
+        self.quarantined: list[RejectedTrafficRow] = []
 
     def ensure_run(self) -> str:
         if self.run_id is None:
@@ -127,7 +127,7 @@ class _Run:
             self.run_id = self.report.run_id = run.id
         return self.run_id
 
-    def on_quarantine(self, row: QuarantinedRow) -> None:
+    def on_quarantine(self, row: RejectedTrafficRow) -> None:
         self.quarantined.append(row)
         if len(self.quarantined) >= QUARANTINE_FLUSH:
             self.flush_quarantined()
@@ -138,7 +138,7 @@ class _Run:
             store_quarantined(self.engine, quote(rows), self.ensure_run())
 
 
-def _note_quarantine(report: SamplingReport, row: QuarantinedRow) -> None:
+def _note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
     if len(report.quarantine_positions) < QUARANTINE_SHOWN:
         report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
 
@@ -247,7 +247,7 @@ async def _sample(
     report = run.report
     read = read_source(config, start, engine=None)
 
-    def quarantine(row: QuarantinedRow) -> None:
+    def quarantine(row: RejectedTrafficRow) -> None:
         _note_quarantine(report, row)
         run.on_quarantine(row)
 

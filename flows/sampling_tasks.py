@@ -34,7 +34,7 @@ from judgewatch.storage.quarantine import QuarantineRecord
 from judgewatch.storage.verdict_store import quarantine_rows, upsert_interactions
 from judgewatch.storage.verdicts import VerdictRecord, verdict_id
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
-from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark
+from judgewatch.traffic import Pick, RejectedTrafficRow, SourceConfig, Watermark
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def judge_item(pick: Pick) -> JudgeItem:
     return pick.row.to_judge_item().model_copy(update={"id": pick.row.source_id})
 
 
-def quarantine_record(row: QuarantinedRow) -> QuarantineRecord:
+def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:
     reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
     return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
 
@@ -141,7 +141,7 @@ def store_picks(engine: Engine, picks: Sequence[Pick], run_id: str) -> int:
 
 
 @task(name="store-quarantined", cache_policy=NO_CACHE)
-def store_quarantined(engine: Engine, rows: Sequence[QuarantinedRow], run_id: str) -> int:
+def store_quarantined(engine: Engine, rows: Sequence[RejectedTrafficRow], run_id: str) -> int:
     """Upsert the rows the source could not map (reason, raw excerpt, line), tagged with the run."""
     with session_scope(engine, write=True) as session:
         return quarantine_rows(session=session, records=[quarantine_record(r) for r in rows], run_id=run_id)

@@ -38,7 +38,7 @@ def get_app() -> typer.Typer:
     )
 
     app.command("demo")(demo_cmd.demo)
-    app.command("judge", cls=judges_cmd.JudgeCommand)(judge_cmd.judge)
+    app.command("judge")(judge_cmd.judge)
     app.add_typer(judges_cmd.app, name="judges", help="Judges: measure their trust, list what was measured.")
     app.add_typer(rubric_cmd.app, name="rubric")
     app.add_typer(dataset_cmd.app, name="dataset", help="Golden regression sets: check and list them.")

@@ -2,7 +2,7 @@
 
 `validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive, with a warning),
 1 when one is measured untrustworthy, 2 when nothing could be measured (unreachable judge, unknown rubric or
-golden set, unusable store). `JudgeCommand` lets `judgewatch judge validate ...` mean the same command.
+golden set, unusable store).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from typer.core import TyperCommand
 
 from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
@@ -146,17 +145,3 @@ def list_cmd(
     typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in cells:
         typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-
-
-class JudgeCommand(TyperCommand):
-    """The `judge` command, which also accepts `judge validate ...` as `judges validate ...` (the issue's spelling).
-
-    `judge` itself takes options only, so a first argument `validate` cannot be anything else.
-    """
-
-    def make_context(self, info_name: str | None, args: list[str], parent: Any = None, **extra: Any) -> Any:
-        if args and args[0] == "validate":
-            group: Any = typer.main.get_command(app)
-            validate = group.commands["validate"]
-            return validate.make_context(f"{info_name} validate", args[1:], parent=parent, **extra)
-        return super().make_context(info_name, args, parent=parent, **extra)

@@ -22,8 +22,8 @@ from judgewatch.traffic.config import (
 from judgewatch.traffic.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.traffic.records import (
     Message,
-    QuarantinedRow,
     QuarantineReason,
+    RejectedTrafficRow,
     TrafficRow,
     interaction_id,
 )
@@ -40,7 +40,7 @@ __all__ = [
     "PiiConfig",
     "PiiKind",
     "QuarantineReason",
-    "QuarantinedRow",
+    "RejectedTrafficRow",
     "SampleStats",
     "Sampler",
     "SamplingConfig",

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from judgewatch.traffic.mapping import RowMapper
-from judgewatch.traffic.records import QuarantinedRow, QuarantineReason, TrafficRow
+from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
 logger = logging.getLogger(__name__)
 
-Item = TrafficRow | QuarantinedRow
+Item = TrafficRow | RejectedTrafficRow
 _GZIP_MAGIC = b"\x1f\x8b"
 _BOM = b"\xef\xbb\xbf"
 PARQUET_BATCH_ROWS = 4096
@@ -56,7 +56,7 @@ def _is_gzip(path: str) -> bool:
 
 
 def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    """One JSON object per line. A bad line becomes a QuarantinedRow with its line number; reading goes on."""
+    """One JSON object per line. A bad line becomes a RejectedTrafficRow with its line number; reading goes on."""
     mark_rows, mark_offset = state.files.get(path, (0, None))
     try:
         gz = _is_gzip(path)

@@ -1,4 +1,4 @@
-"""Turn one raw source row (a dict) into a `TrafficRow`, or a `QuarantinedRow` naming what is wrong."""
+"""Turn one raw source row (a dict) into a `TrafficRow`, or a `RejectedTrafficRow` naming what is wrong."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import (
     EXCERPT_CHARS,
     Message,
-    QuarantinedRow,
     QuarantineReason,
+    RejectedTrafficRow,
     TrafficRow,
     interaction_id,
     source_label,
@@ -32,7 +32,7 @@ Path = tuple[tuple[str, ...], ...]  # fallbacks, each a tuple of segments
 
 
 class BadRow(Exception):
-    """Raised inside the mapper only; the caller turns it into a `QuarantinedRow`."""
+    """Raised inside the mapper only; the caller turns it into a `RejectedTrafficRow`."""
 
     def __init__(self, reason: QuarantineReason, detail: str) -> None:
         super().__init__(detail)
@@ -169,8 +169,8 @@ class RowMapper:
 
     def quarantine(
         self, position: str, reason: QuarantineReason, detail: str, raw: object, line: int | None = None
-    ) -> QuarantinedRow:
-        return QuarantinedRow(
+    ) -> RejectedTrafficRow:
+        return RejectedTrafficRow(
             source=self.source,
             position=position,
             line=line,
@@ -181,7 +181,7 @@ class RowMapper:
 
     def map(
         self, raw: Any, *, position: str, fallback_id: str, size: int | None = None, line: int | None = None
-    ) -> TrafficRow | QuarantinedRow:
+    ) -> TrafficRow | RejectedTrafficRow:
         """Map a decoded row; `size` is its byte length when known (else estimated from its texts)."""
         if not isinstance(raw, dict):
             return self.quarantine(position, QuarantineReason.not_an_object, f"got {type(raw).__name__}", raw, line)

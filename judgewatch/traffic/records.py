@@ -1,4 +1,4 @@
-"""The typed rows a traffic source yields: a usable `TrafficRow`, or a `QuarantinedRow` saying why not."""
+"""The typed rows a traffic source yields: a usable `TrafficRow`, or a `RejectedTrafficRow` saying why not."""
 
 from __future__ import annotations
 
@@ -93,8 +93,11 @@ class QuarantineReason(StrEnum):
     unreadable = "unreadable"  # the file itself could not be read (corrupt gzip/Parquet)
 
 
-class QuarantinedRow(BaseModel):
-    """A bad input row, kept with its position so an operator can find it, never raised."""
+class RejectedTrafficRow(BaseModel):
+    """A traffic row the mapping rejected, with its position and reason so an operator can find it; never raised.
+
+    The sampling flow stores it as a `judgewatch.storage.quarantine.QuarantinedRow` (the table).
+    """
 
     model_config = ConfigDict(frozen=True)
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.pii import Scrubber
-from judgewatch.traffic.records import Message, QuarantinedRow, TrafficRow
+from judgewatch.traffic.records import Message, RejectedTrafficRow, TrafficRow
 
 logger = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class DedupWindow:
 
 
 class Sampler:
-    """Consumes `TrafficRow | QuarantinedRow` items and yields `Pick`s; `stats` is live while it runs.
+    """Consumes `TrafficRow | RejectedTrafficRow` items and yields `Pick`s; `stats` is live while it runs.
 
     Memory is O(dedup window). Quarantined rows are counted and handed to `on_quarantine` (the lead's
     quarantine table) so they are never lost; without a callback they are logged.
@@ -155,7 +155,7 @@ class Sampler:
         self,
         config: SourceConfig,
         *,
-        on_quarantine: Callable[[QuarantinedRow], None] | None = None,
+        on_quarantine: Callable[[RejectedTrafficRow], None] | None = None,
     ) -> None:
         self.config = config
         self.on_quarantine = on_quarantine
@@ -179,11 +179,11 @@ class Sampler:
             }
         )
 
-    def run(self, items: Iterable[TrafficRow | QuarantinedRow]) -> Iterator[Pick]:
+    def run(self, items: Iterable[TrafficRow | RejectedTrafficRow]) -> Iterator[Pick]:
         s, sampling, filters = self._stats, self.config.sampling, self.config.filters
         for item in items:
             s.read += 1
-            if isinstance(item, QuarantinedRow):
+            if isinstance(item, RejectedTrafficRow):
                 s.quarantined += 1
                 self._quarantined_by[item.reason.value] += 1
                 if self.on_quarantine is not None:

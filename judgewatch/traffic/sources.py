@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from judgewatch.traffic.config import SourceConfig
 from judgewatch.traffic.mapping import RowMapper
-from judgewatch.traffic.records import QuarantinedRow, TrafficRow
+from judgewatch.traffic.records import RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import Watermark, WatermarkState
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ class SourceRead:
     def watermark(self) -> Watermark:
         return self._state.snapshot()
 
-    def __iter__(self) -> Iterator[TrafficRow | QuarantinedRow]:
+    def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
         if self._started:
             raise RuntimeError("a SourceRead is iterated once; call read_source again with its watermark")
         self._started = True
@@ -51,7 +51,7 @@ class SourceRead:
 
             items = read_files(mapper, self._state)
         for item in items:
-            if isinstance(item, QuarantinedRow):
+            if isinstance(item, RejectedTrafficRow):
                 self.quarantined += 1
                 logger.debug("quarantined %s: %s %s", item.position, item.reason, item.detail)
             else:

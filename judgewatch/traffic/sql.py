@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 
 from judgewatch.traffic.config import SourceConfigError
 from judgewatch.traffic.mapping import RowMapper
-from judgewatch.traffic.records import QuarantinedRow, TrafficRow
+from judgewatch.traffic.records import RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
 logger = logging.getLogger(__name__)
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 def read_sql(
     mapper: RowMapper, state: WatermarkState, engine: Engine | None = None
-) -> Iterator[TrafficRow | QuarantinedRow]:
+) -> Iterator[TrafficRow | RejectedTrafficRow]:
     """Keyset pagination: each batch is one short query `WHERE (order, id) > watermark ORDER BY order, id`.
 
     Rows are read in the order they sort, so a row inserted later with a smaller id (or, in time order, an

@@ -1,4 +1,4 @@
-"""`judgewatch judges validate|list` and the `judgewatch judge validate` spelling: measured, stored, listed."""
+"""`judgewatch judges validate|list`: measured, stored, listed; `judge` stays the judging command only."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from judgewatch.testing.simulator import run_simulator_in_thread
 def _app() -> typer.Typer:
     """The two registrations `judgewatch.cli.get_app` makes for these commands."""
     app = typer.Typer()
-    app.command("judge", cls=judges_cmd.JudgeCommand)(judge_cmd.judge)
+    app.command("judge")(judge_cmd.judge)
     app.add_typer(judges_cmd.app, name="judges")
     return app
 
@@ -31,43 +31,23 @@ def run(*args: str) -> Result:
     return CliRunner().invoke(_app(), list(args))
 
 
+def validate(db: str, judge: str, *options: str) -> Result:
+    """`judgewatch judges validate --judge JUDGE OPTIONS... --database-url DB`."""
+    return run("judges", "validate", "--judge", judge, *options, "--database-url", db)
+
+
 def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
-    result = run(
-        "judges",
-        "validate",
-        "--judge",
-        "reference",
-        "--dataset",
-        "halueval_qa_mini",
-        "--dataset",
-        "halluqa_mini",
-        "--rubric",
-        "answer_quality",
-        "--rubric",
-        "pairwise_preference",
-        "--database-url",
-        db,
-    )
+    sets = ("--dataset", "halueval_qa_mini", "--dataset", "halluqa_mini")
+    result = validate(db, "reference", *sets, "--rubric", "answer_quality", "--rubric", "pairwise_preference")
     assert result.exit_code == 0, result.output
     assert "faithfulness  AUROC 0.96 [0.91, 1.00]  gap +2.12  unscored 0%" in result.output
     assert "position consistency 100%" in result.output
     assert "rubric answer_quality 1.0.0: trustworthy" in result.output
 
 
-def test_judge_validate_is_the_same_command_and_a_random_judge_exits_1(db: str) -> None:
+def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
     with run_simulator_in_thread(latency_ms=1) as sim:  # answers schema-valid but arbitrary scores
-        result = run(
-            "judge",
-            "validate",
-            "--judge",
-            sim.base_url,
-            "--model",
-            "sim-judge",
-            "--dataset",
-            "halluqa_mini",
-            "--database-url",
-            db,
-        )
+        result = validate(db, sim.base_url, "--model", "sim-judge", "--dataset", "halluqa_mini")
     assert result.exit_code == 1, result.output
     assert "openai:sim-judge | answer_quality 1.0.0 | known answers | halluqa_mini@" in result.output
     assert "| reference judge AUROC 0.94" in result.output
@@ -83,38 +63,24 @@ def test_an_unreachable_judge_is_not_measured(db: str) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    result = run(
-        "judges",
-        "validate",
-        "--judge",
-        f"http://127.0.0.1:{port}/v1",
-        "--dataset",
-        "halluqa_mini",
-        "--database-url",
-        db,
-    )
+    result = validate(db, f"http://127.0.0.1:{port}/v1", "--dataset", "halluqa_mini")
     assert result.exit_code == 2 and "not reachable" in result.output
     assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
 
 
 def test_unknown_dataset_or_rubric_exits_2(db: str) -> None:
-    result = run("judges", "validate", "--judge", "reference", "--dataset", "nope", "--database-url", db)
+    result = validate(db, "reference", "--dataset", "nope")
     assert result.exit_code == 2 and "no golden set of that name" in result.output
-    result = run(
-        "judges",
-        "validate",
-        "--judge",
-        "reference",
-        "--dataset",
-        "halluqa_mini",
-        "--rubric",
-        "nope",
-        "--database-url",
-        db,
-    )
+    result = validate(db, "reference", "--dataset", "halluqa_mini", "--rubric", "nope")
     assert result.exit_code == 2 and "unknown rubric 'nope'" in result.output
 
 
 def test_plain_judge_command_still_takes_its_options() -> None:
     result = run("judge", "--help")
     assert result.exit_code == 0 and "--input" in result.output
+
+
+def test_judge_validate_is_not_a_second_spelling_of_judges_validate(db: str) -> None:
+    result = run("judge", "validate", "--judge", "reference", "--dataset", "halluqa_mini", "--database-url", db)
+    assert result.exit_code == 2 and "Usage:" in result.output  # a usage error: one command, one name
+    assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output

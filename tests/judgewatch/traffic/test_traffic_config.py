@@ -9,8 +9,8 @@ import pytest
 
 from judgewatch.settings import REPO_ROOT
 from judgewatch.traffic import (
-    QuarantinedRow,
     QuarantineReason,
+    RejectedTrafficRow,
     Sampler,
     SourceConfigError,
     TrafficRow,
@@ -88,7 +88,7 @@ def test_demo_source_loads_and_reads_its_log_as_the_card_says():
     read = read_source(config)
     items = list(read)
     rows = [i for i in items if isinstance(i, TrafficRow)]
-    bad = [i for i in items if isinstance(i, QuarantinedRow)]
+    bad = [i for i in items if isinstance(i, RejectedTrafficRow)]
     assert len(rows) == 2700
     assert [(q.position.rsplit(":", 1)[1], q.reason) for q in bad] == [
         ("901", QuarantineReason.invalid_json),

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 
 from judgewatch.traffic import (
     FileMark,
-    QuarantinedRow,
     QuarantineReason,
+    RejectedTrafficRow,
     TrafficRow,
     Watermark,
     interaction_id,
@@ -21,9 +21,9 @@ from judgewatch.traffic import (
 )
 
 
-def _split(read) -> tuple[list[TrafficRow], list[QuarantinedRow]]:
+def _split(read) -> tuple[list[TrafficRow], list[RejectedTrafficRow]]:
     items = list(read)
-    return [i for i in items if isinstance(i, TrafficRow)], [i for i in items if isinstance(i, QuarantinedRow)]
+    return [i for i in items if isinstance(i, TrafficRow)], [i for i in items if isinstance(i, RejectedTrafficRow)]
 
 
 def test_gateway_log_rows_map_to_traffic_rows(write_jsonl, make_config, gateway_row):

@@ -12,8 +12,8 @@ from math import sqrt
 import pytest
 
 from judgewatch.traffic import (
-    QuarantinedRow,
     QuarantineReason,
+    RejectedTrafficRow,
     Sampler,
     TrafficRow,
     decide,
@@ -183,10 +183,10 @@ def test_counts_add_up_and_quarantined_rows_reach_the_callback(make_config, gate
     config = make_config(paths=["unused.jsonl"], sampling={"default_rate": 0.3}, filters={"routes": ["qa/*"]})
     raws = [gateway_row(i, route="qa/x" if i % 5 else "other") for i in range(1000)]
     raws += [gateway_row(i, question="重复", answer="重复") for i in range(1000, 1010)]
-    items: list[TrafficRow | QuarantinedRow] = list(_rows(config, raws))
-    bad = QuarantinedRow(source="traffic:test-source", position="f:3", reason=QuarantineReason.invalid_json)
+    items: list[TrafficRow | RejectedTrafficRow] = list(_rows(config, raws))
+    bad = RejectedTrafficRow(source="traffic:test-source", position="f:3", reason=QuarantineReason.invalid_json)
     items.insert(3, bad)
-    seen: list[QuarantinedRow] = []
+    seen: list[RejectedTrafficRow] = []
     sampler = Sampler(config, on_quarantine=seen.append)
     picks = list(sampler.run(items))
     s = sampler.stats
@@ -217,5 +217,5 @@ def test_ids_agree_with_the_storage_layer():
     from judgewatch.storage.quarantine import quarantine_id
 
     assert interaction_id("traffic:demo", "chatcmpl-1") == stored_interaction_id("traffic:demo", "chatcmpl-1")
-    bad = QuarantinedRow(source="traffic:demo", position="log.jsonl:7", reason=QuarantineReason.oversize)
+    bad = RejectedTrafficRow(source="traffic:demo", position="log.jsonl:7", reason=QuarantineReason.oversize)
     assert bad.quarantine_id == quarantine_id("traffic:demo", "log.jsonl:7")

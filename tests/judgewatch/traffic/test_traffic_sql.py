@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import JSON, Column, DateTime, Integer, MetaData, String, Table, Text, create_engine
 from sqlalchemy.engine import Engine
 
-from judgewatch.traffic import QuarantinedRow, QuarantineReason, TrafficRow, Watermark, read_source
+from judgewatch.traffic import QuarantineReason, RejectedTrafficRow, TrafficRow, Watermark, read_source
 
 POSTGRES_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 T0 = datetime(2024, 6, 3, 8, 0, tzinfo=UTC)
@@ -147,7 +147,7 @@ def test_bad_rows_are_quarantined_with_table_and_id(log_table, sql_config):
     )
     items = list(read_source(sql_config(), engine=log_table.engine))
     assert [r.source_id for r in items if isinstance(r, TrafficRow)] == ["1", "5"]
-    bad = [(q.position, q.reason) for q in items if isinstance(q, QuarantinedRow)]
+    bad = [(q.position, q.reason) for q in items if isinstance(q, RejectedTrafficRow)]
     assert bad == [
         (f"{log_table.name}#id=2", QuarantineReason.invalid_json),
         (f"{log_table.name}#id=3", QuarantineReason.missing_response),
