@@ -230,5 +230,5 @@ async def calibration(
         "drift": drift,
         "anchors": anchor,
     }
-    print(f"calibration: {result}")
+    logger.info("calibration: %s", result)
     return result

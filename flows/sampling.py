@@ -257,7 +257,7 @@ async def _sample(
         run_id = run.ensure_run()
         run.flush_quarantined()
         report.batches += 1
-        report.stored += store_picks(run.engine, quote(batch), run_id)
+        report.stored += store_picks(run.engine, quote(batch))
         outcome = await judge_picks(run.engine, quote(batch), run.rubric, run.judge, run_id, run.lease)
         _add(report.judged, outcome.by_status)
         _add(report.unscored_reasons, outcome.unscored_reasons)

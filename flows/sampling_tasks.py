@@ -134,7 +134,7 @@ def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:
 
 
 @task(name="store-picks", cache_policy=NO_CACHE)
-def store_picks(engine: Engine, picks: Sequence[Pick], run_id: str) -> int:
+def store_picks(engine: Engine, picks: Sequence[Pick]) -> int:
     """Upsert the picked interactions with their inclusion probability, stratum, salt and PII counts."""
     with session_scope(engine, write=True) as session:
         return upsert_interactions(session=session, interactions=[pick_interaction(p) for p in picks])
@@ -170,7 +170,7 @@ async def judge_picks(
             tbl.c.judge_config_hash == config_hash,
         )
         done = dict(session.execute(query).tuples().all())
-    judged = {iid for iid in done.values()}
+    judged = set(done.values())
     todo = [p for iid, p in unique.items() if iid not in judged]
     outcome = JudgeOutcome(already_judged=len(unique) - len(todo), verdict_ids=list(done))
     if not todo:

@@ -74,7 +74,7 @@ class ChatClient:
     def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
         """Jittered exponential backoff; a server's Retry-After is honoured up to the cap."""
         cap = self.endpoint.max_backoff_s
-        delay = min(cap, self.endpoint.backoff_s * 2 ** (attempt - 1)) * self._random.uniform(0.5, 1.0)
+        delay = min(cap, self.endpoint.backoff_s * 2.0 ** (attempt - 1)) * self._random.uniform(0.5, 1.0)
         if retry_after_s is not None:
             delay = max(delay, min(retry_after_s, cap))
         return delay

@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from typing_extensions import override
+
 from judges.base import config_hash
 from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
@@ -95,7 +97,7 @@ class OpenAIPairwiseJudge:
         await self.client.aclose()
 
 
-class ReferencePairwiseJudge:
+class ReferencePairwiseJudge(PairwiseJudge):
     """The offline reference judge, pairwise: the answer whose words the references support more wins.
 
     Position-blind by construction (it compares two numbers), so it is consistent over both orders; a
@@ -112,6 +114,7 @@ class ReferencePairwiseJudge:
         digest = config_hash(rubric, algorithm="overlap-pairwise", version=ALGORITHM_VERSION, margin=self.margin)
         return JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
 
+    @override
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:
         start = time.perf_counter()
         support_a = coverage(item.model_copy(update={"answer": answer_a})).faithfulness

@@ -7,18 +7,21 @@ JUDGEWATCH_TEST_POSTGRES_URL; deselect with `-m "not postgres"`.
 
 from __future__ import annotations
 
+import ipaddress
 import itertools
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 from judgewatch.contract.rubric import Rubric, load_rubric
-from judgewatch.settings import REPO_ROOT
+from judgewatch.settings import REPO_ROOT, Settings
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 
@@ -73,3 +76,104 @@ def engine(db_url: str) -> Iterator[Engine]:
 def rubric() -> Rubric:
     """The shipped answer_quality rubric (English and Chinese templates)."""
     return load_rubric("answer_quality", rubrics_dir=REPO_ROOT / "rubrics")
+
+
+# --- No test reaches a real model endpoint it did not start ---------------------------------------------------
+# As pydantic_evals forbids model requests in its tests: every HTTP request made through httpx or httpx2 (the
+# transport of the `openai` client) is checked before it connects. A request to any host but a loopback address
+# is refused; so is a request to a real judge on this machine (the shared vLLM at JUDGEWATCH_TEST_VLLM_URL, or the
+# `make judge-up` judge at the default JUDGEWATCH_JUDGE_URL) unless the test is marked `vllm`. The refused
+# request raises `RealEndpointBlocked` and the test fails at teardown even when the code under test swallowed it
+# (a judge turns a failed call into an unscored verdict). Subprocesses a test starts are not covered.
+
+
+class RealEndpointBlocked(RuntimeError):
+    """A test tried to reach a model endpoint it did not start."""
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parsed = urlsplit(url)
+    return (parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+_GUARD = pytest.StashKey["EndpointGuard"]()
+
+
+class EndpointGuard:
+    """Checks every outgoing request; `allow_real_judges` is set per test from its `vllm` marker."""
+
+    def __init__(self, real_judges: set[tuple[str, int]]) -> None:
+        self.real_judges = real_judges
+        self.allow_real_judges = False
+        self.violations: list[str] = []
+
+    def check(self, url: str) -> None:
+        host, port = _host_port(url)
+        if not _is_loopback(host):
+            why = f"{url}: not a loopback address"
+        elif (host, port) in self.real_judges and not self.allow_real_judges:
+            why = f"{url}: a real judge endpoint (mark the test `vllm` to use it)"
+        else:
+            return
+        self.violations.append(why)
+        raise RealEndpointBlocked(f"tests may not reach a model endpoint they did not start: {why}")
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Wrap the sync and async transports of httpx and httpx2 so each request is checked first."""
+        import httpx
+        import httpx2
+
+        guard = self
+        for module in (httpx, httpx2):
+            sync_send = module.HTTPTransport.handle_request
+            async_send = module.AsyncHTTPTransport.handle_async_request
+
+            def handle_request(self: Any, request: Any, _send: Any = sync_send) -> Any:
+                guard.check(str(request.url))
+                return _send(self, request)
+
+            async def handle_async_request(self: Any, request: Any, _send: Any = async_send) -> Any:
+                guard.check(str(request.url))
+                return await _send(self, request)
+
+            monkeypatch.setattr(module.HTTPTransport, "handle_request", handle_request)
+            monkeypatch.setattr(module.AsyncHTTPTransport, "handle_async_request", handle_async_request)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    shared = os.environ.get("JUDGEWATCH_TEST_VLLM_URL", "http://127.0.0.1:8012/v1")
+    guard = EndpointGuard({_host_port(shared), _host_port(str(Settings.model_fields["judge_url"].default))})
+    patcher = pytest.MonkeyPatch()
+    guard.install(patcher)
+    config.stash[_GUARD] = guard
+    config.add_cleanup(patcher.undo)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A hook, not a fixture: it runs before any fixture, so a session fixture set up by a vllm test is allowed too.
+    guard = item.config.stash[_GUARD]
+    guard.allow_real_judges = item.get_closest_marker("vllm") is not None
+    guard.violations.clear()
+
+
+@pytest.fixture
+def endpoint_guard(request: pytest.FixtureRequest) -> EndpointGuard:
+    """The session's guard, for tests about the guard itself."""
+    return request.config.stash[_GUARD]
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_blocked_endpoints(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    violations = request.config.stash[_GUARD].violations
+    if violations:
+        pytest.fail("reached a model endpoint it did not start: " + "; ".join(violations), pytrace=False)

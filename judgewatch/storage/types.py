@@ -10,6 +10,7 @@ from sqlalchemy import JSON, DateTime
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
+from typing_extensions import override
 
 
 def utcnow() -> datetime:
@@ -37,6 +38,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
+    @override
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None

@@ -138,7 +138,7 @@ def count_by_status(*, session: Session, run_id: str | None = None) -> dict[str,
     query = select(tbl.c.status, func.count()).group_by(tbl.c.status)
     if run_id is not None:
         query = query.where(tbl.c.run_id == run_id)
-    return {status: count for status, count in session.execute(query).tuples()}
+    return dict(session.execute(query).tuples().all())
 
 
 def count_by_unscored_reason(*, session: Session, run_id: str | None = None) -> dict[str, int]:
@@ -150,7 +150,7 @@ def count_by_unscored_reason(*, session: Session, run_id: str | None = None) -> 
     )
     if run_id is not None:
         query = query.where(tbl.c.run_id == run_id)
-    return {reason: count for reason, count in session.execute(query).tuples()}
+    return dict(session.execute(query).tuples().all())
 
 
 def quarantine_rows(*, session: Session, records: Iterable[QuarantineRecord], run_id: str | None = None) -> int:

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import typer
 from aiohttp import web
 
 logger = logging.getLogger(__name__)
@@ -240,7 +241,7 @@ async def _models(request: web.Request) -> web.Response:
     return web.json_response({"object": "list", "data": [model]})
 
 
-async def _health(request: web.Request) -> web.Response:
+async def _health(_request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> None:
             mode=args.mode,
             model=args.model,
         ) as sim:
-            print(f"judgewatch simulator listening on {sim.base_url}", flush=True)
+            typer.echo(f"judgewatch simulator listening on {sim.base_url}")  # flushed: bench/ reads this line
             await asyncio.Event().wait()
 
     with contextlib.suppress(KeyboardInterrupt):

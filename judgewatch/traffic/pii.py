@@ -132,7 +132,7 @@ def cn_id_valid(body17: str, check: str) -> bool:
 def _sub_secret(text: str, counts: Counter[str]) -> str:
     placeholder = PLACEHOLDERS[PiiKind.secret]
 
-    def whole(m: re.Match[str]) -> str:
+    def whole(_match: re.Match[str]) -> str:
         counts[PiiKind.secret.value] += 1
         return placeholder
 

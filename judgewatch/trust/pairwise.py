@@ -16,8 +16,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from judges.pairwise import PairCall, PairwiseJudge, Winner
+from judges.pairwise import PairCall, PairwiseJudge
 from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.reply import Winner
 from judgewatch.contract.rubric import Rubric
 from judgewatch.stats.estimate import Estimate, percentile_bounds
 

@@ -239,7 +239,7 @@ async def test_live_answers_are_generated_once_per_release_tier_and_item(
 
 
 async def test_transient_endpoint_errors_are_retried_by_the_chat_client_not_by_prefect(
-    db: str, tmp_path: Path, answer_files: Files, fake_tier: Callable[..., Any]
+    db: str, tmp_path: Path, fake_tier: Callable[..., Any]
 ) -> None:
     from flows.regression_tasks import generate_answers, judge_answers
 
@@ -299,7 +299,7 @@ async def test_an_untrustworthy_judge_exits_2_without_judging(
         trustworthy: bool | None = False
         summary: str = "judge x: NOT TRUSTWORTHY\n  - faithfulness: AUROC 0.50"
 
-    monkeypatch.setattr(flows.regression, "resolve_trust", lambda *a, **k: Untrusted())
+    monkeypatch.setattr(flows.regression, "resolve_trust", lambda *_args, **_kwargs: Untrusted())
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     assert result["exit_code"] == 2 and result["reasons"] == ["judge not trustworthy: judge x: NOT TRUSTWORTHY"]
     assert row_counts(db)["verdict"] == 0
@@ -316,9 +316,7 @@ async def test_an_explicit_baseline_must_have_answers_for_the_tier(
     assert unknown["exit_code"] == 2 and "baseline release r0 has no stored answers" in unknown["summary"]
 
 
-async def test_a_deployment_run_ends_failed_when_the_gate_does_not_pass(
-    db: str, tmp_path: Path, answer_files: Files
-) -> None:
+async def test_a_deployment_run_ends_failed_when_the_gate_does_not_pass(db: str, tmp_path: Path) -> None:
     from flows.regression import post_release_regression
 
     state = await post_release_regression(

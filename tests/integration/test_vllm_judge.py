@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -13,6 +14,8 @@ import pytest
 from judgewatch.contract.reply import verdict_schema
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.settings import REPO_ROOT
+
+logger = logging.getLogger(__name__)
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -73,6 +76,5 @@ def test_twenty_real_items_each_get_a_schema_valid_verdict_or_an_explicit_unscor
         else:
             assert row["status"] == "unscored" and row["unscored_reason"] in REASONS, row
     scored = sum(r["status"] == "scored" for r in rows)
-    print(
-        f"real vLLM judge: {scored}/20 scored, reasons: {[r['unscored_reason'] for r in rows if r['unscored_reason']]}"
-    )
+    reasons = [r["unscored_reason"] for r in rows if r["unscored_reason"]]
+    logger.info("real vLLM judge: %d/20 scored, unscored reasons: %s", scored, reasons)

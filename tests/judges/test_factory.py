@@ -53,7 +53,7 @@ def test_a_malformed_spec_names_the_bad_part(settings: Settings, spec: str) -> N
         judge_links(spec, settings)
 
 
-async def test_health_splits_reachable_from_unreachable_links(settings: Settings) -> None:
+async def test_health_splits_reachable_from_unreachable_links() -> None:
     down = OpenAIJudge(EndpointConfig("http://127.0.0.1:9/v1", "m", timeout_s=2, max_retries=0))
     reference = ReferenceJudge()
     try:

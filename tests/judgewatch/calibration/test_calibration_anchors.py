@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Engine, select
+from typing_extensions import override
 
-from judges.base import scored_verdict
+from judges.base import Judge, scored_verdict
 from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.contract.items import JudgeItem
@@ -21,7 +22,7 @@ from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 from .conftest import JUDGE_A
 
 
-class ShiftedJudge:
+class ShiftedJudge(Judge):
     """A judge that scores each answer `shift` points off judge A's stored score; counts its calls."""
 
     kind = "fake"
@@ -30,6 +31,7 @@ class ShiftedJudge:
         self.name, self.a_scores, self.shift, self.fail_first = name, a_scores, shift, fail_first
         self.calls: list[str] = []
 
+    @override
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         return JudgeIdentity(kind=self.kind, name=self.name, config_hash=self.name.ljust(16, "0")[:16])
 
@@ -115,7 +117,8 @@ async def test_only_transient_failures_on_the_anchors_are_judged_again(
     assert third.judged_now == 0
 
 
-def test_an_anchor_set_is_frozen(engine: Engine, rubric: Rubric, judged_by_a: dict[str, dict[str, int]]) -> None:
+@pytest.mark.usefixtures("judged_by_a")
+def test_an_anchor_set_is_frozen(engine: Engine) -> None:
     anchor = freeze_anchor_set(engine, name="anchors", rubric_name="answer_quality", size=6)
     with session_scope(engine, write=True) as session:
         ids = anchor_interaction_ids(session=session, name="anchors")

@@ -77,7 +77,8 @@ def test_markdown_report_has_every_section_and_valid_png_plots_beside_it(
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)  # rendering and the CLI: the store is covered above
-def test_report_command_writes_one_html_file_with_the_plots_inline(store: Engine, db_url: str, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("store")
+def test_report_command_writes_one_html_file_with_the_plots_inline(db_url: str, tmp_path: Path) -> None:
     out = tmp_path / "r" / "tiers.html"
     result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--format", "html", "--output", str(out)])
     assert result.exit_code == 0, result.output

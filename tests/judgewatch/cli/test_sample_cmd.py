@@ -79,7 +79,8 @@ def test_a_run_that_cannot_start_exits_2_with_one_line(db: str, args: list[str],
     assert message in result.output and "Traceback" not in result.output
 
 
-def test_a_run_prints_judged_and_routed_counts_then_nothing_new(db: str, prefect_server: None) -> None:
+@pytest.mark.usefixtures("prefect_server")
+def test_a_run_prints_judged_and_routed_counts_then_nothing_new(db: str) -> None:
     first = run("--database-url", db, "--judge", "reference")
     assert first.exit_code == 0, first.output
     picked = int(line(first.output, "picked").split()[1])
@@ -96,7 +97,8 @@ def test_a_run_prints_judged_and_routed_counts_then_nothing_new(db: str, prefect
     assert "watermark    unchanged: read " in second.output
 
 
-def test_a_source_held_by_another_run_exits_2(db: str, prefect_server: None) -> None:
+@pytest.mark.usefixtures("prefect_server")
+def test_a_source_held_by_another_run_exits_2(db: str) -> None:
     engine = make_engine(db)
     migrate(engine)
     with SourceLease(engine, "halluqa-demo", owner="worker-7"):

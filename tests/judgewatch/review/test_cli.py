@@ -36,7 +36,8 @@ def test_reviewer_add_disable_and_list(db_url: str, engine) -> None:
     assert runner.invoke(reviewer_app, ["disable", "nobody", *db]).exit_code == 1
 
 
-def test_route_replay_and_status(db_url: str, engine, store_judged_items, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("engine")
+def test_route_replay_and_status(db_url: str, store_judged_items, tmp_path: Path) -> None:
     store_judged_items(20)
     db = ["--database-url", db_url]
     routed = runner.invoke(review_app, ["route", "--share", "1.0", "--double-share", "0", *db])

@@ -117,7 +117,8 @@ def test_invalid_scores_are_refused_and_keep_the_lease(queue: ReviewQueue, seed,
     queue.submit(alice, item.item_id, FULL, rubric_version_shown="1.0.0")
 
 
-def test_double_labeled_item_goes_to_a_second_different_reviewer(queue: ReviewQueue, seed, reviewers, engine):
+@pytest.mark.usefixtures("engine")
+def test_double_labeled_item_goes_to_a_second_different_reviewer(queue: ReviewQueue, seed, reviewers):
     seed(1, double=1.0)
     alice, bob = reviewers("alice", "bob")
     item = queue.lease_next(alice)

@@ -103,7 +103,7 @@ def test_demo_source_loads_and_reads_its_log_as_the_card_says():
 
 def test_demo_sampler_picks_about_its_configured_rate():
     config = load_source_config(DEMO)
-    sampler = Sampler(config, on_quarantine=lambda q: None)
+    sampler = Sampler(config, on_quarantine=lambda _row: None)
     picks = list(sampler.run(read_source(config)))
     stats = sampler.stats
     assert stats.read == 2702 and stats.quarantined == 2

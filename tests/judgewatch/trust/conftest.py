@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from typing_extensions import override
 
 from judges.base import config_hash, plan, scored_verdict
-from judges.pairwise import PairCall
+from judges.pairwise import PairCall, PairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
@@ -62,7 +63,7 @@ class MostlyUnscoredJudge:
         return None
 
 
-class AlwaysAJudge:
+class AlwaysAJudge(PairwiseJudge):
     """A pairwise judge that prefers whatever is shown first, like SmolLM2-135M did 100 times out of 100."""
 
     kind = "fake"
@@ -70,6 +71,7 @@ class AlwaysAJudge:
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         return JudgeIdentity(kind=self.kind, name="always-a", config_hash=config_hash(rubric, fake="always-a"))
 
+    @override
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:
         return PairCall("A", "A comes first")
 
