@@ -47,14 +47,6 @@ class ChatClient:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._random = random.Random()
 
-    @property
-    def base_url(self) -> str:
-        return self.endpoint.base_url
-
-    @property
-    def model(self) -> str:
-        return self.endpoint.model
-
     def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
         if self._client is None or self._semaphore is None or self._loop is not loop:
@@ -118,9 +110,8 @@ class ChatClient:
                 if not failure.transient or attempt > cfg.max_retries:
                     raise CallError(failure, attempts=attempt, latency_ms=elapsed_ms) from exc
                 delay = self._backoff(attempt, failure.retry_after_s)
-                logger.debug(
-                    "%s attempt %d failed (%s); retrying in %.2fs", self.base_url, attempt, failure.detail, delay
-                )
+                where = self.endpoint.base_url
+                logger.debug("%s attempt %d failed (%s); retrying in %.2fs", where, attempt, failure.detail, delay)
             await asyncio.sleep(delay)
 
     async def complete(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> str:
@@ -135,7 +126,7 @@ class ChatClient:
         try:
             await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
         except Exception as exc:
-            logger.debug("%s health check failed: %s", self.base_url, exc)
+            logger.debug("%s health check failed: %s", self.endpoint.base_url, exc)
             return False
         return True
 

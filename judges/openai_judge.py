@@ -14,18 +14,18 @@ from openai.types.chat import ChatCompletion
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
 from judges.config import EndpointConfig
-from judges.errors import CallError, excerpt
+from judges.errors import CallError
+from judges.replies import Unusable, read_reply
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
-from judgewatch.contract.reply import ReplyError, parse_reply, response_format
+from judgewatch.contract.reply import parse_reply, response_format
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, Verdict
 
 logger = logging.getLogger(__name__)
 
 # Names the request layout (system rubric + user content, json_schema output): part of the config hash.
 PROMPT_FORMAT = "chat:system-rubric+user-content;json_schema;v1"
-_EXCERPT_CHARS = 200
 
 
 def token_usage(completion: ChatCompletion) -> TokenUsage:
@@ -56,7 +56,7 @@ class OpenAIJudge:
 
     @property
     def base_url(self) -> str:
-        return self.client.base_url
+        return self.endpoint.base_url
 
     def __repr__(self) -> str:
         return f"OpenAIJudge({self.base_url!r}, {self.model!r})"
@@ -118,40 +118,12 @@ class OpenAIJudge:
             "tokens": token_usage(result.completion),
             "not_applicable": not_applicable,
         }
-        if not result.completion.choices:
+        outcome = read_reply(result, lambda text, finish: parse_reply(rubric, to_score, text, finish_reason=finish))
+        if isinstance(outcome, Unusable):
             return Verdict.unscored(
-                item.id,
-                UnscoredReason.judge_error,
-                judge=identity,
-                rubric=rubric.identity,
-                detail="the endpoint returned no choices",
-                **cost,
+                item.id, outcome.reason, judge=identity, rubric=rubric.identity, detail=outcome.detail, **cost
             )
-        choice = result.completion.choices[0]
-        finish_reason = choice.finish_reason
-        text = choice.message.content or ""
-        if finish_reason == "content_filter" or (not text and getattr(choice.message, "refusal", None)):
-            refusal = getattr(choice.message, "refusal", None) or "finish_reason content_filter"
-            return Verdict.unscored(
-                item.id,
-                UnscoredReason.refused,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=excerpt(f"refused: {refusal}", _EXCERPT_CHARS),
-                **cost,
-            )
-        try:
-            scores, reason = parse_reply(rubric, to_score, text, finish_reason=finish_reason)
-        except ReplyError as exc:
-            why = UnscoredReason.truncated if exc.truncated else UnscoredReason.parse_error
-            return Verdict.unscored(
-                item.id,
-                why,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=f"{exc}; reply (finish_reason={finish_reason}): {excerpt(text, _EXCERPT_CHARS)!r}",
-                **cost,
-            )
+        scores, reason = outcome
         cost.pop("not_applicable")
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason, **cost)
 

@@ -18,12 +18,13 @@ from typing_extensions import override
 from judges.base import config_hash
 from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
-from judges.errors import CallError, excerpt
+from judges.errors import CallError
 from judges.reference import ALGORITHM_VERSION, coverage
 from judges.reference import NAME as REFERENCE_NAME
+from judges.replies import Unusable, read_reply
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_pair_messages
-from judgewatch.contract.reply import ReplyError, Winner, pair_response_format, parse_pair_reply
+from judgewatch.contract.reply import Winner, pair_response_format, parse_pair_reply
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason
 
@@ -32,7 +33,6 @@ logger = logging.getLogger(__name__)
 PAIRWISE_FORMAT = "chat:system-rubric+user-pair;json_schema{winner,reason};v1"
 # A pairwise reply is a winner and a short reason: its own token budget, whatever the endpoint's pointwise one.
 PAIR_REPLY_MAX_TOKENS = 96
-_EXCERPT_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -82,15 +82,10 @@ class OpenAIPairwiseJudge:
             result = await self.client.chat(messages, response_format=pair_response_format(rubric))
         except CallError as exc:
             return PairCall(None, unscored_reason=exc.failure.reason, detail=exc.failure.detail)
-        if not result.completion.choices:
-            return PairCall(None, unscored_reason=UnscoredReason.judge_error, detail="the endpoint returned no choices")
-        choice = result.completion.choices[0]
-        text = choice.message.content or ""
-        try:
-            winner, reason = parse_pair_reply(text, finish_reason=choice.finish_reason)
-        except ReplyError as exc:
-            why = UnscoredReason.truncated if exc.truncated else UnscoredReason.parse_error
-            return PairCall(None, unscored_reason=why, detail=f"{exc}; reply: {excerpt(text, _EXCERPT_CHARS)!r}")
+        outcome = read_reply(result, lambda text, finish: parse_pair_reply(text, finish_reason=finish))
+        if isinstance(outcome, Unusable):
+            return PairCall(None, unscored_reason=outcome.reason, detail=outcome.detail)
+        winner, reason = outcome
         return PairCall(winner, reason[: rubric.reason_max_chars], latency_ms=result.latency_ms)
 
     async def aclose(self) -> None:

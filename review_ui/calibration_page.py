@@ -24,7 +24,7 @@ from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.tiers_page import SINCE_CHOICES, compute, header_md, image, require_viewer, scale_levels, tables
+from review_ui.tiers_page import compute, header_md, image, period_controls, require_viewer, scale_levels, tables
 
 logger = logging.getLogger(__name__)
 
@@ -144,12 +144,7 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         ]
 
     with gr.Tab(label) as tab:
-        gr.Markdown(INTRO)
-        with gr.Row():
-            rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
-            since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
-            refresh = gr.Button("Refresh", size="sm", scale=1)
-        header = gr.Markdown("Open this tab or press Refresh to compute.")
+        controls = period_controls(INTRO, rubric)
         agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")
         with gr.Row():
@@ -161,8 +156,6 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         anchors_note = gr.Markdown()
         anchors = gr.Dataframe(label="Anchor comparison", interactive=False, wrap=True)
         alerts = gr.Dataframe(label="Drift alerts (newest first)", interactive=False, wrap=True)
-        outputs = [header, agreement, pick, matrix, heat, reviewers, anchors_note, anchors, alerts]
-        for event in (refresh.click, tab.select):
-            event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")
+        controls.compute_on_open(tab, load, [agreement, pick, matrix, heat, reviewers, anchors_note, anchors, alerts])
         pick.change(show_matrix, inputs=pick, outputs=[matrix, heat], api_visibility="private")
     return tab

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +45,32 @@ def require_viewer(engine: Engine, request: gr.Request | None) -> str:
         if not is_active(session=session, name=name):
             raise gr.Error("Your account is not active.")
     return name
+
+
+@dataclass(frozen=True)
+class PeriodControls:
+    """The rubric and period pickers, the Refresh button and the header line of an analysis page."""
+
+    rubric: gr.Textbox
+    since: gr.Dropdown
+    refresh: gr.Button
+    header: gr.Markdown
+
+    def compute_on_open(self, tab: gr.Tab, load: Callable[..., list[Any]], outputs: list[Any]) -> None:
+        """Run `load(rubric, since)` when the tab opens and on Refresh; it fills the header, then `outputs`."""
+        for event in (self.refresh.click, tab.select):
+            event(load, inputs=[self.rubric, self.since], outputs=[self.header, *outputs], api_visibility="private")
+
+
+def period_controls(intro: str, rubric: str) -> PeriodControls:
+    """The intro, the rubric and period pickers and Refresh that the Tiers and Calibration pages open with."""
+    gr.Markdown(intro)
+    with gr.Row():
+        rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
+        since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
+        refresh = gr.Button("Refresh", size="sm", scale=1)
+    header = gr.Markdown("Open this tab or press Refresh to compute.")
+    return PeriodControls(rubric_box, since_box, refresh, header)
 
 
 def image(png: bytes) -> Image.Image:
@@ -147,12 +174,7 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         ]
 
     with gr.Tab(label) as tab:
-        gr.Markdown(INTRO)
-        with gr.Row():
-            rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
-            since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
-            refresh = gr.Button("Refresh", size="sm", scale=1)
-        header = gr.Markdown("Open this tab or press Refresh to compute.")
+        controls = period_controls(INTRO, rubric)
         estimates_img = gr.Image(label="Per tier and criterion", type="pil", interactive=False)
         estimates = gr.Dataframe(label="Tier scores", interactive=False, wrap=True)
         differences = gr.Dataframe(label="Tier difference", interactive=False, wrap=True)
@@ -161,7 +183,6 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         agreement_img = gr.Image(label="Agreement and bias per week", type="pil", interactive=False)
         alerts = gr.Dataframe(label="Open drift alerts", interactive=False, wrap=True)
         counts = gr.Dataframe(label="What the numbers rest on", interactive=False, wrap=True)
-        outputs = [header, estimates_img, estimates, differences, agreement, trend_img, agreement_img, alerts, counts]
-        for event in (refresh.click, tab.select):
-            event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")
+        outputs = [estimates_img, estimates, differences, agreement, trend_img, agreement_img, alerts, counts]
+        controls.compute_on_open(tab, load, outputs)
     return tab

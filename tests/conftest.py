@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import itertools
 import os
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,9 @@ from judgewatch.storage.migrations import migrate
 # longer than Prefect's default 20 s start-up timeout. Quiet and telemetry-free, as the CLI runs it.
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# HF `datasets` looks for its packaged JSON builder on S3 when it may go online; the golden sets are local files.
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 _SESSION_TOKEN = uuid.uuid4().hex[:8]
@@ -70,6 +74,15 @@ def engine(db_url: str) -> Iterator[Engine]:
     migrate(eng)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def closed_port_url() -> str:
+    """The base URL of a port nothing listens on (bound, then released): an endpoint that is down."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.fixture(scope="session")

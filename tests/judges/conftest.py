@@ -1,8 +1,7 @@
-"""Judge-test fixtures: the OpenAI-compatible simulator on 127.0.0.1 (a free port), the shipped rubric, items."""
+"""Judge-test fixtures: the OpenAI-compatible simulator on 127.0.0.1 (a free port) and items."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Callable
 
 import pytest
@@ -23,15 +22,6 @@ async def sim2() -> AsyncIterator[SimulatorHandle]:
     """A second, independent simulator (another endpoint of a fallback chain)."""
     async with serve_simulator(latency_ms=5, max_concurrency=64, model="sim-judge-2") as handle:
         yield handle
-
-
-@pytest.fixture
-def closed_port_url() -> str:
-    """The base URL of a port nothing listens on (bound, then released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def _make_item(item_id: str, marker: str = "", *, references: bool = True) -> JudgeItem:

@@ -140,15 +140,23 @@ async def test_concurrent_items_during_an_outage_stop_hitting_the_dead_link(
     assert all(v.judge.kind == "reference" for v in [*first_wave, *second_wave])
 
 
+async def _tripped_chain(
+    sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem, clock: FakeClock, *, failures: int
+) -> FallbackJudge:
+    """A chain (threshold 2, cooldown 30 s) whose endpoint answered 503 to `failures` items: its circuit opened."""
+    sim.state.mode = Fault("503")
+    links: list[Judge] = [_remote(sim.base_url), FakeReferenceJudge()]
+    chain = FallbackJudge(links, failure_threshold=2, cooldown_s=30, clock=clock)
+    for i in range(failures):
+        await chain.judge(make_item(str(i), f"x{i}"), rubric)
+    return chain
+
+
 async def test_half_open_probe_after_the_cooldown_closes_the_circuit_when_the_endpoint_is_back(
     sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
     clock = FakeClock()
-    sim.state.mode = Fault("503")
-    links: list[Judge] = [_remote(sim.base_url), FakeReferenceJudge()]
-    chain = FallbackJudge(links, failure_threshold=2, cooldown_s=30, clock=clock)
-    for i in range(4):
-        await chain.judge(make_item(str(i), f"x{i}"), rubric)
+    chain = await _tripped_chain(sim, rubric, make_item, clock, failures=4)
     assert chain.stats()[0].state is CircuitState.open
 
     clock.now += 31
@@ -166,11 +174,7 @@ async def test_a_failed_probe_reopens_the_circuit_for_another_cooldown(
     sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
     clock = FakeClock()
-    sim.state.mode = Fault("503")
-    links: list[Judge] = [_remote(sim.base_url), FakeReferenceJudge()]
-    chain = FallbackJudge(links, failure_threshold=2, cooldown_s=30, clock=clock)
-    for i in range(2):
-        await chain.judge(make_item(str(i), f"x{i}"), rubric)
+    chain = await _tripped_chain(sim, rubric, make_item, clock, failures=2)
     clock.now += 31
     await chain.judge(make_item("probe"), rubric)  # fails: open again
     requests = sim.state.requests

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -133,14 +132,6 @@ def test_an_unreadable_input_file_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "error: cannot read input file" in result.output and "missing.jsonl" in result.output
     assert "Traceback" not in result.output
-
-
-@pytest.fixture
-def closed_port_url() -> str:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def test_a_down_judge_without_fallback_exits_2_and_says_so(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import pytest
@@ -59,11 +58,8 @@ def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
     assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [("openai:sim-judge", False, 0.9359)]
 
 
-def test_an_unreachable_judge_is_not_measured(db: str) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    result = validate(db, f"http://127.0.0.1:{port}/v1", "--dataset", "halluqa_mini")
+def test_an_unreachable_judge_is_not_measured(db: str, closed_port_url: str) -> None:
+    result = validate(db, closed_port_url, "--dataset", "halluqa_mini")
     assert result.exit_code == 2 and "not reachable" in result.output
     assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
 

@@ -1,0 +1,50 @@
+"""From a chat completion to a judge's parsed reply, or the unscored reason there is none.
+
+The pointwise and the pairwise judge read their completions the same way: no choices is a judge error, a
+content filter or a bare refusal is `refused`, and a reply the contract's parser rejects is `truncated` or
+`parse_error`, its detail carrying an excerpt of what the model wrote.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from judges.chat_client import ChatResult
+from judges.errors import excerpt
+from judgewatch.contract.reply import ReplyError
+from judgewatch.contract.verdicts import UnscoredReason
+
+logger = logging.getLogger(__name__)
+
+ParsedT = TypeVar("ParsedT")
+_EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Unusable:
+    """Why a completion gives no verdict: the unscored reason and a detail for the stored verdict."""
+
+    reason: UnscoredReason
+    detail: str
+
+
+def read_reply(result: ChatResult, parse: Callable[[str, str | None], ParsedT]) -> ParsedT | Unusable:
+    """`parse(text, finish_reason)` of the first choice, or why the completion cannot be used."""
+    if not result.completion.choices:
+        return Unusable(UnscoredReason.judge_error, "the endpoint returned no choices")
+    choice = result.completion.choices[0]
+    finish_reason = choice.finish_reason
+    text = choice.message.content or ""
+    refusal = getattr(choice.message, "refusal", None)
+    if finish_reason == "content_filter" or (not text and refusal):
+        why = refusal or "finish_reason content_filter"
+        return Unusable(UnscoredReason.refused, excerpt(f"refused: {why}", _EXCERPT_CHARS))
+    try:
+        return parse(text, finish_reason)
+    except ReplyError as exc:
+        reason = UnscoredReason.truncated if exc.truncated else UnscoredReason.parse_error
+        detail = f"{exc}; reply (finish_reason={finish_reason}): {excerpt(text, _EXCERPT_CHARS)!r}"
+        return Unusable(reason, detail)
