@@ -13,7 +13,7 @@ from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.contract.verdicts import UnscoredReason, Verdict, VerdictStatus
 from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 MakeItem = Callable[..., JudgeItem]
@@ -48,14 +48,21 @@ def _judge(url: str, **kw: object) -> OpenAIJudge:
     return OpenAIJudge(EndpointConfig(url, "sim-judge", **options))  # type: ignore[arg-type]
 
 
+async def _judge_one(sim: SimulatorHandle, rubric: Rubric, item: JudgeItem) -> Verdict:
+    """One item through a fresh judge on the simulator (closed afterwards)."""
+    judge = _judge(sim.base_url)
+    try:
+        return await judge.judge(item, rubric)
+    finally:
+        await judge.aclose()
+
+
 @pytest.mark.parametrize("marker", list(OUTCOMES))
 async def test_each_fault_maps_to_its_unscored_reason_with_bounded_requests(
     marker: str, sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
     reason, requests = OUTCOMES[marker]
-    judge = _judge(sim.base_url)
-    verdict = await judge.judge(make_item("f", marker), rubric)
-    await judge.aclose()
+    verdict = await _judge_one(sim, rubric, make_item("f", marker))
 
     assert verdict.unscored_reason is reason, verdict.detail
     assert verdict.status is (VerdictStatus.scored if reason is None else VerdictStatus.unscored)
@@ -68,9 +75,7 @@ async def test_each_fault_maps_to_its_unscored_reason_with_bounded_requests(
 async def test_parse_error_keeps_an_excerpt_of_the_raw_reply(
     sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
-    judge = _judge(sim.base_url)
-    verdict = await judge.judge(make_item("g", "[[sim:garbage]]"), rubric)
-    await judge.aclose()
+    verdict = await _judge_one(sim, rubric, make_item("g", "[[sim:garbage]]"))
     assert verdict.unscored_reason is UnscoredReason.parse_error
     assert "I think this answer is quite good" in (verdict.detail or "")
     assert verdict.tokens.completion > 0  # the judge's cost is accounted even when its reply is unusable
@@ -79,9 +84,7 @@ async def test_parse_error_keeps_an_excerpt_of_the_raw_reply(
 async def test_reply_cut_after_every_score_is_scored_and_its_reason_marked_truncated(
     sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
-    judge = _judge(sim.base_url)
-    verdict = await judge.judge(make_item("l", "[[sim:length]]"), rubric)
-    await judge.aclose()
+    verdict = await _judge_one(sim, rubric, make_item("l", "[[sim:length]]"))
     assert verdict.status is VerdictStatus.scored
     assert all(verdict.scores[c] is not None for c in ("relevance", "faithfulness", "completeness"))
     assert verdict.reason.endswith("[truncated]")
