@@ -12,6 +12,7 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_pair_messages
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.rubric_check import check_rubric_file
+from judgewatch.contract.verdicts import UnscoredReason
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.testing.simulator import run_simulator_in_thread
 from judgewatch.trust.pairwise import PairOutcome, compare_pairs, first_preference, summarize
@@ -106,3 +107,23 @@ async def test_openai_pairwise_judge_speaks_the_protocol_in_both_orders(
     users = [m["messages"][1]["content"] for m in sent]
     shown = [u.index(good) < u.index(bad) for u in users if f"\n{bad}\n" in u and f"\n{good}\n" in u]
     assert sorted(shown) == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("marker", "reason"),
+    [
+        ("[[sim:content_filter]]", UnscoredReason.refused),
+        ("[[sim:garbage]]", UnscoredReason.parse_error),
+    ],
+)
+async def test_an_unusable_pairwise_reply_is_unscored_with_the_pointwise_judges_reasons(
+    pairwise_rubric: Rubric, marker: str, reason: UnscoredReason
+) -> None:
+    with run_simulator_in_thread(latency_ms=1) as sim:
+        judge = OpenAIPairwiseJudge(EndpointConfig(sim.base_url, "sim-judge"))
+        try:
+            call = await judge.prefer(ITEM, f"Paris. {marker}", "Lyon.", pairwise_rubric)
+        finally:
+            await judge.aclose()
+    assert call.winner is None and call.unscored_reason is reason, call.detail
+    assert call.detail
