@@ -54,6 +54,14 @@ def test_a_vllm_test_may_reach_the_shared_judge(endpoint_guard: EndpointGuard) -
     assert endpoint_guard.violations == []
 
 
+def test_a_url_without_a_host_fails_in_the_transport_as_it_would_without_the_guard(
+    endpoint_guard: EndpointGuard,
+) -> None:
+    with pytest.raises(httpx.UnsupportedProtocol):
+        httpx.get("not a url")
+    assert endpoint_guard.violations == []
+
+
 def test_an_endpoint_the_test_started_on_loopback_is_allowed(endpoint_guard: EndpointGuard) -> None:
     with run_simulator_in_thread(latency_ms=1) as sim:
         assert httpx.get(sim.base_url + "/models").status_code == 200
