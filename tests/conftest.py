@@ -105,8 +105,12 @@ class RealEndpointBlocked(RuntimeError):
 
 
 def _host_port(url: str) -> tuple[str, int]:
+    """(host, port) with the loopback spellings made one, so `localhost:8012` is the shared judge too."""
     parsed = urlsplit(url)
-    return (parsed.hostname or "", parsed.port or (443 if parsed.scheme == "https" else 80))
+    host = parsed.hostname or ""
+    if host in ("localhost", "::1"):
+        host = "127.0.0.1"
+    return (host, parsed.port or (443 if parsed.scheme == "https" else 80))
 
 
 def _is_loopback(host: str) -> bool:

@@ -45,6 +45,8 @@ async def test_an_openai_judge_call_that_swallows_the_refusal_is_still_recorded(
 def test_the_shared_vllm_judge_is_refused_to_a_test_not_marked_vllm(endpoint_guard: EndpointGuard) -> None:
     with pytest.raises(RealEndpointBlocked, match="mark the test `vllm`"):
         httpx.get(SHARED_VLLM + "/models")
+    with pytest.raises(RealEndpointBlocked, match="mark the test `vllm`"):
+        httpx.get(SHARED_VLLM.replace("127.0.0.1", "localhost") + "/models")
     endpoint_guard.violations.clear()
 
 
