@@ -10,6 +10,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -45,6 +46,7 @@ class ChatClient:
         model: str,
         *,
         api_key: str = "EMPTY",
+        headers: Mapping[str, str] | None = None,
         concurrency: int = 64,
         timeout_s: float = 60.0,
         max_retries: int = 2,
@@ -58,6 +60,7 @@ class ChatClient:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
+        self.headers = dict(headers or {})  # sent with every request (e.g. a gateway's route or tenant header)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -77,7 +80,11 @@ class ChatClient:
                 timeout=httpx2.Timeout(self.timeout_s + 5.0, connect=min(self.timeout_s, 10.0)),
             )
             self._client = openai.AsyncOpenAI(
-                base_url=self.base_url, api_key=self.api_key, max_retries=0, http_client=http_client
+                base_url=self.base_url,
+                api_key=self.api_key,
+                default_headers=self.headers or None,
+                max_retries=0,
+                http_client=http_client,
             )
             self._semaphore = asyncio.Semaphore(self.concurrency)
             self._loop = loop
@@ -98,6 +105,7 @@ class ChatClient:
         temperature: float = 0.0,
         seed: int | None = None,
         response_format: dict[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion, retried on transient errors; raises CallError when it fails for good."""
         client, semaphore = self._bind()
@@ -106,6 +114,8 @@ class ChatClient:
             params["seed"] = seed
         if response_format is not None:
             params["response_format"] = response_format
+        if extra_body:
+            params["extra_body"] = dict(extra_body)  # merged into the JSON body as is (stop, top_p, vendor fields)
         started: float | None = None
         attempt = 0
         while True:
@@ -139,9 +149,12 @@ class ChatClient:
         max_tokens: int = 512,
         temperature: float = 0.0,
         seed: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> str:
         """The assistant's text for `messages` (e.g. a tier's answer); raises CallError on failure."""
-        result = await self.chat(messages, max_tokens=max_tokens, temperature=temperature, seed=seed)
+        result = await self.chat(
+            messages, max_tokens=max_tokens, temperature=temperature, seed=seed, extra_body=extra_body
+        )
         choices = result.completion.choices
         return (choices[0].message.content or "") if choices else ""
 
