@@ -228,3 +228,20 @@ def test_params_reject_reserved_body_fields_and_keep_a_single_stop_as_a_list() -
     assert TierParams.model_validate({"stop": "\n"}).stop == ["\n"]
     with pytest.raises(ValueError, match="cannot be set here"):
         TierParams.model_validate({"extra_body": {"max_tokens": 3}})
+
+
+def test_the_shipped_example_is_valid_and_renders_both_languages() -> None:
+    from judgewatch.settings import REPO_ROOT
+
+    full, quantized = load_tiers_file(REPO_ROOT / "examples" / "tiers.yaml")
+    assert full.base_url == quantized.base_url and full.api_key_env == quantized.api_key_env == "ACME_GATEWAY_KEY"
+    assert credentials(full, {"ACME_GATEWAY_KEY": "k", "ACME_TENANT": "t"}) == (
+        "k",
+        {"X-Gateway-Route": "support-full", "X-Tenant": "t"},
+    )
+    assert full.template is not None
+    en = full.template.render(question="Why?", reference_facts=["F1."], context=["C1."], language="en")
+    assert en[0]["content"].startswith("You are Acme's support assistant")
+    assert en[1]["content"] == "Knowledge base:\n- F1.\n- C1.\n\nCustomer: Why?"
+    zh = full.template.render(question="为什么？", reference_facts=["事实。"], context=[], language="zh")
+    assert zh[0]["content"].startswith("你是 Acme 的客服助手") and zh[1]["content"].endswith("Customer: 为什么？")
