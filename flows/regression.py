@@ -22,6 +22,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
+from prefect.variables import Variable
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
@@ -38,13 +39,20 @@ from flows.regression_tasks import (
 from judges.base import Judge
 from judges.factory import build_judge
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
+from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.report import RegressionReport, write_report
 from judgewatch.regression.serving import TierSpec
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
-from judgewatch.storage.releases import GateDecision, gate_decision_id, record_gate_decision, record_release_tier
+from judgewatch.storage.releases import (
+    GateDecision,
+    gate_decision_id,
+    get_release_tiers,
+    record_gate_decision,
+    record_release_tier,
+)
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
@@ -92,10 +100,14 @@ async def post_release_regression(
     answer_max_tokens: int = 256,
     database_url: str | None = None,
     fail_on_gate: bool = True,
+    tiers_file: str | None = None,
+    tiers_variable: str | None = None,
 ) -> dict[str, Any] | State[Any]:
     """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths.
 
-    `tiers`: "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `judge`: "reference" or a URL
+    `tiers`: "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `tiers_file`: a tiers YAML file
+    (live tiers with their key variable, headers, prompt template and params); `tiers_variable`: the name of a
+    Prefect variable holding the same document; `judge`: "reference" or a URL
     (default: the configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each
     tier's accepted baseline) or a release id. With `fail_on_gate` a non-zero exit code ends the flow run
     Failed with the summary as its message (what a CI job triggering the deployment sees).
@@ -107,7 +119,8 @@ async def post_release_regression(
     url = database_url or settings.effective_database_url
     engine = make_engine(url)
     migrate(engine)
-    inputs, problems = load_inputs(datasets, tiers or [], answers or [], rubric, settings)
+    variable = (tiers_variable, await Variable.aget(tiers_variable)) if tiers_variable else None
+    inputs, problems = load_inputs(datasets, tiers or [], answers or [], rubric, settings, tiers_file, variable)
     judge_obj = None
     if inputs is not None:
         try:
@@ -170,6 +183,8 @@ async def _evaluate(
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
         section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs.golden, inputs.rubric, identity)
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
+        section.config = _tier_config(spec, options, settings)
+        notes += _config_notes(engine, spec.name, base, section.config)
         report.tiers.append(section)
         evaluations.append(section.evaluation)
     criteria = [c.name for c in inputs.rubric.criteria]
@@ -224,6 +239,22 @@ async def _produce(
     return out
 
 
+def _tier_config(spec: TierSpec, options: GateOptions, settings: Settings) -> dict[str, Any]:
+    """A live tier's configuration summary for the report and the store ({} for recorded answers)."""
+    return TierRequest(spec, options.answer_max_tokens, settings.judge_seed).summary() if spec.kind == "live" else {}
+
+
+def _config_notes(engine: Engine, tier: str, baseline: str | None, config: dict[str, Any]) -> list[str]:
+    """A note when the tier's configuration (e.g. its prompt template) differs from its baseline release's."""
+    if baseline is None or not config:
+        return []
+    with session_scope(engine) as session:
+        rows = get_release_tiers(session=session, release=baseline, tier=tier)
+        before = rows[0].config if rows else None
+    note = config_change(tier, baseline, before, config)
+    return [note] if note else []
+
+
 def _generation_counts(generations: Iterable[Generation]) -> dict[str, int]:
     total: dict[str, int] = {"reused": 0, "generated": 0, "failed": 0, "replaced": 0}
     for gen in generations:
@@ -257,6 +288,7 @@ def conclude(
                 model=section.source.partition("#")[2] if section.source.startswith("live:") else None,
                 datasets=report.datasets,
                 run_ids=section.run_ids,
+                config=section.config or None,
             )
         decision = GateDecision(
             id=gate_decision_id(release, key),

@@ -9,7 +9,6 @@ answer generation use; no task has Prefect retries, so no call is ever retried a
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -20,21 +19,20 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
 from judges.base import Judge
-from judges.chat_client import ChatClient
-from judges.config import EndpointConfig
 from judges.errors import CallError
 from judges.factory import describe, is_healthy
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.judging.pipeline import judge_items
+from judgewatch.regression.generation import TierRequest, check_live_tier
 from judgewatch.regression.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
-from judgewatch.regression.serving import TierError, TierSpec, answer_messages, load_recorded_answers, parse_tiers
+from judgewatch.regression.serving import TierError, TierSpec, load_recorded_answers, parse_tiers
+from judgewatch.regression.tier_config import load_configured_tiers
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import regression_source, tier_answers, tier_verdicts
 from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.types import stable_id
 from judgewatch.storage.verdict_store import (
     count_by_status,
     count_by_unscored_reason,
@@ -74,13 +72,25 @@ class Generation:
 
 @task(name="load-inputs", cache_policy=NO_CACHE)
 def load_inputs(
-    datasets: Sequence[str], tiers: Sequence[str], answers: Sequence[str], rubric: str, settings: Settings
+    datasets: Sequence[str],
+    tiers: Sequence[str],
+    answers: Sequence[str],
+    rubric: str,
+    settings: Settings,
+    tiers_file: str | None = None,
+    tiers_variable: tuple[str, object] | None = None,
 ) -> tuple[Inputs | None, list[str]]:
-    """Parse tiers, load the rubric, golden sets and recorded answers; every problem found, as messages."""
+    """Parse tiers, load the rubric, golden sets and recorded answers; every problem found, as messages.
+
+    `tiers_file` is a tiers YAML file, `tiers_variable` a (name, content) pair of a Prefect variable holding one.
+    """
     problems: list[str] = []
     specs: list[TierSpec] = []
     try:
-        specs = parse_tiers(tiers, answers)
+        variable, value = tiers_variable or (None, None)
+        specs = parse_tiers(
+            tiers, answers, configured=load_configured_tiers(tiers_file, variable=variable, value=value)
+        )
     except TierError as exc:
         problems.append(str(exc))
     rubric_obj = None
@@ -120,14 +130,8 @@ async def check_endpoints(tiers: Sequence[TierSpec], judge: Judge) -> tuple[dict
     """({tier: why it is down}, [judge problems]): every live endpoint must answer before anything runs."""
     down: dict[str, str] = {}
     for spec in tiers:
-        if spec.kind != "live" or spec.base_url is None or spec.model is None:
-            continue
-        client = ChatClient(EndpointConfig(spec.base_url, spec.model, timeout_s=10.0))
-        try:
-            if not await client.health():
-                down[spec.name] = f"{spec.base_url} did not answer GET /models (model {spec.model})"
-        finally:
-            await client.aclose()
+        if (why := await check_live_tier(spec)) is not None:
+            down[spec.name] = why
     problems = [] if await is_healthy(judge) else [f"judge endpoint unreachable: {describe(judge)}"]
     return down, problems
 
@@ -161,11 +165,6 @@ def store_recorded_answers(
     return Generation(reused=len(rows) - len(changed), changed=changed)
 
 
-def prompt_hash(spec: TierSpec, messages: list[dict[str, str]], max_tokens: int, seed: int) -> str:
-    """Identity of one generation request: the same prompt to the same model is answered once."""
-    return stable_id("generation", spec.model, max_tokens, seed, json.dumps(messages, ensure_ascii=False))
-
-
 @task(name="generate-answers", cache_policy=NO_CACHE)
 async def generate_answers(
     engine: Engine,
@@ -179,35 +178,29 @@ async def generate_answers(
 ) -> Generation:
     """Ask a live tier every golden question not answered yet (stored per release, tier and item).
 
-    The question and the reference facts go in as context, temperature 0 and a fixed seed. A call that fails
-    for good (after the client's own retries) is counted, not stored, so a re-run asks again.
+    The tier's prompt template (default: the question with the reference facts as context) and params
+    (default: temperature 0, a fixed seed), with its key and headers. A call that fails for good (after the
+    client's own retries) is counted, not stored, so a re-run asks again.
     """
-    assert spec.base_url is not None and spec.model is not None
+    request = TierRequest(spec, max_tokens=max_tokens, seed=settings.judge_seed)
     with session_scope(engine) as session:
         stored = tier_answers(session=session, release=release, tier=spec.name, dataset=golden.name)
         done = {i.source_id: i.meta.get("prompt_hash") for i in stored}
     todo = []
     for item in golden.items:
-        messages = answer_messages(item.question, item.reference_facts or item.context, item.language)
-        key = prompt_hash(spec, messages, max_tokens, settings.judge_seed)
+        messages = request.messages(item)
+        key = request.request_hash(messages)
         if done.get(item.id) != key:
             todo.append((item, messages, key))
     result = Generation(reused=len(golden.items) - len(todo))
-    client = ChatClient(
-        EndpointConfig(
-            spec.base_url,
-            spec.model,
-            concurrency=concurrency,
-            timeout_s=settings.judge_timeout_s,
-            max_retries=settings.judge_max_retries,
-            max_tokens=max_tokens,
-            seed=settings.judge_seed,
-        )
+    client = request.client(
+        concurrency=concurrency, timeout_s=settings.judge_timeout_s, max_retries=settings.judge_max_retries
     )
+    config_hash = request.config_hash
 
     async def one(item: GoldenItem, messages: list[dict[str, str]], key: str) -> tuple[GoldenItem, str, object]:
         try:
-            return item, key, await client.complete(messages)
+            return item, key, await request.answer(client, messages)
         except CallError as exc:
             return item, key, exc
 
@@ -220,7 +213,8 @@ async def generate_answers(
                 failed[answer.failure.reason.value] += 1
                 logger.warning("tier %s: no answer for %s: %s", spec.name, item.id, answer.failure.detail)
                 continue
-            pending.append(answer_interaction(release, spec, golden, item, str(answer), prompt_hash=key))
+            row = answer_interaction(release, spec, golden, item, str(answer), prompt_hash=key, tier_config=config_hash)
+            pending.append(row)
             result.generated += 1
             if len(pending) >= STORE_EVERY:
                 await asyncio.to_thread(_store, engine, pending)

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -57,7 +58,11 @@ class ChatClient:
                 timeout=httpx2.Timeout(cfg.timeout_s + 5.0, connect=min(cfg.timeout_s, 10.0)),
             )
             self._client = openai.AsyncOpenAI(
-                base_url=cfg.base_url, api_key=cfg.api_key, max_retries=0, http_client=http_client
+                base_url=cfg.base_url,
+                api_key=cfg.api_key,
+                default_headers=dict(cfg.headers) or None,
+                max_retries=0,
+                http_client=http_client,
             )
             self._semaphore = asyncio.Semaphore(cfg.concurrency)
             self._loop = loop
@@ -77,6 +82,7 @@ class ChatClient:
         *,
         max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> ChatResult:
         """One chat completion, retried on transient errors; raises CallError when it fails for good.
 
@@ -89,6 +95,8 @@ class ChatClient:
             params["seed"] = cfg.seed
         if response_format is not None:
             params["response_format"] = response_format
+        if extra_body:
+            params["extra_body"] = dict(extra_body)  # merged into the JSON body as is (stop, top_p, vendor fields)
         started: float | None = None
         attempt = 0
         while True:
@@ -114,9 +122,15 @@ class ChatClient:
                 logger.debug("%s attempt %d failed (%s); retrying in %.2fs", where, attempt, failure.detail, delay)
             await asyncio.sleep(delay)
 
-    async def complete(self, messages: list[dict[str, str]], *, max_tokens: int | None = None) -> str:
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        max_tokens: int | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> str:
         """The assistant's text for `messages` (e.g. a tier's answer); raises CallError on failure."""
-        result = await self.chat(messages, max_tokens=max_tokens)
+        result = await self.chat(messages, max_tokens=max_tokens, extra_body=extra_body)
         choices = result.completion.choices
         return (choices[0].message.content or "") if choices else ""
 

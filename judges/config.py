@@ -24,6 +24,7 @@ class EndpointConfig:
     base_url: str
     model: str
     api_key: str = field(default="EMPTY", repr=False)
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # sent with every request
     concurrency: int = 64
     timeout_s: float = 60.0
     max_retries: int = 2

@@ -68,6 +68,12 @@ def regress(
     answers: Annotated[
         list[str] | None, typer.Option(help="A tier from recorded answers: NAME=FILE (JSONL with id and answer)")
     ] = None,
+    tiers_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--tiers", help="A tiers YAML file: live tiers with key variable, headers, prompt template, params"
+        ),
+    ] = None,
     judge: Annotated[
         str | None, typer.Option(help="'reference' or the judge's base URL (default: the configured judge)")
     ] = None,
@@ -98,6 +104,7 @@ def regress(
             datasets=list(dataset),
             tiers=list(tier or []),
             answers=list(answers or []),
+            tiers_file=str(tiers_file) if tiers_file else None,
             judge=judge,
             baseline=baseline,
             margin=margin,

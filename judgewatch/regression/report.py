@@ -50,6 +50,7 @@ class TierSection:
     worst: list[WorstItem] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     generation: dict[str, Any] = field(default_factory=dict)  # reused / generated / failed counts
+    config: dict[str, Any] = field(default_factory=dict)  # a live tier's configuration summary, keys masked
 
 
 @dataclass
@@ -140,9 +141,27 @@ def _header(report: RegressionReport) -> list[str]:
     return lines
 
 
+def _config_lines(config: dict[str, Any]) -> list[str]:
+    """A live tier's configuration: template and its hash, params, headers as written, the key masked."""
+    if not config:
+        return []
+    template = config.get("template")
+    if config.get("template_hash"):
+        template = f"{template} (hash {config['template_hash']})"
+    params = ", ".join(f"{k} {json.dumps(v, ensure_ascii=False)}" for k, v in (config.get("params") or {}).items())
+    lines = [
+        f"- configuration {config.get('config_hash')}: model {config.get('model')} at {config.get('url')}, "
+        f"prompt template {template}",
+        f"- params: {params or 'defaults'}",
+    ]
+    headers = ", ".join(f"{k}: {v}" for k, v in (config.get("headers") or {}).items())
+    lines.append(f"- api key: {config.get('api_key', 'none')}; headers: {headers or 'none'}")
+    return lines
+
+
 def _tier_lines(section: TierSection, margin: float) -> list[str]:
     ev = section.evaluation
-    lines = [f"## Tier {section.tier}", "", f"- answers: {section.source}"]
+    lines = [f"## Tier {section.tier}", "", f"- answers: {section.source}", *_config_lines(section.config)]
     if section.generation:
         lines.append("- generation: " + ", ".join(f"{k} {v}" for k, v in section.generation.items()))
     lines.append(f"- baseline: {ev.baseline_release or 'none (first release of this tier)'}")

@@ -1,4 +1,7 @@
-"""Serving tiers of a release: a live OpenAI-compatible endpoint (`full=URL#MODEL`) or a file of recorded answers.
+"""Serving tiers of a release: a live OpenAI-compatible endpoint or a file of recorded answers.
+
+A live tier is given on the command line (`full=URL#MODEL`: the built-in prompt, no key) or in a tiers file
+(`tier_config.py`: its key's variable, headers, prompt template and generation parameters).
 
 Recorded answers are JSONL, one `{"id": ..., "answer": ...}` per golden item. A malformed line, a duplicate,
 an unknown id or a golden id without an answer is an error naming the file, the line and the id: a gate that
@@ -11,10 +14,12 @@ import json
 import logging
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from judgewatch.regression.answer_prompt import AnswerTemplate
 
 logger = logging.getLogger(__name__)
 
@@ -25,8 +30,58 @@ class TierError(ValueError):
     """A tier specification or an answers file that cannot be used; the message says which and why."""
 
 
+# Request fields a tier's `extra_body` may not set: judgewatch sends them itself, or they are named params.
+RESERVED_BODY_FIELDS = frozenset(
+    {"model", "messages", "stream", "n", "temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop"}
+)
+
+
+class TierParams(BaseModel):
+    """A live tier's generation settings; None means judgewatch's default (temperature 0, the gate's seed and
+    max_tokens). `extra_body` is passed through into the request body as is (e.g. `top_k`, `repetition_penalty`).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    stop: list[str] | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _one_stop_is_a_list(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_reserved_fields(cls, body: dict[str, Any]) -> dict[str, Any]:
+        if reserved := sorted(set(body) & RESERVED_BODY_FIELDS):
+            raise ValueError(f"{reserved} cannot be set here (use params.<name>, or leave them to judgewatch)")
+        return body
+
+    def request(self, *, max_tokens: int, seed: int) -> dict[str, Any]:
+        """The effective request parameters: this tier's settings over the gate's defaults, extra body last."""
+        out: dict[str, Any] = {
+            "temperature": self.temperature if self.temperature is not None else 0.0,
+            "max_tokens": self.max_tokens if self.max_tokens is not None else max_tokens,
+            "seed": self.seed if self.seed is not None else seed,
+        }
+        if self.top_p is not None:
+            out["top_p"] = self.top_p
+        if self.stop is not None:
+            out["stop"] = list(self.stop)
+        return {**out, **self.extra_body}
+
+
 class TierSpec(BaseModel):
-    """One tier of the release under test: where its answers come from."""
+    """One tier of the release under test: where its answers come from and, for a live tier, how it is asked.
+
+    `api_key_env` names the environment variable holding the key (the key itself is never in a spec) and
+    `headers` keep their `${VAR}` references unexpanded: a spec can be logged, hashed and reported safely.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -35,18 +90,33 @@ class TierSpec(BaseModel):
     base_url: str | None = None
     model: str | None = None
     answers_path: Path | None = None
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    template: AnswerTemplate | None = None
+    params: TierParams = TierParams()
+    concurrency: int | None = None
+    origin: str | None = None  # the tiers file (or Prefect variable) the tier was read from
 
     @property
     def source(self) -> str:
         """What produced the answers: `live:<url>#<model>` or `recorded:<file>` (stored with every answer)."""
         if self.kind == "live":
-            return f"live:{self.base_url}#{self.model}"
+            return f"live:{masked_url(self.base_url or '')}#{self.model}"
         return f"recorded:{self.answers_path}"
 
     def describe(self) -> str:
         if self.kind == "live":
-            return f"{self.name} ({self.model} at {self.base_url})"
+            return f"{self.name} ({self.model} at {masked_url(self.base_url or '')})"
         return f"{self.name} ({self.source})"
+
+
+def masked_url(url: str) -> str:
+    """The URL without any password in it (a key must never reach a report or the store)."""
+    parsed = urlparse(url)
+    if parsed.password is None:
+        return url
+    netloc = f"{parsed.username}:***@{parsed.hostname}" + (f":{parsed.port}" if parsed.port else "")
+    return parsed._replace(netloc=netloc).geturl()
 
 
 def _split_assignment(text: str, option: str, example: str) -> tuple[str, str]:
@@ -83,16 +153,20 @@ def _spec(*, option: str, **fields: object) -> TierSpec:
         raise TierError(f"{option}: tier name must be letters, digits, '.', '_' or '-' ({exc})") from exc
 
 
-def parse_tiers(tiers: Sequence[str] = (), answers: Sequence[str] = ()) -> list[TierSpec]:
-    """Every tier from `--tier` and `--answers` options, in the order given; a name may appear only once."""
-    specs = [parse_tier(t) for t in tiers] + [parse_answers(a) for a in answers]
+def parse_tiers(
+    tiers: Sequence[str] = (), answers: Sequence[str] = (), configured: Sequence[TierSpec] = ()
+) -> list[TierSpec]:
+    """Every tier from a tiers file (`configured`), `--tier` and `--answers`, in that order; a name only once."""
+    specs = [*configured, *(parse_tier(t) for t in tiers), *(parse_answers(a) for a in answers)]
     seen: set[str] = set()
     for spec in specs:
         if spec.name in seen:
-            raise TierError(f"tier {spec.name!r} is given more than once (use either --tier or --answers for it)")
+            raise TierError(
+                f"tier {spec.name!r} is given more than once (define it once: in the tiers file, --tier or --answers)"
+            )
         seen.add(spec.name)
     if not specs:
-        raise TierError("no tier given: pass --tier NAME=URL#MODEL or --answers NAME=FILE at least once")
+        raise TierError("no tier given: pass --tiers FILE, --tier NAME=URL#MODEL or --answers NAME=FILE at least once")
     return specs
 
 
@@ -156,23 +230,3 @@ def write_recorded_answers(path: Path, answers: Iterable[tuple[str, str]]) -> in
             out.write(json.dumps({"id": item_id, "answer": answer}, ensure_ascii=False) + "\n")
             count += 1
     return count
-
-
-SYSTEM_PROMPTS = {
-    "en": "Answer the question using only the context. Answer in one or two short sentences.",
-    "zh": "请只根据资料回答问题，用一两句简短的话作答。",
-}
-_USER_TEMPLATES = {
-    "en": "Context:\n{facts}\n\nQuestion: {question}",
-    "zh": "资料：\n{facts}\n\n问题：{question}",
-}
-
-
-def answer_messages(question: str, facts: Sequence[str], language: str) -> list[dict[str, str]]:
-    """The prompt a live tier answers: a short system prompt, the reference facts as context, the question."""
-    lang = language if language in SYSTEM_PROMPTS else "en"
-    listed = "\n".join(f"- {fact}" for fact in facts) or "-"
-    return [
-        {"role": "system", "content": SYSTEM_PROMPTS[lang]},
-        {"role": "user", "content": _USER_TEMPLATES[lang].format(facts=listed, question=question)},
-    ]

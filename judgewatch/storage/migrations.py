@@ -91,6 +91,12 @@ def m006_source_watermarks(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[table(SourceWatermark)])
 
 
+def m007_release_tier_config(conn: Connection) -> None:
+    """A live tier's configuration hash and summary, so a changed prompt template is a different configuration."""
+    add_column(conn, ReleaseTier, "config_hash")
+    add_column(conn, ReleaseTier, "config")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -98,6 +104,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_review,
     m005_calibration,
     m006_source_watermarks,
+    m007_release_tier_config,
 )
 
 

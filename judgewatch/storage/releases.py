@@ -42,6 +42,8 @@ class ReleaseTier(SQLModel, table=True):
     tier: str = Field(index=True)
     model: str | None = None
     source: str  # "live:<url>#<model>" | "recorded:<file>"
+    config_hash: str | None = None  # a live tier's effective configuration (model, template, params, headers)
+    config: dict[str, Any] | None = Field(default=None, sa_type=JSONValue)  # its summary, secrets masked
     datasets: dict[str, str] = Field(default_factory=dict, sa_type=JSONValue)  # golden set -> revision
     run_ids: list[str] = Field(default_factory=list, sa_type=JSONValue)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
@@ -86,12 +88,17 @@ def record_release_tier(
     model: str | None,
     datasets: dict[str, str],
     run_ids: Sequence[str] = (),
+    config: dict[str, Any] | None = None,
 ) -> ReleaseTier:
-    """Create or update a release's tier; run ids and datasets accumulate, acceptance is kept."""
+    """Create or update a release's tier; run ids and datasets accumulate, acceptance is kept.
+
+    `config` is a live tier's configuration summary (with its `config_hash`); recorded tiers have none.
+    """
     row = session.get(ReleaseTier, release_tier_id(release, tier), populate_existing=True)
     if row is None:
         row = ReleaseTier(id=release_tier_id(release, tier), release=release, tier=tier, source=source, model=model)
     row.source, row.model, row.updated_at = source, model, utcnow()
+    row.config, row.config_hash = config, (config or {}).get("config_hash")
     row.datasets = {**row.datasets, **datasets}
     row.run_ids = list(dict.fromkeys([*row.run_ids, *run_ids]))
     session.add(row)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from judgewatch.regression.answer_prompt import answer_messages
 from judgewatch.regression.serving import (
     TierError,
-    answer_messages,
     load_recorded_answers,
     parse_answers,
     parse_tier,
