@@ -25,6 +25,7 @@ from judges.errors import CallError
 from judges.factory import describe, is_healthy
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.judging.pipeline import judge_items
+from judgewatch.redact import mask_url
 from judgewatch.regression.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
 from judgewatch.regression.serving import TierError, TierSpec, answer_messages, load_recorded_answers, parse_tiers
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
@@ -124,7 +125,7 @@ async def check_endpoints(tiers: Sequence[TierSpec], judge: Judge) -> tuple[dict
         client = ChatClient(spec.base_url, spec.model, timeout_s=10.0)
         try:
             if not await client.health():
-                down[spec.name] = f"{spec.base_url} did not answer GET /models (model {spec.model})"
+                down[spec.name] = f"{mask_url(spec.base_url)} did not answer GET /models (model {spec.model})"
         finally:
             await client.aclose()
     problems = [] if await is_healthy(judge) else [f"judge endpoint unreachable: {describe(judge)}"]

@@ -18,6 +18,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from judges.errors import CallError, classify_exception
+from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,11 @@ class ChatClient:
                     raise CallError(failure, attempts=attempt, latency_ms=elapsed_ms) from exc
                 delay = self._backoff(attempt, failure.retry_after_s)
                 logger.debug(
-                    "%s attempt %d failed (%s); retrying in %.2fs", self.base_url, attempt, failure.detail, delay
+                    "%s attempt %d failed (%s); retrying in %.2fs",
+                    mask_url(self.base_url),
+                    attempt,
+                    failure.detail,
+                    delay,
                 )
             await asyncio.sleep(delay)
 
@@ -151,7 +156,7 @@ class ChatClient:
         try:
             await client.models.list(timeout=min(self.timeout_s, HEALTH_TIMEOUT_S))
         except Exception as exc:
-            logger.debug("%s health check failed: %s", self.base_url, exc)
+            logger.debug("%s health check failed: %s", mask_url(self.base_url), exc)
             return False
         return True
 

@@ -16,6 +16,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgewatch.redact import mask_url, mask_urls_in
+
 logger = logging.getLogger(__name__)
 
 _MAX_LISTED = 5
@@ -40,12 +42,12 @@ class TierSpec(BaseModel):
     def source(self) -> str:
         """What produced the answers: `live:<url>#<model>` or `recorded:<file>` (stored with every answer)."""
         if self.kind == "live":
-            return f"live:{self.base_url}#{self.model}"
+            return f"live:{mask_url(self.base_url or '')}#{self.model}"
         return f"recorded:{self.answers_path}"
 
     def describe(self) -> str:
         if self.kind == "live":
-            return f"{self.name} ({self.model} at {self.base_url})"
+            return f"{self.name} ({self.model} at {mask_url(self.base_url or '')})"
         return f"{self.name} ({self.source})"
 
 
@@ -59,15 +61,16 @@ def _split_assignment(text: str, option: str, example: str) -> tuple[str, str]:
 
 def parse_tier(text: str) -> TierSpec:
     """`NAME=URL#MODEL`, e.g. `full=http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B` -> a live tier (split at the first #)."""
+    shown = mask_urls_in(text)  # error messages and the stored option never carry a password
     name, value = _split_assignment(text, "--tier", "NAME=URL#MODEL (e.g. full=http://127.0.0.1:8000/v1#my-model)")
     url, sep, model = value.partition("#")
     url, model = url.strip(), model.strip()
     if not sep or not url or not model:
-        raise TierError(f"--tier {text!r}: missing '#MODEL' after the URL (expected NAME=URL#MODEL)")
+        raise TierError(f"--tier {shown!r}: missing '#MODEL' after the URL (expected NAME=URL#MODEL)")
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise TierError(f"--tier {text!r}: {url!r} is not an http(s) URL")
-    return _spec(name=name, kind="live", base_url=url.rstrip("/"), model=model, option=f"--tier {text!r}")
+        raise TierError(f"--tier {shown!r}: {url!r} is not an http(s) URL")
+    return _spec(name=name, kind="live", base_url=url.rstrip("/"), model=model, option=f"--tier {shown!r}")
 
 
 def parse_answers(text: str) -> TierSpec:
