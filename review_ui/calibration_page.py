@@ -2,8 +2,8 @@
 
 Judge-human agreement tables, a confusion matrix per tier and criterion (judge rows, human columns),
 reviewer-vs-reviewer agreement on doubly labeled items, the anchor-set comparison of the current judge
-configuration with the previous one, and the drift alerts. Aggregate and read-only, for logged-in active
-accounts (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
+configuration with the previous one, and the drift alerts. Aggregate and read-only, for active owners and
+adjudicators (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.tiers_page import SINCE_CHOICES, compute, header_md, image, require_viewer, scale_levels, tables
+from review_ui.common import compute, header_md, image, period_controls, require_viewer, scale_levels, tables
 
 logger = logging.getLogger(__name__)
 
@@ -145,10 +145,7 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
 
     with gr.Tab(label) as tab:
         gr.Markdown(INTRO)
-        with gr.Row():
-            rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
-            since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
-            refresh = gr.Button("Refresh", size="sm", scale=1)
+        rubric_box, since_box, refresh = period_controls(rubric)
         header = gr.Markdown("Open this tab or press Refresh to compute.")
         agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")

@@ -91,6 +91,14 @@ def m006_source_watermarks(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[table(SourceWatermark)])
 
 
+def m007_reviewer_role(conn: Connection) -> None:
+    """Reviewer roles: existing adjudicators become role 'adjudicator', everyone else 'reviewer'."""
+    add_column(conn, Reviewer, "role")
+    tbl = table(Reviewer)
+    conn.execute(tbl.update().where(tbl.c.role.is_(None)).values(role="reviewer"))
+    conn.execute(tbl.update().where(tbl.c.can_adjudicate.is_(True)).values(role="adjudicator"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -98,6 +106,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_review,
     m005_calibration,
     m006_source_watermarks,
+    m007_reviewer_role,
 )
 
 
