@@ -123,6 +123,8 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
             return [gr.update(visible=role is not None and role in roles) for _, roles in gated]
 
         if gated:
+            for tab, _ in gated:  # hidden until the page's load event knows the caller's role
+                tab.visible = False
             app.load(visible_tabs, outputs=[tab for tab, _ in gated], api_visibility="private")
     return app
 
