@@ -24,7 +24,7 @@ from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.common import compute, header_md, image, period_controls, require_viewer, scale_levels, tables
+from review_ui.common import compute, header_md, image, page_top, require_viewer, scale_levels, tables
 
 logger = logging.getLogger(__name__)
 
@@ -144,9 +144,7 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         ]
 
     with gr.Tab(label) as tab:
-        gr.Markdown(INTRO)
-        rubric_box, since_box, refresh = period_controls(rubric)
-        header = gr.Markdown("Open this tab or press Refresh to compute.")
+        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
         agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")
         with gr.Row():

@@ -59,13 +59,15 @@ def require_viewer(engine: Engine, request: gr.Request | None) -> str:
     return require_role(engine, request, AGGREGATE_ROLES)
 
 
-def period_controls(rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button]:
-    """The rubric box, period dropdown and Refresh button the aggregate pages start with."""
+def page_top(intro: str, rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button, gr.Markdown]:
+    """What the aggregate pages start with: their intro, the rubric box, period dropdown, Refresh, a header."""
+    gr.Markdown(intro)
     with gr.Row():
         rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
         since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
         refresh = gr.Button("Refresh", size="sm", scale=1)
-    return rubric_box, since_box, refresh
+    header = gr.Markdown("Open this tab or press Refresh to compute.")
+    return rubric_box, since_box, refresh, header
 
 
 def image(png: bytes) -> Image.Image:

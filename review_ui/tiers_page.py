@@ -17,7 +17,7 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
-from review_ui.common import compute, header_md, image, period_controls, require_viewer, tables
+from review_ui.common import compute, header_md, image, page_top, require_viewer, tables
 
 logger = logging.getLogger(__name__)
 
@@ -79,9 +79,7 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         ]
 
     with gr.Tab(label) as tab:
-        gr.Markdown(INTRO)
-        rubric_box, since_box, refresh = period_controls(rubric)
-        header = gr.Markdown("Open this tab or press Refresh to compute.")
+        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
         estimates_img = gr.Image(label="Per tier and criterion", type="pil", interactive=False)
         estimates = gr.Dataframe(label="Tier scores", interactive=False, wrap=True)
         differences = gr.Dataframe(label="Tier difference", interactive=False, wrap=True)

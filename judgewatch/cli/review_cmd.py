@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from sqlalchemy import func, select
+from sqlmodel import Session
 
 from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
@@ -52,20 +54,19 @@ def reviewer_add(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create a reviewer account with a role (the password is stored as a salted scrypt hash)."""
-    from judgewatch.review.accounts import AccountError, add_reviewer
+    from judgewatch.review.accounts import add_reviewer
 
     if role is not None and adjudicator and role != "adjudicator":
         raise _fail(f"--adjudicator contradicts --role {role}")
     chosen = role or ("adjudicator" if adjudicator else "reviewer")
     if password is None:
         password = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
-    engine = open_store_or_exit(database_url)
-    try:
-        with session_scope(engine) as session:
-            add_reviewer(session=session, name=name, password=password, role=chosen)
-    except AccountError as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(f"reviewer {name} added (role: {chosen})")
+    secret = password
+    _change_account(
+        database_url,
+        lambda session: add_reviewer(session=session, name=name, password=secret, role=chosen),
+        f"reviewer {name} added (role: {chosen})",
+    )
 
 
 @reviewer_app.command("role")
@@ -75,27 +76,36 @@ def reviewer_role(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Change an account's role."""
-    from judgewatch.review.accounts import AccountError, set_role
+    from judgewatch.review.accounts import set_role
 
-    engine = open_store_or_exit(database_url)
-    try:
-        with session_scope(engine) as session:
-            set_role(session=session, name=name, role=role)
-    except AccountError as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(f"reviewer {name} is now {role}")
+    _change_account(
+        database_url,
+        lambda session: set_role(session=session, name=name, role=role),
+        f"reviewer {name} is now {role}",
+    )
 
 
 def _set_active(name: str, active: bool, database_url: str | None) -> None:
-    from judgewatch.review.accounts import AccountError, set_active
+    from judgewatch.review.accounts import set_active
+
+    _change_account(
+        database_url,
+        lambda session: set_active(session=session, name=name, active=active),
+        f"reviewer {name} {'enabled' if active else 'disabled'}",
+    )
+
+
+def _change_account(database_url: str | None, change: Callable[[Session], object], done: str) -> None:
+    """Run one account change in a transaction; an AccountError becomes a one-line error and exit 1."""
+    from judgewatch.review.accounts import AccountError
 
     engine = open_store_or_exit(database_url)
     try:
         with session_scope(engine) as session:
-            set_active(session=session, name=name, active=active)
+            change(session)
     except AccountError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(f"reviewer {name} {'enabled' if active else 'disabled'}")
+    typer.echo(done)
 
 
 @reviewer_app.command("disable")

@@ -17,16 +17,8 @@ from judgewatch.storage.verdicts import VerdictRecord
 
 
 def run_judge(*args: str) -> Result:
+    """`judgewatch judge --rubric answer_quality ARGS...` in this process."""
     return CliRunner().invoke(get_app(), ["judge", "--rubric", "answer_quality", *args])
-
-
-def count(db_url: str, model: type) -> int:
-    engine = make_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(table(model))).scalar_one()
-    finally:
-        engine.dispose()
 
 
 def _rows(path: Path, lines: list[str]) -> Path:
@@ -77,15 +69,15 @@ def test_a_row_with_nul_no_longer_aborts_the_run_and_the_other_rows_are_stored(t
     assert result.exit_code == 0, result.output
     assert "line 2: field 'answer': removed 1 NUL character(s)" in result.output
     assert "line 3: not usable JSON: nested more than" in result.output
-    assert count(db_url, VerdictRecord) == 3
     engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
+            verdicts = conn.execute(select(func.count()).select_from(table(VerdictRecord))).scalar_one()
             answers = set(conn.execute(select(table(Interaction).c.answer)).scalars())
             run = conn.execute(select(table(EvalRun))).one()
     finally:
         engine.dispose()
-    assert "4 exactly" in answers
+    assert verdicts == 3 and "4 exactly" in answers
     assert run.counts["repaired"] == 1 and run.counts["quarantined"] == 1
 
 
