@@ -42,3 +42,23 @@ def test_serving_tier_sources_are_stored_masked(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.DEBUG):
         spec = parse_tier("full=http://bob:pa55word@127.0.0.1:9/v1#m")
     assert "pa55word" not in spec.source and "pa55word" not in spec.describe()
+
+
+def test_fallback_link_labels_and_webhook_failures_carry_no_secret(caplog: pytest.LogCaptureFixture) -> None:
+    from judges.fallback import link_label
+    from judgewatch.calibration.drift import post_webhook
+
+    settings = Settings(judge_url="http://alice:hunter22@127.0.0.1:9/v1")
+    (link,) = judge_links(None, settings, None, None, fallback_reference=False)
+    assert link_label(link).endswith("@http://alice:***@127.0.0.1:9/v1")
+
+    class Alert:
+        message = "drift"
+
+        def model_dump(self) -> dict[str, str]:
+            return {"message": "drift"}
+
+    with caplog.at_level(logging.WARNING):
+        outcome = post_webhook("http://hook:t0ps3cret@127.0.0.1:9/hook", Alert(), timeout_s=1.0)  # type: ignore[arg-type]
+    assert outcome.startswith("failed") and "t0ps3cret" not in outcome
+    assert "t0ps3cret" not in caplog.text and "hook:***@" in caplog.text
