@@ -62,13 +62,11 @@ def test_an_empty_input_file_gets_one_message_and_exit_2(tmp_path: Path) -> None
 
 def test_a_row_with_nul_no_longer_aborts_the_run_and_the_other_rows_are_stored(tmp_path: Path, db_url: str) -> None:
     """Real PostgreSQL under the postgres parameter: text there cannot hold NUL."""
-    deep = '{"id": "deep", "question": "q", "answer": "a", "x": ' + "[" * 1000 + "]" * 1000 + "}"
-    path = _rows(tmp_path / "items.jsonl", [_row(1), _row(2, answer="4\u0000 exactly"), deep, _row(4)])
+    path = _rows(tmp_path / "items.jsonl", [_row(1), _row(2, answer="4\u0000 exactly"), _row(3)])
     out = tmp_path / "out.jsonl"
     result = run_judge("--input", str(path), "--output", str(out), "--judge", "reference", "--database-url", db_url)
     assert result.exit_code == 0, result.output
     assert "line 2: field 'answer': removed 1 NUL character(s)" in result.output
-    assert "line 3: not usable JSON: nested more than" in result.output
     engine = make_engine(db_url)
     try:
         with engine.connect() as conn:
@@ -78,7 +76,18 @@ def test_a_row_with_nul_no_longer_aborts_the_run_and_the_other_rows_are_stored(t
     finally:
         engine.dispose()
     assert verdicts == 3 and "4 exactly" in answers
-    assert run.counts["repaired"] == 1 and run.counts["quarantined"] == 1
+    assert run.counts["repaired"] == 1 and run.counts["quarantined"] == 0
+
+
+def test_a_row_nested_a_thousand_levels_is_quarantined_and_the_run_completes(tmp_path: Path) -> None:
+    deep = '{"id": "deep", "question": "q", "answer": "a", "x": ' + "[" * 1000 + "]" * 1000 + "}"
+    path = _rows(tmp_path / "items.jsonl", [_row(1), deep, _row(3)])
+    out = tmp_path / "out.jsonl"
+    db = f"sqlite:///{tmp_path / 'jw.db'}"
+    result = run_judge("--input", str(path), "--output", str(out), "--judge", "reference", "--database-url", db)
+    assert result.exit_code == 0, result.output
+    assert "line 2: not usable JSON: nested more than 64 levels deep" in result.output
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 2
 
 
 def test_credentials_in_the_judge_url_are_masked_in_output_and_in_the_stored_run(tmp_path: Path) -> None:
