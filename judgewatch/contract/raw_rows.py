@@ -58,34 +58,33 @@ def _utf16_pattern(head: bytes) -> bool:
 
 
 def loads_bounded(text: str | bytes) -> Any:
-    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError instead of recursing."""
-    if _bracket_depth(text) > MAX_JSON_DEPTH:
+    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError.
+
+    The C decoder stops itself at Python's recursion limit (RecursionError, caught here); the depth of what it
+    did parse is then measured without recursion, over containers only, and only when the text holds more
+    openers than the limit (a C-speed count), so ordinary rows pay almost nothing.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    openers = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    if openers > MAX_JSON_DEPTH and isinstance(value, dict | list) and _depth(value) > MAX_JSON_DEPTH:
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
-    return json.loads(text)
+    return value
 
 
-def _bracket_depth(text: str | bytes) -> int:
-    """Maximum nesting of [ and { outside strings (a linear scan, no recursion)."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
-        return 0  # cannot be deeper than the number of openers
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in data:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
+def _depth(value: dict[str, Any] | list[Any]) -> int:
+    """Nesting depth of dicts and lists (1 for a flat one), by an explicit stack."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
     return deepest
 
 

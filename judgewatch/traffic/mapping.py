@@ -224,19 +224,15 @@ class RowMapper:
             size = _text_size(question, answer, reference_answer, messages, facts, context)
         if size > self.config.max_row_bytes:
             raise BadRow(QuarantineReason.oversize, f"{size} bytes > max_row_bytes {self.config.max_row_bytes}")
-        texts = {"question": question, "answer": answer, "reference_answer": reference_answer}
-        for name, value in (*texts.items(), ("reference_facts", facts), ("context", context)):
-            if (field_size := text_bytes(value)) > self.max_field_bytes:
-                raise BadRow(
-                    QuarantineReason.oversize, f"{name}: {field_size} bytes > max_field_bytes {self.max_field_bytes}"
-                )
+        if size > self.max_field_bytes:  # only a row larger than the limit can hold a field larger than it
+            self._check_field_sizes(question, answer, reference_answer, facts, context)
         removed = Counter[str]()
-        question, answer = _no_nul(question, "question", removed), _no_nul(answer, "answer", removed)
-        if reference_answer is not None:
-            reference_answer = _no_nul(reference_answer, "reference_answer", removed)
-        facts = [_no_nul(f, "reference_facts", removed) for f in facts]
-        context = [_no_nul(c, "context", removed) for c in context]
-        if any(NUL in m.content for m in messages):
+        if _any_nul(question, answer, reference_answer, facts, context, messages):
+            question, answer = _no_nul(question, "question", removed), _no_nul(answer, "answer", removed)
+            if reference_answer is not None:
+                reference_answer = _no_nul(reference_answer, "reference_answer", removed)
+            facts = [_no_nul(f, "reference_facts", removed) for f in facts]
+            context = [_no_nul(c, "context", removed) for c in context]
             messages = [Message(role=m.role, content=_no_nul(m.content, "messages", removed)) for m in messages]
 
         raw_id = resolve(raw, p["id"])
@@ -271,6 +267,16 @@ class RowMapper:
             context=context,
             language=_language(resolve(raw, p["language"]), question, answer),
         )
+
+    def _check_field_sizes(
+        self, question: str, answer: str, reference_answer: str | None, facts: list[str], context: list[str]
+    ) -> None:
+        texts = {"question": question, "answer": answer, "reference_answer": reference_answer}
+        for name, value in (*texts.items(), ("reference_facts", facts), ("context", context)):
+            if (field_size := text_bytes(value)) > self.max_field_bytes:
+                raise BadRow(
+                    QuarantineReason.oversize, f"{name}: {field_size} bytes > max_field_bytes {self.max_field_bytes}"
+                )
 
     def _tier_of_model(self, model: str | None) -> str:
         tier = self._tiers.get(model)
@@ -308,6 +314,19 @@ class RowMapper:
         except (TypeError, ValueError, OverflowError, OSError) as exc:
             raise BadRow(QuarantineReason.wrong_type, f"timestamp: cannot read {value!r}: {exc}") from None
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=self.tz)
+
+
+def _any_nul(
+    question: str,
+    answer: str,
+    reference: str | None,
+    facts: list[str],
+    context: list[str],
+    messages: list[Message],
+) -> bool:
+    if NUL in question or NUL in answer or (reference is not None and NUL in reference):
+        return True
+    return any(NUL in t for t in facts) or any(NUL in t for t in context) or any(NUL in m.content for m in messages)
 
 
 def _no_nul(text: str, field: str, removed: Counter[str]) -> str:
