@@ -226,8 +226,9 @@ class RowMapper:
             raise BadRow(QuarantineReason.oversize, f"{size} bytes > max_row_bytes {self.config.max_row_bytes}")
         if size > self.max_field_bytes:  # only a row larger than the limit can hold a field larger than it
             self._check_field_sizes(question, answer, reference_answer, facts, context)
-        removed = Counter[str]()
+        removed: Counter[str] = _NO_REPAIRS
         if _any_nul(question, answer, reference_answer, facts, context, messages):
+            removed = Counter()
             question, answer = _no_nul(question, "question", removed), _no_nul(answer, "answer", removed)
             if reference_answer is not None:
                 reference_answer = _no_nul(reference_answer, "reference_answer", removed)
@@ -316,6 +317,9 @@ class RowMapper:
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=self.tz)
 
 
+_NO_REPAIRS: Counter[str] = Counter()  # shared, never written: rows without NUL change nothing
+
+
 def _any_nul(
     question: str,
     answer: str,
@@ -326,7 +330,11 @@ def _any_nul(
 ) -> bool:
     if NUL in question or NUL in answer or (reference is not None and NUL in reference):
         return True
-    return any(NUL in t for t in facts) or any(NUL in t for t in context) or any(NUL in m.content for m in messages)
+    return (
+        (bool(facts) and any(NUL in t for t in facts))
+        or (bool(context) and any(NUL in t for t in context))
+        or (bool(messages) and any(NUL in m.content for m in messages))
+    )
 
 
 def _no_nul(text: str, field: str, removed: Counter[str]) -> str:
