@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import Engine, text
@@ -90,16 +91,17 @@ def test_roles_decide_adjudication_and_a_disabled_account_has_none(engine: Engin
             set_role(session=session, name="rita", role="boss")
 
 
-def test_the_role_migration_keeps_existing_adjudicators(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    engine = make_engine(f"sqlite:///{tmp_path / 'old.db'}")
+def test_the_role_migration_keeps_existing_adjudicators(db_url: str) -> None:
+    engine = make_engine(db_url)
     migrate(engine, MIGRATIONS[:-1])  # a store from before roles, with the old columns only
     with engine.begin() as conn:
         conn.execute(text("ALTER TABLE reviewer DROP COLUMN role"))
         conn.execute(
             text(
                 "INSERT INTO reviewer (name, password_hash, active, can_adjudicate, created_at) VALUES "
-                "('ada', 'x', 1, 1, '2024-01-01'), ('rex', 'x', 1, 0, '2024-01-01')"
-            )
+                "('ada', 'x', :yes, :yes, :at), ('rex', 'x', :yes, :no, :at)"
+            ),
+            {"yes": True, "no": False, "at": datetime(2024, 1, 1, tzinfo=UTC)},
         )
     assert migrate(engine) == ["m007_reviewer_role"]
     with engine.connect() as conn:
