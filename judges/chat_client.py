@@ -20,6 +20,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
 from judges.config import EndpointConfig
 from judges.errors import CallError, classify_exception
+from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ class ChatClient:
                 if not failure.transient or attempt > cfg.max_retries:
                     raise CallError(failure, attempts=attempt, latency_ms=elapsed_ms) from exc
                 delay = self._backoff(attempt, failure.retry_after_s)
-                where = self.endpoint.base_url
+                where = mask_url(self.endpoint.base_url)
                 logger.debug("%s attempt %d failed (%s); retrying in %.2fs", where, attempt, failure.detail, delay)
             await asyncio.sleep(delay)
 
@@ -140,7 +141,7 @@ class ChatClient:
         try:
             await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
         except Exception as exc:
-            logger.debug("%s health check failed: %s", self.endpoint.base_url, exc)
+            logger.debug("%s health check failed: %s", mask_url(self.endpoint.base_url), exc)
             return False
         return True
 

@@ -11,6 +11,7 @@ import logging
 
 from judges.base import Judge
 from judges.config import judge_endpoint
+from judgewatch.redact import mask_url
 from judgewatch.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def build_judge(
 
 def describe(judge: Judge) -> str:
     url = getattr(judge, "base_url", None)
-    return f"judge at {url}" if url else f"{judge.kind} judge"
+    return f"judge at {mask_url(url)}" if url else f"{judge.kind} judge"
 
 
 async def is_healthy(judge: Judge) -> bool:

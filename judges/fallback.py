@@ -20,6 +20,7 @@ from judges.errors import is_endpoint_failure
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def link_label(judge: Judge) -> str:
     """'kind:model@endpoint' (or just the kind): how `fallback_from` and the counters name a link."""
     model, url = getattr(judge, "model", None), getattr(judge, "base_url", None)
     label = f"{judge.kind}:{model}" if model else judge.kind
-    return f"{label}@{url}" if url else label
+    return f"{label}@{mask_url(url)}" if url else label
 
 
 class _Link:

@@ -21,6 +21,7 @@ from judgewatch.contract.prompt import render_messages
 from judgewatch.contract.reply import parse_reply, response_format
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, Verdict
+from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ class OpenAIJudge:
         return self.endpoint.base_url
 
     def __repr__(self) -> str:
-        return f"OpenAIJudge({self.base_url!r}, {self.model!r})"
+        return f"OpenAIJudge({mask_url(self.base_url)!r}, {self.model!r})"
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         """kind/model/endpoint; the hash leaves the URL out, so replicas of one model are one series."""
@@ -68,7 +69,7 @@ class OpenAIJudge:
             identity = JudgeIdentity(
                 kind=self.kind,
                 name=self.model,
-                endpoint=self.base_url,
+                endpoint=mask_url(self.base_url),
                 config_hash=config_hash(rubric, **self.endpoint.scoring_params(), prompt_format=PROMPT_FORMAT),
             )
             self._identities[rubric.content_hash] = identity

@@ -31,9 +31,18 @@ class Settings(BaseSettings):
     judge_max_tokens: int = 160
     judge_seed: int = 1234
 
+    max_field_bytes: int = Field(
+        default=256 * 1024, gt=0, description="Input rows with a text field larger than this are quarantined"
+    )
+
     review_share: float = 0.10
     double_label_share: float = 0.10
     lease_seconds: int = 600
+    # Review app logins: failures allowed per account / per address within the window, then a lockout.
+    login_account_failures: int = Field(default=5, ge=1)
+    login_address_failures: int = Field(default=20, ge=1)
+    login_window_s: float = Field(default=900.0, gt=0)
+    login_lockout_s: float = Field(default=900.0, gt=0)
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 

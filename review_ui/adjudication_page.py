@@ -13,7 +13,8 @@ import gradio as gr
 
 from judgewatch.review.adjudication import Adjudication, AdjudicationCase
 from judgewatch.review.views import ReviewError
-from review_ui.queue_page import MAX_CRITERIA, literal, radio_updates, references_md, username
+from review_ui.common import username
+from review_ui.queue_page import MAX_CRITERIA, literal, radio_updates, references_md
 
 logger = logging.getLogger(__name__)
 

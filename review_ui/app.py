@@ -1,38 +1,45 @@
-"""The review app: Gradio Blocks with the Queue and Adjudication tabs, plus pages other modules add.
+"""The review app: Gradio Blocks with the Queue and Adjudication tabs and the owners' aggregate pages.
 
-Everything sits behind Gradio's login, checked against the reviewer accounts in the database; the MCP server
-and the API page stay off. Login is only the first gate: every handler passes `request.username` to the review
-service, which checks the account and the lease on each call (a logged-in session can call any handler).
-`judgewatch review-ui` calls `serve`; tests call `build_app` + `launch_options` on a free port.
+Everything sits behind Gradio's login, checked against the reviewer accounts in the database, with failed
+logins limited per account and per address; the MCP server, the API page and uploads stay off. Login is only
+the first gate: every handler checks that its caller's account is active and that its role may use the page
+(a logged-in session can call any handler). Reviewers see the Queue; adjudicators also Adjudication, Tiers,
+Calibration and Judges; owners everything. `judgewatch review-ui` calls `serve`; tests call `build_app` +
+`launch_options` on a free port.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
 from sqlalchemy import Engine
+from starlette.middleware import Middleware
 
-from judgewatch.review.accounts import authenticate
+from judgewatch.review.accounts import AGGREGATE_ROLES, Role, authenticate, role_of
 from judgewatch.review.adjudication import Adjudication
+from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.settings import Settings
+from judgewatch.storage.db import session_scope
 from review_ui.adjudication_page import add_adjudication_tab
+from review_ui.calibration_page import add_calibration_tab
+from review_ui.judges_page import add_judges_tab
 from review_ui.queue_page import add_queue_tab
+from review_ui.session_guard import SessionGuard, client_address
+from review_ui.tiers_page import add_tiers_tab
 
 logger = logging.getLogger(__name__)
 
 TabBuilder = Callable[[Engine], Any]
 
-# Pages other modules provide, added as tabs when present: (module, function taking the engine).
-OPTIONAL_TABS = (
-    ("review_ui.judges_page", "add_judges_tab"),
-    ("review_ui.tiers_page", "add_tiers_tab"),
-    ("review_ui.calibration_page", "add_calibration_tab"),
-)
+# The aggregate pages, shown to AGGREGATE_ROLES (owners and adjudicators).
+DEFAULT_EXTRA_TABS: tuple[TabBuilder, ...] = (add_judges_tab, add_tiers_tab, add_calibration_tab)
+ADJUDICATION_ROLES = frozenset({Role.adjudicator, Role.owner})
+# The app has no upload component; Gradio's upload route still exists, so cap it at one byte (off).
+MAX_UPLOAD_BYTES = 1
 
 # Keys act on the page unless the reviewer is typing (text inputs, textareas) or a focused button takes Enter.
 KEYBOARD_JS = """
@@ -89,44 +96,63 @@ CSS = """
 """
 
 
-def default_extra_tabs() -> list[TabBuilder]:
-    """The optional pages that exist in this checkout (see OPTIONAL_TABS)."""
-    builders: list[TabBuilder] = []
-    for module_name, function in OPTIONAL_TABS:
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as exc:  # a broken optional page must not take the review queue down with it
-            if not (isinstance(exc, ModuleNotFoundError) and exc.name == module_name):
-                logger.exception("page %s is broken: the app runs without it", module_name)
-            continue
-        builders.append(getattr(module, function))
-    return builders
-
-
 def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilder] | None = None) -> gr.Blocks:
-    """The app's Blocks; `extra_tabs` (default: the optional pages present) each add a tab given the engine."""
+    """The app's Blocks; `extra_tabs` (default: Judges, Tiers, Calibration) each add an aggregate page's tab.
+
+    Each tab is shown only to the roles that may use it (set when the page loads); the handlers check anyway.
+    """
     queue = ReviewQueue(engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir)
+    gated: list[tuple[Any, frozenset[Role]]] = []
     with gr.Blocks(title="judgewatch review", analytics_enabled=False) as app:
         gr.Markdown("## judgewatch · human review")
         with gr.Tabs():
             add_queue_tab(queue)
-            add_adjudication_tab(Adjudication(queue))
-            for add_tab in default_extra_tabs() if extra_tabs is None else extra_tabs:
+            gated.append((add_adjudication_tab(Adjudication(queue)), ADJUDICATION_ROLES))
+            for add_tab in DEFAULT_EXTRA_TABS if extra_tabs is None else extra_tabs:
                 try:
-                    add_tab(engine)
-                except Exception:  # an optional page must not take the review queue down with it
+                    tab = add_tab(engine)
+                except Exception:  # one broken page must not take the review queue down with it
                     logger.exception("could not add the tab from %r", add_tab)
+                    continue
+                if isinstance(tab, gr.Tab):
+                    gated.append((tab, AGGREGATE_ROLES))
+
+        def visible_tabs(request: gr.Request) -> list[Any]:
+            with session_scope(engine) as session:
+                role = role_of(session=session, name=getattr(request, "username", None))
+            return [gr.update(visible=role is not None and role in roles) for _, roles in gated]
+
+        if gated:
+            for tab, _ in gated:  # hidden until the page's load event knows the caller's role
+                tab.visible = False
+            app.load(visible_tabs, outputs=[tab for tab, _ in gated], api_visibility="private")
     return app
 
 
-def launch_options(engine: Engine) -> dict[str, Any]:
-    """`launch()` keywords: database login, keyboard shortcuts, no MCP server, no API page, no SSR."""
+def login_throttle(settings: Settings) -> LoginThrottle:
+    """The login rate limit configured in the settings."""
+    return LoginThrottle(
+        ThrottlePolicy(
+            account_failures=settings.login_account_failures,
+            address_failures=settings.login_address_failures,
+            window_s=settings.login_window_s,
+            lockout_s=settings.login_lockout_s,
+        )
+    )
+
+
+def launch_options(engine: Engine, throttle: LoginThrottle | None = None) -> dict[str, Any]:
+    """`launch()` keywords: throttled database login, session guard, keyboard shortcuts, no MCP server, no API
+    page, no SSR, no uploads."""
+    throttle = throttle or LoginThrottle()
 
     def check(name: str, password: str) -> bool:
-        return authenticate(engine, name, password)
+        return authenticate(engine, name, password, address=client_address.get(), throttle=throttle)
 
     return {
         "auth": check,
+        "app_kwargs": {"middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle)]},
+        "max_file_size": MAX_UPLOAD_BYTES,
         "auth_message": "judgewatch review: log in with your reviewer account.",
         "js": KEYBOARD_JS,
         "css": CSS,
@@ -145,10 +171,12 @@ def serve(
     port: int = 7860,
     block: bool = True,
     extra_tabs: Sequence[TabBuilder] | None = None,
+    throttle: LoginThrottle | None = None,
 ) -> gr.Blocks:
     """Build and launch the app; with `block=False` it serves from a thread and returns (call `app.close()`)."""
     app = build_app(engine, settings, extra_tabs)
     app.queue(default_concurrency_limit=8)
+    options = launch_options(engine, throttle or login_throttle(settings))
     logger.info("review app on http://%s:%d", host, port)
-    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, quiet=True, **launch_options(engine))
+    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, quiet=True, **options)
     return app

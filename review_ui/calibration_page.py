@@ -2,8 +2,8 @@
 
 Judge-human agreement tables, a confusion matrix per tier and criterion (judge rows, human columns),
 reviewer-vs-reviewer agreement on doubly labeled items, the anchor-set comparison of the current judge
-configuration with the previous one, and the drift alerts. Aggregate and read-only, for logged-in active
-accounts (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
+configuration with the previous one, and the drift alerts. Aggregate and read-only, for active owners and
+adjudicators (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.tiers_page import compute, header_md, image, period_controls, require_viewer, scale_levels, tables
+from review_ui.common import compute, header_md, image, page_top, require_viewer, scale_levels, tables
 
 logger = logging.getLogger(__name__)
 
@@ -144,7 +144,7 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         ]
 
     with gr.Tab(label) as tab:
-        controls = period_controls(INTRO, rubric)
+        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
         agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")
         with gr.Row():
@@ -156,6 +156,8 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         anchors_note = gr.Markdown()
         anchors = gr.Dataframe(label="Anchor comparison", interactive=False, wrap=True)
         alerts = gr.Dataframe(label="Drift alerts (newest first)", interactive=False, wrap=True)
-        controls.compute_on_open(tab, load, [agreement, pick, matrix, heat, reviewers, anchors_note, anchors, alerts])
+        outputs = [header, agreement, pick, matrix, heat, reviewers, anchors_note, anchors, alerts]
+        for event in (refresh.click, tab.select):
+            event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")
         pick.change(show_matrix, inputs=pick, outputs=[matrix, heat], api_visibility="private")
     return tab

@@ -1,6 +1,7 @@
 """The "Judges" page: every judge configuration measured, its trust, and how it compares with the reference judge.
 
-Read-only: it shows stored trust records (`judgewatch judges validate` writes them). Use `add_judges_tab(engine)`
+Read-only: it shows stored trust records (`judgewatch judges validate` writes them), to active owners and
+adjudicators only (each handler checks the caller). Use `add_judges_tab(engine)`
 inside an open `gr.Blocks` to add it as a tab of the review app, or `judges_page(engine)` for a page of its own.
 """
 
@@ -14,6 +15,7 @@ from sqlalchemy import Engine
 
 from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
 from judgewatch.trust.policy import TrustPolicy
+from review_ui.common import require_viewer
 
 logger = logging.getLogger(__name__)
 
@@ -41,15 +43,17 @@ def add_judges_tab(engine: Engine, policy: TrustPolicy | None = None, *, label: 
     """Add the Judges tab to the `gr.Blocks` being built; the table is read again on each page load and refresh."""
     policy = policy or TrustPolicy()
 
-    def load() -> pd.DataFrame:
+    def load(request: gr.Request) -> pd.DataFrame:
+        require_viewer(engine, request)
         return judges_frame(engine, policy)
 
     with gr.Tab(label) as tab:
         gr.Markdown(INTRO)
         gr.Markdown(f"Trust policy: {policy.describe()}.")
-        frame = gr.Dataframe(value=load, headers=list(COLUMNS), interactive=False, wrap=True, label="Judge trust")
+        frame = gr.Dataframe(headers=list(COLUMNS), interactive=False, wrap=True, label="Judge trust")
         refresh = gr.Button("Refresh", size="sm")
-        refresh.click(load, outputs=frame, api_visibility="private")
+        for event in (refresh.click, tab.select):
+            event(load, outputs=frame, api_visibility="private")
     return tab
 
 

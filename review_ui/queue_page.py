@@ -15,18 +15,11 @@ import gradio as gr
 
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.views import LeasedItem, Revealed, ReviewError
+from review_ui.common import username
 
 logger = logging.getLogger(__name__)
 
 MAX_CRITERIA = 8  # criterion slots on the screen; rubrics have 1-5
-
-
-def username(request: gr.Request | None) -> str:
-    """The logged-in reviewer; every handler starts here (the service then checks the account and lease)."""
-    name = getattr(request, "username", None) if request is not None else None
-    if not name:
-        raise gr.Error("Log in first.")
-    return str(name)
 
 
 def literal(text: str) -> str:

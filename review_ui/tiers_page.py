@@ -2,125 +2,30 @@
 its interval, the tier difference, judge-human agreement, trends, open drift alerts and label counts.
 
 Read-only and aggregate (no single item's tier or verdict is shown, so reviewers stay blind). The numbers are
-computed when the tab is opened or refreshed, for logged-in, active accounts only: a logged-in session can call
-any handler, so each handler checks who is asking. `add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
+computed when the tab is opened or refreshed, for active owners and adjudicators only: a logged-in session can
+call any handler, so each handler checks who is asking. `add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
 
-import io
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 import pandas as pd
-from PIL import Image
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.report import blocks
-from judgewatch.calibration.summary import CalibrationSummary, parse_since, summarize
-from judgewatch.contract.rubric import RubricError, load_rubric
-from judgewatch.review.accounts import is_active
-from judgewatch.settings import get_settings
-from judgewatch.storage.db import session_scope
-from review_ui.queue_page import username
+from review_ui.common import compute, header_md, image, page_top, require_viewer, tables
 
 logger = logging.getLogger(__name__)
 
-SINCE_CHOICES = [("last 7 days", "7d"), ("last 30 days", "30d"), ("last 90 days", "90d"), ("all time", "")]
 INTRO = """\
 Scores of each serving tier, per criterion. **Judge raw** is the judge's plain mean; **corrected** adds what
 the human labels measured about the judge's errors (prediction-powered inference), with its 95% interval.
 Compare tiers on the corrected numbers: a judge can be biased differently on each tier.
 """
-
-
-def require_viewer(engine: Engine, request: gr.Request | None) -> str:
-    """The caller's name when it is an active account; a gr.Error otherwise."""
-    name = username(request)
-    with session_scope(engine) as session:
-        if not is_active(session=session, name=name):
-            raise gr.Error("Your account is not active.")
-    return name
-
-
-@dataclass(frozen=True)
-class PeriodControls:
-    """The rubric and period pickers, the Refresh button and the header line of an analysis page."""
-
-    rubric: gr.Textbox
-    since: gr.Dropdown
-    refresh: gr.Button
-    header: gr.Markdown
-
-    def compute_on_open(self, tab: gr.Tab, load: Callable[..., list[Any]], outputs: list[Any]) -> None:
-        """Run `load(rubric, since)` when the tab opens and on Refresh; it fills the header, then `outputs`."""
-        for event in (self.refresh.click, tab.select):
-            event(load, inputs=[self.rubric, self.since], outputs=[self.header, *outputs], api_visibility="private")
-
-
-def period_controls(intro: str, rubric: str) -> PeriodControls:
-    """The intro, the rubric and period pickers and Refresh that the Tiers and Calibration pages open with."""
-    gr.Markdown(intro)
-    with gr.Row():
-        rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
-        since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
-        refresh = gr.Button("Refresh", size="sm", scale=1)
-    header = gr.Markdown("Open this tab or press Refresh to compute.")
-    return PeriodControls(rubric_box, since_box, refresh, header)
-
-
-def image(png: bytes) -> Image.Image:
-    return Image.open(io.BytesIO(png))
-
-
-def scale_levels(rubric: str) -> list[float] | None:
-    try:
-        return [float(x) for x in load_rubric(rubric, get_settings().rubrics_dir).scale.levels]
-    except RubricError:
-        return None
-
-
-def compute(engine: Engine, rubric: str, since: str) -> CalibrationSummary:
-    """The summary behind both pages; a gr.Error with a short message when it cannot be computed."""
-    try:
-        start = parse_since(since or None)
-    except ValueError as exc:
-        raise gr.Error(str(exc)) from exc
-    try:
-        return summarize(engine, rubric_name=rubric, since=start, categories=scale_levels(rubric), n_boot=500)
-    except Exception as exc:  # a page that cannot read the store says so instead of a blank error
-        logger.exception("could not compute the calibration summary")
-        raise gr.Error("Could not compute the numbers from the store: see the server log.") from exc
-
-
-def tables(summary: CalibrationSummary) -> dict[str, pd.DataFrame]:
-    """The report's tables (same wording as `judgewatch report tiers`), keyed by the heading they follow."""
-    out: dict[str, pd.DataFrame] = {}
-    heading = ""
-    for block in blocks(summary):
-        if block.kind == "h2":
-            heading = block.text
-        elif block.kind == "table" and heading not in out:
-            out[heading] = pd.DataFrame(list(block.rows), columns=list(block.headers))
-    return out
-
-
-def header_md(summary: CalibrationSummary) -> str:
-    lines = []
-    if summary.series is not None:
-        j = summary.series.judge
-        lines.append(
-            f"**Judge** {j.kind}:{j.name} (configuration `{j.config_hash}`), rubric "
-            f"{summary.rubric_name} {summary.series.rubric.version}."
-        )
-    if summary.trust is not None:
-        lines.append(f"**Measured trust:** {summary.trust.summary.splitlines()[0]}")
-    lines += [f"> ⚠️ {note.splitlines()[0]}" for note in summary.notes]
-    return "\n\n".join(lines) or "No scored verdicts yet."
 
 
 @dataclass
@@ -174,7 +79,7 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         ]
 
     with gr.Tab(label) as tab:
-        controls = period_controls(INTRO, rubric)
+        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
         estimates_img = gr.Image(label="Per tier and criterion", type="pil", interactive=False)
         estimates = gr.Dataframe(label="Tier scores", interactive=False, wrap=True)
         differences = gr.Dataframe(label="Tier difference", interactive=False, wrap=True)
@@ -183,6 +88,7 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         agreement_img = gr.Image(label="Agreement and bias per week", type="pil", interactive=False)
         alerts = gr.Dataframe(label="Open drift alerts", interactive=False, wrap=True)
         counts = gr.Dataframe(label="What the numbers rest on", interactive=False, wrap=True)
-        outputs = [estimates_img, estimates, differences, agreement, trend_img, agreement_img, alerts, counts]
-        controls.compute_on_open(tab, load, outputs)
+        outputs = [header, estimates_img, estimates, differences, agreement, trend_img, agreement_img, alerts, counts]
+        for event in (refresh.click, tab.select):
+            event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")
     return tab

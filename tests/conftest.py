@@ -33,6 +33,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # HF `datasets` looks for its packaged JSON builder on S3 when it may go online; the golden sets are local files.
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no version check against api.gradio.app
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 _SESSION_TOKEN = uuid.uuid4().hex[:8]

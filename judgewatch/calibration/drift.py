@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.score_frame import Series
 from judgewatch.calibration.serialize import jsonable
+from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, drift_test, time_windows
 from judgewatch.storage.calibration import (
     AlertState,
@@ -207,11 +208,11 @@ def post_webhook(url: str, alert: DriftAlert, *, timeout_s: float = 5.0) -> str:
         with httpx.Client(timeout=timeout_s) as client:
             response = client.post(url, json=payload)
     except Exception as exc:  # the alert is stored either way: a webhook outage must not fail the flow
-        logger.warning("drift webhook %s failed: %s", url, exc)
-        return f"failed: {type(exc).__name__}: {exc}"[:500]
+        logger.warning("drift webhook %s failed: %s", mask_url(url), mask_urls_in(str(exc)))
+        return f"failed: {type(exc).__name__}: {mask_urls_in(str(exc))}"[:500]
     if response.is_success:
         return f"posted: HTTP {response.status_code}"
-    logger.warning("drift webhook %s answered HTTP %d", url, response.status_code)
+    logger.warning("drift webhook %s answered HTTP %d", mask_url(url), response.status_code)
     return f"failed: HTTP {response.status_code}"
 
 

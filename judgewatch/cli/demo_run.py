@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgewatch.redact import mask_url
 from judgewatch.regression.golden import GoldenItem, load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import Settings
@@ -122,7 +123,8 @@ def demo_judge_trust_step(
     """
     from judgewatch.trust.runs import ademo_trust_step
 
-    echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {settings.judge_url} on the mini sets")
+    where = mask_url(settings.judge_url)
+    echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {where} on the mini sets")
     from judges.chat_client import ChatClient
     from judges.config import judge_endpoint
 
@@ -134,7 +136,7 @@ def demo_judge_trust_step(
             await client.aclose()
 
     if not asyncio.run(healthy()):
-        echo(f"   skipped: no judge answers at {settings.judge_url} (start it with `make judge-up`)")
+        echo(f"   skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
         return None
     started = time.monotonic()
     verdict = asyncio.run(ademo_trust_step(engine, settings.judge_url, settings.judge_model, settings=settings))

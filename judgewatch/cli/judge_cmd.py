@@ -23,10 +23,12 @@ from judges.base import Judge
 from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
 from judgewatch.cli._store import CannotRun, open_store
 from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.raw_rows import InputFileError
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.input_rows import input_source, read_judge_input
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
+from judgewatch.redact import mask_urls_in
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.quarantine import QuarantineRecord
@@ -55,7 +57,9 @@ def judge(
 ) -> None:
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
     settings = get_settings()
+    repairs: list[str] = []  # rows changed to be storable (NUL removed), by line
     try:
+        _check_paths(input, output)
         if judge is not None:
             _check_spec(judge)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
@@ -74,14 +78,27 @@ def judge(
                     model=model,
                     concurrency=concurrency,
                     fallback_reference=fallback_reference,
+                    repairs=repairs,
                 )
             )
         finally:
             engine.dispose()
     except (CannotRun, RubricError) as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
         raise typer.Exit(2) from None
     _print_summary(summary, quarantined, input, output, run)
+    for repair in repairs[:QUARANTINE_LINES_SHOWN]:
+        typer.echo(f"  repaired {repair}")
+    if len(repairs) > QUARANTINE_LINES_SHOWN:
+        typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
+
+
+def _check_paths(input_path: Path, output: Path) -> None:
+    """Refuse, before anything is read, an output that would overwrite the input or is a directory."""
+    if output.resolve() == input_path.resolve():
+        raise CannotRun(f"--output {output} is the --input file: writing verdicts would destroy the input")
+    if output.is_dir():
+        raise CannotRun(f"--output {output} is a directory: give a file path, e.g. {output / 'verdicts.jsonl'}")
 
 
 def _check_spec(spec: str) -> None:
@@ -139,9 +156,12 @@ async def _run(
     model: str | None,
     concurrency: int | None,
     fallback_reference: bool,
+    repairs: list[str],
 ) -> tuple[JudgingSummary, list[QuarantineRecord], str]:
     try:
-        reader = read_judge_input(input_path)
+        reader = read_judge_input(input_path, max_field_bytes=settings.max_field_bytes)
+    except InputFileError as exc:
+        raise CannotRun(str(exc)) from exc
     except OSError as exc:
         raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
     judge_obj = await _connect(spec, settings, model, concurrency, fallback_reference)
@@ -155,7 +175,12 @@ async def _run(
                 yield row
 
     judge_config_hash = judge_obj.identity(rubric).config_hash
-    params = {"judge": spec or "settings", "model": model, "concurrency": concurrency, "input": str(input_path)}
+    params = {
+        "judge": mask_urls_in(spec) if spec else "settings",
+        "model": model,
+        "concurrency": concurrency,
+        "input": str(input_path),
+    }
     with session_scope(engine) as session:
         run_id = start_run(
             session=session,
@@ -201,11 +226,14 @@ async def _run(
     finally:
         await judge_obj.aclose()
         counts = summary.model_dump(mode="json") | {"quarantined": len(quarantined)} if summary else {}
+        if summary and reader.repairs:
+            counts["repaired"] = len(reader.repairs)
         try:
             with session_scope(engine) as session:
                 finish_run(session=session, run_id=run_id, status=status, counts=counts)
         except SQLAlchemyError:
             logger.exception("could not record the end of run %s", run_id)
+    repairs.extend(reader.repairs)
     return summary, quarantined, run_id
 
 

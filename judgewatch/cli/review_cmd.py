@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from sqlalchemy import func, select
+from sqlmodel import Session
 
 from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
@@ -41,38 +43,74 @@ def reviewer_add(
             help="Password (else $JUDGEWATCH_REVIEWER_PASSWORD, else asked for, hidden).",
         ),
     ] = None,
-    adjudicator: Annotated[bool, typer.Option(help="May settle disagreements and flagged items.")] = False,
+    role: Annotated[
+        str | None,
+        typer.Option(
+            help="reviewer (labels the queue), adjudicator (also settles disagreements and sees Tiers, "
+            "Calibration, Judges) or owner (everything). Default: reviewer."
+        ),
+    ] = None,
+    adjudicator: Annotated[bool, typer.Option(help="Same as --role adjudicator (kept for old scripts).")] = False,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Create a reviewer account (the password is stored as a salted scrypt hash)."""
-    from judgewatch.review.accounts import AccountError, add_reviewer
+    """Create a reviewer account with a role (the password is stored as a salted scrypt hash)."""
+    from judgewatch.review.accounts import add_reviewer
 
+    if role is not None and adjudicator and role != "adjudicator":
+        raise _fail(f"--adjudicator contradicts --role {role}")
+    chosen = role or ("adjudicator" if adjudicator else "reviewer")
     if password is None:
         password = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
-    engine = open_store_or_exit(database_url)
-    try:
-        with session_scope(engine) as session:
-            add_reviewer(session=session, name=name, password=password, can_adjudicate=adjudicator)
-    except AccountError as exc:
-        raise _fail(str(exc)) from None
-    typer.echo(f"reviewer {name} added" + (" (adjudicator)" if adjudicator else ""))
+    secret = password
+    _change_account(
+        database_url,
+        lambda session: add_reviewer(session=session, name=name, password=secret, role=chosen),
+        f"reviewer {name} added (role: {chosen})",
+    )
+
+
+@reviewer_app.command("role")
+def reviewer_role(
+    name: Annotated[str, typer.Argument(help="Login name.")],
+    role: Annotated[str, typer.Argument(help="reviewer, adjudicator or owner.")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Change an account's role."""
+    from judgewatch.review.accounts import set_role
+
+    _change_account(
+        database_url,
+        lambda session: set_role(session=session, name=name, role=role),
+        f"reviewer {name} is now {role}",
+    )
 
 
 def _set_active(name: str, active: bool, database_url: str | None) -> None:
-    from judgewatch.review.accounts import AccountError, set_active
+    from judgewatch.review.accounts import set_active
+
+    _change_account(
+        database_url,
+        lambda session: set_active(session=session, name=name, active=active),
+        f"reviewer {name} {'enabled' if active else 'disabled'}",
+    )
+
+
+def _change_account(database_url: str | None, change: Callable[[Session], object], done: str) -> None:
+    """Run one account change in a transaction; an AccountError becomes a one-line error and exit 1."""
+    from judgewatch.review.accounts import AccountError
 
     engine = open_store_or_exit(database_url)
     try:
         with session_scope(engine) as session:
-            set_active(session=session, name=name, active=active)
+            change(session)
     except AccountError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(f"reviewer {name} {'enabled' if active else 'disabled'}")
+    typer.echo(done)
 
 
 @reviewer_app.command("disable")
 def reviewer_disable(name: str, database_url: DatabaseUrl = None) -> None:
-    """Disable an account: it can no longer log in or act (its labels stay)."""
+    """Disable an account: it can no longer log in or act, and its open sessions end (its labels stay)."""
     _set_active(name, False, database_url)
 
 
@@ -99,8 +137,7 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
         )
         for r in list_reviewers(session=session):
             status = "active" if r.active else "disabled"
-            role = "adjudicator" if r.can_adjudicate else "reviewer"
-            typer.echo(f"{r.name:<24} {status:<9} {role:<12} {counts.get(r.name, 0):>6} labels")
+            typer.echo(f"{r.name:<24} {status:<9} {r.role:<12} {counts.get(r.name, 0):>6} labels")
 
 
 @review_app.command("route")

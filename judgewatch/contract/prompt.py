@@ -1,4 +1,7 @@
-"""Rubric + item -> chat messages, through one Jinja2 environment with StrictUndefined.
+"""Rubric + item -> chat messages, through one sandboxed Jinja2 environment with StrictUndefined.
+
+Templates are data, not code: they render in Jinja's `ImmutableSandboxedEnvironment` with no globals but the
+variables judgewatch passes, so a template cannot reach `__globals__`, `os` or mutate what it is given.
 
 The rubric's instructions form the system message (identical for every item of a language, so vLLM's
 prefix cache reuses it); the judged content comes last, in the user message, delimited and neutralized.
@@ -11,7 +14,7 @@ import unicodedata
 from functools import lru_cache
 
 import jinja2
-from jinja2 import meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 
 from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError
@@ -44,14 +47,20 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """The one Jinja environment: StrictUndefined, no autoescape (the output is a prompt, not HTML)."""
-    return jinja2.Environment(
+    """The one Jinja environment: sandboxed and immutable, StrictUndefined, no autoescape (a prompt, not HTML).
+
+    Jinja's default globals (`lipsum`, `cycler`, `joiner`, `namespace`, `range`, `dict`) are removed: a
+    template sees only the variables judgewatch renders it with.
+    """
+    env = ImmutableSandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
+    env.globals.clear()
+    return env
 
 
 def neutralize(text: str) -> str:
@@ -92,13 +101,6 @@ def _compile(rubric: Rubric, lang: Language) -> jinja2.Template:
         raise RubricError(
             f"{rubric.path}: field 'templates.{lang}': template syntax error line {exc.lineno}: {exc.message}"
         ) from exc
-
-
-def undeclared_variables(rubric: Rubric, lang: Language) -> set[str]:
-    """Names the template uses that the renderer does not provide."""
-    ast = environment().parse(rubric.template_texts[lang])
-    allowed = PAIRWISE_VARIABLES if rubric.kind == "pairwise" else TEMPLATE_VARIABLES
-    return set(meta.find_undeclared_variables(ast)) - allowed
 
 
 def template_language(rubric: Rubric, item: JudgeItem) -> Language:
@@ -145,6 +147,8 @@ def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[st
         }
     except jinja2.UndefinedError as exc:
         raise RubricError(f"{rubric.path}: field 'templates.{lang}': undefined template variable: {exc}") from exc
+    except SecurityError as exc:
+        raise RubricError(f"{rubric.path}: field 'templates.{lang}': unsafe template refused: {exc}") from exc
     return [
         {"role": "system", "content": parts[SYSTEM_BLOCK]},
         {"role": "user", "content": parts[USER_BLOCK]},

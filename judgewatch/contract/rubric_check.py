@@ -1,12 +1,25 @@
-"""Validate rubric files and their templates: every problem named by file, field and what is wrong."""
+"""Validate rubric files and their templates: every problem named by file, field and what is wrong.
+
+Templates are checked statically before any sample is rendered: one that reaches an attribute or key
+beginning with `_` (the way out of a sandbox: `__globals__`, `__class__`) or a name judgewatch does not
+provide (`lipsum`, `cycler`, ...) is rejected with its template file and line, and never rendered.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.prompt import render_messages, render_pair_messages, undeclared_variables
-from judgewatch.contract.rubric import RubricError, load_rubric
+from jinja2 import nodes
+
+from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.prompt import (
+    PAIRWISE_VARIABLES,
+    TEMPLATE_VARIABLES,
+    environment,
+    render_messages,
+    render_pair_messages,
+)
+from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 
 _SAMPLES = (
     JudgeItem(
@@ -28,6 +41,42 @@ def rubric_files(path: Path) -> list[Path]:
     return [path]
 
 
+def template_path(rubric: Rubric, lang: Language) -> Path:
+    """The file a language's template was read from (for messages naming file and line)."""
+    return rubric.path.parent / rubric.templates[lang] if rubric.path else Path(rubric.templates[lang])
+
+
+def unsafe_constructs(rubric: Rubric, lang: Language) -> list[str]:
+    """`<template file>:<line>: ...` for every private attribute, private key or unknown global the template uses.
+
+    Raises jinja2.TemplateSyntaxError when the template does not parse.
+    """
+    ast = environment().parse(rubric.template_texts[lang])
+    where = template_path(rubric, lang)
+    allowed = PAIRWISE_VARIABLES if rubric.kind == "pairwise" else TEMPLATE_VARIABLES
+    local = {n.name for n in ast.find_all(nodes.Name) if n.ctx in ("store", "param")}
+    problems: list[str] = []
+    for node in ast.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter, nodes.Name)):
+        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
+            problems.append(f"{where}:{node.lineno}: attribute {node.attr!r} begins with '_': not allowed")
+        elif isinstance(node, nodes.Getitem) and _private_const(node.arg):
+            problems.append(f"{where}:{node.lineno}: key {node.arg.value!r} begins with '_': not allowed")  # type: ignore[attr-defined]
+        elif isinstance(node, nodes.Filter) and node.name == "attr" and node.args and _private_const(node.args[0]):
+            problems.append(f"{where}:{node.lineno}: attribute filter on a name beginning with '_': not allowed")
+        elif (
+            isinstance(node, nodes.Name) and node.ctx == "load" and node.name not in allowed and node.name not in local
+        ):
+            problems.append(
+                f"{where}:{node.lineno}: name {node.name!r} is not one judgewatch provides "
+                f"(allowed: {', '.join(sorted(allowed))})"
+            )
+    return problems
+
+
+def _private_const(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.Const) and isinstance(node.value, str) and node.value.startswith("_")
+
+
 def check_rubric_file(path: Path) -> list[str]:
     """Problems in one rubric file and its templates; an empty list means it is usable."""
     try:
@@ -38,12 +87,12 @@ def check_rubric_file(path: Path) -> list[str]:
     for lang in rubric.template_texts:
         field = f"templates.{lang}"
         try:
-            unknown = undeclared_variables(rubric, lang)
+            unsafe = unsafe_constructs(rubric, lang)
         except Exception as exc:  # a syntax error surfaces here first
             problems.append(f"{path}: field '{field}': template does not parse: {exc}")
             continue
-        if unknown:
-            problems.append(f"{path}: field '{field}': undefined template variable(s) {sorted(unknown)}")
+        if unsafe:  # never render a template that tries to leave its data
+            problems.extend(f"{path}: field '{field}': {problem}" for problem in unsafe)
             continue
         for sample in _SAMPLES:
             item = sample.model_copy(update={"language": lang})

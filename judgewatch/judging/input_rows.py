@@ -1,12 +1,15 @@
 """Reading `judgewatch judge --input`: JSONL rows become JudgeItems, or quarantine records naming line and field.
 
 A bad row never stops the file: it is quarantined with its 1-based line number and a reason that names the
-field (`line 7: field 'reference_facts': expected a list of strings`), and the next row is read.
+field (`line 7: field 'reference_facts': expected a list of strings`), and the next row is read. Rows nested
+too deeply or with a field over `max_field_bytes` are quarantined too; NUL characters are removed (and the
+change reported) so every database can store the text. A file unusable as a whole gets one InputFileError.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -14,7 +17,11 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judgewatch.contract.items import JudgeItem
-from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.contract.raw_rows import loads_bounded, oversize_field, sniff_jsonl_file, storable_excerpt, strip_nul
+from judgewatch.settings import get_settings
+from judgewatch.storage.quarantine import RAW_EXCERPT_BYTES, QuarantineRecord
+
+logger = logging.getLogger(__name__)
 
 
 def input_source(path: Path) -> str:
@@ -83,22 +90,57 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-def read_judge_input(path: Path | str) -> Iterator[JudgeItem | QuarantineRecord]:
-    """Items and quarantine records, in file order. Raises OSError now if the file cannot be opened."""
+class JudgeInput:
+    """The rows of one input file, in order: iterate for items and quarantine records.
+
+    `repairs` lists, after (or during) iteration, each row that was changed to be storable, as a message
+    naming its line and field (`line 4: field 'answer': removed 1 NUL character(s)`).
+    """
+
+    def __init__(self, path: Path, handle: IO[bytes], max_field_bytes: int) -> None:
+        self.path = path
+        self.repairs: list[str] = []
+        self._rows = _rows(path, handle, max_field_bytes, self.repairs)
+
+    def __iter__(self) -> Iterator[JudgeItem | QuarantineRecord]:
+        return self._rows
+
+
+def read_judge_input(path: Path | str, *, max_field_bytes: int | None = None) -> JudgeInput:
+    """Items and quarantine records, in file order.
+
+    Raises OSError now if the file cannot be opened, and InputFileError now if the whole file is unusable
+    (empty, UTF-16, CR-only line endings): one message instead of one per line.
+    """
     path = Path(path)
+    sniff_jsonl_file(path)
     handle = path.open("rb")
-    return _rows(path, handle)
+    limit = max_field_bytes if max_field_bytes is not None else get_settings().max_field_bytes
+    return JudgeInput(path, handle, limit)
 
 
-def _rows(path: Path, handle: IO[bytes]) -> Iterator[JudgeItem | QuarantineRecord]:
+def _rows(
+    path: Path, handle: IO[bytes], max_field_bytes: int, repairs: list[str]
+) -> Iterator[JudgeItem | QuarantineRecord]:
     source = input_source(path)
     first_line: dict[str, int] = {}
+    # A line holds a handful of fields: past this it cannot be valid, so it is skipped unread.
+    max_line_bytes = len(_FIELDS) * max_field_bytes + 64 * 1024
 
     def quarantine(line: int, reason: str, raw: str) -> QuarantineRecord:
-        return QuarantineRecord(source=source, position=f"{path.name}:{line}", line=line, reason=reason, raw=raw)
+        return QuarantineRecord(
+            source=source, position=f"{path.name}:{line}", line=line, reason=reason, raw=storable_excerpt(raw)
+        )
 
     with handle:
-        for line, data in enumerate(handle, start=1):
+        line = 0
+        while data := handle.readline(max_line_bytes + 1):
+            line += 1
+            if len(data) > max_line_bytes and not data.endswith(b"\n"):
+                size = _drain(handle, data)
+                excerpt = data[:RAW_EXCERPT_BYTES].decode("utf-8", "replace")
+                yield quarantine(line, f"line is {size} bytes, over the limit of {max_line_bytes} bytes", excerpt)
+                continue
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -112,12 +154,18 @@ def _rows(path: Path, handle: IO[bytes]) -> Iterator[JudgeItem | QuarantineRecor
             if not text.strip():
                 continue
             try:
-                row = json.loads(text)
+                row = loads_bounded(text)
             except json.JSONDecodeError as exc:
                 yield quarantine(line, f"not valid JSON: {exc.msg} (column {exc.colno})", text)
                 continue
+            except (ValueError, RecursionError) as exc:  # nested too deeply, or a number too long to convert
+                yield quarantine(line, f"not usable JSON: {exc}", text)
+                continue
             problem = row_problem(row)
             if problem is None:
+                problem = oversize_field(row, _FIELDS, max_field_bytes)
+            if problem is None:
+                row, repair = strip_nul(row, _FIELDS)
                 try:
                     item = JudgeItem.model_validate(row)
                 except ValidationError as exc:
@@ -133,4 +181,16 @@ def _rows(path: Path, handle: IO[bytes]) -> Iterator[JudgeItem | QuarantineRecor
                 )
                 continue
             first_line[item.id] = line
+            if repair:
+                repairs.append(f"line {line}: {repair.describe()}")
+                logger.warning("%s line %d: %s", path, line, repair.describe())
             yield item
+
+
+def _drain(handle: IO[bytes], chunk: bytes) -> int:
+    """Skip the rest of an overlong line in bounded pieces; returns the line's full length in bytes."""
+    total = len(chunk)
+    while chunk and not chunk.endswith(b"\n"):
+        chunk = handle.readline(1 << 20)
+        total += len(chunk)
+    return total

@@ -19,9 +19,10 @@ import openai
 
 from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
+from judgewatch.redact import mask_url
 from judgewatch.regression.answer_prompt import answer_messages
 from judgewatch.regression.golden import GoldenItem
-from judgewatch.regression.serving import TierError, TierSpec, masked_url
+from judgewatch.regression.serving import TierError, TierSpec
 from judgewatch.regression.tier_config import ENV_REFERENCE, credentials
 from judgewatch.storage.types import stable_id
 
@@ -109,7 +110,7 @@ class TierRequest:
         """The configuration as the report shows it: URL, model, template name and hash, params; keys masked."""
         template = self.spec.template
         return {
-            "url": masked_url(self.spec.base_url or ""),
+            "url": mask_url(self.spec.base_url or ""),
             "model": self.model,
             "template": template.name if template is not None else BUILTIN_TEMPLATE,
             "template_hash": template.hash if template is not None else None,
@@ -143,7 +144,7 @@ async def check_live_tier(spec: TierSpec, *, timeout_s: float = PROBE_TIMEOUT_S)
         key, headers = credentials(spec)
     except TierError as exc:
         return str(exc)
-    url = masked_url(spec.base_url)
+    url = mask_url(spec.base_url)
     client = openai.AsyncOpenAI(
         base_url=spec.base_url, api_key=key, default_headers=headers or None, max_retries=0, timeout=timeout_s
     )

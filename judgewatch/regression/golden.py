@@ -1,7 +1,9 @@
 """Golden regression sets: load one from datasets/ (or the HF hub), validate every row, hand out JudgeItems.
 
 A broken row stops the load with a message naming the set, the row and the field, because a regression
-gate that silently skips rows would compare different sets from one release to the next.
+gate that silently skips rows would compare different sets from one release to the next. Rows nested too
+deeply, with a field over `max_field_bytes` or holding NUL are such rows; a file that is UTF-16 or CR-only
+gets one message for the file.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic_core import ErrorDetails
 
 from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.raw_rows import InputFileError, loads_bounded, oversize_field, sniff_jsonl_file, strip_nul
 from judgewatch.settings import get_settings
 
 logger = logging.getLogger(__name__)
@@ -260,8 +263,8 @@ def _load_local(source: Path) -> GoldenSet:
     files = _data_files(source, card) if source.is_dir() else [source]
     name = str(card.get("name") or (source.name if source.is_dir() else source.stem))
     rows, problems = _scan_jsonl(name, files)
-    if not problems:
-        _, problems = _validate(name, rows)
+    _, invalid = _validate(name, rows)  # every bad row named, not only those that fail to parse
+    problems += invalid
     if not problems and not rows:
         problems = [f"{name}: no items"]
     if problems:
@@ -315,25 +318,43 @@ def _scan_jsonl(name: str, files: list[Path]) -> tuple[list[tuple[str, dict[str,
     """Parse the files line by line, so bad JSON is reported with its line (HF's parse errors name none)."""
     rows: list[tuple[str, dict[str, Any]]] = []
     problems = []
+    limit = get_settings().max_field_bytes
     for path in files:
         prefix = f"{path.name} " if len(files) > 1 else ""
+        try:
+            sniff_jsonl_file(path, allow_empty=True)  # an empty set is reported as "no items"
+        except InputFileError as exc:  # one message for the file, not one per line
+            problems.append(f"{name}: {exc}")
+            continue
         for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
             label = f"{prefix}row {number}"
             if not raw.strip():
                 continue
             try:
-                value = json.loads(raw.decode("utf-8"))
+                value = loads_bounded(raw.decode("utf-8"))
             except UnicodeDecodeError:
                 problems.append(f"{name}: {label}: not valid UTF-8")
                 continue
             except json.JSONDecodeError as exc:
                 problems.append(f"{name}: {label}: invalid JSON: {exc.msg} (column {exc.colno})")
                 continue
+            except (ValueError, RecursionError) as exc:
+                problems.append(f"{name}: {label}: unusable JSON: {exc}")
+                continue
             if not isinstance(value, dict):
                 problems.append(f"{name}: {label}: expected a JSON object, got {_type_name(value)}")
                 continue
+            if problem := oversize_field(value, _EXPECTED, limit) or _nul_field(value):
+                problems.append(f"{name}: {label}: {problem}")
+                continue
             rows.append((label, value))
     return rows, problems
+
+
+def _nul_field(row: Mapping[str, Any]) -> str | None:
+    """A golden set is curated: a NUL character is a mistake to fix in the file, not to repair silently."""
+    _, repair = strip_nul(dict(row), _EXPECTED)
+    return f"{repair.describe()}; remove it from the file" if repair else None
 
 
 def _validate(name: str, rows: Iterable[tuple[str, Mapping[str, Any]]]) -> tuple[list[GoldenItem], list[str]]:

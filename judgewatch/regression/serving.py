@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.regression.answer_prompt import AnswerTemplate
 
 logger = logging.getLogger(__name__)
@@ -101,22 +102,13 @@ class TierSpec(BaseModel):
     def source(self) -> str:
         """What produced the answers: `live:<url>#<model>` or `recorded:<file>` (stored with every answer)."""
         if self.kind == "live":
-            return f"live:{masked_url(self.base_url or '')}#{self.model}"
+            return f"live:{mask_url(self.base_url or '')}#{self.model}"
         return f"recorded:{self.answers_path}"
 
     def describe(self) -> str:
         if self.kind == "live":
-            return f"{self.name} ({self.model} at {masked_url(self.base_url or '')})"
+            return f"{self.name} ({self.model} at {mask_url(self.base_url or '')})"
         return f"{self.name} ({self.source})"
-
-
-def masked_url(url: str) -> str:
-    """The URL without any password in it (a key must never reach a report or the store)."""
-    parsed = urlparse(url)
-    if parsed.password is None:
-        return url
-    netloc = f"{parsed.username}:***@{parsed.hostname}" + (f":{parsed.port}" if parsed.port else "")
-    return parsed._replace(netloc=netloc).geturl()
 
 
 def _split_assignment(text: str, option: str, example: str) -> tuple[str, str]:
@@ -129,15 +121,16 @@ def _split_assignment(text: str, option: str, example: str) -> tuple[str, str]:
 
 def parse_tier(text: str) -> TierSpec:
     """`NAME=URL#MODEL`, e.g. `full=http://127.0.0.1:8000/v1#Qwen/Qwen2.5-7B` -> a live tier (split at the first #)."""
+    shown = mask_urls_in(text)  # error messages and the stored option never carry a password
     name, value = _split_assignment(text, "--tier", "NAME=URL#MODEL (e.g. full=http://127.0.0.1:8000/v1#my-model)")
     url, sep, model = value.partition("#")
     url, model = url.strip(), model.strip()
     if not sep or not url or not model:
-        raise TierError(f"--tier {text!r}: missing '#MODEL' after the URL (expected NAME=URL#MODEL)")
+        raise TierError(f"--tier {shown!r}: missing '#MODEL' after the URL (expected NAME=URL#MODEL)")
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise TierError(f"--tier {text!r}: {url!r} is not an http(s) URL")
-    return _spec(name=name, kind="live", base_url=url.rstrip("/"), model=model, option=f"--tier {text!r}")
+        raise TierError(f"--tier {shown!r}: {url!r} is not an http(s) URL")
+    return _spec(name=name, kind="live", base_url=url.rstrip("/"), model=model, option=f"--tier {shown!r}")
 
 
 def parse_answers(text: str) -> TierSpec:

@@ -1,6 +1,8 @@
-"""Reviewer accounts: salted scrypt password hashes in the database, enabled or disabled by name.
+"""Reviewer accounts: salted scrypt password hashes in the database, a role, enabled or disabled by name.
 
-Disabling never deletes: a reviewer's past labels keep pointing at the account.
+Roles: a `reviewer` labels the queue; an `adjudicator` also settles disagreements; an `owner` also sees the
+Tiers, Calibration and Judges pages. Disabling never deletes: a reviewer's past labels keep pointing at the
+account. Logins go through a `LoginThrottle` so password guessing is locked out.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ import hmac
 import logging
 import re
 import secrets
+from enum import StrEnum
 
 from sqlalchemy import Engine, select, update
 from sqlmodel import Session
 
+from judgewatch.review.login_throttle import LoginThrottle
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.migrations import table
 from judgewatch.storage.review import Reviewer
@@ -30,6 +34,19 @@ MIN_PASSWORD_CHARS = 8
 
 class AccountError(ValueError):
     """A reviewer account that cannot be created or changed as asked; the message says why."""
+
+
+class Role(StrEnum):
+    """What an account may do; each role includes the ones before it."""
+
+    reviewer = "reviewer"  # labels items from the queue
+    adjudicator = "adjudicator"  # also settles disagreements and flagged items, sees the aggregate pages
+    owner = "owner"  # also sees the Tiers, Calibration and Judges pages
+
+
+# Pages with aggregate numbers (Tiers, Calibration, Judges): owners, and adjudicators, who settle the labels
+# those numbers rest on. Reviewers stay blind to tiers and judge scores.
+AGGREGATE_ROLES = frozenset({Role.owner, Role.adjudicator})
 
 
 def hash_password(password: str) -> str:
@@ -66,18 +83,50 @@ def _dummy_hash() -> str:
     return _DUMMY_HASH
 
 
-def add_reviewer(*, session: Session, name: str, password: str, can_adjudicate: bool = False) -> Reviewer:
+def add_reviewer(
+    *, session: Session, name: str, password: str, can_adjudicate: bool = False, role: Role | str | None = None
+) -> Reviewer:
+    """Create an account; `role` defaults to adjudicator when `can_adjudicate`, else reviewer."""
     if not _NAME.match(name):
         raise AccountError(f"reviewer name {name!r}: use 1-64 letters, digits, '_', '.', '@' or '-'")
     if len(password) < MIN_PASSWORD_CHARS:
         raise AccountError(f"password for {name!r}: at least {MIN_PASSWORD_CHARS} characters")
     if session.get(Reviewer, name) is not None:
         raise AccountError(f"reviewer {name!r} already exists (use `judgewatch reviewer enable` to re-enable)")
-    reviewer = Reviewer(name=name, password_hash=hash_password(password), can_adjudicate=can_adjudicate)
+    chosen = _role(role) if role is not None else (Role.adjudicator if can_adjudicate else Role.reviewer)
+    reviewer = Reviewer(
+        name=name, password_hash=hash_password(password), role=chosen.value, can_adjudicate=chosen != Role.reviewer
+    )
     session.add(reviewer)
     session.flush()
-    logger.info("reviewer %s added (adjudicator: %s)", name, can_adjudicate)
+    logger.info("reviewer %s added (role: %s)", name, chosen.value)
     return reviewer
+
+
+def set_role(*, session: Session, name: str, role: Role | str) -> None:
+    """Change an account's role (adjudication rights follow the role)."""
+    chosen = _role(role)
+    tbl = table(Reviewer)
+    values = {"role": chosen.value, "can_adjudicate": chosen != Role.reviewer}
+    result = session.execute(update(tbl).where(tbl.c.name == name).values(**values))
+    if getattr(result, "rowcount", 0) != 1:
+        raise AccountError(f"no reviewer named {name!r}")
+    logger.info("reviewer %s is now %s", name, chosen.value)
+
+
+def role_of(*, session: Session, name: str | None) -> Role | None:
+    """The role of an active account; None for an unknown or disabled one."""
+    reviewer = session.get(Reviewer, name) if name else None
+    if reviewer is None or not reviewer.active:
+        return None
+    return _role(reviewer.role)
+
+
+def _role(value: Role | str) -> Role:
+    try:
+        return Role(value)
+    except ValueError:
+        raise AccountError(f"role {value!r}: use one of {', '.join(r.value for r in Role)}") from None
 
 
 def set_active(*, session: Session, name: str, active: bool) -> None:
@@ -100,15 +149,31 @@ def ensure_reviewer(*, session: Session, name: str) -> Reviewer:
     return add_reviewer(session=session, name=name, password=secrets.token_urlsafe(24))
 
 
-def authenticate(engine: Engine, name: str, password: str) -> bool:
-    """True when `name` is an active reviewer and `password` is theirs: the Gradio `auth=` callable."""
+def authenticate(
+    engine: Engine,
+    name: str,
+    password: str,
+    *,
+    address: str | None = None,
+    throttle: LoginThrottle | None = None,
+) -> bool:
+    """True when `name` is an active reviewer, `password` is theirs, and neither the account nor the address
+    is locked out by `throttle`: the Gradio `auth=` callable. A locked-out login is refused unchecked."""
+    if throttle is not None and (wait := throttle.locked_for(name or "", address)) > 0:
+        logger.warning("login for %r from %s refused: locked out for %.0f s more", name, address or "?", wait)
+        return False
     with session_scope(engine) as session:
         reviewer = session.get(Reviewer, name) if _NAME.match(name or "") else None
         stored = reviewer.password_hash if reviewer is not None else _dummy_hash()
         ok = verify_password(password or "", stored)
         allowed = ok and reviewer is not None and reviewer.active
     if not allowed:
-        logger.info("login refused for %r", name)
+        if throttle is not None:
+            throttle.record_failure(name or "", address)
+        else:
+            logger.warning("failed login for account %r from %s", name, address or "an unknown address")
+    elif throttle is not None:
+        throttle.record_success(name)
     return allowed
 
 

@@ -97,6 +97,14 @@ def m007_release_tier_config(conn: Connection) -> None:
     add_column(conn, ReleaseTier, "config")
 
 
+def m008_reviewer_role(conn: Connection) -> None:
+    """Reviewer roles: existing adjudicators become role 'adjudicator', everyone else 'reviewer'."""
+    add_column(conn, Reviewer, "role")
+    tbl = table(Reviewer)
+    conn.execute(tbl.update().where(tbl.c.role.is_(None)).values(role="reviewer"))
+    conn.execute(tbl.update().where(tbl.c.can_adjudicate.is_(True)).values(role="adjudicator"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -105,6 +113,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m005_calibration,
     m006_source_watermarks,
     m007_release_tier_config,
+    m008_reviewer_role,
 )
 
 

@@ -43,7 +43,9 @@ class Reviewer(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     password_hash: str  # "scrypt$n$r$p$salt$hash", see judgewatch.review.accounts
     active: bool = True
-    can_adjudicate: bool = False
+    can_adjudicate: bool = False  # kept in step with `role` (adjudicator and owner may adjudicate)
+    # a judgewatch.review.accounts.Role value: reviewer, adjudicator or owner (server default for old rows)
+    role: str = Field(default="reviewer", max_length=16, sa_column_kwargs={"server_default": "reviewer"})
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 

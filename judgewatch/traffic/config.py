@@ -110,6 +110,8 @@ class SourceConfig(_Strict):
     default_tier: str = "unknown"
     timezone: str = "UTC"  # applied to timestamps that carry no offset
     max_row_bytes: int = Field(default=1_000_000, ge=64)
+    # A single text field over this is quarantined as oversize; None: the settings' max_field_bytes.
+    max_field_bytes: int | None = Field(default=None, gt=0)
     sampling: SamplingConfig = SamplingConfig()
     filters: FilterConfig = FilterConfig()
     pii: PiiConfig = PiiConfig()

@@ -11,6 +11,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from judgewatch.contract.raw_rows import InputFileError, loads_bounded, sniff_jsonl_file
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
@@ -65,6 +66,13 @@ def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iter
     except OSError as exc:
         yield mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
         return
+    if not gz and size > 0 and mark_offset is None:
+        try:  # a UTF-16 or CR-only file: one message for the file, not one per line
+            sniff_jsonl_file(Path(path), allow_empty=True)  # an empty log is just quiet
+        except InputFileError as exc:
+            f.close()
+            yield mapper.quarantine(path, QuarantineReason.undecodable, str(exc), "")
+            return
     limit = mapper.config.max_row_bytes
     with f:
         line_no, offset, skip = 0, 0, mark_rows
@@ -128,12 +136,14 @@ def _parse_line(body: bytes, position: str, line: int, mapper: RowMapper, *, par
             return None
         return mapper.quarantine(position, QuarantineReason.undecodable, f"not UTF-8: {exc.reason}", body, line)
     try:
-        raw = json.loads(text)
+        raw = loads_bounded(text)
     except json.JSONDecodeError as exc:
         if partial_ok:
             return None
         detail = f"{exc.msg} (column {exc.colno})"
         return mapper.quarantine(position, QuarantineReason.invalid_json, detail, text, line)
+    except (ValueError, RecursionError) as exc:  # nested too deeply, or a number too long to convert
+        return mapper.quarantine(position, QuarantineReason.invalid_json, str(exc), text, line)
     return mapper.map(raw, position=position, fallback_id=position, size=len(body), line=line)
 
 

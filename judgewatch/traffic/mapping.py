@@ -13,7 +13,9 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from judgewatch.contract.items import Language
+from judgewatch.contract.raw_rows import NUL, loads_bounded, storable_excerpt, text_bytes
 from judgewatch.contract.verdicts import TokenUsage
+from judgewatch.settings import get_settings
 from judgewatch.traffic.config import FieldPath, SourceConfig
 from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import (
@@ -77,11 +79,11 @@ def excerpt_of(raw: object, scrubber: Scrubber | None) -> str:
     else:
         try:
             text = json.dumps(raw, ensure_ascii=False, default=str)[: EXCERPT_CHARS * 2]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             text = repr(raw)[: EXCERPT_CHARS * 2]
     if scrubber is not None:
         text = scrubber.scrub_into(text, Counter())
-    return text[:EXCERPT_CHARS]
+    return storable_excerpt(text[:EXCERPT_CHARS])
 
 
 def _text(value: Any, field: str) -> str | None:
@@ -161,6 +163,7 @@ class RowMapper:
         self.scrubber = Scrubber(config.pii.kinds) if config.pii.enabled else None
         # Top-level keys whose value the mapping walks into: text columns there may hold JSON to parse.
         self.nested_keys = sorted({seg[0] for p in self.paths.values() for seg in p if len(seg) > 1})
+        self.max_field_bytes = config.max_field_bytes or get_settings().max_field_bytes
 
     @property
     def top_level_keys(self) -> set[str]:
@@ -199,9 +202,11 @@ class RowMapper:
             value = raw.get(key)
             if isinstance(value, str) and value[:1] in ("{", "["):
                 try:
-                    raw = {**raw, key: json.loads(value)}
+                    raw = {**raw, key: loads_bounded(value)}
                 except json.JSONDecodeError as exc:
                     raise BadRow(QuarantineReason.invalid_json, f"column {key}: {exc.msg}") from None
+                except (ValueError, RecursionError) as exc:
+                    raise BadRow(QuarantineReason.invalid_json, f"column {key}: {exc}") from None
         p = self.paths
         answer = _text(resolve(raw, p["answer"]), "answer")
         if answer is None:
@@ -219,11 +224,25 @@ class RowMapper:
             size = _text_size(question, answer, reference_answer, messages, facts, context)
         if size > self.config.max_row_bytes:
             raise BadRow(QuarantineReason.oversize, f"{size} bytes > max_row_bytes {self.config.max_row_bytes}")
+        if size > self.max_field_bytes:  # only a row larger than the limit can hold a field larger than it
+            self._check_field_sizes(question, answer, reference_answer, facts, context)
+        removed: Counter[str] = _NO_REPAIRS
+        if _any_nul(question, answer, reference_answer, facts, context, messages):
+            removed = Counter()
+            question, answer = _no_nul(question, "question", removed), _no_nul(answer, "answer", removed)
+            if reference_answer is not None:
+                reference_answer = _no_nul(reference_answer, "reference_answer", removed)
+            facts = [_no_nul(f, "reference_facts", removed) for f in facts]
+            context = [_no_nul(c, "context", removed) for c in context]
+            messages = [Message(role=m.role, content=_no_nul(m.content, "messages", removed)) for m in messages]
 
         raw_id = resolve(raw, p["id"])
         if isinstance(raw_id, bool) or (raw_id is not None and not isinstance(raw_id, str | int)):
             raise BadRow(QuarantineReason.wrong_type, f"id: expected text or integer, got {raw_id!r}")
         source_id = str(raw_id) if raw_id is not None and raw_id != "" else fallback_id
+        if removed:  # PostgreSQL cannot store NUL: removed, and the change recorded in the log
+            fields = ", ".join(f"{name} ({n})" for name, n in sorted(removed.items()))
+            logger.warning("%s row %s: removed NUL characters from %s", self.source, source_id, fields)
         model = _label(resolve(raw, p["model"]), "model")
         tier = _label(resolve(raw, p["tier"]), "tier") or self._tier_of_model(model)
         return TrafficRow(
@@ -249,6 +268,16 @@ class RowMapper:
             context=context,
             language=_language(resolve(raw, p["language"]), question, answer),
         )
+
+    def _check_field_sizes(
+        self, question: str, answer: str, reference_answer: str | None, facts: list[str], context: list[str]
+    ) -> None:
+        texts = {"question": question, "answer": answer, "reference_answer": reference_answer}
+        for name, value in (*texts.items(), ("reference_facts", facts), ("context", context)):
+            if (field_size := text_bytes(value)) > self.max_field_bytes:
+                raise BadRow(
+                    QuarantineReason.oversize, f"{name}: {field_size} bytes > max_field_bytes {self.max_field_bytes}"
+                )
 
     def _tier_of_model(self, model: str | None) -> str:
         tier = self._tiers.get(model)
@@ -286,6 +315,33 @@ class RowMapper:
         except (TypeError, ValueError, OverflowError, OSError) as exc:
             raise BadRow(QuarantineReason.wrong_type, f"timestamp: cannot read {value!r}: {exc}") from None
         return ts if ts.tzinfo is not None else ts.replace(tzinfo=self.tz)
+
+
+_NO_REPAIRS: Counter[str] = Counter()  # shared, never written: rows without NUL change nothing
+
+
+def _any_nul(
+    question: str,
+    answer: str,
+    reference: str | None,
+    facts: list[str],
+    context: list[str],
+    messages: list[Message],
+) -> bool:
+    if NUL in question or NUL in answer or (reference is not None and NUL in reference):
+        return True
+    return (
+        (bool(facts) and any(NUL in t for t in facts))
+        or (bool(context) and any(NUL in t for t in context))
+        or (bool(messages) and any(NUL in m.content for m in messages))
+    )
+
+
+def _no_nul(text: str, field: str, removed: Counter[str]) -> str:
+    if NUL not in text:
+        return text
+    removed[field] += text.count(NUL)
+    return text.replace(NUL, "")
 
 
 def _show(path: Path) -> str:

@@ -25,7 +25,8 @@ from judgewatch.storage.types import utcnow
 from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
 from review_ui.app import serve
 from review_ui.calibration_page import add_calibration_tab, calibration_view
-from review_ui.tiers_page import add_tiers_tab, require_viewer, tiers_view
+from review_ui.common import require_viewer
+from review_ui.tiers_page import add_tiers_tab, tiers_view
 
 PASSWORD = "a long test password"
 JUDGE = JudgeIdentity(kind="fake", name="page-judge", config_hash="p" * 16)
@@ -45,8 +46,9 @@ def seeded(tmp_path: Path) -> Iterator[Engine]:
     spec = SyntheticSpec(judge=JUDGE, days=2, per_day=30, review_share=0.4, start=start)
     write_synthetic(engine, load_rubric("answer_quality"), spec)
     with session_scope(engine, write=True) as session:
-        add_reviewer(session=session, name="owner", password=PASSWORD)
-        add_reviewer(session=session, name="gone", password=PASSWORD)
+        add_reviewer(session=session, name="owner", password=PASSWORD, role="owner")
+        add_reviewer(session=session, name="rita", password=PASSWORD, role="reviewer")
+        add_reviewer(session=session, name="gone", password=PASSWORD, role="owner")
         set_active(session=session, name="gone", active=False)
     yield engine
     engine.dispose()
@@ -75,8 +77,10 @@ def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded
     assert view.alerts.iloc[0, 0] == "No drift alerts."
 
 
-def test_only_active_logged_in_accounts_may_compute_the_pages(seeded: Engine) -> None:
+def test_only_active_owners_and_adjudicators_may_compute_the_pages(seeded: Engine) -> None:
     assert require_viewer(seeded, SimpleNamespace(username="owner")) == "owner"  # type: ignore[arg-type]
+    with pytest.raises(gr.Error, match="for adjudicators and owners"):
+        require_viewer(seeded, SimpleNamespace(username="rita"))  # type: ignore[arg-type]
     for request in (None, SimpleNamespace(username=None), SimpleNamespace(username="gone")):
         with pytest.raises(gr.Error):
             require_viewer(seeded, request)  # type: ignore[arg-type]

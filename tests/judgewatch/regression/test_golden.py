@@ -312,3 +312,12 @@ def test_cli_check_and_list_report_a_good_set(tmp_path: Path) -> None:
     assert listed.exit_code == 0
     lines = {line.split()[0]: line.split() for line in listed.output.splitlines()[1:]}
     assert lines["halueval_qa"][1] == "500" and lines["halluqa"][1] == "450" and lines["halluqa_mini"][1] == "40"
+
+
+def test_a_utf16_or_cr_only_golden_file_gets_one_message(tmp_path: Path) -> None:
+    row = json.dumps({"id": "a", "question": "q?", "language": "en"})
+    for encoded, message in (((row + "\n" + row).encode("utf-16"), "UTF-16"), ((row + "\r" + row).encode(), "CR-only")):
+        path = tmp_path / "set.jsonl"
+        path.write_bytes(encoded)
+        problems = check_golden_set(path)
+        assert len(problems) == 1 and message in problems[0]

@@ -1,0 +1,142 @@
+"""Guards every row reader applies before a row becomes an item: file sniffing, JSON depth, NUL, field size.
+
+One bad row never costs a run: each guard either makes the row storable (NUL characters removed, the change
+reported) or says why the row must be quarantined (too deeply nested, a field over the size limit). A file that
+cannot be read as JSONL at all (UTF-16, CR-only line endings, empty) gets one file-level message instead of a
+message per line. The JSONL readers of `judgewatch judge --input`, traffic sources and golden sets share these.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# No item needs more than a few levels (a list of {"text": ...} records); 64 is generous and far from
+# Python's recursion limit, so a hostile row is quarantined instead of raising RecursionError.
+MAX_JSON_DEPTH = 64
+_SNIFF_BYTES = 64 * 1024
+NUL = "\x00"
+
+
+class InputFileError(ValueError):
+    """A whole file that cannot be read as JSONL (the message names the file and what to do)."""
+
+
+def sniff_jsonl_file(path: Path, *, allow_empty: bool = False) -> None:
+    """Raise InputFileError when `path` is UTF-16, uses CR-only line endings, or (unless allowed) is empty.
+
+    Reads only the first 64 KiB: a large file is never read twice.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+        more = bool(handle.read(1))
+    if not head.strip() and not more:
+        if allow_empty:
+            return
+        raise InputFileError(f"{path}: the file is empty: no rows to read")
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(head) >= 4 and _utf16_pattern(head)):
+        raise InputFileError(
+            f"{path}: the file is UTF-16 encoded; JSONL must be UTF-8 (convert it: iconv -f UTF-16 -t UTF-8)"
+        )
+    if b"\r" in head and b"\n" not in head and (more or head.rstrip(b"\r").count(b"\r") >= 1):
+        raise InputFileError(
+            f"{path}: the file uses CR-only line endings (old Mac style); JSONL needs LF or CRLF "
+            "(convert it: tr '\\r' '\\n')"
+        )
+
+
+def _utf16_pattern(head: bytes) -> bool:
+    """UTF-16 without a byte-order mark: every other byte of ASCII text is NUL."""
+    sample = head[:512]
+    zeros_even = sample[0::2].count(0)
+    zeros_odd = sample[1::2].count(0)
+    half = len(sample) // 2
+    return half > 0 and max(zeros_even, zeros_odd) >= 0.4 * half
+
+
+def loads_bounded(text: str | bytes) -> Any:
+    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError.
+
+    The C decoder stops itself at Python's recursion limit (RecursionError, caught here); the depth of what it
+    did parse is then measured without recursion, over containers only, and only when the text holds more
+    openers than the limit (a C-speed count), so ordinary rows pay almost nothing.
+    """
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
+    openers = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
+    if openers > MAX_JSON_DEPTH and isinstance(value, dict | list) and _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: dict[str, Any] | list[Any]) -> int:
+    """Nesting depth of dicts and lists (1 for a flat one), by an explicit stack."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+@dataclass
+class RowRepair:
+    """What was changed in one row to make it storable (e.g. NUL characters removed), by field."""
+
+    removed_nul: dict[str, int] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.removed_nul)
+
+    def describe(self) -> str:
+        return "; ".join(f"field '{name}': removed {n} NUL character(s)" for name, n in self.removed_nul.items())
+
+
+def strip_nul(row: dict[str, Any], fields: Iterable[str]) -> tuple[dict[str, Any], RowRepair]:
+    """The row with NUL removed from the text (or texts) of `fields`, and what was removed.
+
+    PostgreSQL cannot store NUL in text; it carries no meaning in a question or answer.
+    """
+    repair = RowRepair()
+    out = dict(row)
+    for name in fields:
+        value = row.get(name)
+        if isinstance(value, str) and NUL in value:
+            repair.removed_nul[name] = value.count(NUL)
+            out[name] = value.replace(NUL, "")
+        elif isinstance(value, list) and any(isinstance(v, str) and NUL in v for v in value):
+            repair.removed_nul[name] = sum(v.count(NUL) for v in value if isinstance(v, str))
+            out[name] = [v.replace(NUL, "") if isinstance(v, str) else v for v in value]
+    return out, repair
+
+
+def oversize_field(row: dict[str, Any], fields: Iterable[str], limit: int) -> str | None:
+    """ "field 'answer': 52428800 bytes, over the limit of 262144" for the first field over `limit`, or None."""
+    for name in fields:
+        size = text_bytes(row.get(name))
+        if size > limit:
+            return f"field '{name}': {size} bytes, over the limit of {limit} bytes per field (max_field_bytes)"
+    return None
+
+
+def text_bytes(value: Any) -> int:
+    """UTF-8 size of a text or of a list of texts (other values count 0: their type is checked elsewhere)."""
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, list):
+        return sum(text_bytes(v) for v in value if isinstance(v, str))
+    return 0
+
+
+def storable_excerpt(raw: str) -> str:
+    """A raw excerpt safe to store on any database: NUL shown as U+2400 (a visible symbol)."""
+    return raw.replace(NUL, "\u2400")

@@ -1,0 +1,47 @@
+"""Mask credentials embedded in URLs before a URL is logged, printed, stored or reported.
+
+`http://user:secret@host/v1` becomes `http://user:***@host/v1`; a bare token (`http://token@host`) becomes
+`http://***@host`. Query parameters that carry secrets (`api_key=`, `token=`, ...) are masked too. Used
+wherever a judge or source URL leaves the process: warnings, summaries, `eval_run.params`, reports.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+MASK = "***"
+_SECRET_QUERY_KEYS = frozenset({"api_key", "apikey", "key", "token", "access_token", "password", "secret", "sig"})
+# scheme://userinfo@ inside free text (a comma-separated --judge list, an exception message)
+_USERINFO_IN_TEXT = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s,]+)@")
+
+
+def mask_url(url: str) -> str:
+    """The URL with any password (or lone user token) and secret query values replaced by `***`."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return mask_urls_in(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, sep, _password = userinfo.partition(":")
+        netloc = f"{user}:{MASK}@{host}" if sep else f"{MASK}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(key.lower() in _SECRET_QUERY_KEYS for key, _ in pairs):
+            query = urlencode([(k, MASK if k.lower() in _SECRET_QUERY_KEYS else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def mask_urls_in(text: str) -> str:
+    """Free text with the userinfo of every URL in it masked (for messages that quote one or more URLs)."""
+
+    def repl(match: re.Match[str]) -> str:
+        user, sep, _ = match.group("userinfo").partition(":")
+        return f"{match.group('scheme')}{user}:{MASK}@" if sep else f"{match.group('scheme')}{MASK}@"
+
+    return _USERINFO_IN_TEXT.sub(repl, text)

@@ -1,0 +1,126 @@
+"""HTTP-level guard in front of the Gradio app: who is calling from where, and sessions of disabled accounts.
+
+An ASGI middleware (passed to Gradio's FastAPI app through `launch(app_kwargs=...)`) that
+
+- records the caller's address for the login check, so failed logins are limited per address too (Gradio
+  calls the `auth` function with name and password only);
+- answers 429 to a login from an address that is locked out, before Gradio reads the form;
+- ends the sessions of an account that was disabled: a request carrying its session cookie finds the session
+  gone (Gradio then asks for a login), checked at most every `recheck_s` seconds per account.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from typing import Any
+
+from sqlalchemy import Engine
+
+from judgewatch.review.accounts import is_active
+from judgewatch.review.login_throttle import LoginThrottle
+from judgewatch.storage.db import session_scope
+
+logger = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
+
+
+def end_sessions(request: object, name: str) -> int:
+    """Forget every Gradio session token of `name` in the app serving `request`; returns how many."""
+    app = getattr(getattr(request, "request", None), "app", None)
+    return _drop_tokens(app, name)
+
+
+def _drop_tokens(app: object, name: str) -> int:
+    tokens = getattr(app, "tokens", None)
+    if not isinstance(tokens, dict):
+        return 0
+    mine = [token for token, user in list(tokens.items()) if user == name]
+    for token in mine:
+        tokens.pop(token, None)
+    if mine:
+        logger.info("ended %d session(s) of disabled account %r", len(mine), name)
+    return len(mine)
+
+
+class SessionGuard:
+    """The ASGI middleware; `engine` answers "is this account active", `throttle` "is this address locked"."""
+
+    def __init__(self, app: ASGIApp, *, engine: Engine, throttle: LoginThrottle, recheck_s: float = 2.0) -> None:
+        self.app = app
+        self.engine = engine
+        self.throttle = throttle
+        self.recheck_s = recheck_s
+        self._checked: dict[str, tuple[float, bool]] = {}  # name -> (when, active)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        address = str(client[0]) if client else None
+        token = client_address.set(address)
+        try:
+            path = str(scope.get("path", ""))
+            if scope.get("method") == "POST" and path.rstrip("/").endswith("/login") and address:
+                wait = self.throttle.locked_for("", address)
+                if wait > 0:
+                    await _too_many(send, wait)
+                    return
+            self._end_disabled_session(scope)
+            await self.app(scope, receive, send)
+        finally:
+            client_address.reset(token)
+
+    def _end_disabled_session(self, scope: Scope) -> None:
+        gradio_app = scope.get("app")
+        tokens = getattr(gradio_app, "tokens", None)
+        if not tokens:
+            return
+        for value in _cookie_values(scope):
+            name = tokens.get(value)
+            if name is not None and not self._active(str(name)):
+                _drop_tokens(gradio_app, str(name))
+
+    def _active(self, name: str) -> bool:
+        now = time.monotonic()
+        seen = self._checked.get(name)
+        if seen is not None and now - seen[0] < self.recheck_s:
+            return seen[1]
+        with session_scope(self.engine) as session:
+            active = is_active(session=session, name=name)
+        if len(self._checked) > 10_000:
+            self._checked.clear()
+        self._checked[name] = (now, active)
+        return active
+
+
+def _cookie_values(scope: Scope) -> list[str]:
+    """Values of the request's access-token cookies (Gradio names them access-token-<id>)."""
+    values = []
+    for key, raw in scope.get("headers", []):
+        if key == b"cookie":
+            jar = SimpleCookie()
+            try:
+                jar.load(raw.decode("latin-1"))
+            except Exception:  # a malformed cookie header is Gradio's to reject, not ours
+                continue
+            values += [morsel.value for cookie, morsel in jar.items() if cookie.startswith("access-token")]
+    return values
+
+
+async def _too_many(send: Send, wait: float) -> None:
+    body = json.dumps({"detail": f"Too many failed logins from this address; try again in {wait:.0f} s."}).encode()
+    headers = [(b"content-type", b"application/json"), (b"retry-after", str(int(wait) + 1).encode())]
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,64 @@
+"""Credentials in URLs are masked before a URL is logged, printed, stored or reported."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from judges.factory import describe, judge_links
+from judgewatch.redact import mask_url, mask_urls_in
+from judgewatch.regression.serving import parse_tier
+from judgewatch.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [
+        ("http://user:secret@host:8000/v1", "http://user:***@host:8000/v1"),
+        ("https://sk-token@api.example.com/v1", "https://***@api.example.com/v1"),
+        ("http://host/v1?api_key=sk-123&x=1", "http://host/v1?api_key=***&x=1"),
+        ("http://127.0.0.1:8012/v1", "http://127.0.0.1:8012/v1"),
+        ("reference", "reference"),
+    ],
+)
+def test_mask_url_hides_passwords_tokens_and_secret_query_values(url: str, masked: str) -> None:
+    assert mask_url(url) == masked
+
+
+def test_mask_urls_in_text_masks_every_url_of_a_list() -> None:
+    text = "http://a:pw1@h1/v1,http://tok@h2/v1 and reference"
+    assert mask_urls_in(text) == "http://a:***@h1/v1,http://***@h2/v1 and reference"
+
+
+def test_judge_descriptions_and_identities_carry_no_secret() -> None:
+    settings = Settings(judge_url="http://alice:hunter22@127.0.0.1:9/v1")
+    links = judge_links(None, settings, None, None, fallback_reference=False)
+    assert "hunter22" not in describe(links[0]) and "alice:***@" in describe(links[0])
+    assert "hunter22" not in repr(links[0])
+
+
+def test_serving_tier_sources_are_stored_masked(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.DEBUG):
+        spec = parse_tier("full=http://bob:pa55word@127.0.0.1:9/v1#m")
+    assert "pa55word" not in spec.source and "pa55word" not in spec.describe()
+
+
+def test_fallback_link_labels_and_webhook_failures_carry_no_secret(caplog: pytest.LogCaptureFixture) -> None:
+    from judges.fallback import link_label
+    from judgewatch.calibration.drift import post_webhook
+
+    settings = Settings(judge_url="http://alice:hunter22@127.0.0.1:9/v1")
+    (link,) = judge_links(None, settings, None, None, fallback_reference=False)
+    assert link_label(link).endswith("@http://alice:***@127.0.0.1:9/v1")
+
+    class Alert:
+        message = "drift"
+
+        def model_dump(self) -> dict[str, str]:
+            return {"message": "drift"}
+
+    with caplog.at_level(logging.WARNING):
+        outcome = post_webhook("http://hook:t0ps3cret@127.0.0.1:9/hook", Alert(), timeout_s=1.0)  # type: ignore[arg-type]
+    assert outcome.startswith("failed") and "t0ps3cret" not in outcome
+    assert "t0ps3cret" not in caplog.text and "hook:***@" in caplog.text

@@ -1,0 +1,118 @@
+"""Against the served app: login lockout per account and per address, disabled accounts lose their sessions,
+uploads are refused, and each page's handlers check the caller's role."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import gradio as gr
+import httpx
+import pytest
+from sqlalchemy import Engine
+
+from judgewatch.review.accounts import add_reviewer, set_active
+from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
+from judgewatch.settings import Settings
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.migrations import migrate
+from review_ui.app import serve
+from review_ui.judges_page import add_judges_tab
+
+PASSWORD = "a long test password"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def app_url(tmp_path: Path) -> Iterator[tuple[str, Engine]]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'accounts.db'}")
+    migrate(engine)
+    with session_scope(engine) as session:
+        add_reviewer(session=session, name="alice", password=PASSWORD)
+        add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
+    throttle = LoginThrottle(ThrottlePolicy(account_failures=5, address_failures=12, lockout_s=600))
+    port = _free_port()
+    app = serve(engine, Settings(data_dir=tmp_path), port=port, block=False, extra_tabs=[], throttle=throttle)
+    try:
+        yield f"http://127.0.0.1:{port}/", engine
+    finally:
+        app.close()
+        engine.dispose()
+
+
+def _login(client: httpx.Client, name: str, password: str) -> int:
+    return client.post("/login", data={"username": name, "password": password}).status_code
+
+
+def test_wrong_passwords_lock_the_account_even_for_the_right_one(app_url: tuple[str, Engine]) -> None:
+    url, _ = app_url
+    with httpx.Client(base_url=url, timeout=30) as client:
+        assert all(_login(client, "alice", f"wrong {i}") >= 400 for i in range(5))
+        assert _login(client, "alice", PASSWORD) >= 400  # locked: the right password no longer works
+        assert client.get("/config").status_code == 401
+        assert _login(client, "olga", PASSWORD) == 200  # another account from the same address still may
+
+
+def test_an_address_spraying_names_gets_429(app_url: tuple[str, Engine]) -> None:
+    url, _ = app_url
+    with httpx.Client(base_url=url, timeout=30) as client:
+        codes = [_login(client, f"user{i}", "wrong password") for i in range(13)]
+        assert codes[-1] == 429 and all(400 <= c < 500 for c in codes)
+        answer = client.post("/login", data={"username": "olga", "password": PASSWORD})
+        assert answer.status_code == 429 and "Too many failed logins" in answer.text
+
+
+def test_disabling_an_account_ends_its_open_session(app_url: tuple[str, Engine]) -> None:
+    url, engine = app_url
+    with httpx.Client(base_url=url, timeout=30) as client:
+        assert _login(client, "alice", PASSWORD) == 200
+        assert client.get("/config").status_code == 200
+        with session_scope(engine) as session:
+            set_active(session=session, name="alice", active=False)
+        deadline = time.monotonic() + 30
+        status = 200
+        while status == 200 and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status = client.get("/config").status_code
+        assert status == 401
+        with session_scope(engine) as session:
+            set_active(session=session, name="alice", active=True)
+        time.sleep(2.5)  # the guard re-reads an account's state after its recheck interval
+        assert client.get("/config").status_code == 401  # the session stays ended: a new login is needed
+
+
+def test_uploads_are_refused_even_for_a_logged_in_reviewer(app_url: tuple[str, Engine]) -> None:
+    url, _ = app_url
+    with httpx.Client(base_url=url, timeout=30) as client:
+        assert _login(client, "alice", PASSWORD) == 200
+        answer = client.post("/gradio_api/upload", files={"files": ("big.bin", b"x" * 100_000)})
+        assert answer.status_code == 413
+
+
+def test_the_judges_page_handler_checks_the_callers_role(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'judges.db'}")
+    migrate(engine)
+    with session_scope(engine) as session:
+        add_reviewer(session=session, name="rita", password=PASSWORD)
+        add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
+        add_reviewer(session=session, name="gone", password=PASSWORD, role="owner")
+        set_active(session=session, name="gone", active=False)
+    with gr.Blocks() as blocks:
+        add_judges_tab(engine)
+    (load,) = {dep.fn for dep in blocks.fns.values() if getattr(dep.fn, "__name__", "") == "load"}
+    frame: Any = load(SimpleNamespace(username="olga"))
+    assert frame.columns[0] == "judge"
+    for who, message in (("rita", "for adjudicators and owners"), ("gone", "not active")):
+        with pytest.raises(gr.Error, match=message):
+            load(SimpleNamespace(username=who))
+    engine.dispose()
