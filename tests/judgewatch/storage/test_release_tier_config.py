@@ -1,4 +1,4 @@
-"""The release-tier config migration adds a release tier's configuration hash and summary to a database that has release tiers already."""
+"""The release-tier config migration adds a config hash and summary to a store that has release tiers already."""
 
 from __future__ import annotations
 
