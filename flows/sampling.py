@@ -312,5 +312,7 @@ if __name__ == "__main__":  # `python -m flows.sampling serve`
 
     if sys.argv[1:] != ["serve"]:
         raise SystemExit("usage: python -m flows.sampling serve")
-    logging.basicConfig(level=logging.INFO)
+    from judgewatch.logs import configure_logging
+
+    configure_logging(default_level="INFO")
     serve_deployment()

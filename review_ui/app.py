@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 from sqlalchemy import Engine
 
+from judgewatch.metrics.server import store_metrics_route
 from judgewatch.review.accounts import authenticate
 from judgewatch.review.adjudication import Adjudication
 from judgewatch.review.queue import ReviewQueue
@@ -120,7 +121,7 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
 
 
 def launch_options(engine: Engine) -> dict[str, Any]:
-    """`launch()` keywords: database login, keyboard shortcuts, no MCP server, no API page, no SSR."""
+    """`launch()` keywords: database login, keyboard shortcuts, no MCP server, no API page, no SSR, /metrics."""
 
     def check(name: str, password: str) -> bool:
         return authenticate(engine, name, password)
@@ -134,6 +135,8 @@ def launch_options(engine: Engine) -> dict[str, Any]:
         "footer_links": [],
         "ssr_mode": False,
         "show_error": False,
+        # Prometheus scrapes /metrics without a login: aggregate counts only, no item text and no reviewer names.
+        "app_kwargs": {"routes": [store_metrics_route(engine)]},
     }
 
 

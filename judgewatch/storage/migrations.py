@@ -91,6 +91,12 @@ def m006_source_watermarks(conn: Connection) -> None:
     SQLModel.metadata.create_all(conn, tables=[table(SourceWatermark)])
 
 
+def m007_metrics_indexes(conn: Connection) -> None:
+    """`verdict.updated_at`: the metrics collector asks which verdicts changed since its last scrape."""
+    # Plain DDL: an `Index` object would attach itself to the shared Table and be created again by m001.
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_verdict_updated_at ON verdict (updated_at)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -98,6 +104,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_review,
     m005_calibration,
     m006_source_watermarks,
+    m007_metrics_indexes,
 )
 
 
