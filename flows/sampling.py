@@ -281,6 +281,10 @@ async def _sample(
     logger.info(
         "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
         report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,
+        extra={"run_id": run.run_id, "source": report.source,
+               "judge": run.judge.identity(run.rubric).name if run.judge and run.rubric else None,
+               "counts": {"read": report.read, "picked": report.picked, "quarantined": report.quarantined,
+                          "judged": report.judged, "routed": report.routed}},
     )  # fmt: skip
 
 

@@ -99,12 +99,27 @@ class StoreCollector(Collector):
         yield GaugeMetricFamily(names.STORE_UP.name, names.STORE_UP.help, value=1.0 if up else 0.0)
         yield GaugeMetricFamily(names.SCRAPE_SECONDS.name, names.SCRAPE_SECONDS.help, value=seconds)
 
+    def warm_up(self) -> threading.Thread:
+        """Read the store now, in a daemon thread, so the first scrape does not pay for the full read."""
+        thread = threading.Thread(target=self._fresh_reading, name="judgewatch-metrics-warm-up", daemon=True)
+        thread.start()
+        return thread
+
     def describe(self) -> Iterator[Metric]:
         return iter(())  # registering must not read the database
 
 
-def make_registry(engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S) -> CollectorRegistry:
-    """A registry holding only the store collector (no process or platform metrics of this Python process)."""
+def make_registry(
+    engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S, warm: bool = False
+) -> CollectorRegistry:
+    """A registry holding only the store collector (no process or platform metrics of this Python process).
+
+    `warm=True` starts the first, full read of the store in the background (servers: the first scrape then
+    finds it done or waits for it, instead of running into Prometheus' scrape timeout on a large store).
+    """
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(engine, min_interval_s=min_interval_s))
+    collector = StoreCollector(engine, min_interval_s=min_interval_s)
+    registry.register(collector)
+    if warm:
+        collector.warm_up()
     return registry

@@ -33,7 +33,7 @@ def start_server(
     min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
 ) -> tuple[WSGIServer, threading.Thread]:
     """Serve `/metrics` from a daemon thread; call `server.shutdown()` to stop it."""
-    registry = make_registry(engine, min_interval_s=min_interval_s)
+    registry = make_registry(engine, min_interval_s=min_interval_s, warm=True)
     server, thread = start_http_server(port, addr=host, registry=registry)
     logger.info("metrics on http://%s:%d/metrics", host, server.server_port)
     return server, thread
@@ -50,4 +50,4 @@ def metrics_route(registry: CollectorRegistry, path: str = "/metrics") -> Route:
 
 def store_metrics_route(engine: Engine, path: str = "/metrics") -> Route:
     """The store's metrics as a route, for apps (the review UI) that serve them next to their own pages."""
-    return metrics_route(make_registry(engine), path)
+    return metrics_route(make_registry(engine, warm=True), path)
