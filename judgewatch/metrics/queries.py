@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, case, cast, func, literal, or_, select, text
+from sqlalchemy import Integer, String, case, cast, func, literal, or_, select, text
 from sqlmodel import Session
 
 from judgewatch.storage.calibration import AlertState, CalibrationSnapshot, DriftAlert
@@ -39,8 +39,8 @@ SOURCE_KINDS: tuple[tuple[str, str], ...] = (
     ("golden:", "golden"),
     ("file:", "file"),
 )
-NO_VALUE = "none"
-HOUR = timedelta(hours=1)  # the label value for a missing tier, reason or dataset
+NO_VALUE = "none"  # the label value for a missing tier, reason or dataset
+HOUR = timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -74,27 +74,31 @@ def _source_kind(column: Any) -> Any:
     return case(*[(column.like(f"{prefix}%"), literal(kind)) for prefix, kind in SOURCE_KINDS], else_=literal("other"))
 
 
-def hour_bucket(column: Any, dialect: str) -> Any:
-    """The UTC hour a timestamp falls in (PostgreSQL sessions of the collector run in UTC)."""
+def time_bucket(column: Any, dialect: str, width: timedelta) -> Any:
+    """The start of the UTC `width` bucket a timestamp falls in (buckets are aligned on the Unix epoch)."""
+    seconds = int(width.total_seconds())
     if dialect == "postgresql":
-        return func.date_trunc("hour", column)
-    return func.strftime("%Y-%m-%d %H:00:00", column)
+        return func.to_timestamp(func.floor(func.extract("epoch", column) / seconds) * seconds)
+    epoch = cast(func.strftime("%s", column), Integer)
+    return func.datetime((epoch / seconds) * seconds, "unixepoch")
 
 
 def bucket_start(value: datetime | str) -> datetime:
-    """An hour bucket as returned by `hour_bucket`, as an aware UTC datetime."""
+    """A bucket start or timestamp as the database returns it, as an aware UTC datetime."""
     at = datetime.fromisoformat(value) if isinstance(value, str) else value
     return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
 
 
-def changed_buckets(*, session: Session, since: datetime | None) -> tuple[set[datetime], datetime | None]:
-    """Hours (of `created_at`) holding verdicts written after `since`, and the newest `updated_at` seen.
+def changed_buckets(
+    *, session: Session, since: datetime | None, width: timedelta
+) -> tuple[set[datetime], datetime | None]:
+    """Buckets (of `created_at`) holding verdicts written after `since`, and the newest `updated_at` seen.
 
     Bounded by what changed, not by the store: an index range scan on `updated_at` (migration m007).
     """
     v = table(VerdictRecord).c
     dialect = session.get_bind().dialect.name
-    bucket = hour_bucket(v.created_at, dialect)
+    bucket = time_bucket(v.created_at, dialect, width)
     query = select(bucket, func.max(v.updated_at)).group_by(bucket)
     if since is not None:
         query = query.where(v.updated_at > since)
@@ -107,10 +111,18 @@ def changed_buckets(*, session: Session, since: datetime | None) -> tuple[set[da
     return buckets, newest
 
 
-def verdict_groups(*, session: Session, hours: Sequence[datetime] | None = None) -> list[tuple[datetime, VerdictGroup]]:
-    """Verdicts grouped by hour of creation, judge, rubric, tier, source kind, status, reason and fallback chain.
+def verdict_groups(
+    *,
+    session: Session,
+    width: timedelta = HOUR,
+    starts: Sequence[datetime] | None = None,
+    created_before: datetime | None = None,
+    created_from: datetime | None = None,
+) -> list[tuple[datetime, VerdictGroup]]:
+    """Verdicts grouped by `width` bucket of creation, judge, rubric, tier, source kind, status, reason, chain.
 
-    `hours` limits the read to those hours (index range scans on `created_at`); None reads every verdict.
+    `starts` limits the read to those buckets (index range scans on `created_at`); `created_before` and
+    `created_from` to a time range; with neither, every verdict is read.
     """
     v, i = table(VerdictRecord).c, table(Interaction).c
     dialect = session.get_bind().dialect.name
@@ -118,8 +130,8 @@ def verdict_groups(*, session: Session, hours: Sequence[datetime] | None = None)
     buckets = [func.sum(case((latency_s <= bound, 1), else_=0)) for bound in LATENCY_BUCKETS]
     source = _source_kind(i.source)
     chain = cast(v.fallback_from, String)
-    hour = hour_bucket(v.created_at, dialect)
-    keys = (hour, v.judge_name, v.rubric_name, i.tier, source, v.status, v.unscored_reason, chain)
+    bucket = time_bucket(v.created_at, dialect, width)
+    keys = (bucket, v.judge_name, v.rubric_name, i.tier, source, v.status, v.unscored_reason, chain)
     query = (
         select(
             *keys,
@@ -134,14 +146,19 @@ def verdict_groups(*, session: Session, hours: Sequence[datetime] | None = None)
         .group_by(*keys)
     )
     if dialect == "postgresql":
-        # A few hours: probe interaction by primary key per verdict. The planner's default, a hash join, would
+        # A few buckets: probe interaction by primary key per verdict. The planner's default, a hash join, would
         # read the whole interaction table to aggregate one hour. A full read keeps the hash join.
-        session.execute(text(f"SET LOCAL enable_hashjoin = {'on' if hours is None else 'off'}"))
-        session.execute(text(f"SET LOCAL enable_mergejoin = {'on' if hours is None else 'off'}"))
-    if hours is not None:
-        if not hours:
+        bounded = starts is not None or created_from is not None
+        session.execute(text(f"SET LOCAL enable_hashjoin = {'off' if bounded else 'on'}"))
+        session.execute(text(f"SET LOCAL enable_mergejoin = {'off' if bounded else 'on'}"))
+    if starts is not None:
+        if not starts:
             return []
-        query = query.where(or_(*[(v.created_at >= h) & (v.created_at < h + HOUR) for h in hours]))
+        query = query.where(or_(*[(v.created_at >= at) & (v.created_at < at + width) for at in starts]))
+    if created_before is not None:
+        query = query.where(v.created_at < created_before)
+    if created_from is not None:
+        query = query.where(v.created_at >= created_from)
     groups = []
     for row in session.execute(query):
         at, judge, rubric, tier, source_kind, status, reason, chain_text, n, lat, p, c, cached, *counts = row

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -180,3 +181,30 @@ def test_label_values_stay_bounded_on_a_store_with_many_items(big_store: Engine,
         assert "s3cret" not in value and "://" not in value, value  # the fallback link's endpoint is dropped
         assert not value.isdigit() or value in {"0", "1", "2"}, value  # only exit codes are numbers
     assert "judgewatch_verdicts_total" in names
+
+
+def test_old_slots_merge_into_hours_and_an_old_change_reads_its_hour_again(seeded: Engine) -> None:
+    from sqlmodel import Session
+
+    from judgewatch.metrics.incremental import SLOT, VerdictAggregate
+    from judgewatch.metrics.queries import HOUR
+
+    now = [utcnow()]
+    aggregate = VerdictAggregate(clock=lambda: now[0])
+
+    def refresh() -> dict[tuple[str, str], int]:
+        with Session(seeded) as session:
+            aggregate.refresh(session=session)
+        counts: dict[tuple[str, str], int] = {}
+        for g in aggregate.groups():
+            counts[(g.status, g.reason)] = counts.get((g.status, g.reason), 0) + g.count
+        return counts
+
+    first = refresh()
+    assert {width for _, width in aggregate.buckets} == {SLOT}  # the seed is minutes old: slots only
+    now[0] += timedelta(hours=4)  # the same verdicts, four hours later: their slots are merged into hours
+    rejudge(seeded, positions=[60])
+    second = refresh()
+    assert {width for _, width in aggregate.buckets} == {HOUR}
+    assert second[("scored", "none")] == first[("scored", "none")] + 1
+    assert sum(second.values()) == sum(first.values()) == N
