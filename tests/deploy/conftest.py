@@ -6,26 +6,14 @@ FAIL when `CI` is set: a CI run must never pass by skipping the checks of the al
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 from judgewatch.settings import REPO_ROOT
+from judgewatch.testing.debian_tools import debian_tool
 
 DEPLOY = REPO_ROOT / "deploy"
-
-
-def debian_tool(name: str) -> str:
-    """The path of `name` from Debian's prometheus package; fail under CI, skip elsewhere, when missing."""
-    path = shutil.which(name)
-    if path is not None:
-        return path
-    message = f"{name} is not installed (apt-get install -y prometheus; scripts/run_tests.sh does it)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 @pytest.fixture
