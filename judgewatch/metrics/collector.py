@@ -18,7 +18,6 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
-from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session
 
 from judgewatch.metrics import names, queries
@@ -83,7 +82,7 @@ class StoreCollector(Collector):
                 started = time.perf_counter()
                 try:
                     self._reading, self._up = read_store(self.engine, self._verdicts, self._labels), True
-                except SQLAlchemyError:
+                except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
                     # Start over on the next scrape: a half-refreshed aggregate must not be exported.
                     self._verdicts, self._labels = VerdictAggregate(), LabelCounter()

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, String, case, cast, func, literal, or_, select, text
+from sqlalchemy import Integer, String, case, cast, func, literal, or_, select
 from sqlmodel import Session
 
 from judgewatch.storage.calibration import AlertState, CalibrationSnapshot, DriftAlert
@@ -126,39 +126,49 @@ def verdict_groups(
     """
     v, i = table(VerdictRecord).c, table(Interaction).c
     dialect = session.get_bind().dialect.name
-    latency_s = v.latency_ms / 1000.0
-    buckets = [func.sum(case((latency_s <= bound, 1), else_=0)) for bound in LATENCY_BUCKETS]
-    source = _source_kind(i.source)
-    chain = cast(v.fallback_from, String)
-    bucket = time_bucket(v.created_at, dialect, width)
-    keys = (bucket, v.judge_name, v.rubric_name, i.tier, source, v.status, v.unscored_reason, chain)
-    query = (
-        select(
-            *keys,
-            func.count(),
-            func.sum(latency_s),
-            func.sum(v.prompt_tokens),
-            func.sum(v.completion_tokens),
-            func.sum(v.cached_tokens),
-            *buckets,
-        )
-        .select_from(table(VerdictRecord).join(table(Interaction), i.id == v.interaction_id))
-        .group_by(*keys)
-    )
-    if dialect == "postgresql":
-        # A few buckets: probe interaction by primary key per verdict. The planner's default, a hash join, would
-        # read the whole interaction table to aggregate one hour. A full read keeps the hash join.
-        bounded = starts is not None or created_from is not None
-        session.execute(text(f"SET LOCAL enable_hashjoin = {'off' if bounded else 'on'}"))
-        session.execute(text(f"SET LOCAL enable_mergejoin = {'off' if bounded else 'on'}"))
+    bounded = starts is not None or created_from is not None
+    if bounded:
+        # A few minutes or hours of verdicts: look each one's interaction up by primary key. A join would let the
+        # planner pick a hash join (reading all of `interaction`) or an outer scan of `interaction`.
+        tier: Any = select(i.tier).where(i.id == v.interaction_id).scalar_subquery()
+        origin: Any = select(i.source).where(i.id == v.interaction_id).scalar_subquery()
+        source_table: Any = table(VerdictRecord)
+    else:  # every verdict (the first reading): one hash join over both tables is the cheapest plan
+        tier, origin = i.tier, i.source
+        source_table = table(VerdictRecord).join(table(Interaction), i.id == v.interaction_id)
+    per_verdict = select(
+        time_bucket(v.created_at, dialect, width).label("bucket"),
+        v.judge_name.label("judge"),
+        v.rubric_name.label("rubric"),
+        tier.label("tier"),
+        _source_kind(origin).label("source"),
+        v.status.label("status"),
+        v.unscored_reason.label("reason"),
+        cast(v.fallback_from, String).label("chain"),
+        (v.latency_ms / 1000.0).label("latency_s"),
+        v.prompt_tokens.label("prompt"),
+        v.completion_tokens.label("completion"),
+        v.cached_tokens.label("cached"),
+    ).select_from(source_table)
     if starts is not None:
         if not starts:
             return []
-        query = query.where(or_(*[(v.created_at >= at) & (v.created_at < at + width) for at in starts]))
+        per_verdict = per_verdict.where(or_(*[(v.created_at >= at) & (v.created_at < at + width) for at in starts]))
     if created_before is not None:
-        query = query.where(v.created_at < created_before)
+        per_verdict = per_verdict.where(v.created_at < created_before)
     if created_from is not None:
-        query = query.where(v.created_at >= created_from)
+        per_verdict = per_verdict.where(v.created_at >= created_from)
+    r = per_verdict.subquery().c
+    keys = (r.bucket, r.judge, r.rubric, r.tier, r.source, r.status, r.reason, r.chain)
+    query = select(
+        *keys,
+        func.count(),
+        func.sum(r.latency_s),
+        func.sum(r.prompt),
+        func.sum(r.completion),
+        func.sum(r.cached),
+        *[func.sum(case((r.latency_s <= bound, 1), else_=0)) for bound in LATENCY_BUCKETS],
+    ).group_by(*keys)
     groups = []
     for row in session.execute(query):
         at, judge, rubric, tier, source_kind, status, reason, chain_text, n, lat, p, c, cached, *counts = row
