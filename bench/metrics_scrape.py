@@ -17,12 +17,13 @@ The schema is dropped afterwards. Limit: 1 s per scrape (the issue's budget).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import statistics
 import time
 import uuid
 
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -34,6 +35,17 @@ from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store
 LIMIT_S = 1.0
 DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 NEW_PER_ROUND, REJUDGED_PER_ROUND, ROUNDS, REJUDGE_ROUNDS = 1_000, 100, 5, 3
+
+
+def _scrape(registry: CollectorRegistry) -> float:
+    """Seconds one scrape took; infinity if it could not read the store (a statement timeout is no figure)."""
+    started = time.perf_counter()
+    text_format = generate_latest(registry).decode()
+    seconds = time.perf_counter() - started
+    if "judgewatch_store_up 1.0" not in text_format:
+        print(f"  a scrape failed after {seconds:.1f} s (judgewatch_store_up 0): see the log above", flush=True)
+        return math.inf
+    return seconds
 
 
 def measure(url: str, size: int) -> tuple[float, float, float, int]:
@@ -52,9 +64,8 @@ def measure(url: str, size: int) -> tuple[float, float, float, int]:
             conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
         print(f"  {size:>9,} verdicts stored in {time.perf_counter() - started:.0f} s", flush=True)
         registry = make_registry(engine, min_interval_s=0)
-        started = time.perf_counter()
+        cold = _scrape(registry)
         lines = generate_latest(registry).decode().count("\n")
-        cold = time.perf_counter() - started
         warm, rejudged = [], []
         unscored = list(range(0, size, 20))  # the seed's unscored verdicts, one every 20 s of history
         for round_no in range(ROUNDS + REJUDGE_ROUNDS):
@@ -62,9 +73,7 @@ def measure(url: str, size: int) -> tuple[float, float, float, int]:
             if round_no >= ROUNDS:
                 first = (round_no - ROUNDS) * REJUDGED_PER_ROUND * 20  # every 20th unscored: 400 s apart
                 rejudge(engine, positions=unscored[first : first + REJUDGED_PER_ROUND * 20 : 20])
-            started = time.perf_counter()
-            generate_latest(registry)
-            (warm if round_no < ROUNDS else rejudged).append(time.perf_counter() - started)
+            (warm if round_no < ROUNDS else rejudged).append(_scrape(registry))
         return cold, statistics.median(warm), statistics.median(rejudged), lines
     finally:
         engine.dispose()

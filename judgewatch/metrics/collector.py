@@ -28,7 +28,7 @@ from judgewatch.storage.types import utcnow
 logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_INTERVAL_S = 5.0
-STATEMENT_TIMEOUT_MS = 10_000
+STATEMENT_TIMEOUT_MS = 60_000  # a query stuck longer than this fails the reading (store_up 0), not the server
 
 
 def read_store(engine: Engine, verdicts: VerdictAggregate, labels: LabelCounter) -> StoreReading:
@@ -84,8 +84,7 @@ class StoreCollector(Collector):
                     self._reading, self._up = read_store(self.engine, self._verdicts, self._labels), True
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
-                    # Start over on the next scrape: a half-refreshed aggregate must not be exported.
-                    self._verdicts, self._labels = VerdictAggregate(), LabelCounter()
+                    # The aggregates change only after all their queries succeeded: the next scrape retries.
                     self._reading, self._up = None, False
                 self._seconds = time.perf_counter() - started
                 self._read_at = self._clock()
