@@ -1,10 +1,11 @@
 """A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
 
-No process keeps counters in memory and nothing is pushed: each scrape runs the grouped queries of
-`judgewatch.metrics.queries` in one read-only transaction (with a statement timeout on PostgreSQL) and
-exports what the store holds. Scrapes closer together than `min_interval_s` share one reading, so several
-Prometheus servers (or a scrape and the review UI's endpoint) never multiply the database load. When the
-database cannot be read the scrape still answers, with `judgewatch_store_up 0` and the error logged.
+No worker keeps counters and nothing is pushed: each scrape reads the store in one read-only transaction
+(with a statement timeout on PostgreSQL) and exports what it holds; the verdict and label aggregates are
+kept between scrapes and refreshed from what changed (`judgewatch.metrics.incremental`). Scrapes closer
+together than `min_interval_s` share one reading, so several Prometheus servers (or a scrape and the review
+UI's endpoint) never multiply the database load. When the database cannot be read the scrape still answers,
+with `judgewatch_store_up 0` and the error logged.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Each function is keyword-only, takes a session and returns typed rows grouped by bounded values only (judge
 names, rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person
-or a model wrote. The verdict query is the only one reading a large table; it is one pass answered from the
-covering indexes added by migration m007 (see `judgewatch.storage.migrations`).
+or a model wrote. Only the verdict reads touch a large table, and after the first reading they are bounded by
+what changed: `changed_buckets` is an index range on `verdict.updated_at` (migration m007), `verdict_groups`
+with `starts` an index range on `created_at` with one primary-key lookup of the interaction per verdict.
 """
 
 from __future__ import annotations
