@@ -338,5 +338,7 @@ if __name__ == "__main__":  # `python -m flows.regression serve`
 
     if sys.argv[1:] != ["serve"]:
         raise SystemExit("usage: python -m flows.regression serve")
-    logging.basicConfig(level=logging.INFO)
+    from judgewatch.logs import configure_logging
+
+    configure_logging(default_level="INFO")
     serve_deployment()

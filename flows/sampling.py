@@ -281,6 +281,10 @@ async def _sample(
     logger.info(
         "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
         report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,
+        extra={"run_id": run.run_id, "source": report.source,
+               "judge": run.judge.identity(run.rubric).name if run.judge and run.rubric else None,
+               "counts": {"read": report.read, "picked": report.picked, "quarantined": report.quarantined,
+                          "judged": report.judged, "routed": report.routed}},
     )  # fmt: skip
 
 
@@ -312,5 +316,7 @@ if __name__ == "__main__":  # `python -m flows.sampling serve`
 
     if sys.argv[1:] != ["serve"]:
         raise SystemExit("usage: python -m flows.sampling serve")
-    logging.basicConfig(level=logging.INFO)
+    from judgewatch.logs import configure_logging
+
+    configure_logging(default_level="INFO")
     serve_deployment()

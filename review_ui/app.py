@@ -18,6 +18,7 @@ import gradio as gr
 from sqlalchemy import Engine
 from starlette.middleware import Middleware
 
+from judgewatch.metrics.server import store_metrics_route
 from judgewatch.review.accounts import AGGREGATE_ROLES, Role, authenticate, role_of
 from judgewatch.review.adjudication import Adjudication
 from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
@@ -143,7 +144,7 @@ def login_throttle(settings: Settings) -> LoginThrottle:
 
 def launch_options(engine: Engine, throttle: LoginThrottle | None = None) -> dict[str, Any]:
     """`launch()` keywords: throttled database login, session guard, keyboard shortcuts, no MCP server, no API
-    page, no SSR, no uploads."""
+    page, no SSR, no uploads, /metrics."""
     throttle = throttle or LoginThrottle()
 
     def check(name: str, password: str) -> bool:
@@ -151,7 +152,11 @@ def launch_options(engine: Engine, throttle: LoginThrottle | None = None) -> dic
 
     return {
         "auth": check,
-        "app_kwargs": {"middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle)]},
+        # Prometheus scrapes /metrics without a login: aggregate counts only, no item text and no reviewer names.
+        "app_kwargs": {
+            "middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle)],
+            "routes": [store_metrics_route(engine)],
+        },
         "max_file_size": MAX_UPLOAD_BYTES,
         "auth_message": "judgewatch review: log in with your reviewer account.",
         "js": KEYBOARD_JS,

@@ -3,6 +3,7 @@
 # - the real vLLM CPU judge on 127.0.0.1:$JUDGEWATCH_JUDGE_PORT (default 8012, apart from the demo's 8011)
 # - PostgreSQL on 127.0.0.1:5432 (started if this machine has it installed but stopped)
 # - Debian's chromium for the browser tests (apt-get, never a playwright browser download)
+# - Debian's prometheus (promtool, prometheus) for the alert-rule, dashboard and scrape tests
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -23,6 +24,12 @@ if ! command -v chromium >/dev/null; then
   echo "[tests] installing Debian's chromium for the browser tests"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
     || echo "[tests] could not install chromium" >&2
+fi
+
+if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
+  echo "[tests] installing Debian's prometheus (promtool) for the alert-rule and scrape tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
+    || echo "[tests] could not install prometheus" >&2
 fi
 
 started_judge=0

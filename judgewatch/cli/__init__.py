@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import os
-
 import typer
 
 app = typer.Typer(
@@ -30,6 +27,7 @@ def get_app() -> typer.Typer:
         demo_cmd,
         judge_cmd,
         judges_cmd,
+        metrics_cmd,
         regress_cmd,
         report_cmd,
         review_cmd,
@@ -50,12 +48,15 @@ def get_app() -> typer.Typer:
     app.command("sample")(sample_cmd.sample)
     app.add_typer(report_cmd.app, name="report")
     app.command("calibrate")(report_cmd.calibrate)
+    app.add_typer(metrics_cmd.app, name="metrics")
     return app
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=os.environ.get("JUDGEWATCH_LOG_LEVEL", "WARNING").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    from judgewatch.logs import configure_logging
+
+    try:
+        configure_logging()  # JUDGEWATCH_LOG_LEVEL, JUDGEWATCH_LOG_FORMAT=text|json; URL passwords masked
+    except ValueError as exc:
+        raise SystemExit(f"error: {exc}") from None
     get_app()()

@@ -105,6 +105,12 @@ def m008_reviewer_role(conn: Connection) -> None:
     conn.execute(tbl.update().where(tbl.c.can_adjudicate.is_(True)).values(role="adjudicator"))
 
 
+def m009_metrics_indexes(conn: Connection) -> None:
+    """`verdict.updated_at`: the metrics collector asks which verdicts changed since its last scrape."""
+    # Plain DDL: an `Index` object would attach itself to the shared Table and be created again by m001.
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_verdict_updated_at ON verdict (updated_at)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -114,6 +120,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m006_source_watermarks,
     m007_release_tier_config,
     m008_reviewer_role,
+    m009_metrics_indexes,
 )
 
 

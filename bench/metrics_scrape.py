@@ -1,0 +1,106 @@
+"""Scrape time of the metrics endpoint on PostgreSQL stores of 10k, 100k and 1M verdicts.
+
+For each size: a throwaway schema, migrated, filled with `judgewatch.testing.metrics_store.seed_store`
+(COPY; every verdict with its interaction, a review item per ten verdicts, labels, gate decisions, a
+calibration snapshot, a drift alert, a trust record; verdicts spread over the last 24 hours, so each hour is
+dense: ~42k verdicts an hour at 1M), then:
+- cold: the first scrape of a new collector, which aggregates every verdict once;
+- warm, new: the median of 5 later scrapes, each after a flow wrote 1,000 new verdicts (the steady state
+  of a server scraped every 15 s);
+- warm, re-judged: the median of 3 scrapes, each after 1,000 new verdicts and 100 re-judged old ones
+  scattered over ~11 hours of history (a worst case: each touched hour is aggregated again).
+The schema is dropped afterwards. Limit: 1 s per scrape (the issue's budget).
+
+    .venv/bin/python bench/metrics_scrape.py [--sizes 10000,100000,1000000] [--url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import time
+import uuid
+
+from prometheus_client import CollectorRegistry, generate_latest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from judgewatch.metrics.collector import make_registry
+from judgewatch.storage.db import make_engine
+from judgewatch.storage.migrations import migrate
+from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store
+
+LIMIT_S = 1.0
+DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+NEW_PER_ROUND, REJUDGED_PER_ROUND, ROUNDS, REJUDGE_ROUNDS = 1_000, 100, 5, 3
+
+
+def _scrape(registry: CollectorRegistry) -> float:
+    """Seconds one scrape took; infinity if it could not read the store (a statement timeout is no figure)."""
+    started = time.perf_counter()
+    text_format = generate_latest(registry).decode()
+    seconds = time.perf_counter() - started
+    if "judgewatch_store_up 1.0" not in text_format:
+        print(f"  a scrape failed after {seconds:.1f} s (judgewatch_store_up 0): see the log above", flush=True)
+        return math.inf
+    return seconds
+
+
+def measure(url: str, size: int) -> tuple[float, float, float, int]:
+    """(cold, warm new, warm re-judged seconds, exposition lines) on a fresh store of `size` verdicts."""
+    schema = f"jw_bench_metrics_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(make_url(url).set(drivername="postgresql+psycopg"))
+    with admin.begin() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    engine = make_engine(scoped.render_as_string(hide_password=False))
+    try:
+        migrate(engine)
+        started = time.perf_counter()
+        seed_store(engine, verdicts=size)
+        with engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
+        print(f"  {size:>9,} verdicts stored in {time.perf_counter() - started:.0f} s", flush=True)
+        registry = make_registry(engine, min_interval_s=0)
+        cold = _scrape(registry)
+        lines = generate_latest(registry).decode().count("\n")
+        warm, rejudged = [], []
+        unscored = list(range(0, size, 20))  # the seed's unscored verdicts, one every 20 s of history
+        for round_no in range(ROUNDS + REJUDGE_ROUNDS):
+            add_verdicts(engine, start=size + round_no * NEW_PER_ROUND, count=NEW_PER_ROUND)
+            if round_no >= ROUNDS:
+                first = (round_no - ROUNDS) * REJUDGED_PER_ROUND * 20  # every 20th unscored: 400 s apart
+                rejudge(engine, positions=unscored[first : first + REJUDGED_PER_ROUND * 20 : 20])
+            (warm if round_no < ROUNDS else rejudged).append(_scrape(registry))
+        return cold, statistics.median(warm), statistics.median(rejudged), lines
+    finally:
+        engine.dispose()
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--url", default=DEFAULT_URL)
+    args = parser.parse_args()
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        cold, warm, rejudged, _ = measure(args.url, size)
+        rows.append((size, cold, warm, rejudged))
+        print(f"  {size:>9,} verdicts: cold {cold:.3f} s, warm {warm:.3f} s, re-judged {rejudged:.3f} s", flush=True)
+    print(f"\nscrape time vs the {LIMIT_S:.0f} s limit (ratio = seconds / limit; <= 1 is within budget)")
+    print("| verdicts | cold (first scrape) | ratio | warm, new verdicts | ratio | warm, 100 re-judged | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for size, cold, warm, rejudged in rows:
+        print(
+            f"| {size:,} | {cold:.3f} s | {cold / LIMIT_S:.2f} | {warm:.3f} s | {warm / LIMIT_S:.2f} "
+            f"| {rejudged:.3f} s | {rejudged / LIMIT_S:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Prometheus metrics read from the store at scrape time: the catalogue, the queries, the collector, the server."""

@@ -1,0 +1,124 @@
+"""A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
+
+No worker keeps counters and nothing is pushed: each scrape reads the store in one read-only transaction
+(with a statement timeout on PostgreSQL) and exports what it holds; the verdict and label aggregates are
+kept between scrapes and refreshed from what changed (`judgewatch.metrics.incremental`). Scrapes closer
+together than `min_interval_s` share one reading, so several Prometheus servers (or a scrape and the review
+UI's endpoint) never multiply the database load. When the database cannot be read the scrape still answers,
+with `judgewatch_store_up 0` and the error logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import Engine, text
+from sqlmodel import Session
+
+from judgewatch.metrics import names, queries
+from judgewatch.metrics.families import StoreReading, families
+from judgewatch.metrics.incremental import LabelCounter, VerdictAggregate
+from judgewatch.storage.types import utcnow
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MIN_INTERVAL_S = 5.0
+STATEMENT_TIMEOUT_MS = 60_000  # a query stuck longer than this fails the reading (store_up 0), not the server
+
+
+def read_store(engine: Engine, verdicts: VerdictAggregate, labels: LabelCounter) -> StoreReading:
+    """Every value the endpoint exports, read in one read-only transaction (aggregates refreshed in place)."""
+    with Session(engine) as session:
+        if engine.dialect.name == "postgresql":
+            session.execute(text("SET TRANSACTION READ ONLY"))
+            session.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
+            session.execute(text("SET LOCAL TIME ZONE 'UTC'"))  # hour buckets are UTC hours
+            session.execute(text("SET LOCAL jit = off"))  # compiling costs more than these small queries run
+        verdicts.refresh(session=session)
+        labels.refresh(session=session)
+        reading = StoreReading(
+            verdicts=verdicts.groups(),
+            queue=queries.review_queue(session=session, now=utcnow()),
+            labels=labels.rows(),
+            snapshots=queries.latest_tier_snapshots(session=session),
+            drift=queries.open_drift_alerts(session=session),
+            gates=queries.gate_decisions(session=session),
+            successes=queries.last_successes(session=session),
+            gate_success=queries.last_gate_evaluated(session=session),
+            trust=queries.trust_records(session=session),
+        )
+    return reading  # closing the session ends the read-only transaction; the rows stay loaded
+
+
+class StoreCollector(Collector):
+    """Collects the catalogue's families from the store on each scrape (reusing a reading for a short while)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.engine = engine
+        self.min_interval_s = min_interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._reading: StoreReading | None = None
+        self._read_at = float("-inf")
+        self._seconds = 0.0
+        self._up = False
+        self._verdicts = VerdictAggregate()
+        self._labels = LabelCounter()
+
+    def _fresh_reading(self) -> tuple[StoreReading | None, float, bool]:
+        with self._lock:  # one reader at a time; the others wait and share its result
+            if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
+                started = time.perf_counter()
+                try:
+                    self._reading, self._up = read_store(self.engine, self._verdicts, self._labels), True
+                except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
+                    logger.exception("metrics: could not read the store at %s", self.engine.url)
+                    # The aggregates change only after all their queries succeeded: the next scrape retries.
+                    self._reading, self._up = None, False
+                self._seconds = time.perf_counter() - started
+                self._read_at = self._clock()
+            return self._reading, self._seconds, self._up
+
+    def collect(self) -> Iterator[Metric]:
+        reading, seconds, up = self._fresh_reading()
+        if reading is not None:
+            yield from families(reading)
+        yield GaugeMetricFamily(names.STORE_UP.name, names.STORE_UP.help, value=1.0 if up else 0.0)
+        yield GaugeMetricFamily(names.SCRAPE_SECONDS.name, names.SCRAPE_SECONDS.help, value=seconds)
+
+    def warm_up(self) -> threading.Thread:
+        """Read the store now, in a daemon thread, so the first scrape does not pay for the full read."""
+        thread = threading.Thread(target=self._fresh_reading, name="judgewatch-metrics-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # registering must not read the database
+
+
+def make_registry(
+    engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S, warm: bool = False
+) -> CollectorRegistry:
+    """A registry holding only the store collector (no process or platform metrics of this Python process).
+
+    `warm=True` starts the first, full read of the store in the background (servers: the first scrape then
+    finds it done or waits for it, instead of running into Prometheus' scrape timeout on a large store).
+    """
+    registry = CollectorRegistry(auto_describe=False)
+    collector = StoreCollector(engine, min_interval_s=min_interval_s)
+    registry.register(collector)
+    if warm:
+        collector.warm_up()
+    return registry

@@ -1,0 +1,203 @@
+"""One store reading turned into Prometheus metric families, with the labels `names` declares.
+
+Pure functions over typed rows: no database access here, so the mapping (which stored value becomes which
+series) is tested without a store. Missing states and exit codes are exported as 0, so an alert on "more than
+zero" and a dashboard's stacked panel see every series from the first scrape.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from judgewatch.metrics import names
+from judgewatch.metrics.queries import LATENCY_BUCKETS, NO_VALUE, Count, VerdictGroup
+from judgewatch.storage.calibration import CalibrationSnapshot
+from judgewatch.storage.review import ItemState
+from judgewatch.storage.trust import TrustRecord
+
+logger = logging.getLogger(__name__)
+
+QUEUE_STATES: dict[str, str] = {
+    ItemState.available.value: "waiting",
+    ItemState.leased.value: "leased",
+    ItemState.done.value: "labeled",
+    ItemState.adjudication.value: "adjudication",
+    ItemState.flagged.value: "flagged",
+}
+GATE_EXIT_CODES = ("0", "1", "2")
+AGREEMENT_MEASURES = ("weighted_kappa", "cohen_kappa", "spearman", "exact", "bias")
+RUN_FLOWS: dict[str, str] = {
+    "sampling": "traffic-sampling",
+    "file": "judge-file",
+    "validation": "judge-validation",
+    "anchor": "anchor",
+}
+
+
+@dataclass
+class StoreReading:
+    """What one scrape read from the store; every list holds bounded, aggregated values only."""
+
+    verdicts: list[VerdictGroup] = field(default_factory=list)
+    queue: list[Count] = field(default_factory=list)
+    labels: list[Count] = field(default_factory=list)
+    snapshots: list[CalibrationSnapshot] = field(default_factory=list)
+    drift: list[Count] = field(default_factory=list)
+    gates: list[Count] = field(default_factory=list)
+    successes: list[Count] = field(default_factory=list)
+    gate_success: float | None = None
+    trust: list[TrustRecord] = field(default_factory=list)
+
+
+def _counter(spec: names.MetricSpec) -> CounterMetricFamily:
+    return CounterMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+
+
+def _gauge(spec: names.MetricSpec) -> GaugeMetricFamily:
+    return GaugeMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+
+
+def link_judge(link: str) -> str:
+    """'openai:smollm2@http://u:p@host/v1' -> 'smollm2': a fallback link label without kind and endpoint."""
+    return link.split("@", 1)[0].split(":", 1)[-1]
+
+
+def families(reading: StoreReading) -> Iterator[Metric]:
+    """Every family of the catalogue except the scrape's own health (the collector adds those)."""
+    yield from _verdict_families(reading.verdicts)
+    yield from _review_families(reading.queue, reading.labels)
+    yield from _calibration_families(reading.snapshots)
+    drift = _gauge(names.DRIFT)
+    for row in reading.drift:
+        drift.add_metric(list(row.labels), row.value)
+    yield drift
+    gates = _counter(names.GATE)
+    by_code = {row.labels[0]: row.value for row in reading.gates}
+    for code in sorted(set(GATE_EXIT_CODES) | set(by_code)):
+        gates.add_metric([code], by_code.get(code, 0.0))
+    yield gates
+    yield _success_family(reading)
+    yield _trust_family(reading.trust)
+
+
+def _verdict_families(groups: list[VerdictGroup]) -> Iterator[Metric]:
+    verdicts: dict[tuple[str, ...], float] = defaultdict(float)
+    unscored: dict[tuple[str, ...], float] = defaultdict(float)
+    fallback: dict[tuple[str, ...], float] = defaultdict(float)
+    tokens: dict[tuple[str, ...], float] = defaultdict(float)
+    latency: dict[str, list[float]] = {}
+    for g in groups:
+        verdicts[(g.judge, g.rubric, g.tier, g.source, g.status)] += g.count
+        if g.status == "unscored":
+            unscored[(g.judge, g.reason)] += g.count
+        if g.fallback_chain:
+            fallback[(link_judge(g.fallback_chain[0]), g.judge)] += g.count
+        tokens[(g.judge, "prompt")] += g.prompt_tokens
+        tokens[(g.judge, "completion")] += g.completion_tokens
+        tokens[(g.judge, "cached")] += g.cached_tokens
+        sums = latency.setdefault(g.judge, [0.0] * (len(LATENCY_BUCKETS) + 2))
+        for k, n in enumerate(g.latency_buckets):
+            sums[k] += n
+        sums[-2] += g.count
+        sums[-1] += g.latency_sum_s
+    counters: tuple[tuple[names.MetricSpec, dict[tuple[str, ...], float]], ...] = (
+        (names.VERDICTS, verdicts),
+        (names.UNSCORED, unscored),
+        (names.FALLBACK, fallback),
+    )
+    for spec, values in counters:
+        family = _counter(spec)
+        for labels, value in sorted(values.items()):
+            family.add_metric(list(labels), value)
+        yield family
+    histogram = HistogramMetricFamily(names.LATENCY.name, names.LATENCY.help, labels=list(names.LATENCY.labels))
+    for judge, sums in sorted(latency.items()):
+        buckets = [(_le(bound), sums[k]) for k, bound in enumerate(LATENCY_BUCKETS)] + [("+Inf", sums[-2])]
+        histogram.add_metric([judge], buckets, sum_value=sums[-1])
+    yield histogram
+    family = _counter(names.TOKENS)
+    for labels, value in sorted(tokens.items()):
+        family.add_metric(list(labels), value)
+    yield family
+
+
+def _le(bound: float) -> str:
+    return f"{bound:g}" if bound != int(bound) else f"{bound:.1f}"
+
+
+def _review_families(queue: list[Count], labels: list[Count]) -> Iterator[Metric]:
+    states: dict[str, float] = dict.fromkeys(QUEUE_STATES.values(), 0.0)
+    for row in queue:
+        state = QUEUE_STATES.get(row.labels[0], "other")
+        states[state] = states.get(state, 0.0) + row.value
+    family = _gauge(names.QUEUE)
+    for state, value in states.items():
+        family.add_metric([state], value)
+    yield family
+    counter = _counter(names.LABELS)
+    for row in labels:
+        counter.add_metric(list(row.labels), row.value)
+    yield counter
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _calibration_families(snapshots: list[CalibrationSnapshot]) -> Iterator[Metric]:
+    agreement, scores = _gauge(names.AGREEMENT), _gauge(names.TIER_SCORE)
+    for snapshot in snapshots:
+        rubric = snapshot.rubric_name or NO_VALUE
+        payload = snapshot.payload or {}
+        for row in payload.get("agreement") or []:
+            for measure in AGREEMENT_MEASURES:
+                value = _number((row.get(measure) or {}).get("estimate"))
+                if value is not None:
+                    agreement.add_metric([rubric, str(row["tier"]), str(row["criterion"]), measure], value)
+        for row in payload.get("estimates") or []:
+            ppi = row.get("ppi") or {}
+            kinds = {
+                "raw": row.get("raw_mean"),
+                "corrected": ppi.get("estimate"),
+                "corrected_low": ppi.get("low"),
+                "corrected_high": ppi.get("high"),
+            }
+            for kind, raw in kinds.items():
+                value = _number(raw)
+                if value is not None:
+                    scores.add_metric([rubric, str(row["tier"]), str(row["criterion"]), kind], value)
+    yield agreement
+    yield scores
+
+
+def _success_family(reading: StoreReading) -> Metric:
+    family = _gauge(names.LAST_SUCCESS)
+    for row in reading.successes:
+        kind = row.labels[0]
+        flow = RUN_FLOWS.get(kind, "calibration" if kind == "calibration" else None)
+        if flow is not None:
+            family.add_metric([flow], row.value)
+    if reading.gate_success is not None:
+        family.add_metric(["post-release-regression"], reading.gate_success)
+    return family
+
+
+def _trust_family(records: list[TrustRecord]) -> Metric:
+    """The newest AUROC per (judge, dataset, criterion); records arrive newest first."""
+    family = _gauge(names.TRUST_AUROC)
+    seen: set[tuple[str, str, str]] = set()
+    for record in records:
+        for criterion, figures in sorted(((record.figures or {}).get("criteria") or {}).items()):
+            key = (record.judge_name, record.dataset or NO_VALUE, str(criterion))
+            value = _number((figures or {}).get("auroc"))
+            if key in seen or value is None:
+                continue
+            seen.add(key)
+            family.add_metric(list(key), value)
+    return family

@@ -1,0 +1,156 @@
+"""The catalogue of exported metrics: name, type, labels and help text, in one place.
+
+The collector builds its families from these specs, and the tests check the alert rules and the Grafana
+dashboard against them, so a dashboard panel cannot silently point at a metric that does not exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+PREFIX = "judgewatch_"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One exported metric family. For counters `name` excludes the `_total` suffix the exposition adds."""
+
+    name: str
+    kind: Literal["counter", "gauge", "histogram"]
+    labels: tuple[str, ...]
+    help: str
+
+    def series_names(self) -> tuple[str, ...]:
+        """The sample names this family exposes, as PromQL sees them."""
+        if self.kind == "counter":
+            return (f"{self.name}_total",)
+        if self.kind == "histogram":
+            return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
+        return (self.name,)
+
+
+VERDICTS = MetricSpec(
+    "judgewatch_verdicts",
+    "counter",
+    ("judge", "rubric", "tier", "source", "status"),
+    "Stored verdicts. source is the interaction's origin (traffic, regression, golden, file, other); tier 'none' "
+    "when the interaction has none. A re-judged item replaces its verdict, so this counts current verdicts.",
+)
+UNSCORED = MetricSpec(
+    "judgewatch_unscored",
+    "counter",
+    ("judge", "reason"),
+    "Stored verdicts without a score, by the judge that gave up and the unscored reason.",
+)
+FALLBACK = MetricSpec(
+    "judgewatch_fallback_verdicts",
+    "counter",
+    ("from_judge", "to_judge"),
+    "Verdicts answered by a later link of the fallback chain. from_judge is the first link tried (the model of "
+    "the first entry of the verdict's stored fallback_from, its endpoint dropped), to_judge the judge that "
+    "answered (e.g. 'reference' when the offline judge stood in for a failing endpoint).",
+)
+LATENCY = MetricSpec(
+    "judgewatch_judge_latency_seconds",
+    "histogram",
+    ("judge",),
+    "Judge latency per stored verdict (the verdict's latency_ms, retries included).",
+)
+TOKENS = MetricSpec(
+    "judgewatch_judge_tokens",
+    "counter",
+    ("judge", "kind"),
+    "Tokens the judge used, summed over stored verdicts; kind is prompt, completion or cached (prompt tokens "
+    "served from the prefix cache).",
+)
+QUEUE = MetricSpec(
+    "judgewatch_review_queue_items",
+    "gauge",
+    ("state",),
+    "Review items per state: waiting (available, or leased with the lease run out), leased, labeled, "
+    "adjudication (labels disagree), flagged (sent to an expert).",
+)
+LABELS = MetricSpec(
+    "judgewatch_review_labels",
+    "counter",
+    ("tier",),
+    "Human labels that score an item (skips and bare flags excluded), by the tier of the labeled interaction.",
+)
+AGREEMENT = MetricSpec(
+    "judgewatch_agreement",
+    "gauge",
+    ("rubric", "tier", "criterion", "measure"),
+    "Judge-human agreement from the latest calibration snapshot of each rubric: measure is weighted_kappa, "
+    "cohen_kappa, spearman, exact (share of identical scores) or bias (mean judge minus human).",
+)
+TIER_SCORE = MetricSpec(
+    "judgewatch_tier_score",
+    "gauge",
+    ("rubric", "tier", "criterion", "kind"),
+    "Tier mean score from the latest calibration snapshot: kind raw (judge mean), corrected (prediction-powered "
+    "estimate using the human labels), corrected_low / corrected_high (its 95% interval).",
+)
+DRIFT = MetricSpec(
+    "judgewatch_drift_alerts_open",
+    "gauge",
+    ("tier", "criterion", "test"),
+    "Open judge drift alerts; test is what fired (agreement_drop, bias_shift or both). Acknowledge or resolve "
+    "them in the calibration flow's alert list.",
+)
+GATE = MetricSpec(
+    "judgewatch_gate_decisions",
+    "counter",
+    ("exit_code",),
+    "Stored release gate decisions by exit code: 0 pass, 1 regression, 2 could not evaluate. A decision asked "
+    "again replaces its row.",
+)
+LAST_SUCCESS = MetricSpec(
+    "judgewatch_last_success_timestamp_seconds",
+    "gauge",
+    ("flow",),
+    "Unix time of the last success: traffic-sampling and judge-file/judge-validation/anchor runs that completed, "
+    "post-release-regression gate decisions that evaluated (exit 0 or 1), calibration snapshots.",
+)
+TRUST_AUROC = MetricSpec(
+    "judgewatch_judge_trust_auroc",
+    "gauge",
+    ("judge", "dataset", "criterion"),
+    "Latest known-answer AUROC of each judge on each golden set (0.5 is chance): how well the judge separates "
+    "known-good from known-bad answers.",
+)
+STORE_UP = MetricSpec(
+    "judgewatch_store_up",
+    "gauge",
+    (),
+    "1 when the last scrape read the store, 0 when the database could not be read (values are then missing).",
+)
+SCRAPE_SECONDS = MetricSpec(
+    "judgewatch_scrape_duration_seconds",
+    "gauge",
+    (),
+    "Seconds the last store read took.",
+)
+
+CATALOGUE: tuple[MetricSpec, ...] = (
+    VERDICTS,
+    UNSCORED,
+    FALLBACK,
+    LATENCY,
+    TOKENS,
+    QUEUE,
+    LABELS,
+    AGREEMENT,
+    TIER_SCORE,
+    DRIFT,
+    GATE,
+    LAST_SUCCESS,
+    TRUST_AUROC,
+    STORE_UP,
+    SCRAPE_SECONDS,
+)
+
+
+def exported_series() -> frozenset[str]:
+    """Every sample name the endpoint can expose."""
+    return frozenset(name for spec in CATALOGUE for name in spec.series_names())

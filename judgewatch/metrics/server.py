@@ -1,0 +1,53 @@
+"""Serving the metrics: a small HTTP server for `judgewatch metrics serve`, and a route for other web apps.
+
+The standalone server is prometheus_client's threaded WSGI server over a registry that holds only the store
+collector. `metrics_route` gives the same text as a Starlette route, which the review UI mounts at its own
+`/metrics` (outside the login: the families carry no item text, reviewer names or questions and answers).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, start_http_server
+from sqlalchemy import Engine
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from judgewatch.metrics.collector import DEFAULT_MIN_INTERVAL_S, make_registry
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 9464  # the port OpenTelemetry's Prometheus exporter uses by convention
+
+
+def start_server(
+    engine: Engine,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
+) -> tuple[WSGIServer, threading.Thread]:
+    """Serve `/metrics` from a daemon thread; call `server.shutdown()` to stop it."""
+    registry = make_registry(engine, min_interval_s=min_interval_s, warm=True)
+    server, thread = start_http_server(port, addr=host, registry=registry)
+    logger.info("metrics on http://%s:%d/metrics", host, server.server_port)
+    return server, thread
+
+
+def metrics_route(registry: CollectorRegistry, path: str = "/metrics") -> Route:
+    """A Starlette route answering the Prometheus text format of `registry`."""
+
+    def endpoint(_request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    return Route(path, endpoint, methods=["GET"])
+
+
+def store_metrics_route(engine: Engine, path: str = "/metrics") -> Route:
+    """The store's metrics as a route, for apps (the review UI) that serve them next to their own pages."""
+    return metrics_route(make_registry(engine, warm=True), path)
