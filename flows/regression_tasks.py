@@ -30,17 +30,11 @@ from judgewatch.regression.serving import TierError, TierSpec, answer_messages, 
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.releases import regression_source, tier_answers, tier_verdicts
-from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
 from judgewatch.storage.types import stable_id
-from judgewatch.storage.verdict_store import (
-    count_by_status,
-    count_by_unscored_reason,
-    finish_run,
-    start_run,
-    upsert_interactions,
-)
+from judgewatch.storage.verdicts import count_by_status, count_by_unscored_reason
 
 logger = logging.getLogger(__name__)
 

@@ -39,9 +39,8 @@ from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
-from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
 from judgewatch.storage.types import stable_id
-from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import QuarantinedRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
 from judgewatch.traffic.sampling import StratumStats

@@ -27,11 +27,9 @@ from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.pipeline import judge_items
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
-from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
-from judgewatch.storage.quarantine import QuarantineRecord
-from judgewatch.storage.verdict_store import quarantine_rows, upsert_interactions
+from judgewatch.storage.db import make_engine, session_scope, table
+from judgewatch.storage.interactions import Interaction, upsert_interactions
+from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
 from judgewatch.storage.verdicts import VerdictRecord, verdict_id
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
 from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark

@@ -26,12 +26,10 @@ from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
 from judgewatch.judging.pipeline import judge_items
 from judgewatch.stats import Estimate, bias, exact_agreement, weighted_kappa
 from judgewatch.storage.calibration import AnchorSet, anchor_interaction_ids, create_anchor_set, get_anchor_set
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
-from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.verdict_store import finish_run, get_verdicts, start_run
-from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
+from judgewatch.storage.verdicts import VerdictRecord, get_verdicts
 
 logger = logging.getLogger(__name__)
 

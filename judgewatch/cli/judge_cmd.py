@@ -29,9 +29,8 @@ from judgewatch.judging.input_rows import input_source, read_judge_input
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.quarantine import QuarantineRecord
-from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.verdict_store import finish_run, quarantine_rows, start_run
+from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
+from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
 
 logger = logging.getLogger(__name__)
 

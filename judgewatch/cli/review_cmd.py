@@ -11,8 +11,7 @@ from sqlalchemy import func, select
 
 from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 
 logger = logging.getLogger(__name__)
 

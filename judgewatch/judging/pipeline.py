@@ -24,7 +24,7 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.verdict_store import store_judged
+from judgewatch.storage.verdicts import store_judged
 
 logger = logging.getLogger(__name__)
 

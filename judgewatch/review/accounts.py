@@ -15,8 +15,7 @@ import secrets
 from sqlalchemy import Engine, select, update
 from sqlmodel import Session
 
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.review import Reviewer
 
 logger = logging.getLogger(__name__)

@@ -26,9 +26,8 @@ from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.pipeline import judge_items
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
