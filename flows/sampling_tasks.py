@@ -11,26 +11,20 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from sqlalchemy import Engine, inspect, select
+from sqlalchemy import Engine, inspect
 from sqlalchemy.engine import make_url
 
-from judges.base import Judge
-from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun, StoredBatch
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
-from judgewatch.storage.db import make_engine, session_scope, table
+from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
-from judgewatch.storage.verdicts import VerdictRecord, verdict_id
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
 from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark
 
@@ -121,11 +115,6 @@ def pick_interaction(pick: Pick) -> Interaction:
     )
 
 
-def judge_item(pick: Pick) -> JudgeItem:
-    """The judge's input, keyed by the source id: `store_judged` maps (source, source id) to the interaction id."""
-    return pick.row.to_judge_item().model_copy(update={"id": pick.row.source_id})
-
-
 def quarantine_record(row: QuarantinedRow) -> QuarantineRecord:
     reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
     return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
@@ -145,55 +134,14 @@ def store_quarantined(engine: Engine, rows: Sequence[QuarantinedRow], run_id: st
         return quarantine_rows(session=session, records=[quarantine_record(r) for r in rows], run_id=run_id)
 
 
-@dataclass
-class JudgeOutcome:
-    by_status: dict[str, int] = field(default_factory=dict)
-    unscored_reasons: dict[str, int] = field(default_factory=dict)
-    already_judged: int = 0
-    verdict_ids: list[str] = field(default_factory=list)  # every pick's verdict under this rubric (new or old)
-
-
 @task(name="judge-picks", cache_policy=NO_CACHE)
-async def judge_picks(
-    engine: Engine, picks: Sequence[Pick], rubric: Rubric, judge: Judge, run_id: str, lease: SourceLease
-) -> JudgeOutcome:
-    """Judge the picks that have no verdict under this rubric and judge configuration yet; verdicts are stored."""
-    unique = {p.row.interaction_id: p for p in picks}
-    config_hash = judge.identity(rubric).config_hash
-    tbl = table(VerdictRecord)
-    with session_scope(engine) as session:
-        query = select(tbl.c.id, tbl.c.interaction_id).where(
-            tbl.c.interaction_id.in_(list(unique)),
-            tbl.c.rubric_hash == rubric.content_hash,
-            tbl.c.judge_config_hash == config_hash,
-        )
-        done = dict(session.execute(query).tuples().all())
-    judged = {iid for iid in done.values()}
-    todo = [p for iid, p in unique.items() if iid not in judged]
-    outcome = JudgeOutcome(already_judged=len(unique) - len(todo), verdict_ids=list(done))
-    if not todo:
-        return outcome
-    by_source_id = {p.row.source_id: p.row.interaction_id for p in todo}
+async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease) -> StoredBatch:
+    """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored.
 
-    def on_verdict(verdict: Verdict) -> None:
-        # The verdict's own judge identity: a fallback link's verdict is stored under that link's config hash.
-        iid = by_source_id[verdict.item_id]
-        outcome.verdict_ids.append(verdict_id(iid, verdict.rubric.hash, verdict.judge.config_hash))
-        lease.renew_if_due()
-
-    source = todo[0].row.source
-    result = await judge_items(
-        [judge_item(p) for p in todo],
-        rubric,
-        judge,
-        engine=engine,
-        run_id=run_id,
-        source=source,
-        on_verdict=on_verdict,
-        collect=False,
-    )
-    outcome.by_status, outcome.unscored_reasons = result.summary.by_status, result.summary.by_unscored_reason
-    return outcome
+    Keyed by interaction id; the judge sees the stored interaction, as in every other run.
+    """
+    items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
+    return await run.judge_stored(items, on_verdict=lambda _key, _verdict: lease.renew_if_due())
 
 
 @task(name="route-verdicts", cache_policy=NO_CACHE)

@@ -1,7 +1,7 @@
 """Validation runs: measure a judge on a golden set's known-good and known-bad answers before believing it.
 
-For every golden item that carries both, the judge grades one good and one bad answer (through the ordinary
-`judge_items` pipeline, verdicts stored like any other run); each criterion that applies gets an AUROC (good
+For every golden item that carries both, the judge grades one good and one bad answer (through an ordinary
+`JudgingRun`, verdicts stored like any other run); each criterion that applies gets an AUROC (good
 should score higher) with a seeded paired-bootstrap interval, the mean score gap and the unscored rate. The
 offline reference judge grades the same answers, so every record also says how the judge compares with it.
 Pairwise judges are validated on the same pairs, asked in both orders, with the good answer's preference and
@@ -23,10 +23,9 @@ from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.runs import RunKind, RunStatus, finish_run, start_run
+from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
@@ -88,24 +87,16 @@ async def _judge_all(
     judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, dataset: str, revision: str
 ) -> tuple[list[Verdict], dict[str, Any]]:
     identity = judge.identity(rubric)
-    run_id = None
-    if engine is not None:
-        with session_scope(engine, write=True) as session:
-            run = start_run(
-                session=session,
-                kind=RunKind.validation.value,
-                name=f"validate {identity.kind}:{identity.name} on {dataset}",
-                identity=f"{dataset}@{revision}",
-                rubric=rubric.identity,
-                judge_config_hash=identity.config_hash,
-            )
-            run_id = run.id
-    judged = await judge_items(items, rubric, judge, engine=engine, run_id=run_id, source=f"golden:{dataset}")
-    summary = judged.summary
-    if engine is not None and run_id is not None:
-        with session_scope(engine, write=True) as session:
-            finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=summary.by_status)
-    cost = {"wall_s": summary.wall_s, "latency_ms": summary.latency_ms, "run_id": run_id}
+    with JudgingRun(
+        engine,
+        kind=RunKind.validation,
+        name=f"validate {identity.kind}:{identity.name} on {dataset}",
+        identity=f"{dataset}@{revision}",
+        rubric=rubric,
+        judge=judge,
+    ) as run:
+        judged = await run.judge_new(items, source=f"golden:{dataset}")
+    cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run.run_id}
     return judged.verdicts, cost
 
 
