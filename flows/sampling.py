@@ -24,11 +24,9 @@ from sqlalchemy.engine import make_url
 
 from flows.sampling_tasks import (
     judge_picks,
-    parse_since,
     peek_watermark,
     route_picks,
     save_checkpoint,
-    starting_point,
     store_picks,
     store_quarantined,
 )
@@ -44,6 +42,7 @@ from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import QuarantinedRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
 from judgewatch.traffic.sampling import StratumStats
+from judgewatch.traffic.start import parse_since, starting_point
 
 logger = logging.getLogger(__name__)
 

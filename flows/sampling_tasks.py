@@ -1,5 +1,5 @@
-"""Steps of the traffic-sampling flow: where to start reading; store picks and quarantined rows, judge, route,
-save the watermark.
+"""Steps of the traffic-sampling flow: peek at the watermark; store picks and quarantined rows, judge, route,
+save the watermark (where to start reading is `judgewatch.traffic.start`).
 
 Each task is one step over one bounded batch and safe to run again: interactions, quarantined rows, verdicts and
 review items are upserted under deterministic ids, and a pick that already has a verdict under this rubric and
@@ -9,9 +9,7 @@ judge configuration is not judged again. No Prefect retries: the judge client re
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from prefect import task
@@ -26,46 +24,9 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
-from judgewatch.traffic import Pick, QuarantinedRow, SourceConfig, Watermark
+from judgewatch.traffic import Pick, QuarantinedRow, Watermark
 
 logger = logging.getLogger(__name__)
-
-
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(since: str, now: datetime | None = None) -> Watermark | datetime:
-    """`--since`: a watermark as JSON, an ISO 8601 time (UTC unless it has an offset) or an age ("24h", "7d")."""
-    value = since.strip()
-    if value.startswith("{"):
-        return Watermark.model_validate_json(value)
-    if match := _RELATIVE.match(value):
-        return (now or datetime.now(UTC)) - timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"--since: expected an ISO 8601 time (2024-06-03T12:00Z), an age (24h, 30m, 7d) or a watermark JSON, "
-            f"got {since!r}"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def starting_point(
-    config: SourceConfig, since: str | None, stored: str | None
-) -> tuple[SourceConfig, Watermark | None, str]:
-    """(config to read with, watermark to read after, description). A time re-reads from the start, filtered."""
-    if since is None:
-        if stored is None:
-            return config, None, "the start"
-        return config, Watermark.model_validate_json(stored), "the stored watermark"
-    parsed = parse_since(since)
-    if isinstance(parsed, Watermark):
-        return config, parsed, "--since <watermark>"
-    floor = max(parsed, config.filters.since) if config.filters.since else parsed
-    filters = config.filters.model_copy(update={"since": floor})
-    return config.model_copy(update={"filters": filters}), None, f"--since {floor.isoformat()}"
 
 
 def peek_watermark(url: str, source: str) -> str | None:

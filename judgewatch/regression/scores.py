@@ -156,14 +156,18 @@ def tier_section(
     judge_config_hash: str,
 ) -> tuple[TierSection, dict[str, dict[str, float | None]]]:
     """One tier's section of the report (comparisons with its baseline, unscored counts, worst items) and scores."""
-    candidate = read_scores(
-        session=session,
-        release=release,
-        tier=spec.name,
-        golden=golden,
-        rubric=rubric,
-        judge_config_hash=judge_config_hash,
-    )
+
+    def scores_of(of_release: str) -> TierScores:
+        return read_scores(
+            session=session,
+            release=of_release,
+            tier=spec.name,
+            golden=golden,
+            rubric=rubric,
+            judge_config_hash=judge_config_hash,
+        )
+
+    candidate = scores_of(release)
     total = sum(len(g.items) for g in golden)
     evaluation = TierEvaluation(
         tier=spec.name,
@@ -174,14 +178,7 @@ def tier_section(
     )
     base = None
     if baseline is not None:
-        base = read_scores(
-            session=session,
-            release=baseline,
-            tier=spec.name,
-            golden=golden,
-            rubric=rubric,
-            judge_config_hash=judge_config_hash,
-        )
+        base = scores_of(baseline)
         evaluation.comparisons = compare_scores(
             candidate.scores,
             base.scores,

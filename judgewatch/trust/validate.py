@@ -83,6 +83,14 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
     return KnownPairs(golden.name, revision, good, bad, skipped)
 
 
+def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:
+    """The known pairs to measure a judge on; ValueError naming the golden set when it has none."""
+    pairs = known_pairs(golden, limit=limit)
+    if not pairs.good:
+        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    return pairs
+
+
 async def _judge_all(
     judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, dataset: str, revision: str
 ) -> tuple[list[Verdict], dict[str, Any]]:
@@ -113,9 +121,7 @@ async def validate_judge(
 ) -> TrustRecord:
     """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given."""
     policy = policy or TrustPolicy()
-    pairs = known_pairs(golden, limit=limit)
-    if not pairs.good:
-        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    pairs = _measurable_pairs(golden, limit)
     identity = judge.identity(rubric)
     logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
     verdicts, cost = await _judge_all(judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision)
@@ -186,9 +192,7 @@ async def validate_pairwise(
     The pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion.
     """
     policy = policy or TrustPolicy()
-    pairs = known_pairs(golden, limit=limit)
-    if not pairs.good:
-        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    pairs = _measurable_pairs(golden, limit)
     triples = [
         (good.model_copy(update={"id": good.id.rsplit(":", 1)[0]}), good.answer, bad.answer)
         for good, bad in zip(pairs.good, pairs.bad, strict=True)
