@@ -204,11 +204,11 @@ async def traffic_sampling(
                 lazy=True,  # recorded on the first batch or quarantined row: a run that reads nothing leaves none
             )
             policy = _policy(settings, review_share, unscored_share, borderline_share)
+            run = _Run(engine, lease, report, judging)
             try:
                 with judging:
                     try:
-                        await _sample(_Run(engine, lease, report, judging), read_config, start, policy, settings,
-                                      batch_size, save=since is None)  # fmt: skip
+                        await _sample(run, read_config, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
             finally:
