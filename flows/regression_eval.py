@@ -1,83 +1,40 @@
 """Regression flow steps that read the store: which baseline each tier has, the judge's trust, a tier's scores.
 
-Only verdicts of this rubric and this judge configuration are compared: a baseline judged by another judge is
-judged again by this one first (its answers are stored), so the two sides of a pair always share one series.
+Thin Prefect tasks over `judgewatch.regression.scores`: only verdicts of this rubric and this judge configuration
+are compared, and a baseline judged by another judge is judged again by this one first (its answers are stored).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, VerdictStatus
-from judgewatch.regression.gate import TierEvaluation, compare_scores
+from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.regression.golden import GoldenSet
-from judgewatch.regression.report import TierSection, WorstItem
+from judgewatch.regression.report import TierSection
+from judgewatch.regression.scores import find_baselines, tier_section
 from judgewatch.regression.serving import TierSpec
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.releases import accepted_baseline, get_release_tiers, tier_answers, tier_verdicts
 from judgewatch.trust.policy import TrustVerdict, policy_from_settings
 from judgewatch.trust.records import trust_for
 
 logger = logging.getLogger(__name__)
-
-WORST_ITEMS = 5
-NO_ANSWER = "no_answer"  # a golden item without a stored answer (generation failed) or without a verdict
-
-
-@dataclass
-class TierScores:
-    """One release's tier as judged: per item key ("<dataset>/<id>") its criterion scores and what to show."""
-
-    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    overall: dict[str, float | None] = field(default_factory=dict)
-    texts: dict[str, tuple[str, str | None, str]] = field(default_factory=dict)  # question, reference, answer
-    reasons: dict[str, str] = field(default_factory=dict)
-    unscored: Counter[str] = field(default_factory=Counter)
 
 
 @task(name="resolve-baselines", cache_policy=NO_CACHE)
 def resolve_baselines(
     engine: Engine, release: str, tiers: Sequence[str], baseline: str, datasets: dict[str, str]
 ) -> tuple[dict[str, str | None], list[str], list[str]]:
-    """(tier -> baseline release or None for a first release, problems, notes).
-
-    "accepted": the latest accepted release other than `release`; else `baseline` names a stored release. A
-    golden set whose revision changed since the baseline is noted: each side keeps the copy it answered.
-    """
-    found: dict[str, str | None] = {}
-    problems: list[str] = []
-    notes: list[str] = []
+    """(tier -> baseline release or None for a first release, problems, notes): see `find_baselines`."""
     with session_scope(engine) as session:
-        for tier in tiers:
-            if baseline == "accepted":
-                row = accepted_baseline(session=session, tier=tier, exclude_release=release)
-            elif baseline == release:
-                problems.append(f"--baseline {baseline}: a release cannot be its own baseline")
-                continue
-            else:
-                row = next(iter(get_release_tiers(session=session, release=baseline, tier=tier)), None)
-                if row is None:
-                    problems.append(f"tier {tier}: baseline release {baseline} has no stored answers for this tier")
-                    continue
-            found[tier] = row.release if row is not None else None
-            for name, revision in datasets.items():
-                before = row.datasets.get(name) if row is not None else None
-                if before is not None and before != revision:
-                    notes.append(
-                        f"tier {tier}: golden set {name} changed since baseline {row.release if row else ''} "
-                        f"(revision {before} -> {revision}); items are paired by id"
-                    )
-    return found, problems, notes
+        found = find_baselines(session=session, release=release, tiers=tiers, baseline=baseline, datasets=datasets)
+    return found.by_tier, found.problems, found.notes
 
 
 def resolve_trust(
@@ -86,73 +43,6 @@ def resolve_trust(
     """The judge's measured trust under this rubric; `accept_unvalidated` turns a refusal into a loud warning."""
     verdict = trust_for(engine, identity, rubric.identity, policy=policy_from_settings(settings))
     return verdict.accept_unvalidated() if accept_unvalidated else verdict
-
-
-def read_scores(
-    engine: Engine, release: str, tier: str, golden: Sequence[GoldenSet], rubric: Rubric, identity: JudgeIdentity
-) -> TierScores:
-    """The stored verdicts of one release's tier under this rubric and judge, for the current golden items."""
-    criteria = [c.name for c in rubric.criteria]
-    out = TierScores()
-    with session_scope(engine) as session:
-        for g in golden:
-            wanted = {item.id for item in g.items}
-            rows = tier_verdicts(
-                session=session,
-                release=release,
-                tier=tier,
-                dataset=g.name,
-                rubric_hash=rubric.content_hash,
-                judge_config_hash=identity.config_hash,
-            )
-            for interaction, verdict in rows:
-                if interaction.source_id not in wanted:
-                    continue
-                key = f"{g.name}/{interaction.source_id}"
-                scored = verdict.status == VerdictStatus.scored.value
-                out.scores[key] = {c: (verdict.scores.get(c) if scored else None) for c in criteria}
-                out.overall[key] = verdict.overall if scored else None
-                out.texts[key] = (interaction.question, interaction.reference_answer, interaction.answer)
-                out.reasons[key] = verdict.reason if scored else f"unscored: {verdict.unscored_reason}"
-                if not scored:
-                    out.unscored[verdict.unscored_reason or "unknown"] += 1
-            if len(wanted) > len([r for r in rows if r[0].source_id in wanted]):
-                stored = tier_answers(session=session, release=release, tier=tier, dataset=g.name)
-                answered = {i.source_id for i in stored}
-                judged = {r[0].source_id for r in rows}
-                for item_id in sorted(wanted - judged):
-                    out.unscored[NO_ANSWER if item_id not in answered else "not_judged"] += 1
-    return out
-
-
-def worst_items(candidate: TierScores, baseline: TierScores | None, n: int = WORST_ITEMS) -> list[WorstItem]:
-    """The items whose overall score dropped most against the baseline, or the lowest-scored without one."""
-
-    def drop(key: str) -> float:
-        now = candidate.overall.get(key)
-        if now is None:
-            return -math.inf  # unscored now: shown first, it is the least known
-        before = baseline.overall.get(key) if baseline is not None else None
-        return now - before if before is not None else (now if baseline is None else math.inf)
-
-    keys = sorted(candidate.scores, key=lambda k: (drop(k), k))[:n]
-    items = []
-    for key in keys:
-        question, reference, answer = candidate.texts[key]
-        before = baseline.texts.get(key) if baseline is not None else None
-        items.append(
-            WorstItem(
-                key=key,
-                question=question,
-                reference_answer=reference,
-                candidate_answer=answer,
-                candidate_overall=candidate.overall.get(key),
-                baseline_answer=before[2] if before else None,
-                baseline_overall=baseline.overall.get(key) if baseline is not None else None,
-                reason=candidate.reasons.get(key, ""),
-            )
-        )
-    return [w for w in items if baseline is None or w.delta is None or w.delta < 0]
 
 
 @task(name="evaluate-tier", cache_policy=NO_CACHE)
@@ -165,25 +55,14 @@ def evaluate_tier(
     rubric: Rubric,
     identity: JudgeIdentity,
 ) -> tuple[TierSection, dict[str, dict[str, float | None]]]:
-    """One tier's section of the report (comparisons with its baseline, unscored counts, worst items) and scores."""
-    candidate = read_scores(engine, release, spec.name, golden, rubric, identity)
-    total = sum(len(g.items) for g in golden)
-    evaluation = TierEvaluation(
-        tier=spec.name,
-        baseline_release=baseline,
-        total=total,
-        unscored=sum(candidate.unscored.values()),
-        unscored_reasons=dict(candidate.unscored),
-    )
-    base = None
-    if baseline is not None:
-        base = read_scores(engine, baseline, spec.name, golden, rubric, identity)
-        evaluation.comparisons = compare_scores(
-            candidate.scores,
-            base.scores,
-            [c.name for c in rubric.criteria],
-            candidate_label=release,
-            baseline_label=baseline,
+    """One tier's section of the report and its scores: see `tier_section`."""
+    with session_scope(engine) as session:
+        return tier_section(
+            session=session,
+            release=release,
+            spec=spec,
+            baseline=baseline,
+            golden=golden,
+            rubric=rubric,
+            judge_config_hash=identity.config_hash,
         )
-    section = TierSection(spec.name, spec.source, evaluation, worst=worst_items(candidate, base))
-    return section, candidate.scores

@@ -22,7 +22,7 @@ from judges.base import Judge
 from judges.errors import CallError
 from judges.factory import describe, is_healthy
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.generation import TierRequest, check_live_tier
 from judgewatch.regression.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
 from judgewatch.regression.serving import TierError, TierSpec, load_recorded_answers, parse_tiers
@@ -30,16 +30,9 @@ from judgewatch.regression.tier_config import load_configured_tiers
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.releases import regression_source, tier_answers, tier_verdicts
-from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.verdict_store import (
-    count_by_status,
-    count_by_unscored_reason,
-    finish_run,
-    start_run,
-    upsert_interactions,
-)
+from judgewatch.storage.interactions import Interaction, upsert_interactions
+from judgewatch.storage.releases import regression_source, tier_answers
+from judgewatch.storage.runs import RunKind
 
 logger = logging.getLogger(__name__)
 
@@ -240,42 +233,29 @@ async def judge_answers(
 ) -> str | None:
     """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers).
 
-    With `review`, the run's verdicts are routed to human review (deterministic per verdict, so idempotent).
+    `force` names golden ids judged again anyway (their recorded answer changed). With `review`, the run's
+    verdicts are routed to human review (deterministic per verdict, so idempotent).
     """
-    identity = judge.identity(rubric)
-    source = regression_source(release, tier, golden.name)
     with session_scope(engine) as session:
         answers = tier_answers(session=session, release=release, tier=tier, dataset=golden.name)
-        judged = tier_verdicts(
-            session=session,
-            release=release,
-            tier=tier,
-            dataset=golden.name,
-            rubric_hash=rubric.content_hash,
-            judge_config_hash=identity.config_hash,
-        )
-        done = {interaction.source_id for interaction, _ in judged} - set(force)
-        todo = [a.to_item() for a in answers if a.source_id not in done]
     if not answers:
         return None
-    with session_scope(engine, write=True) as session:
-        run = start_run(
-            session=session,
-            kind=RunKind.regression.value,
-            name=f"{release}/{tier}/{golden.name}",
-            identity=f"{release}/{tier}/{golden.name}@{golden.revision}",
-            rubric=rubric.identity,
-            judge_config_hash=identity.config_hash,
-            params={"release": release, "tier": tier, "dataset": golden.name, "revision": golden.revision},
-        )
-        run_id = run.id
-    if todo:
-        logger.info("judging %d answers of %s/%s/%s", len(todo), release, tier, golden.name)
-        await judge_items(todo, rubric, judge, engine=engine, run_id=run_id, source=source, collect=False)
-    with session_scope(engine, write=True) as session:
-        counts: dict[str, object] = {**count_by_status(session=session, run_id=run_id), "judged_now": len(todo)}
-        counts["unscored_reasons"] = count_by_unscored_reason(session=session, run_id=run_id)
+    name = f"{release}/{tier}/{golden.name}"
+    params = {"release": release, "tier": tier, "dataset": golden.name, "revision": golden.revision}
+    with JudgingRun(
+        engine,
+        kind=RunKind.regression,
+        name=name,
+        identity=f"{name}@{golden.revision}",
+        rubric=rubric,
+        judge=judge,
+        params=params,
+    ) as run:
+        forced = {a.id for a in answers if a.source_id in set(force)}
+        batch = await run.judge_stored([(a.id, a.to_item()) for a in answers], force=forced)
+        if batch.judged_now:
+            logger.info("judged %d answers of %s", batch.judged_now, name)
         if review is not None:
-            counts["routed_to_review"] = route_verdicts(session=session, policy=review, run_id=run_id).routed
-        finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=counts)
-    return run_id
+            with session_scope(engine, write=True) as session:
+                run.extra["routed_to_review"] = route_verdicts(session=session, policy=review, run_id=run.run_id).routed
+    return run.run_id

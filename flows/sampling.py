@@ -24,27 +24,25 @@ from sqlalchemy.engine import make_url
 
 from flows.sampling_tasks import (
     judge_picks,
-    parse_since,
     peek_watermark,
     route_picks,
     save_checkpoint,
-    starting_point,
     store_picks,
     store_quarantined,
 )
-from judges.base import Judge
 from judges.factory import build_judge
-from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
-from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
-from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
 from judgewatch.traffic.sampling import StratumStats
+from judgewatch.traffic.start import parse_since, starting_point
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +50,8 @@ FLOW_NAME = "traffic-sampling"
 DEFAULT_BATCH_PICKS = 500
 QUARANTINE_FLUSH = 500  # quarantined rows buffered at most before they are stored
 QUARANTINE_SHOWN = 20  # positions kept in the report
-_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "judged", "already_judged", "routed"}
+# The report's counts stored with the run record, beside the run's own (judged now, already judged, by status...).
+_RUN_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "routed", "review_items_created"}
 T = TypeVar("T")
 
 
@@ -102,30 +101,18 @@ def display_url(url: str) -> str:
 
 
 class _Run:
-    """The state of one storing run: the engine, the lease, the run record (started on first write), the report."""
+    """The state of one storing run: the engine, the lease, the judging run (recorded on first write), the report."""
 
-    def __init__(self, engine: Engine, lease: SourceLease, report: SamplingReport, identity: str) -> None:
-        self.engine, self.lease, self.report, self.identity = engine, lease, report, identity
-        self.run_id: str | None = None
-        self.rubric: Rubric | None = None
-        self.judge: Judge | None = None
+    def __init__(self, engine: Engine, lease: SourceLease, report: SamplingReport, judging: JudgingRun) -> None:
+        self.engine, self.lease, self.report, self.judging = engine, lease, report, judging
         self.quarantined: list[RejectedTrafficRow] = []
 
     def ensure_run(self) -> str:
-        if self.run_id is None:
-            assert self.rubric is not None and self.judge is not None
-            with session_scope(self.engine, write=True) as session:
-                run = start_run(
-                    session=session,
-                    kind=RunKind.sampling.value,
-                    name=f"{FLOW_NAME}/{self.report.source}",
-                    identity=self.identity,
-                    rubric=self.rubric.identity,
-                    judge_config_hash=self.judge.identity(self.rubric).config_hash,
-                    params={"source": self.report.source, "started_from": self.report.started_from},
-                )
-            self.run_id = self.report.run_id = run.id
-        return self.run_id
+        run_id = self.judging.start()
+        if run_id is None:  # the engine is always given here: a run that stores is recorded
+            raise RuntimeError("the sampling run has no store to record its run in")
+        self.report.run_id = run_id
+        return run_id
 
     def on_quarantine(self, row: RejectedTrafficRow) -> None:
         self.quarantined.append(row)
@@ -204,20 +191,28 @@ async def traffic_sampling(
             stored_json = stored.watermark if stored else None
             read_config, start, report.started_from = starting_point(config, since, stored_json)
             identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
-            run = _Run(engine, lease, report, identity)
-            run.rubric = load_rubric(rubric, settings.rubrics_dir)
-            run.judge = build_judge(judge, settings)
+            rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+            judge_obj = build_judge(judge, settings)
+            judging = JudgingRun(
+                engine,
+                kind=RunKind.sampling,
+                name=f"{FLOW_NAME}/{report.source}",
+                identity=identity,
+                rubric=rubric_obj,
+                judge=judge_obj,
+                params={"source": report.source, "started_from": report.started_from},
+                lazy=True,  # recorded on the first batch or quarantined row: a run that reads nothing leaves none
+            )
             policy = _policy(settings, review_share, unscored_share, borderline_share)
+            run = _Run(engine, lease, report, judging)
             try:
-                await _sample(run, read_config, start, policy, settings, batch_size, save=since is None)
-            except BaseException:
-                if run.run_id is not None:
-                    with session_scope(engine, write=True) as session:
-                        counts = report.model_dump(mode="json", include=_COUNTS)
-                        finish_run(session=session, run_id=run.run_id, status=RunStatus.failed.value, counts=counts)
-                raise
+                with judging:
+                    try:
+                        await _sample(run, read_config, start, policy, settings, batch_size, save=since is None)
+                    finally:
+                        judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
             finally:
-                await run.judge.aclose()
+                await judge_obj.aclose()
     finally:
         engine.dispose()
     return report.model_dump(mode="json")
@@ -243,8 +238,7 @@ async def _sample(
     save: bool,
 ) -> None:
     """Read, sample and process batch by batch; checkpoint the watermark after each batch (when `save`)."""
-    assert run.rubric is not None and run.judge is not None
-    report = run.report
+    report, judging = run.report, run.judging
     read = read_source(config, start, engine=None)
 
     def quarantine(row: RejectedTrafficRow) -> None:
@@ -258,31 +252,29 @@ async def _sample(
         run.flush_quarantined()
         report.batches += 1
         report.stored += store_picks(run.engine, quote(batch))
-        outcome = await judge_picks(run.engine, quote(batch), run.rubric, run.judge, run_id, run.lease)
-        _add(report.judged, outcome.by_status)
-        _add(report.unscored_reasons, outcome.unscored_reasons)
-        report.already_judged += outcome.already_judged
-        routing = route_picks(run.engine, quote(outcome.verdict_ids), policy, settings.rubrics_dir)
+        judged = await judge_picks(judging, quote(batch), run.lease)
+        summary = judging.summary
+        report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
+        report.already_judged = judging.already_judged
+        routing = route_picks(run.engine, quote(list(judged.verdict_ids.values())), policy, settings.rubrics_dir)
         _add(report.routed, routing.by_reason)
         report.review_items_created += routing.created
         if save:
             last_saved = save_checkpoint(run.engine, run.lease, report.source, read.watermark, run_id)
             report.watermark_saved = True
+        judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
+        judging.beat()
     run.flush_quarantined()
     _tally(report, sampler)
     report.watermark = read.watermark.model_dump(mode="json")
     if save and read.watermark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
-        save_checkpoint(run.engine, run.lease, report.source, read.watermark, run.run_id)
+        save_checkpoint(run.engine, run.lease, report.source, read.watermark, judging.run_id)
         report.watermark_saved = True
-    if run.run_id is not None:
-        with session_scope(run.engine, write=True) as session:
-            counts = report.model_dump(mode="json", include=_COUNTS)
-            finish_run(session=session, run_id=run.run_id, status=RunStatus.completed.value, counts=counts)
     logger.info(
         "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
         report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,
-        extra={"run_id": run.run_id, "source": report.source,
-               "judge": run.judge.identity(run.rubric).name if run.judge and run.rubric else None,
+        extra={"run_id": judging.run_id, "source": report.source,
+               "judge": judging.judge.identity(judging.rubric).name,
                "counts": {"read": report.read, "picked": report.picked, "quarantined": report.quarantined,
                           "judged": report.judged, "routed": report.routed}},
     )  # fmt: skip

@@ -1,5 +1,5 @@
-"""Steps of the traffic-sampling flow: where to start reading; store picks and quarantined rows, judge, route,
-save the watermark.
+"""Steps of the traffic-sampling flow: peek at the watermark; store picks and quarantined rows, judge, route,
+save the watermark (where to start reading is `judgewatch.traffic.start`).
 
 Each task is one step over one bounded batch and safe to run again: interactions, quarantined rows, verdicts and
 review items are upserted under deterministic ids, and a pick that already has a verdict under this rubric and
@@ -9,71 +9,24 @@ judge configuration is not judged again. No Prefect retries: the judge client re
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from sqlalchemy import Engine, inspect, select
+from sqlalchemy import Engine, inspect
 from sqlalchemy.engine import make_url
 
-from judges.base import Judge
-from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun, StoredBatch
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
-from judgewatch.storage.quarantine import QuarantineRecord
-from judgewatch.storage.verdict_store import quarantine_rows, upsert_interactions
-from judgewatch.storage.verdicts import VerdictRecord, verdict_id
+from judgewatch.storage.interactions import Interaction, upsert_interactions
+from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
-from judgewatch.traffic import Pick, RejectedTrafficRow, SourceConfig, Watermark
+from judgewatch.traffic import Pick, RejectedTrafficRow, Watermark
 
 logger = logging.getLogger(__name__)
-
-
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(since: str, now: datetime | None = None) -> Watermark | datetime:
-    """`--since`: a watermark as JSON, an ISO 8601 time (UTC unless it has an offset) or an age ("24h", "7d")."""
-    value = since.strip()
-    if value.startswith("{"):
-        return Watermark.model_validate_json(value)
-    if match := _RELATIVE.match(value):
-        return (now or datetime.now(UTC)) - timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"--since: expected an ISO 8601 time (2024-06-03T12:00Z), an age (24h, 30m, 7d) or a watermark JSON, "
-            f"got {since!r}"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-
-
-def starting_point(
-    config: SourceConfig, since: str | None, stored: str | None
-) -> tuple[SourceConfig, Watermark | None, str]:
-    """(config to read with, watermark to read after, description). A time re-reads from the start, filtered."""
-    if since is None:
-        if stored is None:
-            return config, None, "the start"
-        return config, Watermark.model_validate_json(stored), "the stored watermark"
-    parsed = parse_since(since)
-    if isinstance(parsed, Watermark):
-        return config, parsed, "--since <watermark>"
-    floor = max(parsed, config.filters.since) if config.filters.since else parsed
-    filters = config.filters.model_copy(update={"since": floor})
-    return config.model_copy(update={"filters": filters}), None, f"--since {floor.isoformat()}"
 
 
 def peek_watermark(url: str, source: str) -> str | None:
@@ -123,11 +76,6 @@ def pick_interaction(pick: Pick) -> Interaction:
     )
 
 
-def judge_item(pick: Pick) -> JudgeItem:
-    """The judge's input, keyed by the source id: `store_judged` maps (source, source id) to the interaction id."""
-    return pick.row.to_judge_item().model_copy(update={"id": pick.row.source_id})
-
-
 def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:
     reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
     return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
@@ -147,55 +95,14 @@ def store_quarantined(engine: Engine, rows: Sequence[RejectedTrafficRow], run_id
         return quarantine_rows(session=session, records=[quarantine_record(r) for r in rows], run_id=run_id)
 
 
-@dataclass
-class JudgeOutcome:
-    by_status: dict[str, int] = field(default_factory=dict)
-    unscored_reasons: dict[str, int] = field(default_factory=dict)
-    already_judged: int = 0
-    verdict_ids: list[str] = field(default_factory=list)  # every pick's verdict under this rubric (new or old)
-
-
 @task(name="judge-picks", cache_policy=NO_CACHE)
-async def judge_picks(
-    engine: Engine, picks: Sequence[Pick], rubric: Rubric, judge: Judge, run_id: str, lease: SourceLease
-) -> JudgeOutcome:
-    """Judge the picks that have no verdict under this rubric and judge configuration yet; verdicts are stored."""
-    unique = {p.row.interaction_id: p for p in picks}
-    config_hash = judge.identity(rubric).config_hash
-    tbl = table(VerdictRecord)
-    with session_scope(engine) as session:
-        query = select(tbl.c.id, tbl.c.interaction_id).where(
-            tbl.c.interaction_id.in_(list(unique)),
-            tbl.c.rubric_hash == rubric.content_hash,
-            tbl.c.judge_config_hash == config_hash,
-        )
-        done = dict(session.execute(query).tuples().all())
-    judged = set(done.values())
-    todo = [p for iid, p in unique.items() if iid not in judged]
-    outcome = JudgeOutcome(already_judged=len(unique) - len(todo), verdict_ids=list(done))
-    if not todo:
-        return outcome
-    by_source_id = {p.row.source_id: p.row.interaction_id for p in todo}
+async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease) -> StoredBatch:
+    """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored.
 
-    def on_verdict(verdict: Verdict) -> None:
-        # The verdict's own judge identity: a fallback link's verdict is stored under that link's config hash.
-        iid = by_source_id[verdict.item_id]
-        outcome.verdict_ids.append(verdict_id(iid, verdict.rubric.hash, verdict.judge.config_hash))
-        lease.renew_if_due()
-
-    source = todo[0].row.source
-    result = await judge_items(
-        [judge_item(p) for p in todo],
-        rubric,
-        judge,
-        engine=engine,
-        run_id=run_id,
-        source=source,
-        on_verdict=on_verdict,
-        collect=False,
-    )
-    outcome.by_status, outcome.unscored_reasons = result.summary.by_status, result.summary.by_unscored_reason
-    return outcome
+    Keyed by interaction id; the judge sees the stored interaction, as in every other run.
+    """
+    items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
+    return await run.judge_stored(items, on_verdict=lambda _key, _verdict: lease.renew_if_due())
 
 
 @task(name="route-verdicts", cache_policy=NO_CACHE)

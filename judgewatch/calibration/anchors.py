@@ -23,14 +23,12 @@ from judges.base import Judge
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun
 from judgewatch.stats import Estimate, bias, exact_agreement, weighted_kappa
 from judgewatch.storage.calibration import AnchorSet, anchor_interaction_ids, create_anchor_set, get_anchor_set
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
-from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.verdict_store import finish_run, get_verdicts, start_run
+from judgewatch.storage.runs import RunKind
 from judgewatch.storage.verdicts import VerdictRecord
 
 logger = logging.getLogger(__name__)
@@ -99,17 +97,6 @@ def freeze_anchor_set(
     return anchor
 
 
-def _needs_judging(engine: Engine, ids: Sequence[str], config_hash: str, rubric_hash: str) -> list[str]:
-    with session_scope(engine) as session:
-        found = get_verdicts(
-            session=session, interaction_ids=ids, judge_config_hash=config_hash, rubric_hash=rubric_hash
-        )
-    done = {
-        v.interaction_id for v in found if v.status == VerdictStatus.scored or v.unscored_reason not in RETRY_REASONS
-    }
-    return [i for i in ids if i not in done]
-
-
 async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric) -> AnchorJudging:
     """Re-judge the anchors with `judge` unless its configuration already did (see the module docstring)."""
     identity = judge.identity(rubric)
@@ -118,40 +105,29 @@ async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judg
         if anchor is None:
             raise LookupError(f"no anchor set {anchor_set!r}")
         ids = anchor_interaction_ids(session=session, name=anchor_set)
-    missing = _needs_judging(engine, ids, identity.config_hash, rubric.content_hash)
-    if not missing:
-        logger.info("anchors %s: judge %s already judged all %d", anchor_set, identity.config_hash, len(ids))
-        return AnchorJudging(anchor_set, identity.config_hash, len(ids), 0, None)
-    with session_scope(engine) as session:
-        rows = list(session.scalars(select(Interaction).where(table(Interaction).c.id.in_(missing))))
-        run = start_run(
-            session=session,
-            kind=RunKind.anchor.value,
-            name=f"anchors:{anchor_set}",
-            identity=anchor.items_hash,
-            rubric=rubric.identity,
-            judge_config_hash=identity.config_hash,
-            params={"anchor_set": anchor_set, "judge": identity.name},
-        )
-    logger.info("anchors %s: judge %s (%s) judges %d items", anchor_set, identity.name, identity.config_hash, len(rows))
-    by_source: dict[str, list[Interaction]] = {}
-    for row in rows:
-        by_source.setdefault(row.source, []).append(row)
-    status, counts = RunStatus.completed, {"items": len(rows)}
-    try:
-        for source, group in sorted(by_source.items()):
-            result = await judge_items(
-                [r.to_item() for r in group], rubric, judge, engine=engine, run_id=run.id, source=source
-            )
-            for key, value in result.summary.by_status.items():
-                counts[key] = counts.get(key, 0) + value
-    except BaseException:
-        status = RunStatus.failed
-        raise
-    finally:
+    run = JudgingRun(
+        engine,
+        kind=RunKind.anchor,
+        name=f"anchors:{anchor_set}",
+        identity=anchor.items_hash,
+        rubric=rubric,
+        judge=judge,
+        params={"anchor_set": anchor_set, "judge": identity.name},
+        retry_reasons=RETRY_REASONS,
+        lazy=True,  # a configuration that judged every anchor already leaves no run behind
+    )
+    with run:
+        missing = set(ids) - set(run.already_judged_ids(ids))
+        if not missing:
+            logger.info("anchors %s: judge %s already judged all %d", anchor_set, identity.config_hash, len(ids))
+            return AnchorJudging(anchor_set, identity.config_hash, len(ids), 0, None)
         with session_scope(engine) as session:
-            finish_run(session=session, run_id=run.id, status=status.value, counts=counts)
-    return AnchorJudging(anchor_set, identity.config_hash, len(ids), len(rows), run.id)
+            rows = list(session.scalars(select(Interaction).where(table(Interaction).c.id.in_(sorted(missing)))))
+        logger.info(
+            "anchors %s: judge %s (%s) judges %d items", anchor_set, identity.name, identity.config_hash, len(rows)
+        )
+        await run.judge_stored([(row.id, row.to_item()) for row in rows])
+    return AnchorJudging(anchor_set, identity.config_hash, len(ids), run.judged_now, run.run_id)
 
 
 def _previous_config(verdicts: pd.DataFrame, new_config_hash: str) -> str | None:

@@ -18,9 +18,8 @@ import pandas as pd
 from sqlalchemy import Engine, func, or_, select
 
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun, RunKind
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord

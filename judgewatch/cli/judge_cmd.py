@@ -27,13 +27,13 @@ from judgewatch.contract.raw_rows import InputFileError
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.input_rows import input_source, read_judge_input
-from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary, judge_items
+from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary
+from judgewatch.judging.run import JudgingRun
 from judgewatch.redact import mask_urls_in
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.quarantine import QuarantineRecord
-from judgewatch.storage.runs import RunKind, RunStatus
-from judgewatch.storage.verdict_store import finish_run, quarantine_rows, start_run
+from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
+from judgewatch.storage.runs import RunKind
 
 logger = logging.getLogger(__name__)
 
@@ -174,67 +174,53 @@ async def _run(
             else:
                 yield row
 
-    judge_config_hash = judge_obj.identity(rubric).config_hash
     params = {
         "judge": mask_urls_in(spec) if spec else "settings",
         "model": model,
         "concurrency": concurrency,
         "input": str(input_path),
     }
-    with session_scope(engine) as session:
-        run_id = start_run(
-            session=session,
-            kind=RunKind.file,
-            name=input_path.name,
-            identity=identity,
-            rubric=rubric.identity,
-            judge_config_hash=judge_config_hash,
-            params=params,
-        ).id
     partial = output.with_name(output.name + ".partial")
-    status = RunStatus.failed
-    summary: JudgingSummary | None = None
+    run = JudgingRun(
+        engine,
+        kind=RunKind.file,
+        name=input_path.name,
+        identity=identity,
+        rubric=rubric,
+        judge=judge_obj,
+        params=params,
+    )
     try:
-        try:
-            output.parent.mkdir(parents=True, exist_ok=True)
-            out = partial.open("w", encoding="utf-8")
-        except OSError as exc:
-            raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc
-        with out:
+        with run:
+            try:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                out = partial.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc
+            with out:
 
-            def write(verdict: Verdict) -> None:
-                out.write(json.dumps(verdict.output_row(), ensure_ascii=False) + "\n")
+                def write(verdict: Verdict) -> None:
+                    out.write(json.dumps(verdict.output_row(), ensure_ascii=False) + "\n")
 
-            result = await judge_items(
-                items(),
-                rubric,
-                judge_obj,
-                engine=engine,
-                run_id=run_id,
-                source=input_source(input_path),
-                on_verdict=write,
-                collect=False,
-                max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
-            )
-        partial.replace(output)
-        summary = result.summary
-        with session_scope(engine) as session:
-            quarantine_rows(session=session, records=quarantined, run_id=run_id)
-        status = RunStatus.completed
+                result = await run.judge_new(
+                    items(),
+                    source=input_source(input_path),
+                    on_verdict=write,
+                    collect=False,
+                    max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
+                )
+            partial.replace(output)
+            with session_scope(engine) as session:
+                quarantine_rows(session=session, records=quarantined, run_id=run.run_id)
+            run.extra["quarantined"] = len(quarantined)
+            if reader.repairs:
+                run.extra["repaired"] = len(reader.repairs)
     except SQLAlchemyError as exc:
         raise CannotRun(f"storing verdicts failed: {str(exc).splitlines()[0]}") from exc
     finally:
         await judge_obj.aclose()
-        counts = summary.model_dump(mode="json") | {"quarantined": len(quarantined)} if summary else {}
-        if summary and reader.repairs:
-            counts["repaired"] = len(reader.repairs)
-        try:
-            with session_scope(engine) as session:
-                finish_run(session=session, run_id=run_id, status=status, counts=counts)
-        except SQLAlchemyError:
-            logger.exception("could not record the end of run %s", run_id)
     repairs.extend(reader.repairs)
-    return summary, quarantined, run_id
+    return result.summary, quarantined, run.run_id or ""  # an engine was given: the run is recorded
 
 
 def _print_summary(

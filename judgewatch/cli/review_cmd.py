@@ -13,8 +13,7 @@ from sqlmodel import Session
 
 from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 
 logger = logging.getLogger(__name__)
 

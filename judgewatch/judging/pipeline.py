@@ -4,6 +4,10 @@ The judge bounds its own concurrency; this pipeline only keeps enough calls in f
 pool of workers pulling from the item iterator, so 100k items never become 100k coroutines) and hands full
 batches to one writer task that stores them in a worker thread, so the event loop never waits on the
 database. Per item the overhead is one await and a few dict operations: no database round trip, no session.
+
+Every item is keyed by the interaction its verdict belongs to (`judge_keyed`); `judge_items` is the shorthand
+for new items of one source, whose interaction ids follow from (source, item id) and which are stored too.
+A run record, skipping what is already judged and the run's counts belong to `judgewatch.judging.run`.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.verdict_store import store_judged
+from judgewatch.storage.interactions import interaction_id
+from judgewatch.storage.verdicts import store_judged, upsert_verdicts
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +74,9 @@ def percentiles(values: list[float]) -> dict[str, float]:
 
 
 @dataclass
-class _Tally:
+class Tally:
+    """Running counts of the verdicts seen; one tally may span several pipeline calls (a run's batches)."""
+
     status: Counter[str] = field(default_factory=Counter)
     reasons: Counter[str] = field(default_factory=Counter)
     judges: Counter[str] = field(default_factory=Counter)
@@ -101,53 +108,63 @@ class _Tally:
         )
 
 
+OnVerdict = Callable[[str, Verdict], None]  # (interaction id, verdict)
+
+
 class _InOrder:
     """Delivers verdicts to `on_verdict` (and the collected list) in input order, whatever order they finish in."""
 
-    def __init__(self, on_verdict: Callable[[Verdict], None] | None, collect: bool) -> None:
+    def __init__(self, on_verdict: OnVerdict | None, collect: bool) -> None:
         self.on_verdict = on_verdict
         self.collected: list[Verdict] | None = [] if collect else None
         self.next = 0
-        self.waiting: dict[int, Verdict] = {}
+        self.waiting: dict[int, tuple[str, Verdict]] = {}
 
-    def put(self, index: int, verdict: Verdict) -> None:
+    def put(self, index: int, key: str, verdict: Verdict) -> None:
         if index != self.next:
-            self.waiting[index] = verdict
+            self.waiting[index] = (key, verdict)
             return
-        self._emit(verdict)
+        self._emit(key, verdict)
         while self.next in self.waiting:
-            self._emit(self.waiting.pop(self.next))
+            self._emit(*self.waiting.pop(self.next))
 
-    def _emit(self, verdict: Verdict) -> None:
+    def _emit(self, key: str, verdict: Verdict) -> None:
         self.next += 1
         if self.collected is not None:
             self.collected.append(verdict)
         if self.on_verdict is not None:
-            self.on_verdict(verdict)
+            self.on_verdict(key, verdict)
+
+
+_Judged = tuple[str, JudgeItem, Verdict]  # (interaction id, item, verdict)
 
 
 class _BatchWriter:
-    """Collects (item, verdict) pairs; one task stores full batches in a thread, in order, with backpressure."""
+    """Collects judged items; one task stores full batches in a thread, in order, with backpressure.
 
-    def __init__(self, engine: Engine, *, source: str, run_id: str | None, batch_size: int) -> None:
-        self.engine, self.source, self.run_id, self.batch_size = engine, source, run_id, batch_size
-        self.pending: list[tuple[JudgeItem, Verdict]] = []
+    With `new_source`, the items are new interactions of that source and are stored with their verdicts;
+    without, their interactions are in the store already and only the verdicts are written.
+    """
+
+    def __init__(self, engine: Engine, *, new_source: str | None, run_id: str | None, batch_size: int) -> None:
+        self.engine, self.new_source, self.run_id, self.batch_size = engine, new_source, run_id, batch_size
+        self.pending: list[_Judged] = []
         self.pending_since = 0.0
         # A few batches may wait: if the database is slower than the judge, workers pause instead of piling up.
-        self.queue: asyncio.Queue[list[tuple[JudgeItem, Verdict]] | None] = asyncio.Queue(maxsize=4)
+        self.queue: asyncio.Queue[list[_Judged] | None] = asyncio.Queue(maxsize=4)
         self.stored = 0
 
-    def add(self, item: JudgeItem, verdict: Verdict) -> list[tuple[JudgeItem, Verdict]] | None:
-        """Queue a pair; returns a batch to hand to `put` when one is due."""
+    def add(self, judged: _Judged) -> list[_Judged] | None:
+        """Queue one judged item; returns a batch to hand to `put` when one is due."""
         if not self.pending:
             self.pending_since = time.monotonic()
-        self.pending.append((item, verdict))
+        self.pending.append(judged)
         if len(self.pending) >= self.batch_size or time.monotonic() - self.pending_since >= FLUSH_INTERVAL_S:
             batch, self.pending = self.pending, []
             return batch
         return None
 
-    async def put(self, batch: list[tuple[JudgeItem, Verdict]]) -> None:
+    async def put(self, batch: list[_Judged]) -> None:
         await self.queue.put(batch)
 
     async def close(self) -> None:
@@ -160,9 +177,13 @@ class _BatchWriter:
         while (batch := await self.queue.get()) is not None:
             self.stored += await asyncio.to_thread(self._write, batch)
 
-    def _write(self, batch: list[tuple[JudgeItem, Verdict]]) -> int:
+    def _write(self, batch: list[_Judged]) -> int:
         with session_scope(self.engine) as session:
-            return store_judged(session=session, source=self.source, run_id=self.run_id, judged=batch)
+            if self.new_source is not None:
+                pairs = [(item, verdict) for _, item, verdict in batch]
+                return store_judged(session=session, source=self.new_source, run_id=self.run_id, judged=pairs)
+            verdicts = [(key, verdict) for key, _, verdict in batch]
+            return upsert_verdicts(session=session, run_id=self.run_id, verdicts=verdicts)
 
 
 async def judge_one(judge: Judge, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
@@ -192,29 +213,66 @@ async def judge_items(
     batch_size: int = 200,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     collect: bool = True,
+    tally: Tally | None = None,
 ) -> JudgingResult:
-    """Judge every item once; store verdicts (and the items as interactions of `source`) when `engine` is given.
+    """Judge new items of `source`; store them as interactions with their verdicts when `engine` is given.
 
-    `on_verdict` and the returned list see the verdicts in input order. At most `max_in_flight` judge calls
-    are pending at once (keep it above the judge's own concurrency). Raises only if the items iterator,
+    See `judge_keyed`; `on_verdict` and the returned list see the verdicts in input order.
+    """
+    keyed = ((interaction_id(source, item.id), item) for item in items)
+    return await judge_keyed(
+        keyed,
+        rubric,
+        judge,
+        engine=engine,
+        run_id=run_id,
+        new_source=source,
+        on_verdict=(lambda _key, verdict: on_verdict(verdict)) if on_verdict is not None else None,
+        batch_size=batch_size,
+        max_in_flight=max_in_flight,
+        collect=collect,
+        tally=tally,
+    )
+
+
+async def judge_keyed(
+    items: Iterable[tuple[str, JudgeItem]],
+    rubric: Rubric,
+    judge: Judge,
+    *,
+    engine: Engine | None = None,
+    run_id: str | None = None,
+    new_source: str | None = None,
+    on_verdict: OnVerdict | None = None,
+    batch_size: int = 200,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    collect: bool = True,
+    tally: Tally | None = None,
+) -> JudgingResult:
+    """Judge every (interaction id, item) once; store each verdict under its interaction id when `engine` is given.
+
+    `new_source`: the items are new interactions of that source, stored too; None: their interactions are
+    stored already. `on_verdict` and the returned list see the verdicts in input order. At most
+    `max_in_flight` judge calls are pending at once (keep it above the judge's own concurrency). `tally`
+    accumulates across calls when given (the summary then covers them all). Raises only if the items iterator,
     `on_verdict` or the store fails; a judge's exception is an unscored judge_error verdict.
     """
     if batch_size < 1 or max_in_flight < 1:
         raise ValueError("batch_size and max_in_flight must be >= 1")
     identity = judge.identity(rubric)
-    numbered: Iterator[tuple[int, JudgeItem]] = enumerate(items)
+    numbered: Iterator[tuple[int, tuple[str, JudgeItem]]] = enumerate(items)
     in_order = _InOrder(on_verdict, collect)
-    tally = _Tally()
-    writer = _BatchWriter(engine, source=source, run_id=run_id, batch_size=batch_size) if engine else None
+    tally = tally if tally is not None else Tally()
+    writer = _BatchWriter(engine, new_source=new_source, run_id=run_id, batch_size=batch_size) if engine else None
     started = time.perf_counter()
 
     async def worker() -> None:
         # Every worker pulls from the one iterator: each item is taken exactly once, with no queue in between.
-        for index, item in numbered:
+        for index, (key, item) in numbered:
             verdict = await judge_one(judge, item, rubric, identity)
             tally.add(verdict)
-            in_order.put(index, verdict)
-            if writer is not None and (batch := writer.add(item, verdict)) is not None:
+            in_order.put(index, key, verdict)
+            if writer is not None and (batch := writer.add((key, item, verdict))) is not None:
                 await writer.put(batch)
 
     try:

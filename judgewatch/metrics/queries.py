@@ -20,8 +20,8 @@ from sqlalchemy import Integer, String, case, cast, func, literal, or_, select
 from sqlmodel import Session
 
 from judgewatch.storage.calibration import AlertState, CalibrationSnapshot, DriftAlert
+from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.releases import GateDecision
 from judgewatch.storage.review import ItemState, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun, RunStatus

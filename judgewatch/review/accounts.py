@@ -19,8 +19,7 @@ from sqlalchemy import Engine, select, update
 from sqlmodel import Session
 
 from judgewatch.review.login_throttle import LoginThrottle
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.review import Reviewer
 
 logger = logging.getLogger(__name__)

@@ -47,9 +47,8 @@ from judgewatch.review.views import (
     revealed,
     validate_scores,
 )
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.review import ItemState, ReviewItem
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord

@@ -28,11 +28,10 @@ from judgewatch.review.sql import ITEMS
 from judgewatch.review.views import ReviewError
 from judgewatch.stats.pandalm import GPT35, PANDALM7B, TESTSET
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction, interaction_id
+from judgewatch.storage.interactions import Interaction, interaction_id, upsert_interactions
 from judgewatch.storage.review import PickReason
 from judgewatch.storage.types import stable_id, utcnow
-from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
-from judgewatch.storage.verdicts import verdict_id
+from judgewatch.storage.verdicts import upsert_verdicts, verdict_id
 
 logger = logging.getLogger(__name__)
 

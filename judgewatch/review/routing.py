@@ -21,22 +21,18 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric, RubricError
 from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.settings import Settings
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import table, upsert
 from judgewatch.storage.review import ItemState, PickReason, ReviewItem, review_item_id
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord
 
 logger = logging.getLogger(__name__)
-
-_CHUNK = 1000
 
 
 def hash_unit(salt: str, key: str) -> float:
@@ -163,12 +159,4 @@ def item_row(
 
 def insert_review_items(*, session: Session, rows: Iterable[dict[str, Any]]) -> int:
     """INSERT ... ON CONFLICT DO NOTHING: an existing item (maybe half labeled) is never reset. Returns new rows."""
-    tbl = table(ReviewItem)
-    dialect = session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    batch = list(rows)
-    created = 0
-    for start in range(0, len(batch), _CHUNK):
-        stmt = insert(tbl).on_conflict_do_nothing(index_elements=["id"]).returning(tbl.c.id)
-        created += len(list(session.execute(stmt, batch[start : start + _CHUNK]).scalars()))
-    return created
+    return upsert(session, table(ReviewItem), list(rows), update_columns=None, returning_new=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, exists, literal_column, or_, select, update
 
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import table
 from judgewatch.storage.review import ItemState, Reviewer, ReviewItem, ReviewLabel
 
 ITEMS = table(ReviewItem)

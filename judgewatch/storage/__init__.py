@@ -1,5 +1,6 @@
 """The store: SQLModel tables, the engine, migrations and the data-access functions of judgewatch.
 
-Import the tables from their modules (`storage.verdicts`, ...) and the functions from `storage.verdict_store`;
-nothing here creates an engine at import time.
+Each `storage/<concept>.py` holds its tables and its keyword-only access functions taking a `session`
+(`storage.verdicts.upsert_verdicts`, `storage.runs.start_run`, ...); `storage.db` holds the engine, sessions,
+`table()` and the one dialect upsert. Nothing here creates an engine at import time.
 """

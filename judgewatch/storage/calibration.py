@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.storage.db import table
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -116,14 +117,6 @@ class CalibrationSnapshot(SQLModel, table=True):
     computed_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
 
 
-def _t(model: type[SQLModel]) -> Any:
-    return model.__table__  # type: ignore[attr-defined]  # (migrations imports this module: no `table()`)
-
-
-def _c(model: type[SQLModel]) -> Any:
-    return _t(model).c
-
-
 # -- drift alerts ----------------------------------------------------------------------------------------------
 
 _ALERT_KEEP = ("id", "state", "created_at", "resolved_at", "resolved_by", "resolution", "webhook_status", "webhook_at")
@@ -158,7 +151,7 @@ def get_alerts(
     *, session: Session, state: str | None = None, tier: str | None = None, rubric_name: str | None = None
 ) -> list[DriftAlert]:
     """Alerts matching every given filter, newest window first."""
-    c = _c(DriftAlert)
+    c = table(DriftAlert).c
     query = select(DriftAlert)
     for column, value in ((c.state, state), (c.tier, tier), (c.rubric_name, rubric_name)):
         if value is not None:
@@ -170,9 +163,9 @@ def close_alerts(*, session: Session, ids: Sequence[str], state: AlertState, by:
     """Move open alerts to `state` (resolved/acknowledged) with who and why; returns how many changed."""
     if not ids:
         return 0
-    c = _c(DriftAlert)
+    c = table(DriftAlert).c
     result: Any = session.execute(
-        update(_t(DriftAlert))
+        update(table(DriftAlert))
         .where(c.id.in_(list(ids)), c.state == AlertState.open.value)
         .values(state=state.value, resolved_at=utcnow(), resolved_by=by, resolution=note)
     )
@@ -180,8 +173,10 @@ def close_alerts(*, session: Session, ids: Sequence[str], state: AlertState, by:
 
 
 def set_webhook_status(*, session: Session, alert_id: str, status: str) -> None:
-    c = _c(DriftAlert)
-    session.execute(update(_t(DriftAlert)).where(c.id == alert_id).values(webhook_status=status, webhook_at=utcnow()))
+    c = table(DriftAlert).c
+    session.execute(
+        update(table(DriftAlert)).where(c.id == alert_id).values(webhook_status=status, webhook_at=utcnow())
+    )
 
 
 # -- anchor sets -----------------------------------------------------------------------------------------------
@@ -220,7 +215,7 @@ def get_anchor_set(*, session: Session, name: str) -> AnchorSet | None:
 
 
 def list_anchor_sets(*, session: Session, rubric_name: str | None = None) -> list[AnchorSet]:
-    c = _c(AnchorSet)
+    c = table(AnchorSet).c
     query = select(AnchorSet)
     if rubric_name is not None:
         query = query.where(c.rubric_name == rubric_name)
@@ -228,7 +223,7 @@ def list_anchor_sets(*, session: Session, rubric_name: str | None = None) -> lis
 
 
 def anchor_interaction_ids(*, session: Session, name: str) -> list[str]:
-    c = _c(AnchorItem)
+    c = table(AnchorItem).c
     query = select(c.interaction_id).where(c.anchor_set == name).order_by(c.position)
     return list(session.execute(query).scalars())
 
@@ -249,7 +244,7 @@ def get_snapshots(
     *, session: Session, kind: str, scope: str | None = None, since: datetime | None = None
 ) -> list[CalibrationSnapshot]:
     """Snapshots of one kind (and scope), oldest first."""
-    c = _c(CalibrationSnapshot)
+    c = table(CalibrationSnapshot).c
     query = select(CalibrationSnapshot).where(c.kind == kind)
     if scope is not None:
         query = query.where(c.scope == scope)

@@ -1,6 +1,7 @@
-"""Engines and sessions: SQLite (WAL, foreign keys, busy timeout) by default, PostgreSQL by URL.
+"""Engines, sessions and the two statements every table shares: its `Table`, and the dialect upsert.
 
-Nothing is created at import time: call `make_engine(url)` at an entry point and pass the engine down.
+SQLite (WAL, foreign keys, busy timeout) by default, PostgreSQL by URL. Nothing is created at import time:
+call `make_engine(url)` at an entry point and pass the engine down.
 """
 
 from __future__ import annotations
@@ -8,15 +9,17 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, Table, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel
 
 logger = logging.getLogger(__name__)
 
@@ -24,6 +27,7 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Execution option read by the SQLite "begin" hook: "IMMEDIATE" takes the write lock when the transaction
 # starts, so a transaction that reads then writes waits for other writers instead of failing with SQLITE_BUSY.
 SQLITE_BEGIN = "sqlite_begin"
+CHUNK = 1000  # rows per statement: well under SQLite's and PostgreSQL's bound-parameter limits
 
 
 def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
@@ -101,3 +105,48 @@ def _ensure_wal(cursor: Any) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+def table(model: type[SQLModel]) -> Table:
+    """The Table behind a SQLModel class: typed columns (`table(M).c.x`) for queries and bulk statements."""
+    result: Table = model.__table__  # type: ignore[attr-defined]
+    return result
+
+
+def upsert(
+    session: Session,
+    tbl: Table,
+    rows: Sequence[dict[str, Any]],
+    *,
+    update_columns: Sequence[str] | None,
+    returning_new: bool = False,
+) -> int:
+    """Bulk INSERT ... ON CONFLICT (primary key) DO UPDATE `update_columns` (DO NOTHING when None or empty).
+
+    Returns the number of distinct rows written, or with `returning_new` (DO NOTHING only) the number of rows
+    that were new. One statement must not touch a row twice (PostgreSQL refuses): the last row for a key wins.
+    """
+    if not rows:
+        return 0
+    key = [c.name for c in tbl.primary_key.columns]
+    unique = list({tuple(r[k] for k in key): r for r in rows}.values())
+    dialect = session.get_bind().dialect.name
+    if dialect == "sqlite":
+        stmt: Any = sqlite_insert(tbl)
+    elif dialect == "postgresql":
+        stmt = pg_insert(tbl)
+    else:
+        raise NotImplementedError(f"no upsert for database dialect {dialect!r} (use SQLite or PostgreSQL)")
+    if update_columns:
+        if returning_new:
+            raise ValueError("returning_new counts inserted rows: it needs update_columns=None (DO NOTHING)")
+        stmt = stmt.on_conflict_do_update(index_elements=key, set_={c: stmt.excluded[c] for c in update_columns})
+    else:
+        stmt = stmt.on_conflict_do_nothing(index_elements=key)
+        if returning_new:
+            stmt = stmt.returning(*tbl.primary_key.columns)
+    written = 0
+    for start in range(0, len(unique), CHUNK):
+        result = session.execute(stmt, unique[start : start + CHUNK])
+        written += len(result.all()) if returning_new else 0
+    return written if returning_new else len(unique)

@@ -1,13 +1,18 @@
-"""Interaction: one request/response of the served application (or one golden item's answer), with its refs."""
+"""Interaction: one request/response of the served application (or one golden item's answer), with its refs.
+
+Its id is a stable hash of source and source id, so storing the same interactions again is an upsert.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.items import JudgeItem
+from judgewatch.storage.db import table, upsert
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -81,3 +86,24 @@ def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
 
 # Columns a judged item carries; judging an item updates only these, never tier/model/release metadata.
 ITEM_COLUMNS = ("question", "answer", "reference_answer", "reference_facts", "context", "language")
+
+
+def upsert_interactions(
+    *, session: Session, interactions: Iterable[Interaction], update_columns: Sequence[str] | None = None
+) -> int:
+    """Insert or update interactions by id; `update_columns` limits what an existing row gets (default: all)."""
+    tbl = table(Interaction)
+    rows = [i.model_dump(by_alias=False) for i in interactions]
+    for row in rows:
+        row["metadata"] = row.pop("meta")
+    columns = update_columns or [c.name for c in tbl.columns if c.name not in ("id", "created_at")]
+    upsert(session, tbl, rows, update_columns=columns)
+    return len(rows)
+
+
+def upsert_item_rows(*, session: Session, source: str, items: Iterable[JudgeItem]) -> int:
+    """Store judged items as interactions of `source`; an existing one gets its item columns only, never its
+    tier, model, release or metadata."""
+    now = utcnow()
+    rows = [item_row(item, source=source, now=now) for item in items]
+    return upsert(session, table(Interaction), rows, update_columns=ITEM_COLUMNS)

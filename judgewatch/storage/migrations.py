@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, Table, inspect, select, text
 from sqlalchemy.schema import CreateColumn
 from sqlmodel import SQLModel
 
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
-from judgewatch.storage.db import SQLITE_BEGIN
+from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.quarantine import QuarantinedRow
 from judgewatch.storage.releases import GateDecision, ReleaseTier
@@ -45,12 +44,6 @@ _migrations = Table(
     Column("name", String(200), primary_key=True),
     Column("applied_at", DateTime(timezone=True), nullable=False),
 )
-
-
-def table(model: type[SQLModel]) -> Table:
-    """The Table behind a SQLModel class (typed, for `create_all(tables=[...])`)."""
-    result: Any = model.__table__  # type: ignore[attr-defined]
-    return result
 
 
 def add_column(conn: Connection, model: type[SQLModel], column_name: str) -> None:
@@ -111,6 +104,10 @@ def m009_metrics_indexes(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_verdict_updated_at ON verdict (updated_at)"))
 
 
+def m010_run_heartbeat(conn: Connection) -> None:
+    add_column(conn, EvalRun, "heartbeat_at")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -121,6 +118,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_release_tier_config,
     m008_reviewer_role,
     m009_metrics_indexes,
+    m010_run_heartbeat,
 )
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import field_validator
-from sqlmodel import Field, SQLModel
+from sqlalchemy import select
+from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.storage.db import table, upsert
 from judgewatch.storage.types import UTCDateTime, stable_id, utcnow
 
 RAW_EXCERPT_BYTES = 2048
@@ -50,3 +53,33 @@ class QuarantinedRow(QuarantineRecord, table=True):
     id: str = Field(primary_key=True, max_length=32)
     run_id: str | None = Field(default=None, foreign_key="eval_run.id", index=True)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
+def quarantine_rows(*, session: Session, records: Iterable[QuarantineRecord], run_id: str | None = None) -> int:
+    """Store rejected input rows; the same (source, position) again replaces its reason and excerpt."""
+    now = utcnow()
+    rows = [
+        {
+            "id": quarantine_id(r.source, r.position),
+            "source": r.source,
+            "position": r.position,
+            "line": r.line,
+            "reason": r.reason,
+            "raw": bounded_excerpt(r.raw),
+            "run_id": run_id,
+            "created_at": now,
+        }
+        for r in records
+    ]
+    upsert(session, table(QuarantinedRow), rows, update_columns=["reason", "raw", "line", "run_id"])
+    return len(rows)
+
+
+def get_quarantined(*, session: Session, run_id: str | None = None, source: str | None = None) -> list[QuarantinedRow]:
+    tbl = table(QuarantinedRow)
+    query = select(QuarantinedRow)
+    if run_id is not None:
+        query = query.where(tbl.c.run_id == run_id)
+    if source is not None:
+        query = query.where(tbl.c.source == source)
+    return list(session.scalars(query.order_by(tbl.c.source, tbl.c.line, tbl.c.position)))

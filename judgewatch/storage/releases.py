@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 from judgewatch.storage.verdicts import VerdictRecord
@@ -75,10 +76,6 @@ class GateDecision(SQLModel, table=True):
     decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
 
 
-def _columns(model: type[SQLModel]) -> Any:
-    return model.__table__.c  # type: ignore[attr-defined]
-
-
 def record_release_tier(
     *,
     session: Session,
@@ -108,7 +105,7 @@ def record_release_tier(
 
 def get_release_tiers(*, session: Session, release: str | None = None, tier: str | None = None) -> list[ReleaseTier]:
     """Stored release tiers, newest first."""
-    c = _columns(ReleaseTier)
+    c = table(ReleaseTier).c
     query = select(ReleaseTier)
     if release is not None:
         query = query.where(c.release == release)
@@ -136,7 +133,7 @@ def accept_baseline(
 
 def accepted_baseline(*, session: Session, tier: str, exclude_release: str | None = None) -> ReleaseTier | None:
     """The tier's baseline: the most recently accepted release other than `exclude_release`, or None."""
-    c = _columns(ReleaseTier)
+    c = table(ReleaseTier).c
     query = select(ReleaseTier).where(c.tier == tier, c.accepted_at.is_not(None))
     if exclude_release is not None:
         query = query.where(c.release != exclude_release)
@@ -145,7 +142,7 @@ def accepted_baseline(*, session: Session, tier: str, exclude_release: str | Non
 
 def tier_answers(*, session: Session, release: str, tier: str, dataset: str) -> list[Interaction]:
     """The stored answers of one tier of one release to one golden set."""
-    c = _columns(Interaction)
+    c = table(Interaction).c
     query = select(Interaction).where(c.source == regression_source(release, tier, dataset))
     return list(session.scalars(query.order_by(c.source_id)))
 
@@ -154,7 +151,7 @@ def tier_verdicts(
     *, session: Session, release: str, tier: str, dataset: str, rubric_hash: str, judge_config_hash: str | None = None
 ) -> list[tuple[Interaction, VerdictRecord]]:
     """Each stored answer with its verdict under the rubric (and judge configuration, when given)."""
-    i, v = _columns(Interaction), _columns(VerdictRecord)
+    i, v = table(Interaction).c, table(VerdictRecord).c
     query = (
         select(Interaction, VerdictRecord)
         .join(VerdictRecord, v.interaction_id == i.id)
@@ -177,6 +174,6 @@ def record_gate_decision(*, session: Session, decision: GateDecision) -> GateDec
 
 
 def latest_gate_decision(*, session: Session, release: str) -> GateDecision | None:
-    c = _columns(GateDecision)
+    c = table(GateDecision).c
     query = select(GateDecision).where(c.release == release).order_by(c.decided_at.desc()).limit(1)
     return session.scalars(query).first()

@@ -1,4 +1,7 @@
-"""EvalRun: one judging run (a file, a regression, a sampling pass...), with a deterministic id."""
+"""EvalRun: one judging run (a file, a regression, a sampling pass...), with a deterministic id.
+
+`judgewatch.judging.run.JudgingRun` is the one owner of this record's lifecycle: start, heartbeat, finish.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +9,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlmodel import Field, SQLModel
+from sqlalchemy import update
+from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.contract.verdicts import RubricIdentity
+from judgewatch.storage.db import table, upsert
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -43,5 +49,66 @@ class EvalRun(SQLModel, table=True):
     status: str = RunStatus.running.value
     started_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     finished_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    # Last sign of life of a running run: lets a later reader tell a live run from an abandoned one.
+    heartbeat_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     counts: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
     params: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
+
+
+def start_run(
+    *,
+    session: Session,
+    kind: str,
+    name: str,
+    identity: str,
+    rubric: RubricIdentity | None = None,
+    judge_config_hash: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> EvalRun:
+    """Create the run, or restart it (status running, counts cleared) when the same run is started again."""
+    rid = run_id(kind, identity, rubric.hash if rubric else "", judge_config_hash or "")
+    now = utcnow()
+    row: dict[str, Any] = {
+        "id": rid,
+        "kind": kind,
+        "name": name,
+        "identity": identity,
+        "rubric_name": rubric.name if rubric else None,
+        "rubric_hash": rubric.hash if rubric else None,
+        "judge_config_hash": judge_config_hash,
+        "status": RunStatus.running.value,
+        "started_at": now,
+        "finished_at": None,
+        "heartbeat_at": now,
+        "counts": {},
+        "params": params or {},
+    }
+    upsert(session, table(EvalRun), [row], update_columns=[c for c in row if c != "id"])
+    session.flush()
+    run = session.get(EvalRun, rid, populate_existing=True)
+    if run is None:  # only a concurrent delete could get here
+        raise LookupError(f"run {rid} vanished right after it was stored")
+    return run
+
+
+def beat_run(*, session: Session, run_id: str, counts: dict[str, Any] | None = None) -> None:
+    """Record that the run is alive (and, when given, its counts so far)."""
+    values: dict[str, Any] = {"heartbeat_at": utcnow()}
+    if counts is not None:
+        values["counts"] = counts
+    tbl = table(EvalRun)
+    session.execute(update(tbl).where(tbl.c.id == run_id).values(**values))
+
+
+def finish_run(*, session: Session, run_id: str, status: str, counts: dict[str, Any] | None = None) -> None:
+    tbl = table(EvalRun)
+    now = utcnow()
+    session.execute(
+        update(tbl)
+        .where(tbl.c.id == run_id)
+        .values(status=status, finished_at=now, heartbeat_at=now, counts=counts or {})
+    )
+
+
+def get_run(*, session: Session, run_id: str) -> EvalRun | None:
+    return session.get(EvalRun, run_id, populate_existing=True)

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.storage.db import table
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -89,7 +90,7 @@ def get_trust_records(
     dataset: str | None = None,
 ) -> list[TrustRecord]:
     """Records matching every given filter, newest measurement first."""
-    tbl: Any = TrustRecord.__table__  # type: ignore[attr-defined]  # migrations imports this module
+    tbl = table(TrustRecord)
     query = select(TrustRecord)
     for column, value in (
         (tbl.c.judge_config_hash, judge_config_hash),

@@ -3,16 +3,20 @@
 The verdict row keeps `scores` as JSON so a stored verdict reads back as the exact `Verdict` in one query.
 `CriterionScore` repeats each criterion's score as a plain row so per-criterion statistics are ordinary SQL
 (`GROUP BY criterion`, joins on tier) on SQLite and PostgreSQL alike, without dialect-specific JSON
-operators. Both are written in the same transaction by `verdict_store.upsert_verdicts`, the only writer.
+operators. Both are written in the same transaction by `upsert_verdicts`, the only writer.
+`judged_interactions` answers "already judged?" for a judging run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Field, SQLModel
+from sqlalchemy import delete, func, select
+from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.verdicts import (
     JudgeIdentity,
     RubricIdentity,
@@ -21,6 +25,8 @@ from judgewatch.contract.verdicts import (
     Verdict,
     VerdictStatus,
 )
+from judgewatch.storage.db import CHUNK, table, upsert
+from judgewatch.storage.interactions import interaction_id, upsert_item_rows
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -145,3 +151,116 @@ def criterion_rows(verdict_row_id: str, verdict: Verdict) -> list[dict[str, Any]
         }
         for name in names
     ]
+
+
+def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[tuple[str, Verdict]]) -> int:
+    """Store (interaction_id, Verdict) pairs; the same interaction+rubric+judge config replaces its verdict."""
+    now = utcnow()
+    rows: dict[str, dict[str, Any]] = {}
+    scores: dict[str, list[dict[str, Any]]] = {}
+    for iid, verdict in verdicts:
+        row = verdict_row(iid, verdict, run_id=run_id, now=now)
+        rows[row["id"]] = row
+        scores[row["id"]] = criterion_rows(row["id"], verdict)
+    if not rows:
+        return 0
+    verdict_table = table(VerdictRecord)
+    keep_first = ("id", "created_at")
+    upsert(
+        session,
+        verdict_table,
+        list(rows.values()),
+        update_columns=[c.name for c in verdict_table.columns if c.name not in keep_first],
+    )
+    # Replace, not merge, each verdict's criteria: a verdict that became unscored must lose its old scores.
+    score_table = table(CriterionScore)
+    ids = list(rows)
+    for start in range(0, len(ids), CHUNK):
+        session.execute(delete(score_table).where(score_table.c.verdict_id.in_(ids[start : start + CHUNK])))
+    score_rows = [r for rs in scores.values() for r in rs]
+    for start in range(0, len(score_rows), CHUNK):
+        session.execute(score_table.insert(), score_rows[start : start + CHUNK])
+    return len(rows)
+
+
+def store_judged(
+    *, session: Session, source: str, run_id: str | None, judged: Sequence[tuple[JudgeItem, Verdict]]
+) -> int:
+    """Store new items of `source` (item columns only) with their verdicts, keyed by (source, item id)."""
+    upsert_item_rows(session=session, source=source, items=[item for item, _ in judged])
+    pairs = [(interaction_id(source, item.id), verdict) for item, verdict in judged]
+    return upsert_verdicts(session=session, run_id=run_id, verdicts=pairs)
+
+
+def judged_interactions(
+    *,
+    session: Session,
+    interaction_ids: Sequence[str],
+    rubric_hash: str,
+    judge_config_hash: str,
+    retry_reasons: Collection[str] = (),
+) -> dict[str, str]:
+    """Already judged? {interaction id: verdict id} of those with a verdict under this rubric and judge.
+
+    A verdict left unscored for one of `retry_reasons` (say a timeout) does not count: that item is judged again.
+    """
+    tbl = table(VerdictRecord)
+    found: dict[str, str] = {}
+    ids = list(dict.fromkeys(interaction_ids))
+    for start in range(0, len(ids), CHUNK):
+        query = select(tbl.c.interaction_id, tbl.c.id, tbl.c.unscored_reason).where(
+            tbl.c.interaction_id.in_(ids[start : start + CHUNK]),
+            tbl.c.rubric_hash == rubric_hash,
+            tbl.c.judge_config_hash == judge_config_hash,
+        )
+        for iid, vid, reason in session.execute(query).tuples():
+            if reason is None or reason not in retry_reasons:
+                found[iid] = vid
+    return found
+
+
+def get_verdicts(
+    *,
+    session: Session,
+    run_id: str | None = None,
+    interaction_ids: Sequence[str] | None = None,
+    rubric_hash: str | None = None,
+    judge_config_hash: str | None = None,
+) -> list[VerdictRecord]:
+    """Stored verdicts matching every given filter, oldest first; `record.to_verdict()` gives the Verdict."""
+    tbl = table(VerdictRecord)
+    query = select(VerdictRecord)
+    if run_id is not None:
+        query = query.where(tbl.c.run_id == run_id)
+    if interaction_ids is not None:
+        query = query.where(tbl.c.interaction_id.in_(list(interaction_ids)))
+    if rubric_hash is not None:
+        query = query.where(tbl.c.rubric_hash == rubric_hash)
+    if judge_config_hash is not None:
+        query = query.where(tbl.c.judge_config_hash == judge_config_hash)
+    return list(session.scalars(query.order_by(tbl.c.created_at, tbl.c.id)))
+
+
+def get_criterion_scores(*, session: Session, verdict_ids: Sequence[str]) -> list[CriterionScore]:
+    tbl = table(CriterionScore)
+    query = select(CriterionScore).where(tbl.c.verdict_id.in_(list(verdict_ids)))
+    return list(session.scalars(query.order_by(tbl.c.verdict_id, tbl.c.criterion)))
+
+
+def count_by_status(*, session: Session, run_id: str | None = None) -> dict[str, int]:
+    """{"scored": n, "unscored": m} (statuses with no verdict are left out)."""
+    return _count_by(session, "status", run_id)
+
+
+def count_by_unscored_reason(*, session: Session, run_id: str | None = None) -> dict[str, int]:
+    """{reason: n} over the unscored verdicts."""
+    return _count_by(session, "unscored_reason", run_id)
+
+
+def _count_by(session: Session, column: str, run_id: str | None) -> dict[str, int]:
+    tbl = table(VerdictRecord)
+    key = tbl.c[column]
+    query = select(key, func.count()).where(key.is_not(None)).group_by(key)
+    if run_id is not None:
+        query = query.where(tbl.c.run_id == run_id)
+    return {str(value): int(count) for value, count in session.execute(query).tuples()}

@@ -17,14 +17,11 @@ import time
 import uuid
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, select, text, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, Engine, select, text, update
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table, upsert
 from judgewatch.storage.types import UTCDateTime, utcnow
 
 logger = logging.getLogger(__name__)
@@ -43,20 +40,6 @@ class SourceWatermark(SQLModel, table=True):
     lease_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # None under a PostgreSQL lock
 
 
-def _table() -> Table:
-    result: Any = SourceWatermark.__table__  # type: ignore[attr-defined]
-    return result
-
-
-def _upsert(session: Session, values: dict[str, Any], update_columns: list[str]) -> None:
-    tbl = _table()
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    stmt = insert(tbl).values(**values)
-    session.execute(
-        stmt.on_conflict_do_update(index_elements=["source"], set_={c: stmt.excluded[c] for c in update_columns})
-    )
-
-
 def load_watermark(*, session: Session, source: str) -> SourceWatermark | None:
     """The source's row (watermark, last run, lease holder), or None when it was never read."""
     return session.get(SourceWatermark, source, populate_existing=True)
@@ -65,7 +48,7 @@ def load_watermark(*, session: Session, source: str) -> SourceWatermark | None:
 def save_watermark(*, session: Session, source: str, watermark: str, run_id: str | None) -> None:
     """Store the watermark; call it only after every row it covers is stored. Leaves the lease alone."""
     values = {"source": source, "watermark": watermark, "updated_at": utcnow(), "run_id": run_id}
-    _upsert(session, values, ["watermark", "updated_at", "run_id"])
+    upsert(session, table(SourceWatermark), [values], update_columns=["watermark", "updated_at", "run_id"])
 
 
 class SourceBusy(RuntimeError):
@@ -137,11 +120,11 @@ class SourceLease:
         self._conn = conn
         with session_scope(self.engine) as session:  # the holder, for operators: the lock itself is authoritative
             values = {"source": self.source, "lease_owner": self.owner, "lease_expires_at": None}
-            _upsert(session, values, ["lease_owner", "lease_expires_at"])
+            upsert(session, table(SourceWatermark), [values], update_columns=["lease_owner", "lease_expires_at"])
 
     def _take_lease(self) -> None:
         with session_scope(self.engine, write=True) as session:
-            tbl, now = _table(), utcnow()
+            tbl, now = table(SourceWatermark), utcnow()
             row = session.execute(
                 select(tbl.c.lease_owner, tbl.c.lease_expires_at).where(tbl.c.source == self.source)
             ).first()
@@ -151,7 +134,7 @@ class SourceLease:
                 logger.warning("source %s: taking over the expired lease of %s", self.source, row.lease_owner)
             expires = now + timedelta(seconds=self.ttl_s)
             values = {"source": self.source, "lease_owner": self.owner, "lease_expires_at": expires}
-            _upsert(session, values, ["lease_owner", "lease_expires_at"])
+            upsert(session, table(SourceWatermark), [values], update_columns=["lease_owner", "lease_expires_at"])
 
     def renew(self) -> None:
         """Extend the lease (SQLite) or check the lock's connection is alive (PostgreSQL); SourceBusy if lost."""
@@ -165,7 +148,7 @@ class SourceLease:
                 self._held = False
                 raise SourceBusy(self.source, None, None, lost=True) from exc
         else:
-            tbl = _table()
+            tbl = table(SourceWatermark)
             with session_scope(self.engine, write=True) as session:
                 expires = utcnow() + timedelta(seconds=self.ttl_s)
                 done = session.execute(
@@ -190,7 +173,7 @@ class SourceLease:
             return
         self._held = False
         try:
-            tbl = _table()
+            tbl = table(SourceWatermark)
             with session_scope(self.engine) as session:
                 session.execute(
                     update(tbl)

@@ -26,9 +26,8 @@ from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.regression.golden import GoldenItem, GoldenSet, load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.synthetic_labels import label_routed
 

@@ -18,8 +18,8 @@ from sqlalchemy import Engine, insert, update
 from sqlmodel import SQLModel
 
 from judgewatch.storage.calibration import CalibrationSnapshot, DriftAlert
+from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.releases import GateDecision
 from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun

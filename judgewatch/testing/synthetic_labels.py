@@ -1,9 +1,10 @@
 """Seeded synthetic calibration data with a known truth: tiers, a judge biased differently per tier, labels.
 
 For tests and benchmarks of the calibration maths end to end. Everything goes through the real write paths:
-interactions and verdicts through `verdict_store`, routing through `review.routing`, labels through the
-review queue (lease, submit), so what is read back is what production would store. Labels are stored with
-`via="synthetic"` and the reviewer `synthetic`, so no report can mistake them for people's work.
+interactions and verdicts through `storage.interactions` and `storage.verdicts`, routing through
+`review.routing`, labels through the review queue (lease, submit), so what is read back is what production
+would store. Labels are stored with `via="synthetic"` and the reviewer `synthetic`, so no report can mistake
+them for people's work.
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.review.accounts import ensure_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction, interaction_id
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
+from judgewatch.storage.interactions import Interaction, interaction_id, upsert_interactions
 from judgewatch.storage.releases import regression_source
 from judgewatch.storage.review import ReviewItem
-from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
+from judgewatch.storage.verdicts import upsert_verdicts
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Validation runs: measure a judge on a golden set's known-good and known-bad answers before believing it.
 
-For every golden item that carries both, the judge grades one good and one bad answer (through the ordinary
-`judge_items` pipeline, verdicts stored like any other run); each criterion that applies gets an AUROC (good
+For every golden item that carries both, the judge grades one good and one bad answer (through an ordinary
+`JudgingRun`, verdicts stored like any other run); each criterion that applies gets an AUROC (good
 should score higher) with a seeded paired-bootstrap interval, the mean score gap and the unscored rate. The
 offline reference judge grades the same answers, so every record also says how the judge compares with it.
 Pairwise judges are validated on the same pairs, asked in both orders, with the good answer's preference and
@@ -23,12 +23,10 @@ from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.pipeline import judge_items
+from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.runs import RunKind, RunStatus
+from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.storage.verdict_store import finish_run, start_run
 from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
@@ -85,28 +83,28 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
     return KnownPairs(golden.name, revision, good, bad, skipped)
 
 
+def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:
+    """The known pairs to measure a judge on; ValueError naming the golden set when it has none."""
+    pairs = known_pairs(golden, limit=limit)
+    if not pairs.good:
+        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    return pairs
+
+
 async def _judge_all(
     judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, dataset: str, revision: str
 ) -> tuple[list[Verdict], dict[str, Any]]:
     identity = judge.identity(rubric)
-    run_id = None
-    if engine is not None:
-        with session_scope(engine, write=True) as session:
-            run = start_run(
-                session=session,
-                kind=RunKind.validation.value,
-                name=f"validate {identity.kind}:{identity.name} on {dataset}",
-                identity=f"{dataset}@{revision}",
-                rubric=rubric.identity,
-                judge_config_hash=identity.config_hash,
-            )
-            run_id = run.id
-    judged = await judge_items(items, rubric, judge, engine=engine, run_id=run_id, source=f"golden:{dataset}")
-    summary = judged.summary
-    if engine is not None and run_id is not None:
-        with session_scope(engine, write=True) as session:
-            finish_run(session=session, run_id=run_id, status=RunStatus.completed.value, counts=summary.by_status)
-    cost = {"wall_s": summary.wall_s, "latency_ms": summary.latency_ms, "run_id": run_id}
+    with JudgingRun(
+        engine,
+        kind=RunKind.validation,
+        name=f"validate {identity.kind}:{identity.name} on {dataset}",
+        identity=f"{dataset}@{revision}",
+        rubric=rubric,
+        judge=judge,
+    ) as run:
+        judged = await run.judge_new(items, source=f"golden:{dataset}")
+    cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run.run_id}
     return judged.verdicts, cost
 
 
@@ -123,9 +121,7 @@ async def validate_judge(
 ) -> TrustRecord:
     """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given."""
     policy = policy or TrustPolicy()
-    pairs = known_pairs(golden, limit=limit)
-    if not pairs.good:
-        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    pairs = _measurable_pairs(golden, limit)
     identity = judge.identity(rubric)
     logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
     verdicts, cost = await _judge_all(judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision)
@@ -196,9 +192,7 @@ async def validate_pairwise(
     The pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion.
     """
     policy = policy or TrustPolicy()
-    pairs = known_pairs(golden, limit=limit)
-    if not pairs.good:
-        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
+    pairs = _measurable_pairs(golden, limit)
     triples = [
         (good.model_copy(update={"id": good.id.rsplit(":", 1)[0]}), good.answer, bad.answer)
         for good, bad in zip(pairs.good, pairs.bad, strict=True)

@@ -17,8 +17,7 @@ from judgewatch.contract.rubric import load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.calibration import CalibrationSnapshot, get_snapshots
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.trust import TrustEvidence, get_trust_records
 from judgewatch.storage.types import utcnow
 from judgewatch.storage.verdicts import VerdictRecord

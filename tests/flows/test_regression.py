@@ -7,8 +7,7 @@ against a temporary test server (prefect_test_harness) for the whole module.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,18 +35,7 @@ SET = "halueval_qa_mini"
 Files = dict[str, Path]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def prefect_server() -> Iterator[None]:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jw.db'}"
+pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/flows/conftest.py: one server per module
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,8 @@ regression flow. The flow tests use a copy of the demo log so they can append to
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +26,7 @@ DEMO = REPO_ROOT / "examples" / "traffic"
 TABLES = ("interaction", "verdict", "review_item", "quarantined_row", "eval_run")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def prefect_server() -> Iterator[None]:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jw.db'}"
+pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/flows/conftest.py: one server per module
 
 
 @pytest.fixture

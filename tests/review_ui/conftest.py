@@ -17,9 +17,9 @@ from judgewatch.review.accounts import add_reviewer
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.migrations import migrate
-from judgewatch.storage.verdict_store import upsert_interactions, upsert_verdicts
+from judgewatch.storage.verdicts import upsert_verdicts
 from review_ui.app import serve
 
 PASSWORD = "a long test password"

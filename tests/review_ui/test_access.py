@@ -5,8 +5,7 @@ from __future__ import annotations
 import httpx
 from sqlalchemy import update
 
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.review import Reviewer
 
 

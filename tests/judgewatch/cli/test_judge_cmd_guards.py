@@ -9,9 +9,8 @@ from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
 from judgewatch.cli import get_app
-from judgewatch.storage.db import make_engine
+from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.verdicts import VerdictRecord
 

@@ -19,12 +19,10 @@ from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, Verdict
 from judgewatch.judging import pipeline as judging
 from judgewatch.judging.input_rows import read_judge_input
 from judgewatch.judging.pipeline import judge_items, percentiles
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.migrations import table
 from judgewatch.storage.quarantine import QuarantineRecord
-from judgewatch.storage.verdict_store import get_verdicts
-from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.storage.verdicts import VerdictRecord, get_verdicts
 
 
 class FakeJudge:

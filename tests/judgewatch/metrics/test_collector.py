@@ -11,8 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sqlalchemy import Engine, insert
 
 from judgewatch.metrics.collector import StoreCollector
-from judgewatch.storage.db import make_engine
-from judgewatch.storage.migrations import table
+from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.review import ReviewLabel
 from judgewatch.storage.types import utcnow
 from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store

@@ -15,7 +15,7 @@ from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import Reviewer
-from judgewatch.storage.verdict_store import store_judged
+from judgewatch.storage.verdicts import store_judged
 
 JUDGE = JudgeIdentity(kind="fake", name="fake-judge", config_hash="cfg1")
 RUBRIC = RubricIdentity(name="answer_quality", version="1.0.0", hash="rubrichash")

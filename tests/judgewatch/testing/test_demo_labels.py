@@ -14,9 +14,8 @@ from judgewatch.judging.pipeline import judge_items
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.regression.serving import load_recorded_answers
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.releases import regression_source
-from judgewatch.storage.verdict_store import upsert_interactions
 from judgewatch.testing.demo_labels import DEMO_REVIEWER, demo_answers, synthesize_golden_labels, write_demo_answers
 
 SET = "halueval_qa_mini"

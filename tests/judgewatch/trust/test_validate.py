@@ -12,7 +12,7 @@ from judgewatch.contract.rubric import Rubric
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, get_trust_records
-from judgewatch.storage.verdict_store import count_by_status
+from judgewatch.storage.verdicts import count_by_status
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import known_pairs, validate_judge
