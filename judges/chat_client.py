@@ -17,6 +17,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from judges.budget import judge_slot
 from judges.errors import CallError, classify_exception
 
 logger = logging.getLogger(__name__)
@@ -111,7 +112,8 @@ class ChatClient:
         while True:
             attempt += 1
             try:
-                async with semaphore:
+                # The process-wide semaphore first, then the endpoint's slot in the Prefect global limit (if any).
+                async with semaphore, judge_slot(self.base_url):
                     if started is None:
                         started = time.perf_counter()
                     async with asyncio.timeout(self.timeout_s):
