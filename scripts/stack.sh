@@ -22,7 +22,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${JUDGEWATCH_STACK_BIN:-$here/.venv/bin}
 STATE=${JUDGEWATCH_STACK_DIR:-$here/.judgewatch/stack}
-HOST=127.0.0.1
+HOST=${JUDGEWATCH_STACK_HOST:-127.0.0.1}  # where the server and the review UI listen
 PREFECT_PORT=${JUDGEWATCH_PREFECT_PORT:-4200}
 REVIEW_PORT=${JUDGEWATCH_REVIEW_PORT:-7860}
 PG_URL=${JUDGEWATCH_PG_URL:-postgresql://postgres@127.0.0.1:5432}
@@ -38,13 +38,14 @@ WORKERS=${JUDGEWATCH_WORKERS:-2}
 GIT_REPOSITORY=${JUDGEWATCH_GIT_REPOSITORY:-$here}
 GIT_BRANCH=${JUDGEWATCH_GIT_BRANCH:-$(git -C "$here" rev-parse --abbrev-ref HEAD 2>/dev/null || echo main)}
 
-API=http://$HOST:$PREFECT_PORT/api
+API=http://127.0.0.1:$PREFECT_PORT/api
 PREFECT_DB_URL=${PG_URL/postgresql:/postgresql+asyncpg:}/$PREFECT_DB
 STORE_URL=${PG_URL/postgresql:/postgresql+psycopg:}/$STORE_DB
 DATA_DIR=$STATE/data
 
 # One command line per service; `commands` prints them and deploy/compose/compose.yaml runs the same ones.
 cmd_prefect_server=(prefect server start --host "$HOST" --port "$PREFECT_PORT")
+cmd_prefect_db_create=(judgewatch db create --database-url "${PG_URL/postgresql:/postgresql+psycopg:}/$PREFECT_DB")
 cmd_store_create=(judgewatch db create --database-url "$STORE_URL")
 cmd_store_migrate=(judgewatch db migrate --database-url "$STORE_URL")
 cmd_work_pool=(prefect work-pool create "$POOL" --type process --overwrite)
@@ -97,7 +98,7 @@ up() {
   local t0=$SECONDS
   mkdir -p "$STATE" "$DATA_DIR"
   say "PostgreSQL databases $PREFECT_DB and $STORE_DB on ${PG_URL#*@}"
-  run judgewatch db create --database-url "${PG_URL/postgresql:/postgresql+psycopg:}/$PREFECT_DB" | sed 's/^/[stack]   /'
+  run "${cmd_prefect_db_create[@]}" | sed 's/^/[stack]   /'
   run "${cmd_store_create[@]}" | sed 's/^/[stack]   /'
   run "${cmd_store_migrate[@]}" | sed 's/^/[stack]   /'
 
@@ -172,6 +173,7 @@ status() {
 
 commands() {
   printf 'prefect-server: %s\n' "${cmd_prefect_server[*]}"
+  printf 'prefect-db-create: %s\n' "${cmd_prefect_db_create[*]}"
   printf 'store-create: %s\n' "${cmd_store_create[*]}"
   printf 'store-migrate: %s\n' "${cmd_store_migrate[*]}"
   printf 'work-pool: %s\n' "${cmd_work_pool[*]}"

@@ -1,4 +1,4 @@
-"""`judgewatch db migrate|create`: the store's schema, for operators and `make stack-up` (flows migrate on their own)."""
+"""`judgewatch db create|migrate`: the store's database and schema, for operators and `make stack-up`."""
 
 from __future__ import annotations
 
