@@ -42,6 +42,7 @@ API=http://127.0.0.1:$PREFECT_PORT/api
 PREFECT_DB_URL=${PG_URL/postgresql:/postgresql+asyncpg:}/$PREFECT_DB
 STORE_URL=${PG_URL/postgresql:/postgresql+psycopg:}/$STORE_DB
 DATA_DIR=$STATE/data
+HEARTBEAT_S=${JUDGEWATCH_HEARTBEAT_S:-30}  # flow runs' heartbeat; silent for 3 beats = crashed (Prefect's minimum is 30)
 
 # One command line per service; `commands` prints them and deploy/compose/compose.yaml runs the same ones.
 cmd_prefect_server=(prefect server start --host "$HOST" --port "$PREFECT_PORT")
@@ -73,6 +74,27 @@ set_variable() {
   local body; body=$(printf '{"name": "%s", "value": "%s"}' "$1" "$2")
   curl -fsS -m 10 -o /dev/null -X PATCH "$API/variables/name/$1" -H 'content-type: application/json' -d "$body" 2>/dev/null \
     || curl -fsS -m 10 -o /dev/null -X POST "$API/variables/" -H 'content-type: application/json' -d "$body"
+}
+
+# A flow run whose worker died (SIGKILL, lost machine) stops sending heartbeats: this automation marks it Crashed
+# after three missed beats, so the run ends in a state a pipeline can read and can be re-triggered. It is the
+# "detect zombie flows" automation of Prefect's documentation, created once (by name) through the REST API.
+ZOMBIE_AUTOMATION="judgewatch: crash flow runs without heartbeat"
+crash_zombies_automation() {
+  local found
+  found=$(curl -fsS -m 10 -X POST "$API/automations/filter" -H 'content-type: application/json' \
+    -d "{\"automations\": {\"name\": {\"any_\": [\"$ZOMBIE_AUTOMATION\"]}}}")
+  [ "$found" != "[]" ] && return 0
+  curl -fsS -m 10 -o /dev/null -X POST "$API/automations/" -H 'content-type: application/json' -d @- <<JSON
+{"name": "$ZOMBIE_AUTOMATION", "enabled": true,
+ "trigger": {"type": "event", "posture": "Proactive", "threshold": 1, "within": $((HEARTBEAT_S * 3)),
+   "after": ["prefect.flow-run.heartbeat"],
+   "expect": ["prefect.flow-run.heartbeat", "prefect.flow-run.Completed", "prefect.flow-run.Failed",
+              "prefect.flow-run.Cancelled", "prefect.flow-run.Crashed"],
+   "match": {"prefect.resource.id": ["prefect.flow-run.*"]}, "for_each": ["prefect.resource.id"]},
+ "actions": [{"type": "change-flow-run-state", "state": "CRASHED",
+   "message": "No heartbeat for $((HEARTBEAT_S * 3)) s: the worker running this flow run died."}]}
+JSON
 }
 
 # start NAME DIR CMD...: a new session (so `down` can stop its whole process group), PID and log in $STATE.
@@ -118,13 +140,14 @@ up() {
   for kv in "${prefect_variables[@]}"; do set_variable "${kv%%=*}" "${kv#*=}"; done
   say "Prefect variables set: ${#prefect_variables[@]} (judgewatch_*)"
   run "${cmd_work_pool[@]}" >/dev/null && say "work pool $POOL (process)"
+  crash_zombies_automation && say "automation: flow runs silent for $((HEARTBEAT_S * 3)) s are marked Crashed"
   run "${cmd_judge_limit[@]}" | sed 's/^/[stack] /'
   (cd "$here" && run "${cmd_deploy[@]}" >"$STATE/deploy.log" 2>&1) || { say "prefect deploy failed:"; tail -30 "$STATE/deploy.log"; exit 1; }
   say "deployments: $(grep -o "Deployment '[^']*'" "$STATE/deploy.log" | sort -u | tr '\n' ' ')"
 
   for i in $(seq 1 "$WORKERS"); do
     start "worker-$i" "$STATE/worker-$i" env PREFECT_API_URL="$API" PREFECT_HOME="$STATE/worker-$i/prefect-home" \
-      PREFECT_SERVER_ANALYTICS_ENABLED=false "$BIN/${cmd_worker[@]}" "judgewatch-worker-$i"
+      PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_FLOWS_HEARTBEAT_FREQUENCY="$HEARTBEAT_S" "$BIN/${cmd_worker[@]}" "judgewatch-worker-$i"
   done
   start review-ui "$STATE" env JUDGEWATCH_DATA_DIR="$DATA_DIR" GRADIO_ANALYTICS_ENABLED=False \
     "$BIN/${cmd_review_ui[@]}"
@@ -183,10 +206,13 @@ commands() {
   printf 'review-ui: %s\n' "${cmd_review_ui[*]}"
 }
 
-case "${1:-status}" in
-  up) up ;;
-  down) down ;;
-  status) status ;;
-  commands) commands ;;
-  *) echo "usage: $0 up|down|status|commands" >&2; exit 2 ;;
-esac
+main() {
+  case "${1:-status}" in
+    up) up ;;
+    down) down ;;
+    status) status ;;
+    commands) commands ;;
+    *) echo "usage: $0 up|down|status|commands" >&2; exit 2 ;;
+  esac
+}
+main "$@"; exit $?  # on one line: bash has read it whole, so editing this file while it runs cannot derail it

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -263,6 +264,41 @@ def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim
     engine.dispose()
     assert len(rows) == 3 * n  # every item has a verdict: scored, or unscored with its reason
     assert all(status == "scored" or reason for status, reason in rows), rows[:5]
+
+
+def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
+    stack: dict[str, Any], sim: SimulatorHandle
+) -> None:
+    api, home, state = stack["api"], stack["home"], stack["state"]
+    items = load_golden_set(SET).items
+    slow = home / "slow.jsonl"  # every judge call takes 1.5 s: the run is surely mid-way when its worker dies
+    write_recorded_answers(slow, [(i.id, f"{i.good_answers[0]} [[sim:slow=1500]]") for i in items])
+    params = {"datasets": [SET], "judge": sim.base_url, "release": "k1", "answers": [f"full={slow}"]}
+    params["fail_on_gate"] = False
+    sim.state.reset()
+    run_id = run_via_rest(api, params)
+    deadline = time.monotonic() + 600
+    while sim.state.status[200] < 5:  # judging has started and verdicts are being stored
+        assert time.monotonic() < deadline, sim.state.stats()
+        time.sleep(0.5)
+    worker = next(w for w in (1, 2) if run_id in (state / f"worker-{w}.log").read_text())
+    pid = int((state / f"worker-{worker}.pid").read_text())
+    os.killpg(pid, signal.SIGKILL)  # the worker and the flow run process it started: a lost machine
+    crashed = wait_final(api, run_id, timeout_s=300)
+    assert crashed["state"]["type"] == "CRASHED", crashed["state"]
+
+    rerun = wait_final(api, run_via_rest(api, params), timeout_s=900)  # the surviving worker takes it
+    assert rerun["state"]["type"] == "COMPLETED", rerun["state"]
+    engine = make_engine(stack["store"])
+    with engine.connect() as conn:
+        total, distinct = conn.execute(
+            text(
+                "SELECT count(*), count(DISTINCT v.interaction_id) FROM verdict v "
+                "JOIN interaction i ON i.id = v.interaction_id WHERE i.release = 'k1'"
+            )
+        ).one()
+    engine.dispose()
+    assert total == distinct == len(items)  # no item lost, none judged twice
 
 
 def test_stack_down_leaves_no_process_running(stack: dict[str, Any]) -> None:
