@@ -8,7 +8,7 @@ simulator, and the clock runs from the first trigger to the last run's end (pull
 storing included). The CLI figure is one `judgewatch regress` over the same set (Prefect's ephemeral mode, no
 server, so no global limit: only the client's own concurrency of `--slots`).
 
-    .venv/bin/python bench/stack_throughput.py [--dataset halueval_qa] [--slots 16] [--latency-ms 250]
+    .venv/bin/python bench/stack_throughput.py [--dataset halueval_qa_mini] [--slots 16] [--latency-ms 250]
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def through_cli(work: Path, answers: Path, dataset: str, judge_url: str, slots: 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="halueval_qa")
+    parser.add_argument("--dataset", default="halueval_qa_mini")
     parser.add_argument("--slots", type=int, default=16)
     parser.add_argument("--latency-ms", type=float, default=250.0)
     parser.add_argument("--runs", type=int, default=3)

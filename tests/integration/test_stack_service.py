@@ -160,6 +160,12 @@ def wait_final(api: str, run_id: str, timeout_s: float = 600) -> dict[str, Any]:
     pytest.fail(f"flow run {run_id} not finished after {timeout_s} s")
 
 
+def ran_by(worker_log: Path, run_ids: list[str]) -> list[str]:
+    """The flow runs this worker submitted and did not abort (another worker may have taken one first)."""
+    log = worker_log.read_text()
+    return [i for i in run_ids if f"submitting flow run '{i}'" in log and f"submission of flow run '{i}'" not in log]
+
+
 def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
     out = stack["up_output"]
     for part in ("prefect-server", "worker-1", "worker-2", "judge", "review-ui", "store"):
@@ -249,8 +255,10 @@ def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim
         httpx.get(f"{api}/flow_runs/{i}", timeout=30).json().get("work_queue_name") for i in ids
     }  # every run is in the regression queue; which worker took it is in the worker's log
     assert workers == {"regression"}
-    taken = [sum(i in (stack["state"] / f"worker-{w}.log").read_text() for i in ids) for w in (1, 2)]
-    assert sum(taken) == 3 and all(t >= 1 for t in taken), taken  # spread over both workers
+    taken = [len(ran_by(stack["state"] / f"worker-{w}.log", ids)) for w in (1, 2)]
+    # Each run was taken by exactly one worker; which one is up to their polling (both usually get some).
+    assert sum(taken) == 3, taken
+    print(f"flow runs per worker: {taken}")
     assert sim.state.max_in_flight <= 16, sim.state.stats()
     n = len(load_golden_set(SET).items)
     engine = make_engine(stack["store"])
@@ -281,7 +289,7 @@ def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
     while sim.state.status[200] < 5:  # judging has started and verdicts are being stored
         assert time.monotonic() < deadline, sim.state.stats()
         time.sleep(0.5)
-    worker = next(w for w in (1, 2) if run_id in (state / f"worker-{w}.log").read_text())
+    worker = next(w for w in (1, 2) if ran_by(state / f"worker-{w}.log", [run_id]))
     pid = int((state / f"worker-{worker}.pid").read_text())
     os.killpg(pid, signal.SIGKILL)  # the worker and the flow run process it started: a lost machine
     crashed = wait_final(api, run_id, timeout_s=300)
