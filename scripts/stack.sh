@@ -62,6 +62,7 @@ prefect_variables=(
 
 say() { echo "[stack] $*"; }
 pidfile() { echo "$STATE/$1.pid"; }
+group_alive() { kill -0 "$1" 2>/dev/null || pgrep -g "$1" >/dev/null 2>&1; }  # the process or any of its group
 alive() { [ -f "$(pidfile "$1")" ] && kill -0 "$(cat "$(pidfile "$1")")" 2>/dev/null; }
 http_ok() { curl -fsS -m 3 -o /dev/null "$1" 2>/dev/null; }
 client_env() { env PREFECT_API_URL="$API" JUDGEWATCH_DATABASE_URL="$STORE_URL" JUDGEWATCH_DATA_DIR="$DATA_DIR" \
@@ -163,8 +164,11 @@ down() {
     name=$(basename "$f" .pid); pid=$(cat "$f")
     if kill -0 "$pid" 2>/dev/null; then
       kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-      kill -0 "$pid" 2>/dev/null && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; }
+      for _ in $(seq 1 80); do group_alive "$pid" || break; sleep 0.25; done  # a worker drains its events first
+      if group_alive "$pid"; then
+        kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+        for _ in $(seq 1 40); do group_alive "$pid" || break; sleep 0.25; done
+      fi
       say "$name stopped (pid $pid)"
     fi
     rm -f "$f"
