@@ -16,7 +16,7 @@
 #     external (use JUDGEWATCH_JUDGE_URL as it is: another vLLM, or the simulator)
 #   JUDGEWATCH_JUDGE_URL [http://127.0.0.1:$JUDGEWATCH_JUDGE_PORT/v1]   JUDGEWATCH_JUDGE_MODEL [smollm2-135m-instruct]
 #   JUDGEWATCH_JUDGE_SLOTS [64]: the judge's global limit, what it serves at once (vLLM's --max-num-seqs)
-#   JUDGEWATCH_WORK_POOL [judgewatch]   JUDGEWATCH_WORKERS [2]
+#   JUDGEWATCH_WORK_POOL [judgewatch]   JUDGEWATCH_WORKERS [2]   JUDGEWATCH_WORKER_LIMIT [4] (flow runs per worker)
 #   JUDGEWATCH_GIT_REPOSITORY [this checkout's path]   JUDGEWATCH_GIT_BRANCH [the checkout's current branch]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +35,7 @@ JUDGE_MODEL=${JUDGEWATCH_JUDGE_MODEL:-smollm2-135m-instruct}
 JUDGE_SLOTS=${JUDGEWATCH_JUDGE_SLOTS:-64}
 POOL=${JUDGEWATCH_WORK_POOL:-judgewatch}
 WORKERS=${JUDGEWATCH_WORKERS:-2}
+WORKER_LIMIT=${JUDGEWATCH_WORKER_LIMIT:-4}  # flow runs one worker runs at once; more wait for a free worker
 GIT_REPOSITORY=${JUDGEWATCH_GIT_REPOSITORY:-$here}
 GIT_BRANCH=${JUDGEWATCH_GIT_BRANCH:-$(git -C "$here" rev-parse --abbrev-ref HEAD 2>/dev/null || echo main)}
 
@@ -52,7 +53,7 @@ cmd_store_migrate=(judgewatch db migrate --database-url "$STORE_URL")
 cmd_work_pool=(prefect work-pool create "$POOL" --type process --overwrite)
 cmd_judge_limit=(judgewatch judges limit "$JUDGE_URL" "$JUDGE_SLOTS")
 cmd_deploy=(prefect --no-prompt deploy --all)
-cmd_worker=(prefect worker start --pool "$POOL" --type process --name)  # + judgewatch-worker-N
+cmd_worker=(prefect worker start --pool "$POOL" --type process --limit "$WORKER_LIMIT" --name)  # + judgewatch-worker-N
 cmd_review_ui=(judgewatch review-ui --host "$HOST" --port "$REVIEW_PORT" --database-url "$STORE_URL")
 prefect_variables=(
   "judgewatch_git_repository=$GIT_REPOSITORY" "judgewatch_git_branch=$GIT_BRANCH" "judgewatch_work_pool=$POOL"

@@ -27,6 +27,7 @@ COMPOSE_VALUES = {
     "JUDGEWATCH_JUDGE_SLOTS": "64",
     "JUDGEWATCH_WORK_POOL": "judgewatch",
     "JUDGEWATCH_WORKERS": "2",
+    "JUDGEWATCH_WORKER_LIMIT": "4",
 }
 
 
@@ -52,7 +53,7 @@ def test_every_stack_command_runs_unchanged_in_compose() -> None:
 
 
 def test_the_comparison_catches_a_drifted_command(tmp_path: Path) -> None:
-    drifted = COMPOSE.read_text(encoding="utf-8").replace("--type, process, --name, judgewatch-worker-2", "--name, w2")
+    drifted = COMPOSE.read_text(encoding="utf-8").replace('--limit, "4", --name, judgewatch-worker-2', "--name, w2")
     (tmp_path / "compose.yaml").write_text(drifted, encoding="utf-8")
     stack, compose = stack_commands(COMPOSE_VALUES), compose_commands(tmp_path / "compose.yaml")
     assert compose["worker-2"] != stack["worker-2"]

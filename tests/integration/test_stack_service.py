@@ -103,6 +103,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
         "JUDGEWATCH_JUDGE_URL": sim.base_url,
         "JUDGEWATCH_JUDGE_MODEL": "sim-judge",
         "JUDGEWATCH_JUDGE_SLOTS": "16",
+        "JUDGEWATCH_WORKER_LIMIT": "2",  # three concurrent runs cannot all land on one worker
         "JUDGEWATCH_GIT_REPOSITORY": str(source_repository(home / "origin")),
         "JUDGEWATCH_GIT_BRANCH": "main",
         "JUDGEWATCH_STACK_BIN": str(Path(sys.executable).parent),
@@ -261,9 +262,7 @@ def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim
     }  # every run is in the regression queue; which worker took it is in the worker's log
     assert workers == {"regression"}
     taken = [len(ran_by(stack["state"] / f"worker-{w}.log", ids)) for w in (1, 2)]
-    # Each run was taken by exactly one worker; which one is up to their polling (both usually get some).
-    assert sum(taken) == 3, taken
-    print(f"flow runs per worker: {taken}")
+    assert sum(taken) == 3 and all(t >= 1 for t in taken), taken  # spread over both workers (2 runs each at most)
     assert sim.state.max_in_flight <= 16, sim.state.stats()
     n = len(load_golden_set(SET).items)
     engine = make_engine(stack["store"])
