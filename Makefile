@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check setup judge-setup judge-up judge-down review-ui bench clean
+.PHONY: demo test check setup judge-setup judge-up judge-down review-ui bench clean stack-up stack-down stack-status
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -36,6 +36,15 @@ check: setup  ## lint, types, rubric and dataset checks
 	$(BIN)/mypy
 	$(BIN)/judgewatch rubric check
 	for d in datasets/*/; do $(BIN)/judgewatch dataset check $$(basename $$d) || exit 1; done
+
+stack-up: setup  ## the service on 127.0.0.1: Prefect server on PostgreSQL, work pool + 2 workers, deployments, judge, review UI
+	bash scripts/stack.sh up
+
+stack-down:  ## stop what stack-up started (by PID), nothing else
+	bash scripts/stack.sh down
+
+stack-status:  ## each part of the stack, its URL or PID, healthy or not
+	bash scripts/stack.sh status
 
 review-ui: setup
 	$(BIN)/judgewatch review-ui

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from judgewatch.calibration.drift import DriftConfig, detect, notify, store_aler
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary, summarize
 from judgewatch.contract.rubric import Rubric, load_rubric
-from judgewatch.settings import Settings, get_settings
+from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
@@ -232,3 +233,32 @@ async def calibration(
     }
     logger.info("calibration: %s", result)
     return result
+
+
+def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
+    """Serve the deployment as `prefect.yaml` declares it (its daily schedule), without a work pool."""
+    import yaml
+    from prefect.schedules import Cron
+
+    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
+    spec = next((d for d in declared if d.get("name") == deployment), None)
+    if spec is None:
+        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
+    calibration.serve(
+        name=spec["name"],
+        description=spec.get("description"),
+        tags=spec.get("tags") or [],
+        parameters=spec.get("parameters") or {},
+        schedules=[Cron(s["cron"], timezone=s.get("timezone")) for s in spec.get("schedules") or [] if "cron" in s],
+    )
+
+
+if __name__ == "__main__":  # `python -m flows.calibration serve`
+    import sys
+
+    from flows.calibration import serve as serve_deployment  # the importable module's flow, not __main__'s
+
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit("usage: python -m flows.calibration serve")
+    logging.basicConfig(level=logging.INFO)
+    serve_deployment()

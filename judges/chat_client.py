@@ -18,6 +18,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 
+from judges.budget import judge_slot
 from judges.config import EndpointConfig
 from judges.errors import CallError, classify_exception
 from judgewatch.redact import mask_url
@@ -103,7 +104,8 @@ class ChatClient:
         while True:
             attempt += 1
             try:
-                async with semaphore:
+                # The process-wide semaphore first, then the endpoint's slot in the Prefect global limit (if any).
+                async with semaphore, judge_slot(cfg.base_url):
                     if started is None:
                         started = time.perf_counter()
                     async with asyncio.timeout(cfg.timeout_s):

@@ -24,6 +24,7 @@ def get_app() -> typer.Typer:
     _registered = True
     from judgewatch.cli import (
         dataset_cmd,
+        db_cmd,
         demo_cmd,
         judge_cmd,
         judges_cmd,
@@ -39,6 +40,7 @@ def get_app() -> typer.Typer:
     app.command("judge")(judge_cmd.judge)
     app.add_typer(judges_cmd.app, name="judges", help="Judges: measure their trust, list what was measured.")
     app.add_typer(rubric_cmd.app, name="rubric")
+    app.add_typer(db_cmd.app, name="db")
     app.add_typer(dataset_cmd.app, name="dataset", help="Golden regression sets: check and list them.")
     app.command("regress")(regress_cmd.regress)
     app.add_typer(regress_cmd.baseline_app, name="baseline")

@@ -1,4 +1,4 @@
-"""`judgewatch judges validate|list`: measure a judge before believing it, and the leaderboard of judges.
+"""`judgewatch judges validate|list|limit`: measure a judge, the leaderboard of judges, a judge's shared budget.
 
 `validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive, with a warning),
 1 when one is measured untrustworthy, 2 when nothing could be measured (unreachable judge, unknown rubric or
@@ -145,3 +145,22 @@ def list_cmd(
     typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in cells:
         typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+@app.command("limit")
+def limit_cmd(
+    url: Annotated[str, typer.Argument(help="The judge (or serving tier) endpoint, e.g. http://127.0.0.1:8011/v1")],
+    slots: Annotated[int, typer.Argument(min=1, help="Concurrent requests it can serve (vLLM's max_num_seqs)")],
+) -> None:
+    """Create or resize the Prefect global concurrency limit `judge:<host:port>` every flow run's calls share."""
+    from judges.budget import set_limit
+
+    try:
+        name = asyncio.run(set_limit(url, slots))
+    except (RuntimeError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except Exception as exc:  # the Prefect server refused or could not be reached
+        typer.echo(f"error: could not set the limit for {url} on the Prefect server: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"global concurrency limit {name}: {slots} slots")

@@ -1,0 +1,338 @@
+"""judgewatch as a service: `scripts/stack.sh up` (a Prefect server on PostgreSQL, the `judgewatch` work pool with two
+workers, `prefect deploy --all`), flow runs triggered the way a CI job does, then `down`.
+
+The workers get the code from prefect.yaml's git_clone pull step: a git repository this test builds from the
+checkout's files (not the test's working directory). Recorded answers and the reference judge keep the gate
+runs short; the shared-budget run judges with the simulator behind a global limit of 16. Everything Prefect and
+PostgreSQL do is real. The stack's ports and databases are the test's own, so a developer's stack is untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
+from judgewatch.settings import REPO_ROOT
+from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.releases import accept_baseline
+from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
+
+pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.slow]
+
+SET = "halueval_qa_mini"
+DEPLOYMENT = "post-release-regression/post-release-regression"
+PG = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def source_repository(dest: Path) -> Path:
+    """A git repository (branch main) holding the checkout's tracked and new files, as they are now."""
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        src = REPO_ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-C", str(dest)]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "judgewatch under test"], check=True)
+    return dest
+
+
+def admin_sql(statement: str) -> None:
+    engine = create_engine(PG.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorHandle]:
+    with run_simulator_in_thread(latency_ms=200, max_concurrency=64) as handle:
+        yield handle
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Iterator[dict[str, Any]]:
+    """`stack.sh up` with this test's ports, databases and git repository; `down` at the end whatever happens."""
+    home = tmp_path_factory.mktemp("stack")
+    tag = uuid.uuid4().hex[:8]
+    port, review_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "JUDGEWATCH_STACK_DIR": str(home / "state"),
+        "JUDGEWATCH_PREFECT_PORT": str(port),
+        "JUDGEWATCH_REVIEW_PORT": str(review_port),
+        "JUDGEWATCH_PG_URL": PG.replace("+psycopg", "").rsplit("/", 1)[0],
+        "JUDGEWATCH_PREFECT_DB": f"jw_{tag}_prefect",
+        "JUDGEWATCH_STORE_DB": f"jw_{tag}_store",
+        "JUDGEWATCH_STACK_JUDGE": "external",
+        "JUDGEWATCH_JUDGE_URL": sim.base_url,
+        "JUDGEWATCH_JUDGE_MODEL": "sim-judge",
+        "JUDGEWATCH_JUDGE_SLOTS": "16",
+        "JUDGEWATCH_WORKER_LIMIT": "2",  # three concurrent runs cannot all land on one worker
+        "JUDGEWATCH_GIT_REPOSITORY": str(source_repository(home / "origin")),
+        "JUDGEWATCH_GIT_BRANCH": "main",
+        "JUDGEWATCH_STACK_BIN": str(Path(sys.executable).parent),
+    }
+    env.pop("PREFECT_API_URL", None)
+    info = {
+        "env": env,
+        "home": home,
+        "api": f"http://127.0.0.1:{port}/api",
+        "store": PG.rsplit("/", 1)[0] + f"/jw_{tag}_store",
+        "state": home / "state",
+        "down": False,
+    }
+    try:
+        up = subprocess.run(
+            ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900
+        )
+        (home / "stack-up.log").write_text(up.stdout + up.stderr)
+        assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
+        info["up_output"] = up.stdout
+        yield info
+    finally:
+        if not info["down"]:
+            subprocess.run(["bash", "scripts/stack.sh", "down"], cwd=REPO_ROOT, env=env, timeout=120)
+        for db in (env["JUDGEWATCH_PREFECT_DB"], env["JUDGEWATCH_STORE_DB"]):
+            try:
+                admin_sql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+            except Exception as exc:  # leave the database, say so; never hide a failing test behind cleanup
+                warnings.warn(f"could not drop {db}: {exc}", stacklevel=1)
+
+
+def recorded(home: Path, name: str, *, bad: bool = False) -> str:
+    path = home / f"{name}.jsonl"
+    items = load_golden_set(SET).items
+    write_recorded_answers(path, [(i.id, (i.bad_answers if bad else i.good_answers)[0]) for i in items])
+    return str(path)
+
+
+def run_via_rest(api: str, parameters: dict[str, Any]) -> str:
+    """POST /deployments/{id}/create_flow_run: what a pipeline without the Prefect CLI does; the flow run id."""
+    deployment = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=30).raise_for_status().json()
+    created = httpx.post(
+        f"{api}/deployments/{deployment['id']}/create_flow_run", json={"parameters": parameters}, timeout=30
+    ).raise_for_status()
+    return str(created.json()["id"])
+
+
+def wait_final(api: str, run_id: str, timeout_s: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).raise_for_status().json()
+        if run["state"] and run["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            return run
+        time.sleep(2)
+    pytest.fail(f"flow run {run_id} not finished after {timeout_s} s")
+
+
+def ran_by(worker_log: Path, run_ids: list[str]) -> list[str]:
+    """The flow runs this worker submitted and did not abort (another worker may have taken one first)."""
+    log = worker_log.read_text()
+    return [i for i in run_ids if f"submitting flow run '{i}'" in log and f"submission of flow run '{i}'" not in log]
+
+
+def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
+    out = stack["up_output"]
+    for part in ("prefect-server", "worker-1", "worker-2", "judge", "review-ui", "store"):
+        assert re.search(rf"^{part}\s+.*healthy$", out, re.M), out
+    assert "Deployment 'post-release-regression/post-release-regression'" in out
+    assert "Deployment 'calibration/calibration'" in out and "Deployment 'traffic-sampling/traffic-sampling'" in out
+    # Prefect's own database is PostgreSQL: its tables are in the stack's judgewatch_prefect database.
+    engine = create_engine(PG.rsplit("/", 1)[0] + "/" + stack["env"]["JUDGEWATCH_PREFECT_DB"])
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 3
+    engine.dispose()
+    again = subprocess.run(
+        ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=stack["env"], capture_output=True, text=True, timeout=900
+    )
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert "prefect-server already running" in again.stdout and "worker-1 already running" in again.stdout
+
+
+def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: dict[str, Any]) -> None:
+    api, home = stack["api"], stack["home"]
+    good, bad = recorded(home, "good"), recorded(home, "bad", bad=True)
+    common = {"datasets": [SET], "judge": "reference"}
+    first_id = run_via_rest(api, {**common, "release": "r1", "answers": [f"full={good}", f"quantized={good}"]})
+    first = wait_final(api, first_id)
+    assert first["state"]["type"] == "COMPLETED", first["state"]
+    with session_scope(make_engine(stack["store"]), write=True) as session:
+        accept_baseline(session=session, release="r1", by="ci")
+
+    params = {**common, "release": "r2", "answers": [f"full={good}", f"quantized={bad}"]}
+    cli = subprocess.run(
+        [str(Path(sys.executable).parent / "prefect"), "deployment", "run", DEPLOYMENT, "--watch",
+         "--params", json.dumps(params)],
+        env={**stack["env"], "PREFECT_API_URL": api}, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert cli.returncode != 0, cli.stdout[-3000:]  # the pipeline reads the failure from the exit code
+    run_id = re.search(r"UUID:\s*([0-9a-f-]{36})", cli.stdout)
+    assert run_id, cli.stdout[-3000:]
+    second = wait_final(api, run_id.group(1))
+    assert second["state"]["type"] == "FAILED"
+    message = second["state"]["message"]
+    criteria = [c.name for c in load_rubric("answer_quality", REPO_ROOT / "rubrics").criteria]
+    named = re.search(r"tier quantized (\w+) ", message)
+    assert message.startswith("gate exit 1: REGRESSION") and named and named.group(1) in criteria, message
+
+    # Both runs came from the pull step: each flow run cloned the test's repository first.
+    for flow_run_id in (first_id, run_id.group(1)):
+        events = httpx.post(
+            f"{api}/events/filter",
+            json={"filter": {"event": {"name": ["prefect.flow-run.pull-step.executed"]},
+                             "any_resource": {"id": [f"prefect.flow-run.{flow_run_id}"]}}},
+            timeout=30,
+        ).raise_for_status().json()["events"]  # fmt: skip
+        assert events and "git_clone" in json.dumps(events), events
+    engine = make_engine(stack["store"])
+    with engine.connect() as conn:
+        verdicts = conn.execute(  # only these releases: the hourly sampling deployment may have run meanwhile
+            text(
+                "SELECT count(*) FROM verdict v JOIN interaction i ON i.id = v.interaction_id "
+                "WHERE i.release IN ('r1', 'r2')"
+            )
+        ).scalar_one()
+        decisions = conn.execute(
+            text("SELECT release, exit_code, flow_run_id FROM gate_decision ORDER BY release")
+        ).all()
+    engine.dispose()
+    n = len(load_golden_set(SET).items)
+    assert verdicts == 4 * n  # r1 and r2, two tiers each; r1 judged once although it is r2's baseline
+    assert [tuple(d) for d in decisions] == [("r1", 0, first_id), ("r2", 1, run_id.group(1))]
+
+
+def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim: SimulatorHandle) -> None:
+    api, home = stack["api"], stack["home"]
+    good = recorded(home, "good-sim")
+    sim.state.reset()
+    ids = [
+        run_via_rest(
+            api,
+            {
+                "datasets": [SET],
+                "judge": sim.base_url,
+                "release": f"c{i}",
+                "answers": [f"full={good}"],
+                "fail_on_gate": False,
+                "concurrency": 64,
+            },
+        )
+        for i in range(3)
+    ]
+    runs = [wait_final(api, i, timeout_s=900) for i in ids]
+    assert [r["state"]["type"] for r in runs] == ["COMPLETED"] * 3, [r["state"] for r in runs]
+    workers = {
+        httpx.get(f"{api}/flow_runs/{i}", timeout=30).json().get("work_queue_name") for i in ids
+    }  # every run is in the regression queue; which worker took it is in the worker's log
+    assert workers == {"regression"}
+    taken = [len(ran_by(stack["state"] / f"worker-{w}.log", ids)) for w in (1, 2)]
+    assert sum(taken) == 3 and all(t >= 1 for t in taken), taken  # spread over both workers (2 runs each at most)
+    assert sim.state.max_in_flight <= 16, sim.state.stats()
+    n = len(load_golden_set(SET).items)
+    engine = make_engine(stack["store"])
+    with engine.connect() as conn:
+        rows = conn.execute(
+            text(
+                "SELECT v.status, v.unscored_reason FROM verdict v JOIN interaction i ON i.id = v.interaction_id "
+                "WHERE i.release IN ('c0', 'c1', 'c2')"
+            )
+        ).all()
+    engine.dispose()
+    assert len(rows) == 3 * n  # every item has a verdict: scored, or unscored with its reason
+    assert all(status == "scored" or reason for status, reason in rows), rows[:5]
+
+
+def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
+    stack: dict[str, Any], sim: SimulatorHandle
+) -> None:
+    api, home, state = stack["api"], stack["home"], stack["state"]
+    items = load_golden_set(SET).items
+    slow = home / "slow.jsonl"  # every judge call takes 1.5 s: the run is surely mid-way when its worker dies
+    write_recorded_answers(slow, [(i.id, f"{i.good_answers[0]} [[sim:slow=1500]]") for i in items])
+    params = {"datasets": [SET], "judge": sim.base_url, "release": "k1", "answers": [f"full={slow}"]}
+    params["fail_on_gate"] = False
+    sim.state.reset()
+    run_id = run_via_rest(api, params)
+    deadline = time.monotonic() + 600
+    while sim.state.status[200] < 5:  # judging has started and verdicts are being stored
+        assert time.monotonic() < deadline, sim.state.stats()
+        time.sleep(0.5)
+    worker = next(w for w in (1, 2) if ran_by(state / f"worker-{w}.log", [run_id]))
+    pid = int((state / f"worker-{worker}.pid").read_text())
+    os.killpg(pid, signal.SIGKILL)  # the worker and the flow run process it started: a lost machine
+    crashed = wait_final(api, run_id, timeout_s=300)
+    assert crashed["state"]["type"] == "CRASHED", crashed["state"]
+
+    rerun = wait_final(api, run_via_rest(api, params), timeout_s=900)  # the surviving worker takes it
+    assert rerun["state"]["type"] == "COMPLETED", rerun["state"]
+    engine = make_engine(stack["store"])
+    with engine.connect() as conn:
+        total, distinct = conn.execute(
+            text(
+                "SELECT count(*), count(DISTINCT v.interaction_id) FROM verdict v "
+                "JOIN interaction i ON i.id = v.interaction_id WHERE i.release = 'k1'"
+            )
+        ).one()
+    engine.dispose()
+    assert total == distinct == len(items)  # no item lost, none judged twice
+
+
+def test_stack_down_leaves_no_process_running(stack: dict[str, Any]) -> None:
+    state: Path = stack["state"]
+    pids = [int(p.read_text()) for p in state.glob("*.pid")]
+    assert len(pids) == 4  # prefect server, two workers, review UI (the judge here is external)
+    down = subprocess.run(
+        ["bash", "scripts/stack.sh", "down"],
+        cwd=REPO_ROOT,
+        env=stack["env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    stack["down"] = True
+    assert down.returncode == 0, down.stderr
+    assert not list(state.glob("*.pid"))
+    for pid in pids:  # each started in its own session: nothing left in that process group either
+        group = subprocess.run(["pgrep", "-g", str(pid)], capture_output=True, text=True)
+        assert group.stdout.strip() == "", f"process group {pid} still has {group.stdout.split()}"
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(stack["api"] + "/health", timeout=5)
