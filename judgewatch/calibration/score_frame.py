@@ -40,6 +40,11 @@ SCORE_COLUMNS = [
     "rubric_version",
     "criterion",
     "judge",
+    "route",
+    "language",
+    "answer_chars",
+    "sample_prob",
+    "stratum",
 ]
 LABEL_COLUMNS = ["human", "inclusion_prob", "pick_reason", "label_via", "reviewer"]
 
@@ -116,7 +121,9 @@ def load_scores(
 ) -> pd.DataFrame:
     """Per (scored verdict, criterion with a score): judge score, tier, time, and the human label if any.
 
-    `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it.
+    `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it. `sample_prob` and
+    `stratum` are the sampling pick's (traffic only, NaN/None elsewhere); `route`, `language` and
+    `answer_chars` describe the request mix a tier served.
     """
     scores_t, interactions_t = table(CriterionScore), table(Interaction)
     v, c, i = table(VerdictRecord).c, scores_t.c, interactions_t.c
@@ -133,6 +140,11 @@ def load_scores(
             v.rubric_version,
             c.criterion,
             c.score,
+            i.route,
+            i.language,
+            func.length(i.answer),
+            i["metadata"]["inclusion_probability"].as_float(),
+            i["metadata"]["stratum"].as_string(),
         )
         .join(scores_t, c.verdict_id == v.id)
         .join(interactions_t, i.id == v.interaction_id)
@@ -151,6 +163,7 @@ def load_scores(
         rows = session.execute(query).all()
     frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
     frame["judge"] = frame["judge"].astype("float64")
+    frame["sample_prob"] = pd.to_numeric(frame["sample_prob"], errors="coerce").astype("float64")
     frame["tier"] = frame["tier"].fillna(NO_TIER).astype(str)
     frame["at"] = pd.to_datetime(frame["at"], utc=True)
     frame["item_key"] = pair_key(frame["source"], frame["source_id"], frame["interaction_id"])
