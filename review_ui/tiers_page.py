@@ -31,9 +31,11 @@ logger = logging.getLogger(__name__)
 
 SINCE_CHOICES = [("last 7 days", "7d"), ("last 30 days", "30d"), ("last 90 days", "90d"), ("all time", "")]
 INTRO = """\
-Scores of each serving tier, per criterion. **Judge raw** is the judge's plain mean; **corrected** adds what
-the human labels measured about the judge's errors (prediction-powered inference), with its 95% interval.
-Compare tiers on the corrected numbers: a judge can be biased differently on each tier.
+Scores of each serving tier, per criterion, for two separate questions (**estimand**): *traffic_quality* (all
+production traffic, weighted back from the sample) and *release_quality* (a release's golden sets).
+**Judge only** is the judge's mean; **corrected** adds what the human labels measured about the judge's errors
+(prediction-powered inference), with its 95% interval and the n it rests on (sampled, labeled, effective).
+Tier gaps carry a p-value; on traffic the gap is also shown adjusted for the requests each tier served.
 """
 
 

@@ -19,7 +19,9 @@ from sqlalchemy import Engine
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
+from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
 from judgewatch.calibration.score_frame import NO_TIER, Series, count_scored, current_series, load_scores
+from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope
@@ -49,7 +51,11 @@ class CalibrationSummary:
     rubric_name: str
     since: datetime | None
     series: Series | None  # None: no scored verdict under this rubric yet
-    estimates: list[TierEstimate] = field(default_factory=list)
+    estimates: list[TierEstimate] = field(default_factory=list)  # every tiered verdict pooled (plots, trends)
+    traffic: list[EstimandRow] = field(default_factory=list)  # traffic quality per tier and criterion
+    release: list[EstimandRow] = field(default_factory=list)  # release quality per release, tier and golden set
+    gaps: list[GapRow] = field(default_factory=list)  # tier gaps: traffic (unadjusted, mix-adjusted), same items
+    traffic_covers: str = ""  # what the traffic estimand covers: sources, period, strata
     differences: list[TierDifference] = field(default_factory=list)
     agreement: list[AgreementRow] = field(default_factory=list)
     label_counts: list[LabelCount] = field(default_factory=list)
@@ -165,6 +171,9 @@ def summarize(
     summary.frame = frame
     summary.estimates = tier_estimates(frame)
     summary.differences = tier_differences(frame, summary.estimates, baseline=baseline)
+    summary.traffic, summary.release = traffic_estimates(frame), release_estimates(frame)
+    summary.gaps = traffic_gaps(frame, baseline=baseline) + same_item_gaps(frame, baseline=baseline)
+    summary.traffic_covers = traffic_coverage(frame)
     summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot)
     summary.label_counts = label_counts(frame)
     summary.daily, summary.weekly = trend(frame), trend(frame, width=timedelta(days=7))

@@ -115,7 +115,10 @@ def _hajek(f: np.ndarray, pi: np.ndarray, m: np.ndarray | None = None) -> float:
 def traffic_gaps(frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95) -> list[GapRow]:
     """Every other tier minus the baseline tier on traffic, per criterion: unadjusted and mix-adjusted."""
     rows = traffic_rows(frame)
-    base = pick_baseline(sorted(rows["tier"].unique().tolist()), baseline) if not rows.empty else None
+    try:
+        base = pick_baseline(sorted(rows["tier"].unique().tolist()), baseline) if not rows.empty else None
+    except ValueError:  # the asked-for baseline served no traffic
+        return []
     if base is None:
         return []
     out = []
