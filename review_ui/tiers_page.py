@@ -2,8 +2,9 @@
 its interval, the tier difference, judge-human agreement, trends, open drift alerts and label counts.
 
 Read-only and aggregate (no single item's tier or verdict is shown, so reviewers stay blind). The numbers are
-computed when the tab is opened or refreshed, for logged-in, active accounts only: a logged-in session can call
-any handler, so each handler checks who is asking. `add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
+read from the snapshot the calibration flow stores (opening the page computes nothing), for logged-in, active
+accounts only: a logged-in session can call any handler, so each handler checks who is asking.
+`add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import pandas as pd
 from PIL import Image
 from sqlalchemy import Engine
 
-from judgewatch.calibration import plots
 from judgewatch.calibration.report import blocks
 from judgewatch.calibration.summary import CalibrationSummary, parse_since, summarize
+from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, header_lines, latest_view
 from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.review.accounts import is_active
 from judgewatch.settings import get_settings
@@ -48,8 +49,8 @@ def require_viewer(engine: Engine, request: gr.Request | None) -> str:
     return name
 
 
-def image(png: bytes) -> Image.Image:
-    return Image.open(io.BytesIO(png))
+def image(png: bytes) -> Image.Image | None:
+    return Image.open(io.BytesIO(png)) if png else None
 
 
 def scale_levels(rubric: str) -> list[float] | None:
@@ -85,17 +86,7 @@ def tables(summary: CalibrationSummary) -> dict[str, pd.DataFrame]:
 
 
 def header_md(summary: CalibrationSummary) -> str:
-    lines = []
-    if summary.series is not None:
-        j = summary.series.judge
-        lines.append(
-            f"**Judge** {j.kind}:{j.name} (configuration `{j.config_hash}`), rubric "
-            f"{summary.rubric_name} {summary.series.rubric.version}."
-        )
-    if summary.trust is not None:
-        lines.append(f"**Measured trust:** {summary.trust.summary.splitlines()[0]}")
-    lines += [f"> ⚠️ {note.splitlines()[0]}" for note in summary.notes]
-    return "\n\n".join(lines) or "No scored verdicts yet."
+    return "\n\n".join(header_lines(summary)) or "No scored verdicts yet."
 
 
 @dataclass
@@ -111,27 +102,40 @@ class TiersView:
     agreement_png: bytes
 
 
+def _missing(text: str) -> pd.DataFrame:
+    return pd.DataFrame({"": [text]})
+
+
 def tiers_view(engine: Engine, rubric: str = "answer_quality", since: str = "90d") -> TiersView:
-    """Everything the page shows, computed from the store (also what the page's tests check)."""
-    s = compute(engine, rubric, since)
-    t = tables(s)
-    empty = pd.DataFrame()
-    weekly = {(r.tier, r.criterion): r.points for r in (s.drift.results if s.drift else []) if r.window == "weekly"}
+    """What the page shows: the newest stored rendering for the period (one read, no computing on open)."""
+    if since not in PERIODS:
+        raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
+    stored = latest_view(engine, rubric_name=rubric, period=since)
+    if stored is None:
+        text = (
+            f"Nothing computed for this period yet: the daily calibration flow fills this page; run `{FILL_COMMAND}`."
+        )
+        empty = _missing(text)
+        return TiersView(text, empty, empty, empty, empty, empty, b"", b"", b"")
+    t = stored.tables
+    at = f"Computed {stored.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
     return TiersView(
-        header=header_md(s),
-        estimates=t.get("Tier scores", empty),
-        differences=t.get("Tier difference", empty),
-        agreement=t.get("Judge-human agreement per tier", empty),
-        alerts=t.get("Open drift alerts", pd.DataFrame({"": ["No open drift alerts."]})),
-        counts=t.get("What the numbers rest on", empty),
-        estimates_png=plots.estimates_png(s.estimates, s.differences),
-        trend_png=plots.trend_png(s.daily, s.weekly),
-        agreement_png=plots.agreement_png(weekly),
+        header="\n\n".join([*stored.header, at]),
+        estimates=t.get(
+            "Tier scores", _missing("No estimates: sample traffic or run a release (`judgewatch regress`).")
+        ),
+        differences=t.get("Tier difference", _missing("Fewer than two tiers: no difference to show.")),
+        agreement=t.get("Judge-human agreement per tier", _missing("No human labels yet: label items in the Queue.")),
+        alerts=t.get("Open drift alerts", _missing("No open drift alerts.")),
+        counts=t.get("What the numbers rest on", _missing("Nothing yet.")),
+        estimates_png=stored.images.get("estimates", b""),
+        trend_png=stored.images.get("trend", b""),
+        agreement_png=stored.images.get("agreement", b""),
     )
 
 
 def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str = "Tiers") -> gr.Tab:
-    """Add the Tiers tab to the `gr.Blocks` being built; computed on opening the tab and on Refresh."""
+    """Add the Tiers tab to the `gr.Blocks` being built; read on opening the tab and on Refresh."""
 
     def load(rubric_name: str, since: str, request: gr.Request) -> list[Any]:
         require_viewer(engine, request)
@@ -154,7 +158,7 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
             rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
             since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
             refresh = gr.Button("Refresh", size="sm", scale=1)
-        header = gr.Markdown("Open this tab or press Refresh to compute.")
+        header = gr.Markdown("Open this tab or press Refresh to read the latest numbers.")
         estimates_img = gr.Image(label="Per tier and criterion", type="pil", interactive=False)
         estimates = gr.Dataframe(label="Tier scores", interactive=False, wrap=True)
         differences = gr.Dataframe(label="Tier difference", interactive=False, wrap=True)
