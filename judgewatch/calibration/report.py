@@ -95,6 +95,8 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
             Block("p", f"Judge {j.kind}:{j.name} (configuration {j.config_hash}), rubric hash {s.series.rubric.hash}.")
         )
         out.append(Block("p", f"Measured trust: {s.trust.summary}" if s.trust else "Measured trust: not looked up."))
+        if s.series_reason:
+            out.append(Block("p", s.series_reason))
     out.append(Block("h2", SECTIONS[1]))
     out += estimate_blocks(s)
     out.append(
@@ -331,6 +333,7 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
             "rubric": s.rubric_name,
             "since": s.since,
             "judge": s.series.judge if s.series else None,
+            "series_reason": s.series_reason,
             "rubric_identity": s.series.rubric if s.series else None,
             "estimands": ESTIMAND_TEXT,
             "traffic_covers": s.traffic_covers,

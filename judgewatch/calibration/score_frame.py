@@ -59,14 +59,20 @@ class Series:
 
 
 def current_series(
-    engine: Engine, *, rubric_name: str, rubric_version: str | None = None, judge_config_hash: str | None = None
+    engine: Engine,
+    *,
+    rubric_name: str,
+    rubric_version: str | None = None,
+    judge_config_hash: str | None = None,
+    tiered: bool = False,
 ) -> Series | None:
     """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`.
 
     Verdicts of anchor re-judging runs do not count: re-judging the anchors with a candidate configuration
-    must not make it the series every number rests on.
+    must not make it the series every number rests on. With `tiered`, only verdicts on interactions with a
+    tier count: a judge validation run (no tiers) must not hide the series that graded the tiers.
     """
-    runs_t = table(EvalRun)
+    runs_t, inter_t = table(EvalRun), table(Interaction)
     v, runs = table(VerdictRecord).c, runs_t.c
     query = (
         select(
@@ -84,6 +90,8 @@ def current_series(
         .order_by(v.updated_at.desc(), v.id)
         .limit(1)
     )
+    if tiered:
+        query = query.join(inter_t, inter_t.c.id == v.interaction_id).where(inter_t.c.tier.is_not(None))
     for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
         if value is not None:
             query = query.where(column == value)

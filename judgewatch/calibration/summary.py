@@ -56,6 +56,7 @@ class CalibrationSummary:
     release: list[EstimandRow] = field(default_factory=list)  # release quality per release, tier and golden set
     gaps: list[GapRow] = field(default_factory=list)  # tier gaps: traffic (unadjusted, mix-adjusted), same items
     traffic_covers: str = ""  # what the traffic estimand covers: sources, period, strata
+    series_reason: str = ""  # one line: which judge series is shown and why
     differences: list[TierDifference] = field(default_factory=list)
     agreement: list[AgreementRow] = field(default_factory=list)
     label_counts: list[LabelCount] = field(default_factory=list)
@@ -146,12 +147,27 @@ def summarize(
     with_trust: bool = True,
 ) -> CalibrationSummary:
     """Compute the Tiers/Calibration numbers for one judge configuration (default: the latest one)."""
+    # the default series is the latest judge configuration that graded tiered items: a judge validation run
+    # (no tiers) is newer after `judgewatch demo`, but has nothing to compare
     series = current_series(
+        engine,
+        rubric_name=rubric_name,
+        rubric_version=rubric_version,
+        judge_config_hash=judge_config_hash,
+        tiered=judge_config_hash is None,
+    ) or current_series(
         engine, rubric_name=rubric_name, rubric_version=rubric_version, judge_config_hash=judge_config_hash
     )
     if series is None and judge_config_hash is not None:
         raise LookupError(f"judge configuration {judge_config_hash!r} has no scored verdicts under {rubric_name!r}")
     summary = CalibrationSummary(generated_at=utcnow(), rubric_name=rubric_name, since=since, series=series)
+    if series is not None:
+        why = (
+            "the configuration asked for"
+            if judge_config_hash
+            else "the latest judge configuration that graded tiered items (releases or traffic)"
+        )
+        summary.series_reason = f"Showing judge series {series.judge.name} ({series.judge.config_hash[:12]}): {why}."
     summary.alerts = open_alerts(engine, rubric_name=rubric_name)
     if series is None:
         summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]

@@ -47,7 +47,7 @@ class PageView:
 
 def header_lines(summary: CalibrationSummary) -> list[str]:
     """The page header: the judge series, its measured trust, and the summary's notes (first line each)."""
-    lines = []
+    lines = [summary.series_reason] if summary.series_reason else []
     if summary.series is not None:
         j = summary.series.judge
         lines.append(

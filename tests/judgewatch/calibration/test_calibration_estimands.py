@@ -19,9 +19,10 @@ from judgewatch.calibration.estimands import (
     traffic_estimates,
 )
 from judgewatch.calibration.score_frame import load_scores
+from judgewatch.calibration.summary import summarize
 from judgewatch.calibration.tier_gap import GAP_ADJUSTED, GAP_SAME_ITEMS, GAP_TRAFFIC, same_item_gaps, traffic_gaps
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict, VerdictStatus
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction, interaction_id
 from judgewatch.storage.releases import regression_source
@@ -104,6 +105,27 @@ def test_same_item_gap_pairs_the_golden_items_of_each_release(engine: Engine, ru
     for g in gaps:  # paired when enough items were labeled on both tiers, else the two means' difference
         assert g.n_sampled == (40 if g.reference_mix.startswith("paired") else 80)
         assert g.estimate == pytest.approx(0.0) and g.p_value > 0.05
+
+
+def test_the_default_series_is_the_latest_judge_that_graded_tiers_not_a_newer_validation_run(
+    engine: Engine, rubric: Rubric
+) -> None:
+    _write(engine, rubric)
+    validator = JudgeIdentity(kind="openai", name="smollm2", endpoint="http://x/v1", config_hash="b" * 16)
+    iid = interaction_id("file:/tmp/validation.jsonl", "v1")
+    row = Interaction(id=iid, source="file:/tmp/validation.jsonl", source_id="v1", question="q", answer="a",
+                      reference_facts=["f"], created_at=START + timedelta(days=30))  # fmt: skip
+    scores: dict[str, int | None] = {c.name: 3 for c in rubric.criteria}
+    verdict = Verdict(item_id="v1", status=VerdictStatus.scored, scores=scores, overall=3.0, reason="t",
+                      judge=validator, rubric=rubric.identity)  # fmt: skip
+    with session_scope(engine, write=True) as session:
+        upsert_interactions(session=session, interactions=[row])
+        upsert_verdicts(session=session, run_id=None, verdicts=[(iid, verdict)])
+    summary = summarize(engine, with_trust=False, n_boot=50)
+    assert summary.series is not None and summary.series.judge.config_hash == JUDGE_A.config_hash
+    assert "graded tiered items" in summary.series_reason and summary.traffic and summary.release
+    asked = summarize(engine, judge_config_hash=validator.config_hash, with_trust=False, n_boot=50)
+    assert asked.series is not None and asked.series.judge == validator and not asked.traffic
 
 
 def _traffic_frame(rng: np.random.Generator) -> pd.DataFrame:
