@@ -1,8 +1,9 @@
 """The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set.
 
-For the latest judge configuration and rubric version: store the day's tier snapshot (raw and PPI-corrected
-means, tier differences, agreement, label counts), store per-tier agreement with human labels as trust
-records, test every tier and criterion for drift and store (and optionally POST) alerts, and make sure the
+For the latest judge configuration and rubric version: store the day's tier snapshot (traffic and release
+estimands, tier gaps, agreement, label counts) and the Tiers page's rendering per period (the page reads it),
+store per-tier agreement with human labels as trust records, test every tier and criterion for drift and
+store (and optionally POST) alerts, and make sure the
 configured judge has re-judged the anchor set, comparing it with the previous configuration. Every step is
 safe to run again the same day: snapshots and alerts are keyed by day and window, anchors are judged once per
 configuration. Retries live in the judge client only; no task has Prefect retries.
@@ -15,6 +16,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
@@ -24,8 +26,10 @@ from judges.factory import build_judge, describe, is_healthy
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
 from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
+from judgewatch.calibration.fingerprint import fetch_fingerprint, record_fingerprint
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary, summarize
+from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot
@@ -76,12 +80,22 @@ def tier_snapshot(engine: Engine, rubric: Rubric, lookback_days: int) -> Calibra
         "rubric": summary.series.rubric,
         "estimates": summary.estimates,
         "differences": summary.differences,
+        "traffic": summary.traffic,
+        "release": summary.release,
+        "gaps": summary.gaps,
+        "traffic_covers": summary.traffic_covers,
         "agreement": summary.agreement,
         "label_counts": summary.label_counts,
         "excluded_verdicts": summary.excluded_verdicts,
     }
     _snapshot(engine, "tiers", _scope(summary), summary, payload)
     return summary
+
+
+@task(name="tiers-page-views", cache_policy=NO_CACHE)
+def page_views(engine: Engine, rubric: Rubric) -> int:
+    """Store what the Tiers page shows for each of its periods, so opening the page computes nothing."""
+    return save_views(engine, rubric_name=rubric.name, categories=[float(x) for x in rubric.scale.levels])
 
 
 @task(name="human-agreement-trust", cache_policy=NO_CACHE)
@@ -163,6 +177,7 @@ async def anchors(
         judge = build_judge(judge_spec, settings, fallback_reference=False)
         try:
             new_hash = judge.identity(rubric).config_hash
+            out.update(endpoint_fingerprint(engine, judge))
             if await is_healthy(judge):
                 done = await ensure_anchor_verdicts(engine, anchor_set=name, judge=judge, rubric=rubric)
                 out.update(judged_now=done.judged_now, judge_config_hash=done.judge_config_hash)
@@ -179,6 +194,21 @@ async def anchors(
         if comparison is not None:
             _snapshot(engine, "anchors", f"{name} {comparison.old_config_hash}->{new_hash}", summary, comparison)
     return out
+
+
+def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
+    """Record what an OpenAI-compatible judge endpoint serves (/v1/models, /version); flag a change."""
+    base = getattr(judge, "base_url", None)
+    if not base:
+        return {}
+    try:
+        check = record_fingerprint(engine, fetch_fingerprint(base, model=getattr(judge, "model", None)))
+    except httpx.HTTPError as exc:
+        logger.warning("calibration: could not read the judge endpoint's fingerprint: %s", exc)
+        return {"fingerprint": None, "fingerprint_error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
+    if check.changed:
+        logger.warning("calibration: the judge endpoint %s serves another model than before", base)
+    return {"fingerprint": check.current.digest, "fingerprint_changed": check.changed}
 
 
 @flow(name=FLOW_NAME, log_prints=True)
@@ -205,6 +235,7 @@ async def calibration(
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
         hook = webhook_url or getattr(settings, "calibration_webhook_url", None)
         summary = tier_snapshot(engine, rubric_obj, lookback_days)
+        views = page_views(engine, rubric_obj)
         trust_records = record_trust(engine, summary, rubric_obj)
         drift = drift_alerts(engine, summary, family_alpha, hook)
         anchor = await anchors(
@@ -228,6 +259,7 @@ async def calibration(
         "verdicts": sum(c.verdicts for c in summary.label_counts),
         "labeled": sum(c.labeled_items for c in summary.label_counts),
         "trust_records": trust_records,
+        "page_views": views,
         "drift": drift,
         "anchors": anchor,
     }

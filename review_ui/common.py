@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from judgewatch.calibration.report import blocks
 from judgewatch.calibration.summary import CalibrationSummary, parse_since, summarize
+from judgewatch.calibration.view_snapshot import header_lines
 from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.review.accounts import AGGREGATE_ROLES, Role, role_of
 from judgewatch.settings import get_settings
@@ -70,8 +71,9 @@ def page_top(intro: str, rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Butto
     return rubric_box, since_box, refresh, header
 
 
-def image(png: bytes) -> Image.Image:
-    return Image.open(io.BytesIO(png))
+def image(png: bytes) -> Image.Image | None:
+    """A stored PNG as an image; None for an empty picture (nothing to plot yet)."""
+    return Image.open(io.BytesIO(png)) if png else None
 
 
 def scale_levels(rubric: str) -> list[float] | None:
@@ -107,15 +109,5 @@ def tables(summary: CalibrationSummary) -> dict[str, pd.DataFrame]:
 
 
 def header_md(summary: CalibrationSummary) -> str:
-    """The judge, rubric, measured trust and notes above both pages' numbers."""
-    lines = []
-    if summary.series is not None:
-        j = summary.series.judge
-        lines.append(
-            f"**Judge** {j.kind}:{j.name} (configuration `{j.config_hash}`), rubric "
-            f"{summary.rubric_name} {summary.series.rubric.version}."
-        )
-    if summary.trust is not None:
-        lines.append(f"**Measured trust:** {summary.trust.summary.splitlines()[0]}")
-    lines += [f"> ⚠️ {note.splitlines()[0]}" for note in summary.notes]
-    return "\n\n".join(lines) or "No scored verdicts yet."
+    """The judge series, rubric, measured trust and notes above both pages' numbers."""
+    return "\n\n".join(header_lines(summary)) or "No scored verdicts yet."

@@ -197,3 +197,9 @@ def _fail_on_blocked_endpoints(request: pytest.FixtureRequest) -> Iterator[None]
     violations = request.config.stash[_GUARD].violations
     if violations:
         pytest.fail("reached a model endpoint it did not start: " + "; ".join(violations), pytrace=False)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests run last: playwright's sync API keeps an event loop running in the main thread for the rest
+    of the session, and every async test or `asyncio.run` after it would fail on that loop."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

@@ -1,4 +1,4 @@
-"""The model owners' Tiers report: Markdown with PNG files beside it, or one self-contained HTML file.
+"""The model owners' Tiers report: Markdown with PNG files beside it, one self-contained HTML file, or JSON.
 
 Both are rendered from the same list of blocks (headings, paragraphs, tables, images) built from a
 `CalibrationSummary`, so the two formats never disagree. Sections: the judge and its trust, tier scores
@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from judgewatch.calibration import plots
+from judgewatch.calibration.estimands import ESTIMAND_TEXT
+from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.stats import Estimate, PPIEstimate
 
 logger = logging.getLogger(__name__)
 
-Format = Literal["md", "html"]
+Format = Literal["md", "html", "json"]
 SECTIONS = (
     "Judge and trust",
     "Tier scores",
@@ -35,10 +38,14 @@ SECTIONS = (
     "Method",
 )
 METHOD = (
-    "Corrected means use prediction-powered inference (PPI++): the judge's mean over every scored verdict, "
-    "corrected by its error measured on the human-labeled items, each weighted by 1 / its routing probability; "
-    "intervals are 95% normal intervals. A tier difference is paired when both tiers answered the same items "
-    "(golden runs) and enough of them were labeled on both tiers, unpaired otherwise. Agreement uses the "
+    "Two estimands, never pooled. Traffic quality: the judge's mean over the sampled traffic, each item weighted "
+    "by 1 / its sampling probability (Hajek), corrected by the judge's error measured on the human-labeled items, "
+    "each weighted by 1 / (sampling x routing probability) (PPI++). Release quality: the golden items' mean, "
+    "corrected only by labels on those golden items. Intervals are 95% normal intervals, p-values two-sided "
+    "(no difference). The traffic tier gap is shown unadjusted and reweighted to the pooled request mix of both "
+    "tiers (route x language x answer-length band); the same-item gap is paired when both tiers answered the "
+    "same golden items and enough of them were labeled on both tiers, unpaired otherwise. n effective: how many "
+    "labels the labels-only estimate would need for the same interval. Agreement uses the "
     "uniformly routed labels. Drift: the latest window against the pooled earlier ones, one-sided "
     "two-proportion z-test (agreement fell) and Welch t-test (bias shifted), Bonferroni over both tests and "
     "every series tested in a run (family-wise alpha 0.05)."
@@ -88,41 +95,17 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
             Block("p", f"Judge {j.kind}:{j.name} (configuration {j.config_hash}), rubric hash {s.series.rubric.hash}.")
         )
         out.append(Block("p", f"Measured trust: {s.trust.summary}" if s.trust else "Measured trust: not looked up."))
+        if s.series_reason:
+            out.append(Block("p", s.series_reason))
     out.append(Block("h2", SECTIONS[1]))
-    rows = [
-        [
-            e.tier,
-            e.criterion,
-            fmt_num(e.raw_mean),
-            fmt_ci(e.ppi),
-            fmt_ci(e.human_only),
-            f"{e.n_labels} / {e.n_verdicts}",
-            fmt_num(e.ppi.effective_n, ".0f"),
-        ]
-        for e in s.estimates
-    ]
-    headers = ["tier", "criterion", "judge raw mean", "corrected [95% CI]", "human only [95% CI]", "labels / verdicts"]
-    out.append(_table([*headers, "effective labels"], rows) if rows else Block("p", "No scored verdicts."))
+    out += estimate_blocks(s)
     out.append(
         Block(
             "image", "Per tier and criterion", image=plots.estimates_png(s.estimates, s.differences), name="estimates"
         )
     )
     out.append(Block("h2", SECTIONS[2]))
-    rows = [
-        [
-            d.criterion,
-            f"{d.tier} − {d.baseline}",
-            fmt_ci(d.estimate),
-            fmt_num(d.raw_diff, "+.2f"),
-            d.method,
-            str(d.n_labels),
-            str(d.n_items),
-        ]
-        for d in s.differences
-    ]
-    headers = ["criterion", "difference", "corrected [95% CI]", "judge raw", "method", "labels", "items"]
-    out.append(_table(headers, rows) if rows else Block("p", "Fewer than two tiers: no difference to show."))
+    out += gap_blocks(s)
     out.append(Block("h2", SECTIONS[3]))
     rows = [
         [
@@ -174,6 +157,69 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out.append(Block("h2", SECTIONS[8]))
     out.append(Block("p", METHOD))
     return out
+
+
+def fmt_n(sampled: int, labeled: int, effective: float) -> list[str]:
+    return [str(sampled), str(labeled), fmt_num(effective, ".0f")]
+
+
+def fmt_p(p: float) -> str:
+    return "n/a" if not math.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _labels_note(synthetic: int, dataset: int) -> str:
+    parts = [f"{synthetic} synthetic"] if synthetic else []
+    parts += [f"{dataset} dataset_annotation"] if dataset else []
+    return ", ".join(parts) or "people"
+
+
+def estimate_blocks(s: CalibrationSummary) -> list[Block]:
+    """Traffic quality and release quality: one table, every row naming its estimand and its n's."""
+    out = [Block("p", f"{name}: {text}.") for name, text in ESTIMAND_TEXT.items()]
+    out.append(Block("p", s.traffic_covers or "No sampled production traffic in this series."))
+    rows = [
+        [
+            e.estimand,
+            f"{e.release} / {e.dataset}" if e.release else "production traffic",
+            e.tier,
+            e.criterion,
+            fmt_num(e.judge_mean),
+            fmt_ci(Estimate(e.estimate, e.low, e.high, e.n_labeled)),
+            fmt_ci(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled)),
+            *fmt_n(e.n_sampled, e.n_labeled, e.n_effective),
+            _labels_note(e.n_synthetic_labels, e.n_dataset_labels),
+        ]
+        for e in [*s.traffic, *s.release]
+    ]
+    headers = ["estimand", "population", "tier", "criterion", "judge only", "corrected [95% CI]"]
+    headers += ["human only [95% CI]", "n sampled", "n labeled", "n effective", "labels by"]
+    if not rows:
+        text = "No estimates: sample traffic (`judgewatch sample`) or run a release (`judgewatch regress`)."
+        return [*out, Block("p", text)]
+    return [*out, _table(headers, rows)]
+
+
+def gap_blocks(s: CalibrationSummary) -> list[Block]:
+    """Tier gaps on traffic (unadjusted and adjusted for the request mix) and on the same golden items."""
+    rows = [
+        [
+            g.estimand,
+            g.release or "production traffic",
+            g.criterion,
+            f"{g.tier} − {g.baseline}",
+            fmt_ci(Estimate(g.estimate, g.low, g.high, g.n_labeled), "+.2f"),
+            fmt_p(g.p_value),
+            fmt_num(g.judge_diff, "+.2f"),
+            *fmt_n(g.n_sampled, g.n_labeled, g.n_effective),
+            g.reference_mix or "unadjusted: each tier's own requests",
+        ]
+        for g in s.gaps
+    ]
+    headers = ["estimand", "population", "criterion", "difference", "corrected [95% CI]", "p-value", "judge only"]
+    headers += ["n sampled", "n labeled", "n effective", "adjusted to"]
+    if not rows:
+        return [Block("p", "Fewer than two tiers in traffic or in a release: no difference to show.")]
+    return [_table(headers, rows)]
 
 
 def anchor_blocks(s: CalibrationSummary) -> list[Block]:
@@ -278,10 +324,42 @@ def blocks_title(summary: CalibrationSummary) -> str:
     return f"judgewatch tiers: {summary.rubric_name}"
 
 
+def report_document(summary: CalibrationSummary) -> dict[str, Any]:
+    """The JSON report: every estimate with its estimand, its n's (sampled, labeled, effective) and p-values."""
+    s = summary
+    return jsonable(
+        {
+            "generated_at": s.generated_at,
+            "rubric": s.rubric_name,
+            "since": s.since,
+            "judge": s.series.judge if s.series else None,
+            "series_reason": s.series_reason,
+            "rubric_identity": s.series.rubric if s.series else None,
+            "estimands": ESTIMAND_TEXT,
+            "traffic_covers": s.traffic_covers,
+            "traffic": s.traffic,
+            "release": s.release,
+            "gaps": s.gaps,
+            "label_counts": s.label_counts,
+            "excluded_verdicts": s.excluded_verdicts,
+            "untiered_verdicts": s.untiered_verdicts,
+            "notes": s.notes,
+        }
+    )
+
+
+def render_json(summary: CalibrationSummary, path: Path) -> list[Path]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report_document(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [path]
+
+
 def write_report(summary: CalibrationSummary, output: Path, fmt: Format = "md") -> list[Path]:
     """Render `summary` as `fmt` at `output`; returns the files written (the report first)."""
     if fmt == "md":
         return render_markdown(summary, output)
     if fmt == "html":
         return render_html(summary, output)
-    raise ValueError(f"unknown report format {fmt!r}: use 'md' or 'html'")
+    if fmt == "json":
+        return render_json(summary, output)
+    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")

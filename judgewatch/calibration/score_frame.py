@@ -39,6 +39,11 @@ SCORE_COLUMNS = [
     "rubric_version",
     "criterion",
     "judge",
+    "route",
+    "language",
+    "answer_chars",
+    "sample_prob",
+    "stratum",
 ]
 LABEL_COLUMNS = ["human", "inclusion_prob", "pick_reason", "label_via", "reviewer"]
 
@@ -53,14 +58,20 @@ class Series:
 
 
 def current_series(
-    engine: Engine, *, rubric_name: str, rubric_version: str | None = None, judge_config_hash: str | None = None
+    engine: Engine,
+    *,
+    rubric_name: str,
+    rubric_version: str | None = None,
+    judge_config_hash: str | None = None,
+    tiered: bool = False,
 ) -> Series | None:
     """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`.
 
     Verdicts of anchor re-judging runs do not count: re-judging the anchors with a candidate configuration
-    must not make it the series every number rests on.
+    must not make it the series every number rests on. With `tiered`, only verdicts on interactions with a
+    tier count: a judge validation run (no tiers) must not hide the series that graded the tiers.
     """
-    runs_t = table(EvalRun)
+    runs_t, inter_t = table(EvalRun), table(Interaction)
     v, runs = table(VerdictRecord).c, runs_t.c
     query = (
         select(
@@ -78,6 +89,8 @@ def current_series(
         .order_by(v.updated_at.desc(), v.id)
         .limit(1)
     )
+    if tiered:
+        query = query.join(inter_t, inter_t.c.id == v.interaction_id).where(inter_t.c.tier.is_not(None))
     for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
         if value is not None:
             query = query.where(column == value)
@@ -115,7 +128,9 @@ def load_scores(
 ) -> pd.DataFrame:
     """Per (scored verdict, criterion with a score): judge score, tier, time, and the human label if any.
 
-    `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it.
+    `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it. `sample_prob` and
+    `stratum` are the sampling pick's (traffic only, NaN/None elsewhere); `route`, `language` and
+    `answer_chars` describe the request mix a tier served.
     """
     scores_t, interactions_t = table(CriterionScore), table(Interaction)
     v, c, i = table(VerdictRecord).c, scores_t.c, interactions_t.c
@@ -132,6 +147,11 @@ def load_scores(
             v.rubric_version,
             c.criterion,
             c.score,
+            i.route,
+            i.language,
+            func.length(i.answer),
+            i["metadata"]["inclusion_probability"].as_float(),
+            i["metadata"]["stratum"].as_string(),
         )
         .join(scores_t, c.verdict_id == v.id)
         .join(interactions_t, i.id == v.interaction_id)
@@ -150,6 +170,7 @@ def load_scores(
         rows = session.execute(query).all()
     frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
     frame["judge"] = frame["judge"].astype("float64")
+    frame["sample_prob"] = pd.to_numeric(frame["sample_prob"], errors="coerce").astype("float64")
     frame["tier"] = frame["tier"].fillna(NO_TIER).astype(str)
     frame["at"] = pd.to_datetime(frame["at"], utc=True)
     frame["item_key"] = pair_key(frame["source"], frame["source_id"], frame["interaction_id"])

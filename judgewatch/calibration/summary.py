@@ -19,7 +19,9 @@ from sqlalchemy import Engine
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
+from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
 from judgewatch.calibration.score_frame import NO_TIER, Series, count_scored, current_series, load_scores
+from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope
@@ -49,7 +51,12 @@ class CalibrationSummary:
     rubric_name: str
     since: datetime | None
     series: Series | None  # None: no scored verdict under this rubric yet
-    estimates: list[TierEstimate] = field(default_factory=list)
+    estimates: list[TierEstimate] = field(default_factory=list)  # every tiered verdict pooled (plots, trends)
+    traffic: list[EstimandRow] = field(default_factory=list)  # traffic quality per tier and criterion
+    release: list[EstimandRow] = field(default_factory=list)  # release quality per release, tier and golden set
+    gaps: list[GapRow] = field(default_factory=list)  # tier gaps: traffic (unadjusted, mix-adjusted), same items
+    traffic_covers: str = ""  # what the traffic estimand covers: sources, period, strata
+    series_reason: str = ""  # one line: which judge series is shown and why
     differences: list[TierDifference] = field(default_factory=list)
     agreement: list[AgreementRow] = field(default_factory=list)
     label_counts: list[LabelCount] = field(default_factory=list)
@@ -140,12 +147,27 @@ def summarize(
     with_trust: bool = True,
 ) -> CalibrationSummary:
     """Compute the Tiers/Calibration numbers for one judge configuration (default: the latest one)."""
+    # the default series is the latest judge configuration that graded tiered items: a judge validation run
+    # (no tiers) is newer after `judgewatch demo`, but has nothing to compare
     series = current_series(
+        engine,
+        rubric_name=rubric_name,
+        rubric_version=rubric_version,
+        judge_config_hash=judge_config_hash,
+        tiered=judge_config_hash is None,
+    ) or current_series(
         engine, rubric_name=rubric_name, rubric_version=rubric_version, judge_config_hash=judge_config_hash
     )
     if series is None and judge_config_hash is not None:
         raise LookupError(f"judge configuration {judge_config_hash!r} has no scored verdicts under {rubric_name!r}")
     summary = CalibrationSummary(generated_at=utcnow(), rubric_name=rubric_name, since=since, series=series)
+    if series is not None:
+        why = (
+            "the configuration asked for"
+            if judge_config_hash
+            else "the latest judge configuration that graded tiered items (releases or traffic)"
+        )
+        summary.series_reason = f"Showing judge series {series.judge.name} ({series.judge.config_hash[:12]}): {why}."
     summary.alerts = open_alerts(engine, rubric_name=rubric_name)
     if series is None:
         summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]
@@ -165,6 +187,9 @@ def summarize(
     summary.frame = frame
     summary.estimates = tier_estimates(frame)
     summary.differences = tier_differences(frame, summary.estimates, baseline=baseline)
+    summary.traffic, summary.release = traffic_estimates(frame), release_estimates(frame)
+    summary.gaps = traffic_gaps(frame, baseline=baseline) + same_item_gaps(frame, baseline=baseline)
+    summary.traffic_covers = traffic_coverage(frame)
     summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot)
     summary.label_counts = label_counts(frame)
     summary.daily, summary.weekly = trend(frame), trend(frame, width=timedelta(days=7))

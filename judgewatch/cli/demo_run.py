@@ -184,5 +184,10 @@ def run_demo(
         if trust_outcome is not None:
             outcomes.append(trust_outcome)
             _show(echo, trust_outcome)
+    from judgewatch.calibration.view_snapshot import save_views
+
+    # the Tiers page reads what the daily calibration flow stores: store it once for the demo's releases
+    views = save_views(engine, rubric_name="answer_quality")
+    echo(f"Tiers page: {views} periods stored from the releases' verdicts (`judgewatch calibrate` refreshes them)")
     echo(f"\ndemo finished in {time.monotonic() - started:.0f} s")
     return outcomes

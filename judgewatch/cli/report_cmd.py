@@ -1,4 +1,4 @@
-"""`judgewatch report tiers [--since 7d] [--format md|html] [--output PATH]` and `judgewatch calibrate`.
+"""`judgewatch report tiers [--since 7d] [--format md|html|json] [--output PATH]` and `judgewatch calibrate`.
 
 `report tiers` writes the model owners' tier comparison from the store (Markdown with PNG plots beside it, or
 one self-contained HTML file) and prints the paths. `calibrate` runs the daily `calibration` flow once, in
@@ -33,13 +33,15 @@ def report() -> None:
 class ReportFormat(StrEnum):
     md = "md"
     html = "html"
+    json = "json"
 
 
 @app.command("tiers")
 def tiers(
     since: Annotated[str | None, typer.Option(help="Only interactions since: 2026-11-01, or 7d / 12h / 4w ago")] = None,
     format: Annotated[
-        ReportFormat, typer.Option("--format", help="md (PNG files beside it) or html")
+        ReportFormat,
+        typer.Option("--format", help="md (PNG files beside it), html, or json (estimates with their estimand)"),
     ] = ReportFormat.md,
     output: Annotated[
         Path | None, typer.Option(help="Report path (default: <data dir>/reports/tiers-<date>.<fmt>)")

@@ -12,18 +12,21 @@ from judgewatch.stats.agreement import (
 )
 from judgewatch.stats.coverage import SubsetCoverage, subset_coverage
 from judgewatch.stats.drift import DriftTest, WindowStats, agreement_series, drift_test, time_windows
-from judgewatch.stats.estimate import Estimate
+from judgewatch.stats.estimate import Estimate, two_sided_p
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
 from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_paired, ppi_diff_unpaired, ppi_mean
+from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_human_mean, survey_ppi_mean
 
 __all__ = [
     "ConfusionMatrix",
+    "Difference",
     "DriftTest",
     "Estimate",
     "PPIEstimate",
     "PairedDiff",
     "SubsetCoverage",
+    "SurveyEstimate",
     "WindowStats",
     "agreement_series",
     "align_scores",
@@ -31,6 +34,7 @@ __all__ = [
     "classical_mean",
     "cohen_kappa",
     "confusion_matrix",
+    "difference",
     "drift_test",
     "exact_agreement",
     "krippendorff_alpha",
@@ -41,6 +45,9 @@ __all__ = [
     "regressed",
     "spearman",
     "subset_coverage",
+    "survey_human_mean",
+    "survey_ppi_mean",
     "time_windows",
+    "two_sided_p",
     "weighted_kappa",
 ]

@@ -100,3 +100,12 @@ def paired_arrays(
         raise ValueError(f"{names[0]} and {names[1]} differ in length: {x.size} vs {y.size}")
     keep = ~(np.isnan(x) | np.isnan(y))
     return x[keep], y[keep], int(x.size - keep.sum())
+
+
+def two_sided_p(estimate: float, se: float) -> float:
+    """Two-sided p-value of H0 "the true value is 0" under the normal approximation; NaN without a finite se."""
+    if not (np.isfinite(estimate) and np.isfinite(se)) or se < 0:
+        return float("nan")
+    if se == 0:
+        return 1.0 if estimate == 0 else 0.0
+    return float(2.0 * special.ndtr(-abs(estimate) / se))

@@ -94,7 +94,9 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
     verdicts: list[tuple[str, Verdict]] = []
     ids: dict[str, list[str]] = {}
     for tier, truth in spec.tiers.items():
-        source = regression_source("r1", tier, spec.source) if spec.paired else f"{spec.source}:{tier}"
+        # unpaired data is sampled production traffic of one stratum per tier, every interaction picked
+        source = regression_source("r1", tier, spec.source) if spec.paired else f"traffic:{spec.source}-{tier}"
+        meta = {} if spec.paired else {"inclusion_probability": 1.0, "stratum": tier}
         true = {c: _scores(rng, truth.human_mean, n, lo, hi) for c in criteria}
         judged = {}
         for c in criteria:
@@ -121,6 +123,7 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
                     tier=tier,
                     release="r1",
                     created_at=spec.start + offsets[k],
+                    meta=meta,
                 )
             )
             scores: dict[str, int | None] = {c: int(judged[c][k]) for c in criteria}

@@ -70,12 +70,18 @@ async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(eng
     assert second["anchors"]["judged_now"] == 0 and second["anchors"]["compared_with"] == JUDGE.config_hash
 
     with session_scope(engine) as session:
-        kinds = {k: len(get_snapshots(session=session, kind=k)) for k in ("tiers", "drift", "anchors")}
+        kinds = {k: len(get_snapshots(session=session, kind=k)) for k in ("tiers", "drift", "anchors", "tiers_view")}
         tiers = get_snapshots(session=session, kind="tiers")[0].payload
         records = get_trust_records(session=session, evidence=TrustEvidence.human_labels.value)
         n_verdicts = session.execute(select(func.count()).select_from(table(VerdictRecord))).scalar_one()
         n_snapshots = session.execute(select(func.count()).select_from(table(CalibrationSnapshot))).scalar_one()
-    assert kinds == {"tiers": 1, "drift": 1, "anchors": 1} and n_snapshots == 3
+    # one rendering of the Tiers page per period (7d, 30d, 90d, all time): what the page reads
+    assert kinds == {"tiers": 1, "drift": 1, "anchors": 1, "tiers_view": 4} and n_snapshots == 7
+    assert first["page_views"] == 4
+    assert {(e["estimand"], e["tier"]) for e in tiers["traffic"]} == {
+        ("traffic_quality", "full"),
+        ("traffic_quality", "quantized"),
+    }
     assert {(e["tier"], e["criterion"]) for e in tiers["estimates"]} == {
         (t, c) for t in ("full", "quantized") for c in ("relevance", "faithfulness", "completeness")
     }

@@ -401,6 +401,14 @@ def test_quick_demo_passes_r1_and_r2_and_catches_r3(tmp_path: Path) -> None:
     assert "tier quantized faithfulness" in outcomes[2].result["summary"]
     with session_scope(engine) as session:
         assert accepted_baseline(session=session, tier="quantized").release == "r1"  # type: ignore[union-attr]
+    from judgewatch.calibration.view_snapshot import latest_view
+
+    view = latest_view(engine, rubric_name="answer_quality", period="90d")  # what the Tiers page opens on
+    assert view is not None and "Showing judge series reference" in view.header[0]
+    scores = view.tables["Tier scores"]
+    assert set(scores["estimand"]) == {"release_quality"} and {"r1", "r2", "r3"} <= {
+        p.split(" / ")[0] for p in scores["population"]
+    }
 
 
 async def test_a_golden_set_changed_since_the_baseline_is_noted(db: str, tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 from sqlalchemy import Engine
 
+from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.review.accounts import add_reviewer, set_active
@@ -45,6 +46,7 @@ def seeded(tmp_path: Path) -> Iterator[Engine]:
     start = utcnow() - timedelta(days=2)  # inside the pages' default period (90 days)
     spec = SyntheticSpec(judge=JUDGE, days=2, per_day=30, review_share=0.4, start=start)
     write_synthetic(engine, load_rubric("answer_quality"), spec)
+    save_views(engine, rubric_name="answer_quality", categories=[1.0, 2.0, 3.0, 4.0, 5.0])  # the daily flow's job
     with session_scope(engine, write=True) as session:
         add_reviewer(session=session, name="owner", password=PASSWORD, role="owner")
         add_reviewer(session=session, name="rita", password=PASSWORD, role="reviewer")
@@ -64,6 +66,20 @@ def test_tiers_view_shows_every_table_and_plot(seeded: Engine) -> None:
     assert list(view.counts["scored verdicts"]) == ["60", "60"]
     assert view.alerts.iloc[0, 0] == "No open drift alerts."
     assert all(png_ok(p) for p in (view.estimates_png, view.trend_png, view.agreement_png))
+
+
+def test_tiers_view_reads_the_stored_snapshot_and_says_what_fills_an_empty_page(tmp_path: Path) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path / 'empty.db'}")
+    migrate(engine)
+    view = tiers_view(engine)
+    assert "judgewatch calibrate" in view.header and "judgewatch calibrate" in view.estimates.iloc[0, 0]
+    assert view.estimates_png == b""
+    # verdicts without a snapshot: the page still computes nothing on open
+    write_synthetic(engine, load_rubric("answer_quality"), SyntheticSpec(judge=JUDGE, days=1, per_day=10))
+    assert "judgewatch calibrate" in tiers_view(engine).header
+    save_views(engine, rubric_name="answer_quality")
+    assert "Computed " in tiers_view(engine).header and len(tiers_view(engine, since="").estimates) == 6
+    engine.dispose()
 
 
 def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded: Engine) -> None:

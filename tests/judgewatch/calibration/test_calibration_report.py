@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,6 +91,31 @@ def test_report_command_writes_one_html_file_with_the_plots_inline(db_url: str, 
     assert len(images) == 3
     for data in images:
         assert_png(base64.b64decode(data))
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_json_report_names_each_estimand_with_its_ns_and_p_values(
+    store: Engine, rubric: Rubric, db_url: str, tmp_path: Path
+) -> None:
+    # a release's golden items next to the traffic: they get their own estimand and never enter the traffic one
+    write_synthetic(
+        store, rubric, SyntheticSpec(judge=JUDGE_A, days=1, per_day=40, review_share=0.5, start=START, paired=True)
+    )
+    out = tmp_path / "tiers.json"
+    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--format", "json", "--output", str(out)])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert set(doc["estimands"]) == {"traffic_quality", "release_quality"}
+    assert {(e["estimand"], e["tier"]) for e in doc["traffic"]} == {
+        ("traffic_quality", "full"),
+        ("traffic_quality", "quantized"),
+    }
+    assert all(e["n_sampled"] == 90 and 0 < e["n_labeled"] < 90 and e["n_effective"] > 0 for e in doc["traffic"])
+    assert {(e["estimand"], e["release"], e["n_sampled"]) for e in doc["release"]} == {("release_quality", "r1", 40)}
+    kinds = {g["estimand"] for g in doc["gaps"]}
+    assert kinds == {"tier_gap_traffic", "tier_gap_traffic_mix_adjusted", "tier_gap_same_items"}
+    assert all(0.0 <= g["p_value"] <= 1.0 and g["low"] <= g["estimate"] <= g["high"] for g in doc["gaps"])
+    assert "traffic:synthetic-full" in doc["traffic_covers"]
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

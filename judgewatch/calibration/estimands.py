@@ -1,0 +1,200 @@
+"""One estimand per question, never pooled: traffic quality (production interactions) and release quality
+(a release's golden sets).
+
+Every row of the score frame belongs to exactly one population, read from its interaction's source:
+`traffic:<name>` rows are sampled production traffic, `release:<R>/<tier>/<set>` rows are golden regression
+items, anything else (files judged by hand, judge validation runs) is neither and enters no estimate.
+
+- Traffic quality per tier and criterion: the mean over all production interactions the strata could pick,
+  from the judged sample weighted by 1 / sampling probability and corrected with the human labels on traffic
+  by PPI++ with the combined probability (sampled x routed): `stats.survey_ppi_mean`.
+- Release quality per release, tier, golden set and criterion: the golden items' mean, corrected by labels
+  on those golden items only (weighted by their routing probability): `stats.ppi_mean`.
+A label given on a golden item never corrects a traffic estimate, and the reverse.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_mean, survey_ppi_mean
+
+logger = logging.getLogger(__name__)
+
+TRAFFIC = "traffic_quality"
+RELEASE = "release_quality"
+ESTIMAND_TEXT = {
+    TRAFFIC: "mean human score over all production interactions of the period that a sampling stratum could "
+    "pick (sampling and routing probabilities weighted back, PPI++ corrected)",
+    RELEASE: "mean human score over a release's golden-set items, per tier (PPI corrected with labels on those "
+    "golden items only)",
+}
+_GOLDEN = r"^release:(?P<release>[^/]+)/[^/]+/(?P<dataset>.+)$"
+
+
+@dataclass(frozen=True, slots=True)
+class EstimandRow:
+    """One estimate, labeled with what it estimates and what it rests on.
+
+    n_sampled: judge scores (verdicts) it uses; n_labeled: of those, items with a human label; n_effective: how
+    many labels the human-only estimate would need for the same standard error.
+    """
+
+    estimand: str  # TRAFFIC | RELEASE
+    tier: str
+    criterion: str
+    release: str | None  # release quality only
+    dataset: str | None  # golden set, release quality only
+    estimate: float
+    low: float
+    high: float
+    se: float
+    n_sampled: int
+    n_labeled: int
+    n_effective: float
+    judge_mean: float  # the judge alone (traffic: sampling-weighted), what a dashboard without labels shows
+    human_only: float  # the labels alone, same estimand
+    human_low: float
+    human_high: float
+    n_synthetic_labels: int  # labels made by a program (demo, synthetic), not by people
+    n_dataset_labels: int  # labels derived from a golden set's own annotations (label_via=dataset_annotation)
+    population: float | None = None  # traffic: interactions the sample stands for (sum of 1 / pi)
+
+
+def split_populations(frame: pd.DataFrame) -> pd.Series:
+    """ "traffic", "regression" or "other" per row, from the interaction's source."""
+    source = frame["source"].astype(str)
+    kind = np.select(
+        [source.str.startswith("traffic:"), source.str.match(_GOLDEN)], ["traffic", "regression"], default="other"
+    )
+    return pd.Series(kind, index=frame.index)
+
+
+def traffic_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Traffic rows that carry their sampling probability (the only ones a traffic estimate can weight)."""
+    rows = frame[split_populations(frame) == "traffic"]
+    return rows[np.isfinite(rows["sample_prob"].to_numpy(dtype=float))]
+
+
+def regression_rows(frame: pd.DataFrame) -> pd.DataFrame:
+    """Golden regression rows, with their `release` and golden `dataset` parsed from the source."""
+    rows = frame[split_populations(frame) == "regression"]
+    parts = rows["source"].astype(str).str.extract(_GOLDEN)
+    return rows.assign(release=parts["release"], dataset=parts["dataset"])
+
+
+def _counts(group: pd.DataFrame) -> tuple[int, int]:
+    via = group.loc[group["human"].notna(), "label_via"]
+    return int((via == "synthetic").sum()), int((via == "dataset_annotation").sum())
+
+
+def survey_inputs(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(judge, sampling probability, human label or NaN, routing probability or NaN) of traffic rows."""
+    human = group["human"].to_numpy(dtype=float)
+    route = group["inclusion_prob"].to_numpy(dtype=float)
+    human = np.where(np.isfinite(route), human, np.nan)  # a label without its routing probability cannot weigh
+    return group["judge"].to_numpy(dtype=float), group["sample_prob"].to_numpy(dtype=float), human, route
+
+
+def traffic_estimate(group: pd.DataFrame, *, level: float = 0.95) -> tuple[SurveyEstimate, SurveyEstimate, float]:
+    """(corrected, human-only, judge-only) for one tier and criterion of traffic rows."""
+    f, pi, y, rho = survey_inputs(group)
+    est = survey_ppi_mean(f, pi, y, rho, level=level)
+    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level)
+    judge = float((f / pi).sum() / (1.0 / pi).sum()) if f.size else np.nan
+    return est, human, judge
+
+
+def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[EstimandRow]:
+    """Traffic quality per tier and criterion (see the module docstring)."""
+    rows = traffic_rows(frame)
+    out = []
+    for (tier, criterion), group in rows.groupby(["tier", "criterion"], sort=True):
+        est, human, judge = traffic_estimate(group, level=level)
+        synthetic, dataset = _counts(group)
+        out.append(
+            EstimandRow(
+                TRAFFIC,
+                str(tier),
+                str(criterion),
+                None,
+                None,
+                est.estimate,
+                est.low,
+                est.high,
+                est.se,
+                est.n_sampled,
+                est.n_labeled,
+                est.effective_n,
+                judge,
+                human.estimate,
+                human.low,
+                human.high,
+                synthetic,
+                dataset,
+                est.population,
+            )
+        )
+    return out
+
+
+def _release_ppi(group: pd.DataFrame, level: float) -> tuple[PPIEstimate, PPIEstimate]:
+    lab = group[group["human"].notna() & np.isfinite(group["inclusion_prob"].to_numpy(dtype=float))]
+    y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
+    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=pi if len(lab) else None, level=level)
+    return est, classical_mean(y, inclusion_prob=pi if len(lab) else None, level=level)
+
+
+def release_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[EstimandRow]:
+    """Release quality per release, tier, golden set and criterion: golden items and their labels only."""
+    rows = regression_rows(frame)
+    out = []
+    keys = ["release", "tier", "dataset", "criterion"]
+    for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
+        est, human = _release_ppi(group, level)
+        synthetic, annotated = _counts(group)
+        out.append(
+            EstimandRow(
+                RELEASE,
+                str(tier),
+                str(criterion),
+                str(release),
+                str(dataset),
+                est.estimate,
+                est.low,
+                est.high,
+                est.se,
+                est.n_all,
+                est.n,
+                est.effective_n,
+                float(group["judge"].mean()),
+                human.estimate,
+                human.low,
+                human.high,
+                synthetic,
+                annotated,
+            )
+        )
+    return out
+
+
+def traffic_coverage(frame: pd.DataFrame) -> str:
+    """One sentence saying what the traffic estimand covers: sources, period, strata and their rates."""
+    rows = traffic_rows(frame)
+    if rows.empty:
+        return "No sampled production traffic with stored sampling probabilities: no traffic estimate."
+    sources = ", ".join(sorted(rows["source"].astype(str).unique()))
+    strata = rows.drop_duplicates("interaction_id").groupby("stratum", dropna=False)["sample_prob"].agg(["min", "max"])
+    rates = ", ".join(
+        f"{name}={lo:.3g}" if lo == hi else f"{name}={lo:.3g}..{hi:.3g}" for name, (lo, hi) in strata.iterrows()
+    )
+    start, end = rows["at"].min(), rows["at"].max()
+    return (
+        f"Traffic of {sources} from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} UTC, sampling strata {rates}. "
+        "Interactions that no stratum could pick (rate 0) or that the source's filters dropped are outside the "
+        "estimand."
+    )

@@ -1,0 +1,160 @@
+"""Prediction-powered inference for a population mean under two-phase sampling (traffic -> sample -> labels).
+
+Production traffic reaches the judge in two random steps, each an independent (Poisson) hash-based draw:
+an interaction is *sampled* with probability pi_i (its stratum's rate, stored on the pick) and judged; a
+judged interaction is *routed* to people with probability rho_i (stored on the review item). The estimand is
+the mean human score over every interaction of the population (all traffic the strata could pick), so each
+judged item stands for 1 / pi_i interactions and each labeled one for 1 / (pi_i rho_i):
+
+    theta = lam * F + R,   F = sum_S m f / pi / sum_S m / pi,   R = sum_L m (y - lam f) / (pi rho) / sum_L m / (pi rho)
+
+F is the Hajek mean of the judge scores over the traffic, R the Hajek estimate of the judge's error (PPI++,
+arXiv 2311.01453, with the combined probability), m an optional extra weight that moves the estimand to a
+stated reference mix (post-stratification; 1 = the traffic as it came). lam = 0 is the human-labels-only
+estimate.
+
+Variance (linearization, Poisson design): with u_i = m_i lam (f_i - F) on S and v_i = m_i (r_i - R) on L,
+    N^2 Var ~ sum_S u^2 (1 - pi) / pi^2 + sum_L v^2 / (pi rho)^2 + 2 sum_L u v (1 - pi) / (pi^2 rho)
+The label phase carries no finite-population factor: human labels are noisy measurements, so the estimate
+keeps their noise. lam minimises this expression (closed form, clipped to [0, 1]). Intervals are normal.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from judgewatch.stats.estimate import as_float_array, normal_interval, two_sided_p, z_value
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SurveyEstimate:
+    """A population mean from a weighted sample: `n_sampled` judge scores, `n_labeled` of them with a label.
+
+    `population` is the number of interactions the sample stands for (sum of 1/pi); `effective_n` how many
+    labels the human-only estimate would need for the same standard error.
+    """
+
+    estimate: float
+    low: float
+    high: float
+    se: float
+    n_sampled: int
+    n_labeled: int
+    effective_n: float
+    lam: float
+    population: float
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """`a - b` of two independent estimates, with its interval and two-sided p-value (H0: no difference)."""
+
+    estimate: float
+    low: float
+    high: float
+    se: float
+    p_value: float
+
+
+def _probabilities(values: ArrayLike, name: str, size: int) -> NDArray[np.float64]:
+    arr = as_float_array(values, name)
+    if arr.size != size:
+        raise ValueError(f"{name} has {arr.size} entries for {size} items")
+    if arr.size and (not np.all(np.isfinite(arr)) or np.any((arr <= 0) | (arr > 1))):
+        raise ValueError(f"{name}: probabilities must lie in (0, 1]")
+    return arr
+
+
+def _nan(n_sampled: int, n_labeled: int, population: float, lam: float = np.nan) -> SurveyEstimate:
+    return SurveyEstimate(np.nan, np.nan, np.nan, np.nan, n_sampled, n_labeled, 0.0, lam, population)
+
+
+def survey_ppi_mean(
+    judge: ArrayLike,
+    sample_prob: ArrayLike,
+    human: ArrayLike,
+    route_prob: ArrayLike,
+    *,
+    weight: ArrayLike | None = None,
+    lam: float | None = None,
+    level: float = 0.95,
+) -> SurveyEstimate:
+    """PPI++ mean over the population the sample was drawn from (see the module docstring).
+
+    All arrays are aligned over the n sampled, judged items: `judge` their scores, `sample_prob` their
+    sampling inclusion probabilities, `human` the label (NaN when not labeled), `route_prob` the routing
+    probability (read only where labeled). `weight`: extra weight per item (reference-mix reweighting).
+    """
+    f = as_float_array(judge, "judge")
+    n = f.size
+    if n and not np.all(np.isfinite(f)):
+        raise ValueError("judge holds NaN/inf: only scored verdicts enter an estimate")
+    pi = _probabilities(sample_prob, "sample_prob", n)
+    y = as_float_array(human, "human")
+    if y.size != n:
+        raise ValueError(f"human has {y.size} entries for {n} items")
+    m = np.ones(n) if weight is None else as_float_array(weight, "weight")
+    if m.size != n or (n and (not np.all(np.isfinite(m)) or np.any(m < 0))):
+        raise ValueError("weight must be one finite, non-negative value per item")
+    z_value(level)
+    lab = np.isfinite(y)
+    n_lab = int(lab.sum())
+    ds = m / pi
+    population = float((1.0 / pi).sum())
+    if n == 0 or ds.sum() <= 0:
+        return _nan(n, n_lab, population)
+    rho = _probabilities(np.asarray(route_prob, dtype=np.float64)[lab], "route_prob", n_lab)
+    f_mean = float(ds @ f / ds.sum())
+    a = m * (f - f_mean)  # judge deviations, every sampled item
+    if n_lab == 0:
+        return _nan(n, 0, population, lam if lam is not None else np.nan)
+    pl, fl, yl, ml, al = pi[lab], f[lab], y[lab], m[lab], a[lab]
+    dl = ml / (pl * rho)
+    if dl.sum() <= 0:
+        return _nan(n, n_lab, population)
+    c = 1.0 / (pl * rho) ** 2  # label phase, per unit of squared deviation
+    k = (1.0 - pl) / (pl * pl * rho)  # covariance of the two phases
+    big_a = float(((1.0 - pi) / pi**2) @ (a * a))
+    if lam is None:
+        f_lab = float(dl @ fl / dl.sum())
+        a_l = ml * (fl - f_lab)
+        b = ml * (yl - float(dl @ yl / dl.sum()))
+        denom = big_a + float(c @ (a_l * a_l)) - 2.0 * float(k @ (al * a_l))
+        numer = float(c @ (a_l * b)) - float(k @ (al * b))
+        lam = float(np.clip(numer / denom, 0.0, 1.0)) if denom > 0 and np.isfinite(denom) else 0.0
+    resid = yl - lam * fl
+    rect = float(dl @ resid / dl.sum())
+    estimate = lam * f_mean + rect
+    if n_lab < 2:
+        return SurveyEstimate(estimate, np.nan, np.nan, np.nan, n, n_lab, np.nan, lam, population)
+    v = ml * (resid - rect)
+    small = n_lab / (n_lab - 1.0)
+    total = lam * lam * big_a + small * float(c @ (v * v)) + 2.0 * lam * float(k @ (al * v))
+    scale = float(ds.sum())
+    se = float(np.sqrt(max(total, 0.0)) / scale)
+    yc = ml * (yl - float(dl @ yl / dl.sum()))
+    se_human = float(np.sqrt(small * float(c @ (yc * yc))) / float(dl.sum()))
+    effective_n = n_lab * (se_human / se) ** 2 if se > 0 else np.inf
+    ci = normal_interval(estimate, se, n_lab, level)
+    return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, float(effective_n), lam, population)
+
+
+def survey_human_mean(
+    judge: ArrayLike, sample_prob: ArrayLike, human: ArrayLike, route_prob: ArrayLike, *, level: float = 0.95
+) -> SurveyEstimate:
+    """The human-labels-only estimate of the same population mean (what PPI is measured against)."""
+    return survey_ppi_mean(judge, sample_prob, human, route_prob, lam=0.0, level=level)
+
+
+def difference(a_est: float, a_se: float, b_est: float, b_se: float, *, level: float = 0.95) -> Difference:
+    """Difference of two estimates from independent samples: standard errors add in quadrature."""
+    se = float(np.hypot(a_se, b_se))
+    est = float(a_est - b_est)
+    ci = normal_interval(est, se, 0, level)
+    return Difference(est, ci.low, ci.high, se, two_sided_p(est, se))
