@@ -35,7 +35,7 @@ check: setup  ## lint, types, rubric and dataset checks
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/judgewatch rubric check
-	for d in datasets/*/; do $(BIN)/judgewatch dataset check $$(basename $$d) || exit 1; done
+	for f in datasets/*/data.jsonl; do $(BIN)/judgewatch dataset check $$(basename $$(dirname $$f)) || exit 1; done
 
 review-ui: setup
 	$(BIN)/judgewatch review-ui
