@@ -40,8 +40,9 @@ check: setup  ## lint, types, rubric and dataset checks
 review-ui: setup
 	$(BIN)/judgewatch review-ui
 
-bench: setup
-	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+bench: setup  ## every benchmark, each printing its figure against its limit; fails at the end if any failed
+	@failed=""; for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || failed="$$failed $$b"; done; \
+	if [ -n "$$failed" ]; then echo "benchmarks that failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf .judgewatch reports bench/out
