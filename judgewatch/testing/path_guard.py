@@ -8,7 +8,11 @@ nothing. System paths stay allowed wherever the checkout sits: the interpreter a
 temporary folder, `/usr`, `/etc`, `/proc`, `/sys`, `/dev`, hidden entries beside the checkout (a home
 folder's `.cache`, `.netrc`: user configuration, not data), and any extra root given (pytest's tmp_path base).
 
-Audit hooks cannot be removed, so one guard is installed per process and switched with `active`.
+An allowed root that holds the checkout's parent (the temporary folder, for a clone in `/tmp/x/checkout`) is
+not allowed wholesale, or nothing beside the checkout could be caught; when the checkout sits directly in such
+a root (`/tmp/checkout`), its siblings cannot be told from other temporary files and only the source check
+(tests/judgewatch/testing/test_path_guard.py) applies. Audit hooks cannot be removed, so one guard is installed
+per process and switched with `active`.
 """
 
 from __future__ import annotations
@@ -41,13 +45,19 @@ class PathGuard:
         paths = sysconfig.get_paths()
         roots = [sys.prefix, sys.base_prefix, sys.exec_prefix, paths["purelib"], paths["platlib"], paths["stdlib"]]
         roots += [tempfile.gettempdir(), *SYSTEM_ROOTS, *map(str, allowed)]
-        self.allowed = sorted({os.path.realpath(root) for root in roots})
+        self.allowed: list[str] = []
+        for root in roots:
+            self.allow(root)
         self.offenders: list[str] = []
         self.active = False
 
     def allow(self, root: Path | str) -> None:
-        """Also allow `root` and everything below it (pytest's tmp_path base, known once the session starts)."""
-        self.allowed = sorted({*self.allowed, os.path.realpath(root)})
+        """Also allow `root` and everything below it (pytest's tmp_path base, known once the session starts);
+        ignored when it holds the watched folder (it would allow everything beside the checkout)."""
+        real = os.path.realpath(root)
+        if _within(self.watched, real) and real != self.watched:
+            return
+        self.allowed = sorted({*self.allowed, real})
 
     def offends(self, path: str) -> bool:
         """True when `path` (absolute, or relative to the working folder) lies beside the checkout."""

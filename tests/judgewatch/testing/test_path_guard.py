@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judgewatch.settings import REPO_ROOT
-from judgewatch.testing.path_guard import PathGuard
+from judgewatch.testing.path_guard import PathGuard, install
 
 CHECKED_FOLDERS = ("tests", "bench", "scripts", "judgewatch", "judges", "flows", "review_ui")
 # Path expressions that leave the checkout: a sibling folder of the repository, or a relative climb out of it.
@@ -35,37 +35,54 @@ def _levels_up(match: re.Match[str]) -> int:
     return up + extra.count(".parent")
 
 
+# A checkout somewhere no allowed root covers, whatever folder this one was cloned into.
+CHECKOUT = Path("/srv/judgewatch-guard-probe/checkout")
+
+
 def test_guard_flags_a_sibling_of_the_checkout_and_nothing_inside_it_or_on_the_system() -> None:
-    guard = PathGuard(REPO_ROOT)
-    assert guard.offends(str(REPO_ROOT.parent / "shared" / "data" / "pandalm" / "data" / "testset-v1.json"))
-    assert guard.offends(str(REPO_ROOT / ".." / "main" / "README.md"))  # a climb out through ".."
-    assert not guard.offends(str(REPO_ROOT / "datasets" / "pandalm" / "README.md"))
-    assert not guard.offends(str(REPO_ROOT.parent / ".cache" / "pip"))  # hidden: user configuration
+    guard = PathGuard(CHECKOUT)
+    assert guard.offends(str(CHECKOUT.parent / "shared" / "data" / "pandalm" / "data" / "testset-v1.json"))
+    assert guard.offends(str(CHECKOUT / ".." / "main" / "README.md"))  # a climb out through ".."
+    assert not guard.offends(str(CHECKOUT / "datasets" / "pandalm" / "README.md"))
+    assert not guard.offends(str(CHECKOUT.parent / ".cache" / "pip"))  # hidden: user configuration
     assert not guard.offends("/usr/share/zoneinfo/UTC")
     assert not guard.offends(str(Path(tempfile.gettempdir()) / "anything"))
 
 
+def test_a_checkout_cloned_below_the_temp_folder_is_still_guarded() -> None:
+    checkout = Path(tempfile.gettempdir()) / "fresh-clone" / "judgewatch"
+    guard = PathGuard(checkout)
+    assert guard.offends(str(checkout.parent / "shared" / "data.json"))
+    assert not guard.offends(str(Path(tempfile.gettempdir()) / "gradio" / "upload.txt"))  # not beside it
+
+
 def test_guard_allows_an_extra_root_such_as_pytests_base_temp() -> None:
-    guard = PathGuard(REPO_ROOT)
-    beside = REPO_ROOT.parent / "pytest-base"
+    guard = PathGuard(CHECKOUT)
+    beside = CHECKOUT.parent / "pytest-base"
     assert guard.offends(str(beside / "test_x0" / "db.sqlite"))
     guard.allow(beside)
     assert not guard.offends(str(beside / "test_x0" / "db.sqlite"))
 
 
-def test_installed_hook_records_an_open_beside_the_checkout(path_guard: PathGuard) -> None:
-    probe = REPO_ROOT.parent / "shared" / "no-such-file-judgewatch-guard-probe.json"
-    with path_guard.watching() as found:
+def test_the_session_guard_watches_every_test(path_guard: PathGuard) -> None:
+    assert path_guard.active and path_guard.repo_root == str(REPO_ROOT.resolve())
+
+
+def test_installed_hook_records_an_open_beside_the_checkout() -> None:
+    guard = install(CHECKOUT)  # an audit hook of its own, inactive outside `watching()`
+    probe = CHECKOUT.parent / "shared" / "no-such-file.json"
+    with guard.watching() as found:
         with pytest.raises(OSError):
             probe.read_text()
         (REPO_ROOT / "pyproject.toml").read_text()
-    assert found == [str(probe.resolve())]
+    assert found == [str(probe)]
 
 
-def test_installed_hook_records_a_directory_listing_beside_the_checkout(path_guard: PathGuard) -> None:
-    with path_guard.watching() as found, contextlib.suppress(OSError):
-        list(REPO_ROOT.parent.iterdir())
-    assert found == [str(REPO_ROOT.parent.resolve())]
+def test_installed_hook_records_a_directory_listing_beside_the_checkout() -> None:
+    guard = install(CHECKOUT)
+    with guard.watching() as found, contextlib.suppress(OSError):
+        list((CHECKOUT.parent / "shared").iterdir())
+    assert found == [str(CHECKOUT.parent / "shared")]
 
 
 @pytest.mark.parametrize("pattern", ESCAPES, ids=lambda p: p.pattern)
