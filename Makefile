@@ -35,7 +35,7 @@ check: setup  ## lint, types, rubric and dataset checks
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/judgewatch rubric check
-	for d in datasets/*/; do $(BIN)/judgewatch dataset check $$(basename $$d) || exit 1; done
+	for f in datasets/*/data.jsonl; do $(BIN)/judgewatch dataset check $$(basename $$(dirname $$f)) || exit 1; done
 
 stack-up: setup  ## the service on 127.0.0.1: Prefect server on PostgreSQL, work pool + 2 workers, deployments, judge, review UI
 	bash scripts/stack.sh up
@@ -49,8 +49,9 @@ stack-status:  ## each part of the stack, its URL or PID, healthy or not
 review-ui: setup
 	$(BIN)/judgewatch review-ui
 
-bench: setup
-	for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+bench: setup  ## every benchmark, each printing its figure against its limit; fails at the end if any failed
+	@failed=""; for b in bench/*.py; do echo "== $$b"; $(BIN)/python $$b || failed="$$failed $$b"; done; \
+	if [ -n "$$failed" ]; then echo "benchmarks that failed:$$failed"; exit 1; fi
 
 clean:
 	rm -rf .judgewatch reports bench/out

@@ -93,16 +93,25 @@ def timed_run(coro: Coroutine[Any, Any, T]) -> tuple[T, float, float]:
 
 
 async def bare_loop(url: str, requests: list[dict[str, Any]], concurrency: int) -> int:
-    """The floor: one AsyncOpenAI client, a semaphore, the same requests, nothing else."""
+    """The floor: one AsyncOpenAI client, a semaphore, the same requests, nothing else.
+
+    Same timeouts as the judge client (judges/chat_client.py). A failed request is counted, not raised, so
+    the benchmark ends with how many failed (a loaded machine can miss a connect timeout), not a traceback.
+    """
     http = openai.DefaultAsyncHttpxClient(
-        limits=httpx2.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency)
+        limits=httpx2.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency),
+        timeout=httpx2.Timeout(65.0, connect=10.0),
     )
     client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=0, http_client=http)
     semaphore = asyncio.Semaphore(concurrency)
 
     async def one(request: dict[str, Any]) -> str | None:
-        async with semaphore:
-            completion = await client.chat.completions.create(model=MODEL, temperature=0, seed=1234, **request)
+        try:
+            async with semaphore:
+                completion = await client.chat.completions.create(model=MODEL, temperature=0, seed=1234, **request)
+        except openai.APIError as exc:
+            print(f"bare loop: request failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
         return completion.choices[0].message.content
 
     replies = await asyncio.gather(*(one(r) for r in requests))
@@ -155,7 +164,8 @@ def main() -> None:
         asyncio.run(bare_loop(url, requests[: args.concurrency], args.concurrency))  # warm-up
         for r in range(args.rounds):
             done, wall, cpu = timed_run(bare_loop(url, requests, args.concurrency))
-            assert done == len(items)
+            if done != len(items):
+                raise SystemExit(f"bare loop: {len(items) - done} of {len(items)} requests failed: no valid figure")
             bare_runs.append((len(items) / wall, cpu * 1000 / len(items)))
 
             engine = make_engine(f"sqlite:///{tmp / f'round{r}.db'}")

@@ -7,7 +7,7 @@ Stated limits: coverage >= 0.93; width ratio < 1 (the judge must narrow the inte
 Preference encoding: 1 = response1 better, 0 = response2 better, 0.5 = tie; an unscored judge verdict
 (gpt-3.5 "garbage") is dropped from the kappa and predicts 0.5 for PPI.
 
-Run: .venv/bin/python bench/ppi_pandalm.py [--data ../shared/data/pandalm]
+Run: .venv/bin/python bench/ppi_pandalm.py [--data datasets/pandalm]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from judgewatch.stats.coverage import subset_coverage
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.pandalm import load_pandalm, preference_score
 
-DEFAULT_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pandalm"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "datasets" / "pandalm"
 COVERAGE_LIMIT = 0.93
 WIDTH_LIMIT = 1.0
 

@@ -1,11 +1,12 @@
 """Benchmark: how well the offline reference judge separates right from wrong answers, and how fast it is.
 
-Data (../shared/data, real and labeled by others; see each SOURCE.md):
-- HaluEval QA (en), `generation/qa/qa_{one,multi}-turn_data.json`: 500 questions, each with its knowledge
-  (the reference facts), the HotpotQA gold answer (right) and a ChatGPT-written hallucinated answer (wrong).
+Data (in the repository as released upstream, real and labeled by others; see each folder's README.md):
+- HaluEval QA (en), `datasets/halueval_upstream/generation/qa/qa_{one,multi}-turn_data.json`: 500 questions,
+  each with its knowledge (the reference facts), the HotpotQA gold answer (right) and a ChatGPT-written
+  hallucinated answer (wrong).
   The right answer is never given to the judge as a reference: only the knowledge is.
-- HalluQA (zh), `HalluQA.json`: 450 questions with human-written correct and wrong answers. The judged correct
-  answer must not be its own reference, so:
+- HalluQA (zh), `datasets/halluqa_upstream/HalluQA.json`: 450 questions with human-written correct and wrong
+  answers. The judged correct answer must not be its own reference, so:
   * questions with 2-4 correct answers (265): leave-one-out. For k = 1..4, correct answer k and wrong answer k
     are both judged against the *other* correct answers (the first of them as the reference answer, all of
     them plus a textual `Source` evidence as reference facts): the same references for both sides of a pair.
@@ -17,7 +18,7 @@ AUROC = P(score of a right answer > score of a wrong one), ties 1/2; 95% interva
 that resamples questions (both answers of a question stay together). The judge was tuned on a development
 half (HaluEval items 0-249, HalluQA question_id <= 225); the other half is reported separately as held out.
 
-Run: .venv/bin/python bench/reference_judge_quality.py [--data-dir DIR] [--bootstrap N]
+Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT
 
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data"
+DATASETS = REPO_ROOT / "datasets"
 CHANCE = 0.5
 LEXICAL_OVERLAP = {"halueval": 0.92, "halluqa": 0.86}  # JUDGE_RUNTIME.md, 200 x 2 and 150 x 2 items
 SMOLLM2 = {"halueval": 0.52, "halluqa": 0.50}  # the same page: the real LLM judge on these machines
@@ -56,8 +57,8 @@ class Case:
     dev: bool  # in the half the judge's design choices were tuned on
 
 
-def halueval_cases(data_dir: Path, variant: str = "one-turn") -> list[Case]:
-    path = data_dir / "halueval" / "generation" / "qa" / f"qa_{variant}_data.json"
+def halueval_cases(folder: Path, variant: str = "one-turn") -> list[Case]:
+    path = folder / "generation" / "qa" / f"qa_{variant}_data.json"
     cases = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         row = json.loads(line)
@@ -73,13 +74,13 @@ def halueval_cases(data_dir: Path, variant: str = "one-turn") -> list[Case]:
     return cases
 
 
-def halluqa_cases(data_dir: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
+def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
     """(cases, number of questions left out because their only correct answer would be its own reference).
 
     `leaky=True` builds the scheme this benchmark avoids (every correct answer among the references of both
     sides, the judged one included), only to show how much that leak would inflate the figure.
     """
-    rows = json.loads((data_dir / "halluqa" / "HalluQA.json").read_text(encoding="utf-8"))
+    rows = json.loads((folder / "HalluQA.json").read_text(encoding="utf-8"))
     cases: list[Case] = []
     left_out = 0
     for row in rows:
@@ -175,7 +176,8 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("JUDGEWATCH_BENCH_DATA", DEFAULT_DATA)))
+    parser.add_argument("--halueval", type=Path, default=DATASETS / "halueval_upstream", help="HaluEval QA files")
+    parser.add_argument("--halluqa", type=Path, default=DATASETS / "halluqa_upstream", help="HalluQA.json's folder")
     parser.add_argument("--bootstrap", type=int, default=2000)
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
@@ -192,7 +194,7 @@ def main() -> None:
         return lambda c: float(judge.judge_sync(c.item, rubric).scores[criterion] or 0)
 
     print(f"reference judge quality (rubric {rubric.name} {rubric.version}, bootstrap {n} x, seed {SEED})")
-    halueval = halueval_cases(args.data_dir)
+    halueval = halueval_cases(args.halueval)
     print("\nHaluEval QA one-turn (en): right vs hallucinated answer, the knowledge as reference facts")
     he = report("faithfulness, raw", halueval, raw("faithfulness"), n)
     report("faithfulness, integer 1-5", halueval, level("faithfulness"), n)
@@ -207,12 +209,12 @@ def main() -> None:
         f"ratio {he / LEXICAL_OVERLAP['halueval']:.2f}; vs shorter-is-right {shorter:.3f}: ratio {he / shorter:.2f}; "
         f"vs SmolLM2-135M {SMOLLM2['halueval']:.2f}: ratio {he / SMOLLM2['halueval']:.2f}"
     )
-    multi = halueval_cases(args.data_dir, "multi-turn")
+    multi = halueval_cases(args.halueval, "multi-turn")
     print("\nHaluEval QA multi-turn (en): same questions and right answers, other hallucinated answers")
     report("faithfulness, raw", multi, raw("faithfulness"), n)
     report("  held-out half (items 250-499), raw", [c for c in multi if not c.dev], raw("faithfulness"), n)
 
-    halluqa, left_out = halluqa_cases(args.data_dir)
+    halluqa, left_out = halluqa_cases(args.halluqa)
     loo = [c for c in halluqa if c.item.reference_answer]
     print(
         f"\nHalluQA (zh): correct vs wrong human answers, leave-one-out references "
@@ -229,7 +231,7 @@ def main() -> None:
         f"unstated): ratio {hq / LEXICAL_OVERLAP['halluqa']:.2f}; vs SmolLM2-135M {SMOLLM2['halluqa']:.2f}: "
         f"ratio {hq / SMOLLM2['halluqa']:.2f}"
     )
-    leaky = [c for c in halluqa_cases(args.data_dir, leaky=True)[0] if c.item.reference_answer]
+    leaky = [c for c in halluqa_cases(args.halluqa, leaky=True)[0] if c.item.reference_answer]
     leak = auroc(np.array([raw("faithfulness")(c) for c in leaky]), np.array([c.right for c in leaky]))
     print(
         f"  not a measurement: with the judged answer among its own references (the leak avoided above) "

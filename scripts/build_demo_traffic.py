@@ -1,7 +1,10 @@
 """Build examples/traffic/halluqa_gateway_log.jsonl: HalluQA's real model answers as an OpenAI-gateway log.
 
 Deterministic: the same input data gives byte-identical output. Usage:
-    .venv/bin/python scripts/build_demo_traffic.py [--data ../shared/data/halluqa] [--out examples/traffic]
+    .venv/bin/python scripts/build_demo_traffic.py HALLUQA_FOLDER [--out examples/traffic]
+
+HALLUQA_FOLDER holds upstream HalluQA's `HalluQA.json` and `Chinese_LLMs_outputs/open_generation/` files
+(the repository does not carry the model outputs: only the log built from them).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "halluqa"
 OUTPUTS = {  # model name as logged -> file under Chinese_LLMs_outputs/open_generation/
     "gpt-4-0613": "gpt-4-0613_output_qa_prompt.json",
     "gpt-3.5-turbo-0613": "gpt-3.5-turbo-0613_output_qa_prompt.json",
@@ -120,7 +122,7 @@ def build(data: Path, out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("data", type=Path, help="upstream HalluQA folder (HalluQA.json, Chinese_LLMs_outputs/)")
     parser.add_argument("--out", type=Path, default=REPO / "examples" / "traffic")
     args = parser.parse_args()
     target = build(args.data, args.out)

@@ -1,9 +1,13 @@
-"""Build the shipped golden regression sets in datasets/ from the real data in ../shared/data.
+"""Build the shipped golden regression sets in datasets/ from the upstream HaluEval and HalluQA files.
 
 Deterministic: the same inputs give byte-identical outputs (no timestamps, upstream order kept), so a
 re-run that changes a file means the inputs or this script changed, and the set's `version` must be bumped.
 
-    .venv/bin/python scripts/build_golden_sets.py [--source ../shared/data] [--out datasets]
+    .venv/bin/python scripts/build_golden_sets.py --halueval datasets/halueval_upstream \
+        --halluqa datasets/halluqa_upstream [--out datasets]
+
+Each source folder holds the upstream files at their upstream paths, the upstream `LICENSE`, and a card
+(`README.md` or `SOURCE.md`) naming the commit they were copied from.
 """
 
 from __future__ import annotations
@@ -91,14 +95,14 @@ def _read_json_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _check_source(folder: Path, commit: str) -> None:
-    """Refuse to build from a copy whose SOURCE.md names another commit: the cards would lie."""
-    if commit not in (folder / "SOURCE.md").read_text(encoding="utf-8"):
-        raise SystemExit(f"{folder}/SOURCE.md does not name commit {commit}: update this script first")
+    """Refuse to build from a copy whose card names another commit: the golden sets' cards would lie."""
+    cards = [folder / name for name in ("README.md", "SOURCE.md") if (folder / name).is_file()]
+    if not any(commit in card.read_text(encoding="utf-8") for card in cards):
+        raise SystemExit(f"{folder}: no README.md or SOURCE.md naming commit {commit}: update this script first")
 
 
-def build_halueval_qa(source: Path) -> list[dict[str, Any]]:
+def build_halueval_qa(folder: Path) -> list[dict[str, Any]]:
     """One row per HaluEval QA question; both strategies' hallucinated answers become known-bad answers."""
-    folder = source / "halueval"
     _check_source(folder, HALUEVAL["commit"])
     one_turn, multi_turn = (_read_json_lines(folder / name) for name in HALUEVAL["files"])
     assert len(one_turn) == len(multi_turn) == 500, "expected the 500-question HaluEval QA candidates"
@@ -137,9 +141,8 @@ def _answers(record: dict[str, Any], prefix: str) -> list[str]:
     return list(dict.fromkeys(v.strip() for v in values if isinstance(v, str) and v.strip()))
 
 
-def build_halluqa(source: Path) -> list[dict[str, Any]]:
+def build_halluqa(folder: Path) -> list[dict[str, Any]]:
     """One row per HalluQA question: human correct answers are good, human wrong answers are bad."""
-    folder = source / "halluqa"
     _check_source(folder, HALLUQA["commit"])
     records = json.loads((folder / "HalluQA.json").read_text(encoding="utf-8"))
     assert len(records) == 450, "expected the 450 HalluQA questions"
@@ -344,12 +347,13 @@ answers, {bad} bad answers.
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=REPO_ROOT.parent / "shared" / "data")
+    parser.add_argument("--halueval", type=Path, required=True, help="HaluEval files (e.g. datasets/halueval_upstream)")
+    parser.add_argument("--halluqa", type=Path, required=True, help="HalluQA files (e.g. datasets/halluqa_upstream)")
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "datasets")
     args = parser.parse_args()
     builds = [
-        ("halueval_qa", build_halueval_qa(args.source), halueval_card, args.source / "halueval" / "LICENSE"),
-        ("halluqa", build_halluqa(args.source), halluqa_card, args.source / "halluqa" / "LICENSE"),
+        ("halueval_qa", build_halueval_qa(args.halueval), halueval_card, args.halueval / "LICENSE"),
+        ("halluqa", build_halluqa(args.halluqa), halluqa_card, args.halluqa / "LICENSE"),
     ]
     for name, rows, card, licence in builds:
         write_set(args.out, name, rows, *card(rows), licence)

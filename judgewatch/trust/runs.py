@@ -7,7 +7,7 @@ not a silent switch to the reference judge (whose figures would then be filed un
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
@@ -23,12 +23,15 @@ from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, policy_from_settings
+from judgewatch.trust.progress import CallMeter, MeteredJudge, MeteredPairwiseJudge
 from judgewatch.trust.records import trust_for
-from judgewatch.trust.validate import validate_judge, validate_pairwise
+from judgewatch.trust.validate import known_pairs, validate_judge, validate_pairwise
 
 logger = logging.getLogger(__name__)
 
 DEMO_DATASETS = ("halueval_qa_mini", "halluqa_mini")
+DEMO_PAIRWISE_DATASETS = ("halueval_qa_mini",)
+DEMO_LIMIT = 20  # known-answer pairs per set: the trust policy's default minimum, so the record is conclusive
 POINTWISE_RUBRIC = "answer_quality"
 PAIRWISE_RUBRIC = "pairwise_preference"
 
@@ -107,6 +110,21 @@ async def validate(
     return report
 
 
+def planned_calls(
+    sets: Sequence[GoldenSet], pairwise_sets: Sequence[GoldenSet], limit: int | None, pairwise_limit: int | None
+) -> int:
+    """Judge calls a validation makes: a good and a bad answer per pointwise pair, both orders per pairwise pair."""
+    pointwise = sum(2 * len(known_pairs(golden, limit=limit).good) for golden in sets)
+    return pointwise + sum(2 * len(known_pairs(golden, limit=pairwise_limit).good) for golden in pairwise_sets)
+
+
+def metered(under_test: JudgeUnderTest, meter: CallMeter) -> JudgeUnderTest:
+    """The same judge whose every call ticks `meter` (for a progress line while a slow judge is measured)."""
+    return JudgeUnderTest(
+        under_test.label, MeteredJudge(under_test.pointwise, meter), MeteredPairwiseJudge(under_test.pairwise, meter)
+    )
+
+
 async def ademo_trust_step(
     engine: Engine,
     judge_url: str,
@@ -114,32 +132,51 @@ async def ademo_trust_step(
     *,
     settings: Settings | None = None,
     datasets: Sequence[str] = DEMO_DATASETS,
-    limit: int | None = None,
-    pairwise_limit: int | None = 20,
+    pairwise_datasets: Sequence[str] = DEMO_PAIRWISE_DATASETS,
+    limit: int | None = DEMO_LIMIT,
+    pairwise_limit: int | None = DEMO_LIMIT,
     concurrency: int = 8,
     policy: TrustPolicy | None = None,
+    include_reference: bool = True,
+    echo: Callable[[str], None] | None = None,
+    every_s: float = 5.0,
 ) -> TrustVerdict:
-    """The demo's trust step: measure the reference judge, then the vLLM judge, on the mini golden sets.
+    """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first).
 
     Returns the vLLM judge's verdict under the `answer_quality` rubric, the one a gate with that judge states
-    (its configuration hash is the one `build_judge(judge_url, settings, model)` produces). Pairwise
-    validation (both orders, `pairwise_limit` pairs per set) is stored beside it for the Judges page. An
-    unreachable judge is not measured: the verdict is then whatever was stored before (unmeasured if nothing).
-    2 x 40 x 2 pointwise + 2 x 20 x 2 pairwise calls took 5-6 minutes with SmolLM2 on a shared 2-core machine;
-    `limit=20` (still conclusive under the default 20-item minimum) roughly halves that. `concurrency` stays
-    low on purpose: a CPU vLLM serves a few requests at a time, and 64 queued requests end in client timeouts
-    that would count as unscored.
+    (its configuration hash is the one `build_judge(judge_url, settings, model)` produces); its record states
+    n and the AUROC interval. Pairwise validation (both orders, `pairwise_limit` pairs of `pairwise_datasets`)
+    is stored beside it for the Judges page. An unreachable judge is not measured: the verdict is then whatever
+    was stored before (unmeasured if nothing). With `echo`, a progress line (calls done, calls/s, time left)
+    is printed at most every `every_s` seconds while the vLLM judge is measured.
+    Defaults: 2 sets x 20 pairs x 2 answers + 20 pairs x 2 orders = 120 calls, about 2 minutes with SmolLM2 on
+    a shared 2-core machine (the full mini sets, 240 calls, took 4-6). `concurrency` stays low on purpose: a
+    CPU vLLM serves a few requests at a time, and 64 queued requests end in client timeouts that would count
+    as unscored.
     """
     settings = settings or get_settings()
     policy = policy or policy_from_settings(settings)
-    rubrics = [load_rubric(POINTWISE_RUBRIC, settings.rubrics_dir), load_rubric(PAIRWISE_RUBRIC, settings.rubrics_dir)]
+    pointwise = load_rubric(POINTWISE_RUBRIC, settings.rubrics_dir)
+    pairwise = load_rubric(PAIRWISE_RUBRIC, settings.rubrics_dir)
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in datasets]
-    for spec in (REFERENCE, judge_url):
+    pair_sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in pairwise_datasets]
+    for spec in (REFERENCE, judge_url) if include_reference else (judge_url,):
         [under_test] = judges_under_test(spec, settings, model, concurrency)
-        try:
-            report = await validate(
-                under_test, rubrics, sets, engine=engine, policy=policy, limit=limit, pairwise_limit=pairwise_limit
+        if echo is not None and spec != REFERENCE:
+            total = planned_calls(sets, pair_sets, limit, pairwise_limit)
+            echo(
+                f"{total} judge calls planned ({len(sets)} sets x {limit} known-answer pairs, both answers;"
+                f" {len(pair_sets)} set x {pairwise_limit} pairs, both orders)"
             )
+            under_test = metered(under_test, CallMeter(total, echo, every_s=every_s))
+        try:
+            report = await validate(under_test, [pointwise], sets, engine=engine, policy=policy, limit=limit)
+            if pair_sets:
+                pair_report = await validate(
+                    under_test, [pairwise], pair_sets, engine=engine, policy=policy, limit=pairwise_limit
+                )
+                report.records += pair_report.records
+                report.verdicts += pair_report.verdicts
             for verdict in report.verdicts:
                 (logger.info if verdict.trustworthy else logger.warning)("judge trust: %s", verdict.summary)
         except JudgeUnreachable as exc:
@@ -148,6 +185,6 @@ async def ademo_trust_step(
             await under_test.aclose()
     [vllm] = judges_under_test(judge_url, settings, model)
     try:
-        return trust_for(engine, vllm.pointwise.identity(rubrics[0]), rubrics[0].identity, policy=policy)
+        return trust_for(engine, vllm.pointwise.identity(pointwise), pointwise.identity, policy=policy)
     finally:
         await vllm.aclose()

@@ -375,7 +375,7 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     assert broken.exit_code == 2 and "is not an http(s) URL" in broken.output
 
 
-def test_quick_demo_passes_r1_and_r2_and_catches_r3(tmp_path: Path) -> None:
+def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(tmp_path: Path) -> None:
     import asyncio
 
     from flows.regression import post_release_regression
@@ -394,11 +394,13 @@ def test_quick_demo_passes_r1_and_r2_and_catches_r3(tmp_path: Path) -> None:
 
     lines: list[str] = []
     outcomes = run_demo(engine, Settings(data_dir=tmp_path), run_gate, lines.append, quick=True, judge_trust=False)
-    assert [(o.release, o.result["exit_code"]) for o in outcomes] == [("r1", 0), ("r2", 0), ("r3", 1)]
+    assert [(o.release, o.result["exit_code"]) for o in outcomes] == [("r1", 0), ("r2", 0), ("r3", 1), ("r4", 2)]
     assert all(o.as_expected for o in outcomes)
     text_out = "\n".join(lines)
     assert "RECORDED answers built from the real data" in text_out and "trustworthy" in text_out
     assert "tier quantized faithfulness" in outcomes[2].result["summary"]
+    assert any("did not answer GET /models" in reason for reason in outcomes[3].result["reasons"])
+    assert "the gate's three outcomes (pass 0, regression 1, cannot evaluate 2)" in text_out
     with session_scope(engine) as session:
         assert accepted_baseline(session=session, tier="quantized").release == "r1"  # type: ignore[union-attr]
     from judgewatch.calibration.view_snapshot import latest_view

@@ -17,7 +17,7 @@ from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
 from judgewatch.settings import REPO_ROOT
 
-HALUEVAL_QA = REPO_ROOT.parent / "shared" / "data" / "halueval" / "generation" / "qa" / "qa_one-turn_data.json"
+HALUEVAL_QA = REPO_ROOT / "datasets" / "halueval_upstream" / "generation" / "qa" / "qa_one-turn_data.json"
 # Measured on these 100 questions: 0.95 (bootstrap 95% 0.92-0.98); the floor leaves room below the interval.
 FIRST_100_AUROC_FLOOR = 0.85
 
@@ -204,7 +204,6 @@ async def test_it_is_a_judge_with_a_reference_identity_and_no_token_cost(
     await judge.aclose()
 
 
-@pytest.mark.skipif(not HALUEVAL_QA.exists(), reason=f"needs the HaluEval QA data at {HALUEVAL_QA}")
 def test_faithfulness_separates_right_from_hallucinated_answers_on_the_first_100_halueval_questions() -> None:
     judge = ReferenceJudge()
     scores: list[float] = []

@@ -1,8 +1,13 @@
 """The review app served on 127.0.0.1 (a free port, in this process) over a seeded SQLite store, and Debian's
-chromium for pytest-playwright (never a playwright browser download; see UI_TESTING.md)."""
+chromium for pytest-playwright (never a playwright browser download; see UI_TESTING.md).
+
+Without chromium the browser tests skip on a developer's machine but FAIL when `CI` is set: a skipped browser
+test in CI would hide a missing part.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 from collections.abc import Iterator
@@ -31,11 +36,19 @@ XSS = (
 )
 
 
+def chromium_required() -> bool:
+    """True in CI (any non-empty `CI` but "false"/"0", as CI services set it): a missing browser is a failure."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 @pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.skip("Debian's chromium is not installed (apt-get install -y chromium)")
+        missing = "Debian's chromium is not installed (apt-get install -y chromium; `make test` does it)"
+        if chromium_required():
+            pytest.fail(f"{missing}, and CI is set: browser tests may not be skipped in CI", pytrace=False)
+        pytest.skip(missing)
     return {
         **browser_type_launch_args,
         "executable_path": chromium,

@@ -19,7 +19,6 @@ from judgewatch.regression.golden import GoldenSet, GoldenSetError, check_golden
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATASETS_DIR = REPO_ROOT / "datasets"
-SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 # By name: tools run from the repo root take the `datasets/` data folder for the HF package.
 hf_datasets = importlib.import_module("datasets")
 SHIPPED = [("halueval_qa", "en", 500), ("halluqa", "zh", 450)]
@@ -115,7 +114,8 @@ def test_datasets_folder_holds_no_python_that_could_shadow_hf_datasets() -> None
 
 def test_build_script_reproduces_the_shipped_files_byte_for_byte(tmp_path: Path) -> None:
     script = REPO_ROOT / "scripts" / "build_golden_sets.py"
-    subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True, capture_output=True)
+    sources = ["--halueval", DATASETS_DIR / "halueval_upstream", "--halluqa", DATASETS_DIR / "halluqa_upstream"]
+    subprocess.run([sys.executable, script, *sources, "--out", tmp_path], check=True, capture_output=True)
 
     built = sorted(path.relative_to(tmp_path) for path in tmp_path.rglob("*") if path.is_file())
     assert len(built) == 12

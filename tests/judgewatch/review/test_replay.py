@@ -14,7 +14,7 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.verdicts import VerdictRecord
 
-PANDALM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pandalm"
+PANDALM = Path(__file__).resolve().parents[3] / "datasets" / "pandalm"
 FULL = {"relevance": 4, "faithfulness": 4, "completeness": 4}
 
 

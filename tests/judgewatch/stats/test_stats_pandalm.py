@@ -17,7 +17,7 @@ from judgewatch.stats.agreement import cohen_kappa
 from judgewatch.stats.coverage import subset_coverage
 from judgewatch.stats.pandalm import PandaLMSet, load_pandalm, majority, preference_score
 
-PANDALM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pandalm"
+PANDALM = Path(__file__).resolve().parents[3] / "datasets" / "pandalm"
 
 
 @pytest.fixture(scope="module")

@@ -46,6 +46,20 @@ async def test_demo_step_measures_both_judges_and_returns_the_endpoint_judges_ve
     assert all(r.trustworthy for r in rows if r.judge.startswith("reference"))
 
 
+async def test_demo_step_prints_progress_and_its_plan_matches_the_calls_made(engine: Engine) -> None:
+    settings, lines = _settings(), []
+    with run_simulator_in_thread(latency_ms=1) as sim:
+        verdict = await ademo_trust_step(
+            engine, sim.base_url, "sim-judge", settings=settings, include_reference=False, echo=lines.append
+        )
+    planned = int(lines[0].split()[0])
+    assert planned == 2 * 2 * 20 + 2 * 20  # two sets x 20 pairs x 2 answers, one set x 20 pairs x 2 orders
+    assert f"{planned}/{planned} calls" in lines[-1] and "calls/s" in lines[-1] and "done in" in lines[-1]
+    assert all(e.n_items == 20 for e in verdict.evidence)  # the record states n (and its interval)
+    assert "AUROC" in verdict.summary and "n=20" in verdict.summary
+    assert {r.judge for r in leaderboard(engine)} == {"openai:sim-judge"}  # the reference judge was not re-measured
+
+
 async def test_demo_step_with_an_unreachable_judge_leaves_it_unmeasured(engine: Engine) -> None:
     verdict = await ademo_trust_step(engine, "http://127.0.0.1:9/v1", "nobody", settings=_settings(), limit=20)
     assert verdict.trustworthy is None and "UNMEASURED" in verdict.summary

@@ -1,0 +1,117 @@
+"""A progress line for long judge measurements: calls done of the planned total, calls per second, time left.
+
+Measuring a CPU-served judge takes minutes; a silent terminal for that long looks like a hang. The judges are
+wrapped (`MeteredJudge`, `MeteredPairwiseJudge`) so every finished call, scored or not, ticks one meter, which
+prints a line at most every `every_s` seconds and once at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from judges.base import Judge
+from judges.pairwise import PairCall, PairwiseJudge
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
+
+logger = logging.getLogger(__name__)
+
+BAR_WIDTH = 24
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
+
+
+class CallMeter:
+    """Counts finished calls against `total` and reports progress through `echo` (throttled by `every_s`)."""
+
+    def __init__(
+        self,
+        total: int,
+        echo: Callable[[str], None],
+        *,
+        every_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if total < 1:
+            raise ValueError(f"a meter needs at least one planned call, got {total}")
+        self.total, self.echo, self.every_s, self.clock = total, echo, every_s, clock
+        self.done = 0
+        self.started = clock()
+        self._last_report = self.started
+
+    def line(self) -> str:
+        """'[######------------------]  30/120 calls, 1.4 calls/s, about 1 min 04 s left'."""
+        elapsed = self.clock() - self.started
+        filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
+        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        if self.done >= self.total:
+            left = f"done in {_duration(elapsed)}"
+        elif rate > 0:
+            left = f"about {_duration((self.total - self.done) / rate)} left"
+        else:
+            left = "time left unknown yet"
+        return f"[{bar}] {self.done:>{len(str(self.total))}}/{self.total} calls, {rate:.1f} calls/s, {left}"
+
+    def tick(self) -> None:
+        """One call finished; report when `every_s` has passed since the last report, or at the last call."""
+        self.done += 1
+        now = self.clock()
+        if self.done == self.total or now - self._last_report >= self.every_s:
+            self._last_report = now
+            self.echo(self.line())
+
+
+class MeteredJudge:
+    """A pointwise judge that ticks `meter` after every call; everything else is the wrapped judge's own."""
+
+    def __init__(self, judge: Judge, meter: CallMeter) -> None:
+        self.wrapped, self.meter = judge, meter
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return self.wrapped.identity(rubric)
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        try:
+            return await self.wrapped.judge(item, rubric)
+        finally:
+            self.meter.tick()
+
+    async def aclose(self) -> None:
+        await self.wrapped.aclose()
+
+    def __getattr__(self, name: str) -> Any:  # health(), base_url...: the wrapped judge's
+        if name == "wrapped":  # not set yet (copying): no recursion
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
+
+
+class MeteredPairwiseJudge:
+    """A pairwise judge that ticks `meter` after every call; everything else is the wrapped judge's own."""
+
+    def __init__(self, judge: PairwiseJudge, meter: CallMeter) -> None:
+        self.wrapped, self.meter = judge, meter
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return self.wrapped.identity(rubric)
+
+    async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:
+        try:
+            return await self.wrapped.prefer(item, answer_a, answer_b, rubric)
+        finally:
+            self.meter.tick()
+
+    async def aclose(self) -> None:
+        await self.wrapped.aclose()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "wrapped":
+            raise AttributeError(name)
+        return getattr(self.wrapped, name)
