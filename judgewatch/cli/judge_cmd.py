@@ -3,6 +3,7 @@
 Every input row yields one output row or one quarantined row (stored, and listed with its line number);
 every verdict is stored too. Exit 0 when the run completed, even with unscored or quarantined rows; exit 2
 with a one-line message when it could not run (unreadable input, unknown rubric, no judge reachable).
+Running the same input, rubric and judge again resumes: rows with a stored verdict are not sent again.
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ def judge(
     fallback_reference: Annotated[
         bool, typer.Option(help="Fall back to the offline reference judge when the URL judges are down")
     ] = True,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Reuse the verdicts stored by an earlier run of the same input, rubric and judge"),
+    ] = True,
 ) -> None:
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
     settings = get_settings()
@@ -66,7 +71,7 @@ def judge(
         identity = _content_hash(input)
         engine = open_store(database_url or settings.effective_database_url)
         try:
-            summary, quarantined, run = asyncio.run(
+            summary, quarantined, run, reused = asyncio.run(
                 _run(
                     rubric_obj,
                     input,
@@ -79,6 +84,7 @@ def judge(
                     concurrency=concurrency,
                     fallback_reference=fallback_reference,
                     repairs=repairs,
+                    resume=resume,
                 )
             )
         finally:
@@ -86,7 +92,7 @@ def judge(
     except (CannotRun, RubricError) as exc:
         typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
         raise typer.Exit(2) from None
-    _print_summary(summary, quarantined, input, output, run)
+    _print_summary(summary, quarantined, input, output, run, reused)
     for repair in repairs[:QUARANTINE_LINES_SHOWN]:
         typer.echo(f"  repaired {repair}")
     if len(repairs) > QUARANTINE_LINES_SHOWN:
@@ -157,7 +163,8 @@ async def _run(
     concurrency: int | None,
     fallback_reference: bool,
     repairs: list[str],
-) -> tuple[JudgingSummary, list[QuarantineRecord], str]:
+    resume: bool,
+) -> tuple[JudgingSummary, list[QuarantineRecord], str, int]:
     try:
         reader = read_judge_input(input_path, max_field_bytes=settings.max_field_bytes)
     except InputFileError as exc:
@@ -208,6 +215,7 @@ async def _run(
                     on_verdict=write,
                     collect=False,
                     max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
+                    resume=resume,
                 )
             partial.replace(output)
             with session_scope(engine) as session:
@@ -220,17 +228,25 @@ async def _run(
     finally:
         await judge_obj.aclose()
     repairs.extend(reader.repairs)
-    return result.summary, quarantined, run.run_id or ""  # an engine was given: the run is recorded
+    return result.summary, quarantined, run.run_id or "", run.reused  # an engine was given: the run is recorded
 
 
 def _print_summary(
-    summary: JudgingSummary, quarantined: list[QuarantineRecord], input_path: Path, output: Path, run_id: str
+    summary: JudgingSummary,
+    quarantined: list[QuarantineRecord],
+    input_path: Path,
+    output: Path,
+    run_id: str,
+    reused: int = 0,
 ) -> None:
     unscored = summary.by_status.get("unscored", 0)
     reasons = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_unscored_reason.items()))
     line = f"judged {summary.items} rows in {summary.wall_s:.1f} s: {summary.by_status.get('scored', 0)} scored"
     line += f", {unscored} unscored" + (f" ({reasons})" if reasons else "")
-    typer.echo(line + f"; {len(quarantined)} quarantined")
+    line += f"; {len(quarantined)} quarantined"
+    if reused:
+        line += f"; {reused} reused from an earlier run (not sent to the judge again)"
+    typer.echo(line)
     if summary.by_judge:
         typer.echo("judged by: " + ", ".join(f"{k} ({v})" for k, v in sorted(summary.by_judge.items())))
     if summary.latency_ms:
