@@ -13,7 +13,9 @@ are keyed by the interaction their verdict belongs to. `judge_stored` skips inte
 verdict under this rubric and judge configuration; `judge_new` judges new items of a source, every one, or
 with `resume=True` only those without a stored verdict (the rest are delivered from the store and counted as
 `reused`). A started run beats every `run_heartbeat_s`; starting a run first marks `abandoned` the running runs
-silent for `run_expiry_s` (their process is gone).
+silent for `run_expiry_s` (their process is gone). A run finishes `degraded` instead of `completed` when more
+than `run_degraded_share` of its verdicts are not the configured judge's own: made by a fallback link, or left
+unscored because the endpoint failed.
 Without an engine nothing is stored and nothing skipped: the run only judges and counts.
 """
 
@@ -31,7 +33,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
-from judges.errors import ENDPOINT_REASONS
+from judges.errors import ENDPOINT_REASONS, is_endpoint_failure
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
@@ -81,6 +83,8 @@ class JudgingRun:
         lazy: bool = False,
         heartbeat_s: float | None = None,
         expiry_s: float | None = None,
+        configured_config_hash: str | None = None,
+        degraded_share: float | None = None,
     ) -> None:
         self.engine, self.kind, self.name, self.identity = engine, kind, name, identity
         self.rubric, self.judge, self.params = rubric, judge, params or {}
@@ -91,11 +95,16 @@ class JudgingRun:
         self.judged_now = 0
         self.already_judged = 0
         self.reused = 0  # stored verdicts delivered instead of judging again (a resumed run)
-        if heartbeat_s is None or expiry_s is None:
+        if heartbeat_s is None or expiry_s is None or degraded_share is None:
             settings = get_settings()
             heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
             expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
-        self.heartbeat_s, self.expiry_s = heartbeat_s, expiry_s
+            degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
+        self.heartbeat_s, self.expiry_s, self.degraded_share = heartbeat_s, expiry_s, degraded_share
+        # The judge the operator asked for: its verdicts are the run's own, any other judge's are a fallback.
+        self.configured_config_hash = configured_config_hash or self.judge_config_hash
+        self.fallback = 0  # verdicts made by another judge than the configured one
+        self.endpoint_failed = 0  # verdicts left unscored because the endpoint failed
         self._last_beat = 0.0
         self._tally = Tally()
         self._stored = 0
@@ -113,7 +122,9 @@ class JudgingRun:
     ) -> None:
         if self.run_id is None or self.engine is None:
             return
-        status = RunStatus.completed if exc is None else RunStatus.failed
+        status = RunStatus.failed if exc is not None else RunStatus.degraded if self.degraded else RunStatus.completed
+        if status is RunStatus.degraded:
+            logger.warning("run %s is degraded: %s", self.run_id, self.degraded_summary())
         try:
             with session_scope(self.engine, write=True) as session:
                 finish_run(session=session, run_id=self.run_id, status=status.value, counts=self.counts())
@@ -166,7 +177,34 @@ class JudgingRun:
     def counts(self) -> dict[str, Any]:
         """The run record's counts: the summary, judged now / already judged / reused, and the caller's extra."""
         own = {"judged_now": self.judged_now, "already_judged": self.already_judged, "reused": self.reused}
+        if self.fallback or self.endpoint_failed:
+            own |= {"fallback": self.fallback, "endpoint_failed": self.endpoint_failed}
         return self.summary.model_dump(mode="json") | own | self.extra
+
+    @property
+    def not_own_share(self) -> float:
+        """Share of this run's verdicts (judged now or reused) not made by the configured judge working normally."""
+        total = self.judged_now + self.reused
+        return (self.fallback + self.endpoint_failed) / total if total else 0.0
+
+    @property
+    def degraded(self) -> bool:
+        return self.not_own_share > self.degraded_share
+
+    def degraded_summary(self) -> str:
+        """One line: how many verdicts are not the configured judge's, and the threshold they passed."""
+        total = self.judged_now + self.reused
+        return (
+            f"{self.fallback + self.endpoint_failed} of {total} verdicts ({self.not_own_share:.1%}) are not the "
+            f"configured judge's: {self.fallback} from a fallback judge, {self.endpoint_failed} unscored because the "
+            f"endpoint failed (threshold {self.degraded_share:.0%})"
+        )
+
+    def _count(self, verdict: Verdict) -> None:
+        if verdict.judge.config_hash != self.configured_config_hash:
+            self.fallback += 1
+        elif is_endpoint_failure(verdict):
+            self.endpoint_failed += 1
 
     # -- judging ---------------------------------------------------------------------------------------------
 
@@ -271,6 +309,7 @@ class JudgingRun:
         run_id = self.start()
 
         def delivered(key: str, verdict: Verdict) -> None:
+            self._count(verdict)
             self._beat_when_due()
             if on_verdict is not None:
                 on_verdict(key, verdict)

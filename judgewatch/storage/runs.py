@@ -32,6 +32,7 @@ class RunStatus(StrEnum):
     running = "running"
     completed = "completed"
     failed = "failed"
+    degraded = "degraded"  # finished, but too many verdicts came from a fallback judge or a failing endpoint
     abandoned = "abandoned"  # its process is gone: no heartbeat within the expiry (see `expire_runs`)
 
 

@@ -104,7 +104,7 @@ def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
         sim.state.reset()
         result = CliRunner().invoke(get_app(), ["judge", *args, *judge_args])
         assert result.exit_code == 0, result.output
-        first_line = result.output.splitlines()[0]
+        first_line = result.stdout.splitlines()[0]
         assert f"{len(stored_before)} reused from an earlier run" in first_line, result.output
 
         # Only the rows without a stored verdict went to the judge, each once.
