@@ -201,7 +201,7 @@ async def _run(
         rubric=rubric,
         judge=judge_obj,
         params=params,
-        configured_config_hash=configured.identity(rubric).config_hash,
+        configured=configured,
     )
     run.extra["configured_judge"] = describe(configured)
     try:

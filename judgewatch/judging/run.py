@@ -34,9 +34,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
 from judges.errors import ENDPOINT_REASONS, is_endpoint_failure
+from judges.fallback import link_label
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingResult, JudgingSummary, Tally, judge_keyed
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
@@ -48,6 +49,30 @@ from judgewatch.storage.verdicts import judged_interactions, stored_verdicts, ve
 logger = logging.getLogger(__name__)
 
 RESUME_CHUNK = 200  # items looked up in the store at once when resuming
+
+
+class _NotConfigured:
+    """The run's judge when the configured one was down from the start: its verdicts are marked as a fallback's.
+
+    Their `fallback_from` names the configured judge, so they are weak verdicts: a later verdict of the
+    configured judge supersedes them (see `judgewatch.storage.verdicts.refresh_current`).
+    """
+
+    def __init__(self, judge: Judge, configured_hash: str, configured_label: str) -> None:
+        self.inner, self.configured_hash, self.configured_label = judge, configured_hash, configured_label
+        self.kind = judge.kind
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return self.inner.identity(rubric)
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        verdict = await self.inner.judge(item, rubric)
+        if verdict.judge.config_hash != self.configured_hash and not verdict.fallback_from:
+            verdict = verdict.model_copy(update={"fallback_from": [self.configured_label]})
+        return verdict
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @dataclass
@@ -83,7 +108,7 @@ class JudgingRun:
         lazy: bool = False,
         heartbeat_s: float | None = None,
         expiry_s: float | None = None,
-        configured_config_hash: str | None = None,
+        configured: Judge | None = None,
         degraded_share: float | None = None,
     ) -> None:
         self.engine, self.kind, self.name, self.identity = engine, kind, name, identity
@@ -101,8 +126,11 @@ class JudgingRun:
             expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
             degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
         self.heartbeat_s, self.expiry_s, self.degraded_share = heartbeat_s, expiry_s, degraded_share
-        # The judge the operator asked for: its verdicts are the run's own, any other judge's are a fallback.
-        self.configured_config_hash = configured_config_hash or self.judge_config_hash
+        # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
+        self.configured_config_hash = configured.identity(rubric).config_hash if configured else self.judge_config_hash
+        self._judging: Judge = judge
+        if configured is not None and self.configured_config_hash != self.judge_config_hash:
+            self._judging = _NotConfigured(judge, self.configured_config_hash, link_label(configured))
         self.fallback = 0  # verdicts made by another judge than the configured one
         self.endpoint_failed = 0  # verdicts left unscored because the endpoint failed
         self._last_beat = 0.0
@@ -320,7 +348,7 @@ class JudgingRun:
             result = await judge_keyed(
                 items,
                 self.rubric,
-                self.judge,
+                self._judging,
                 engine=self.engine,
                 run_id=run_id,
                 new_source=new_source,
