@@ -260,6 +260,8 @@ def _print_summary(
     if reused:
         line += f"; {reused} reused from an earlier run (not sent to the judge again)"
     typer.echo(line)
+    if previous := run.extra.get("restarted_from"):
+        typer.echo(f"resumed run {run_id}, which was {previous}")
     if summary.by_judge:
         typer.echo("judged by: " + ", ".join(f"{k} ({v})" for k, v in sorted(summary.by_judge.items())))
     if summary.latency_ms:

@@ -106,6 +106,7 @@ def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
         assert result.exit_code == 0, result.output
         first_line = result.stdout.splitlines()[0]
         assert f"{len(stored_before)} reused from an earlier run" in first_line, result.output
+        assert f"resumed run {killed['id']}, which was abandoned" in result.stdout
 
         # Only the rows without a stored verdict went to the judge, each once.
         assert sim.state.requests == ROWS - len(stored_before)
