@@ -35,6 +35,13 @@ class Settings(BaseSettings):
         default=256 * 1024, gt=0, description="Input rows with a text field larger than this are quarantined"
     )
 
+    # Judging runs: a running run beats every run_heartbeat_s; one silent for run_expiry_s is marked abandoned.
+    run_heartbeat_s: float = Field(default=30.0, gt=0)
+    run_degraded_share: float = Field(
+        default=0.05, ge=0, lt=1, description="A run with more verdicts than this share from a fallback is degraded"
+    )
+    run_expiry_s: float = Field(default=300.0, gt=0, description="A running run silent this long is abandoned")
+
     review_share: float = 0.10
     double_label_share: float = 0.10
     lease_seconds: int = 600

@@ -22,7 +22,7 @@ from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun, RunKind
-from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
+from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, is_current
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def current_series(
             v.updated_at,
         )
         .outerjoin(runs_t, runs.id == v.run_id)
-        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value)
+        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value, is_current())
         .where(or_(runs.kind.is_(None), runs.kind != RunKind.anchor.value))
         .order_by(v.updated_at.desc(), v.id)
         .limit(1)
@@ -156,6 +156,7 @@ def load_scores(
         .join(scores_t, c.verdict_id == v.id)
         .join(interactions_t, i.id == v.interaction_id)
         .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value, c.score.is_not(None))
+        .where(is_current())  # a superseded (fallback) verdict is history: never counted beside its replacement
     )
     for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
         if value is not None:
@@ -184,7 +185,7 @@ def count_scored(engine: Engine, *, rubric_name: str, since: datetime | None = N
     query = (
         select(func.count())
         .select_from(table(VerdictRecord).join(table(Interaction), i.id == v.interaction_id))
-        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value)
+        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value, is_current())
     )
     if since is not None:
         query = query.where(i.created_at >= since)

@@ -33,6 +33,7 @@ def get_app() -> typer.Typer:
         report_cmd,
         review_cmd,
         rubric_cmd,
+        runs_cmd,
         sample_cmd,
     )
 
@@ -48,6 +49,7 @@ def get_app() -> typer.Typer:
     app.add_typer(review_cmd.review_app, name="review")
     app.command("review-ui")(review_cmd.review_ui)
     app.command("sample")(sample_cmd.sample)
+    app.add_typer(runs_cmd.app, name="runs", help="Judging runs: list them with their status and counts.")
     app.add_typer(report_cmd.app, name="report")
     app.command("calibrate")(report_cmd.calibrate)
     app.add_typer(metrics_cmd.app, name="metrics")

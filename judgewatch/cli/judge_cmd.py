@@ -2,7 +2,10 @@
 
 Every input row yields one output row or one quarantined row (stored, and listed with its line number);
 every verdict is stored too. Exit 0 when the run completed, even with unscored or quarantined rows; exit 2
-with a one-line message when it could not run (unreadable input, unknown rubric, no judge reachable).
+with a one-line message when it could not run (unreadable input, unknown rubric, no judge reachable); exit 3
+when it ran degraded: more than `run_degraded_share` of the verdicts are not the configured judge's (a fallback
+judge made them, or the endpoint failed), said in the summary's first line.
+Running the same input, rubric and judge again resumes: rows with a stored verdict are not sent again.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from judgewatch.storage.runs import RunKind
 logger = logging.getLogger(__name__)
 
 QUARANTINE_LINES_SHOWN = 20
+EXIT_DEGRADED = 3  # the run finished, but mostly without the configured judge: not a success
 
 
 def judge(
@@ -53,6 +57,10 @@ def judge(
     database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
     fallback_reference: Annotated[
         bool, typer.Option(help="Fall back to the offline reference judge when the URL judges are down")
+    ] = True,
+    resume: Annotated[
+        bool,
+        typer.Option(help="Reuse the verdicts stored by an earlier run of the same input, rubric and judge"),
     ] = True,
 ) -> None:
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
@@ -79,6 +87,7 @@ def judge(
                     concurrency=concurrency,
                     fallback_reference=fallback_reference,
                     repairs=repairs,
+                    resume=resume,
                 )
             )
         finally:
@@ -91,6 +100,8 @@ def judge(
         typer.echo(f"  repaired {repair}")
     if len(repairs) > QUARANTINE_LINES_SHOWN:
         typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
+    if run.degraded:
+        raise typer.Exit(EXIT_DEGRADED)
 
 
 def _check_paths(input_path: Path, output: Path) -> None:
@@ -122,8 +133,8 @@ async def _connect(
     model: str | None,
     concurrency: int | None,
     fallback_reference: bool,
-) -> Judge:
-    """The chain of reachable judges; CannotRun when none answers its health check."""
+) -> tuple[Judge, Judge]:
+    """The chain of reachable judges and the configured (first) one; CannotRun when none answers its health check."""
     try:
         links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference)
     except ValueError as exc:  # a malformed --judge
@@ -141,7 +152,7 @@ async def _connect(
         raise CannotRun(f"no judge is reachable (health checks failed): {names}")
     for link in down:
         typer.echo(f"warning: {describe(link)} is not reachable; judging with {describe(up[0])} instead", err=True)
-    return chain(up)
+    return chain(up), links[0]
 
 
 async def _run(
@@ -157,14 +168,15 @@ async def _run(
     concurrency: int | None,
     fallback_reference: bool,
     repairs: list[str],
-) -> tuple[JudgingSummary, list[QuarantineRecord], str]:
+    resume: bool,
+) -> tuple[JudgingSummary, list[QuarantineRecord], JudgingRun]:
     try:
         reader = read_judge_input(input_path, max_field_bytes=settings.max_field_bytes)
     except InputFileError as exc:
         raise CannotRun(str(exc)) from exc
     except OSError as exc:
         raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
-    judge_obj = await _connect(spec, settings, model, concurrency, fallback_reference)
+    judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference)
     quarantined: list[QuarantineRecord] = []
 
     def items() -> Iterator[JudgeItem]:
@@ -189,7 +201,9 @@ async def _run(
         rubric=rubric,
         judge=judge_obj,
         params=params,
+        configured=configured,
     )
+    run.extra["configured_judge"] = describe(configured)
     try:
         with run:
             try:
@@ -208,6 +222,7 @@ async def _run(
                     on_verdict=write,
                     collect=False,
                     max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
+                    resume=resume,
                 )
             partial.replace(output)
             with session_scope(engine) as session:
@@ -220,17 +235,33 @@ async def _run(
     finally:
         await judge_obj.aclose()
     repairs.extend(reader.repairs)
-    return result.summary, quarantined, run.run_id or ""  # an engine was given: the run is recorded
+    return result.summary, quarantined, run
 
 
 def _print_summary(
-    summary: JudgingSummary, quarantined: list[QuarantineRecord], input_path: Path, output: Path, run_id: str
+    summary: JudgingSummary,
+    quarantined: list[QuarantineRecord],
+    input_path: Path,
+    output: Path,
+    run: JudgingRun,
 ) -> None:
+    run_id, reused = run.run_id or "", run.reused  # an engine was given: the run is recorded
+    if run.degraded:
+        typer.echo(
+            f"DEGRADED run (exit {EXIT_DEGRADED}): {run.degraded_summary()}; configured judge: "
+            f"{run.extra.get('configured_judge')}. Run it again when the judge is back: its stored verdicts are "
+            "reused, the others judged again."
+        )
     unscored = summary.by_status.get("unscored", 0)
     reasons = ", ".join(f"{k}: {v}" for k, v in sorted(summary.by_unscored_reason.items()))
     line = f"judged {summary.items} rows in {summary.wall_s:.1f} s: {summary.by_status.get('scored', 0)} scored"
     line += f", {unscored} unscored" + (f" ({reasons})" if reasons else "")
-    typer.echo(line + f"; {len(quarantined)} quarantined")
+    line += f"; {len(quarantined)} quarantined"
+    if reused:
+        line += f"; {reused} reused from an earlier run (not sent to the judge again)"
+    typer.echo(line)
+    if previous := run.extra.get("restarted_from"):
+        typer.echo(f"resumed run {run_id}, which was {previous}")
     if summary.by_judge:
         typer.echo("judged by: " + ", ".join(f"{k} ({v})" for k, v in sorted(summary.by_judge.items())))
     if summary.latency_ms:

@@ -248,14 +248,17 @@ async def judge_keyed(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     collect: bool = True,
     tally: Tally | None = None,
+    reuse: dict[str, Verdict] | None = None,
 ) -> JudgingResult:
     """Judge every (interaction id, item) once; store each verdict under its interaction id when `engine` is given.
 
-    `new_source`: the items are new interactions of that source, stored too; None: their interactions are
-    stored already. `on_verdict` and the returned list see the verdicts in input order. At most
-    `max_in_flight` judge calls are pending at once (keep it above the judge's own concurrency). `tally`
-    accumulates across calls when given (the summary then covers them all). Raises only if the items iterator,
-    `on_verdict` or the store fails; a judge's exception is an unscored judge_error verdict.
+        `new_source`: the items are new interactions of that source, stored too; None: their interactions are
+        stored already. `on_verdict` and the returned list see the verdicts in input order. At most
+        `max_in_flight` judge calls are pending at once (keep it above the judge's own concurrency). `tally`
+        accumulates across calls when given (the summary then covers them all). `reuse`: stored verdicts by
+    interaction id, filled while the items are read; an item found there is delivered in order with that
+    verdict and never sent to the judge, tallied or stored again (a resumed run). Raises only if the items iterator,
+        `on_verdict` or the store fails; a judge's exception is an unscored judge_error verdict.
     """
     if batch_size < 1 or max_in_flight < 1:
         raise ValueError("batch_size and max_in_flight must be >= 1")
@@ -269,6 +272,10 @@ async def judge_keyed(
     async def worker() -> None:
         # Every worker pulls from the one iterator: each item is taken exactly once, with no queue in between.
         for index, (key, item) in numbered:
+            stored = reuse.pop(key, None) if reuse is not None else None
+            if stored is not None:
+                in_order.put(index, key, stored)
+                continue
             verdict = await judge_one(judge, item, rubric, identity)
             tally.add(verdict)
             in_order.put(index, key, verdict)

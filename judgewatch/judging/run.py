@@ -10,7 +10,12 @@ The judge CLI, the regression and sampling flows, judge validation and anchor re
 Entering starts (or restarts) the `EvalRun` record, whose id is deterministic in (kind, identity, rubric, judge
 configuration); leaving finishes it `completed`, or `failed` when an exception escapes, with the counts. Items
 are keyed by the interaction their verdict belongs to. `judge_stored` skips interactions that already have a
-verdict under this rubric and judge configuration; `judge_new` judges new items of a source, every one.
+verdict under this rubric and judge configuration; `judge_new` judges new items of a source, every one, or
+with `resume=True` only those without a stored verdict (the rest are delivered from the store and counted as
+`reused`). A started run beats every `run_heartbeat_s`; starting a run first marks `abandoned` the running runs
+silent for `run_expiry_s` (their process is gone). A run finishes `degraded` instead of `completed` when more
+than `run_degraded_share` of its verdicts are not the configured judge's own: made by a fallback link, or left
+unscored because the endpoint failed.
 Without an engine nothing is stored and nothing skipped: the run only judges and counts.
 """
 
@@ -18,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from types import TracebackType
 from typing import Any
 
@@ -27,16 +33,46 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
+from judges.errors import ENDPOINT_REASONS, is_endpoint_failure
+from judges.fallback import link_label
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingResult, JudgingSummary, Tally, judge_keyed
+from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import interaction_id
-from judgewatch.storage.runs import RunKind, RunStatus, beat_run, finish_run, start_run
-from judgewatch.storage.verdicts import judged_interactions, verdict_id
+from judgewatch.storage.runs import RunKind, RunStatus, beat_run, expire_runs, finish_run, get_run, start_run
+from judgewatch.storage.runs import run_id as make_run_id
+from judgewatch.storage.verdicts import judged_interactions, stored_verdicts, verdict_id
 
 logger = logging.getLogger(__name__)
+
+RESUME_CHUNK = 200  # items looked up in the store at once when resuming
+
+
+class _NotConfigured:
+    """The run's judge when the configured one was down from the start: its verdicts are marked as a fallback's.
+
+    Their `fallback_from` names the configured judge, so they are weak verdicts: a later verdict of the
+    configured judge supersedes them (see `judgewatch.storage.verdicts.refresh_current`).
+    """
+
+    def __init__(self, judge: Judge, configured_hash: str, configured_label: str) -> None:
+        self.inner, self.configured_hash, self.configured_label = judge, configured_hash, configured_label
+        self.kind = judge.kind
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return self.inner.identity(rubric)
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        verdict = await self.inner.judge(item, rubric)
+        if verdict.judge.config_hash != self.configured_hash and not verdict.fallback_from:
+            verdict = verdict.model_copy(update={"fallback_from": [self.configured_label]})
+        return verdict
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @dataclass
@@ -70,6 +106,10 @@ class JudgingRun:
         params: dict[str, Any] | None = None,
         retry_reasons: Collection[str] = (),
         lazy: bool = False,
+        heartbeat_s: float | None = None,
+        expiry_s: float | None = None,
+        configured: Judge | None = None,
+        degraded_share: float | None = None,
     ) -> None:
         self.engine, self.kind, self.name, self.identity = engine, kind, name, identity
         self.rubric, self.judge, self.params = rubric, judge, params or {}
@@ -79,7 +119,21 @@ class JudgingRun:
         self.extra: dict[str, Any] = {}
         self.judged_now = 0
         self.already_judged = 0
-        self.reused = 0  # stored verdicts taken over as this run's own: always 0 until runs can resume
+        self.reused = 0  # stored verdicts delivered instead of judging again (a resumed run)
+        if heartbeat_s is None or expiry_s is None or degraded_share is None:
+            settings = get_settings()
+            heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
+            expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
+            degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
+        self.heartbeat_s, self.expiry_s, self.degraded_share = heartbeat_s, expiry_s, degraded_share
+        # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
+        self.configured_config_hash = configured.identity(rubric).config_hash if configured else self.judge_config_hash
+        self._judging: Judge = judge
+        if configured is not None and self.configured_config_hash != self.judge_config_hash:
+            self._judging = _NotConfigured(judge, self.configured_config_hash, link_label(configured))
+        self.fallback = 0  # verdicts made by another judge than the configured one
+        self.endpoint_failed = 0  # verdicts left unscored because the endpoint failed
+        self._last_beat = 0.0
         self._tally = Tally()
         self._stored = 0
         self._wall_s = 0.0
@@ -96,7 +150,9 @@ class JudgingRun:
     ) -> None:
         if self.run_id is None or self.engine is None:
             return
-        status = RunStatus.completed if exc is None else RunStatus.failed
+        status = RunStatus.failed if exc is not None else RunStatus.degraded if self.degraded else RunStatus.completed
+        if status is RunStatus.degraded:
+            logger.warning("run %s is degraded: %s", self.run_id, self.degraded_summary())
         try:
             with session_scope(self.engine, write=True) as session:
                 finish_run(session=session, run_id=self.run_id, status=status.value, counts=self.counts())
@@ -109,6 +165,12 @@ class JudgingRun:
         """The run id, starting the record now if it is not started yet (None when nothing is stored)."""
         if self.run_id is None and self.engine is not None:
             with session_scope(self.engine, write=True) as session:
+                expire_runs(session=session, expiry_s=self.expiry_s)
+                rid = make_run_id(self.kind.value, self.identity, self.rubric.identity.hash, self.judge_config_hash)
+                previous = get_run(session=session, run_id=rid)
+                if previous is not None and previous.status != RunStatus.completed.value:
+                    self.extra["restarted_from"] = previous.status  # running (another process?), failed, abandoned
+                    logger.info("run %s was %s; starting it again", rid, previous.status)
                 run = start_run(
                     session=session,
                     kind=self.kind.value,
@@ -119,6 +181,7 @@ class JudgingRun:
                     params=self.params,
                 )
                 self.run_id = run.id
+            self._last_beat = time.monotonic()
         return self.run_id
 
     def beat(self) -> None:
@@ -126,6 +189,11 @@ class JudgingRun:
         if self.run_id is not None and self.engine is not None:
             with session_scope(self.engine, write=True) as session:
                 beat_run(session=session, run_id=self.run_id, counts=self.counts())
+            self._last_beat = time.monotonic()
+
+    def _beat_when_due(self) -> None:
+        if time.monotonic() - self._last_beat >= self.heartbeat_s:
+            self.beat()
 
     # -- counts ----------------------------------------------------------------------------------------------
 
@@ -137,7 +205,34 @@ class JudgingRun:
     def counts(self) -> dict[str, Any]:
         """The run record's counts: the summary, judged now / already judged / reused, and the caller's extra."""
         own = {"judged_now": self.judged_now, "already_judged": self.already_judged, "reused": self.reused}
+        if self.fallback or self.endpoint_failed:
+            own |= {"fallback": self.fallback, "endpoint_failed": self.endpoint_failed}
         return self.summary.model_dump(mode="json") | own | self.extra
+
+    @property
+    def not_own_share(self) -> float:
+        """Share of this run's verdicts (judged now or reused) not made by the configured judge working normally."""
+        total = self.judged_now + self.reused
+        return (self.fallback + self.endpoint_failed) / total if total else 0.0
+
+    @property
+    def degraded(self) -> bool:
+        return self.not_own_share > self.degraded_share
+
+    def degraded_summary(self) -> str:
+        """One line: how many verdicts are not the configured judge's, and the threshold they passed."""
+        total = self.judged_now + self.reused
+        return (
+            f"{self.fallback + self.endpoint_failed} of {total} verdicts ({self.not_own_share:.1%}) are not the "
+            f"configured judge's: {self.fallback} from a fallback judge, {self.endpoint_failed} unscored because the "
+            f"endpoint failed (threshold {self.degraded_share:.0%})"
+        )
+
+    def _count(self, verdict: Verdict) -> None:
+        if verdict.judge.config_hash != self.configured_config_hash:
+            self.fallback += 1
+        elif is_endpoint_failure(verdict):
+            self.endpoint_failed += 1
 
     # -- judging ---------------------------------------------------------------------------------------------
 
@@ -191,13 +286,43 @@ class JudgingRun:
         on_verdict: Callable[[Verdict], None] | None = None,
         collect: bool = True,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        resume: bool = False,
     ) -> JudgingResult:
-        """Judge new items of `source`, every one; stored as its interactions, keyed by (source, item id)."""
-        keyed = ((interaction_id(source, item.id), item) for item in items)
+        """Judge new items of `source`; stored as its interactions, keyed by (source, item id).
+
+        `resume=False` judges every item. `resume=True` sends to the judge only the items without a stored verdict
+        under this rubric and judge configuration (endpoint failures and `retry_reasons` do not count); the
+        others are delivered, in order, with their stored verdict and counted in `reused`.
+        """
+        keyed: Iterable[tuple[str, JudgeItem]] = ((interaction_id(source, item.id), item) for item in items)
+        reuse: dict[str, Verdict] | None = None
+        if resume and self.engine is not None:
+            reuse = {}
+            keyed = self._with_stored(keyed, reuse)
         forward = (lambda _key, verdict: on_verdict(verdict)) if on_verdict is not None else None
         return await self._judge(
-            keyed, new_source=source, on_verdict=forward, collect=collect, max_in_flight=max_in_flight
+            keyed, new_source=source, on_verdict=forward, collect=collect, max_in_flight=max_in_flight, reuse=reuse
         )
+
+    def _with_stored(
+        self, keyed: Iterable[tuple[str, JudgeItem]], reuse: dict[str, Verdict]
+    ) -> Iterator[tuple[str, JudgeItem]]:
+        """The items unchanged, putting the stored verdict of each already judged one in `reuse` before it."""
+        assert self.engine is not None
+        retry = self.retry_reasons | ENDPOINT_REASONS
+        source = iter(keyed)
+        while chunk := list(islice(source, RESUME_CHUNK)):
+            with session_scope(self.engine) as session:
+                found = stored_verdicts(
+                    session=session,
+                    interaction_ids=[key for key, _ in chunk],
+                    rubric_hash=self.rubric.content_hash,
+                    judge_config_hash=self.judge_config_hash,
+                    retry_reasons=retry,
+                )
+            reuse.update(found)
+            self.reused += len(found)
+            yield from chunk
 
     async def _judge(
         self,
@@ -207,22 +332,31 @@ class JudgingRun:
         on_verdict: Callable[[str, Verdict], None] | None,
         collect: bool,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        reuse: dict[str, Verdict] | None = None,
     ) -> JudgingResult:
         run_id = self.start()
+
+        def delivered(key: str, verdict: Verdict) -> None:
+            self._count(verdict)
+            self._beat_when_due()
+            if on_verdict is not None:
+                on_verdict(key, verdict)
+
         before = sum(self._tally.status.values())
         started = time.perf_counter()
         try:
             result = await judge_keyed(
                 items,
                 self.rubric,
-                self.judge,
+                self._judging,
                 engine=self.engine,
                 run_id=run_id,
                 new_source=new_source,
-                on_verdict=on_verdict,
+                on_verdict=delivered,
                 collect=collect,
                 max_in_flight=max_in_flight,
                 tally=self._tally,
+                reuse=reuse,
             )
         finally:
             self.judged_now += sum(self._tally.status.values()) - before

@@ -25,6 +25,7 @@ from judgewatch.storage.releases import accepted_baseline, get_release_tiers, ti
 logger = logging.getLogger(__name__)
 
 WORST_ITEMS = 5
+FALLBACK_ONLY = "other_judge_only"  # judged only by another judge than the gate's (a fallback): not comparable
 NO_ANSWER = "no_answer"  # a golden item without a stored answer (generation failed) or without a verdict
 
 
@@ -110,8 +111,18 @@ def read_scores(
             stored = tier_answers(session=session, release=release, tier=tier, dataset=g.name)
             answered = {i.source_id for i in stored}
             judged = {r[0].source_id for r in rows}
+            # Judged, but by another judge (a fallback during an outage): a different judge, never pooled.
+            by_other = {
+                i.source_id
+                for i, _ in tier_verdicts(
+                    session=session, release=release, tier=tier, dataset=g.name, rubric_hash=rubric.content_hash
+                )
+            }
             for item_id in sorted(wanted - judged):
-                out.unscored[NO_ANSWER if item_id not in answered else "not_judged"] += 1
+                missing = (
+                    NO_ANSWER if item_id not in answered else FALLBACK_ONLY if item_id in by_other else "not_judged"
+                )
+                out.unscored[missing] += 1
     return out
 
 

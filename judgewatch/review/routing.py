@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import and_, exists, select
 from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric, RubricError
@@ -30,7 +30,7 @@ from judgewatch.settings import Settings
 from judgewatch.storage.db import table, upsert
 from judgewatch.storage.review import ItemState, PickReason, ReviewItem, review_item_id
 from judgewatch.storage.types import utcnow
-from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.storage.verdicts import VerdictRecord, is_current
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +110,22 @@ def route_verdicts(
     run_id: str | None = None,
     verdict_ids: Sequence[str] | None = None,
 ) -> RoutingReport:
-    """Create the review items for the stored verdicts of one run (or the given ids, or all of them)."""
+    """Create the review items for the stored verdicts of one run (or the given ids, or all of them).
+
+    Only current verdicts are routed, and an interaction at most once per rubric version: not when it already
+    has a review item under that version (from a verdict superseded since, or another judge's).
+    """
     rubrics = rubrics or RubricResolver()
-    tbl = table(VerdictRecord)
+    tbl, items = table(VerdictRecord), table(ReviewItem)
+    has_other_item = exists().where(
+        and_(
+            items.c.interaction_id == tbl.c.interaction_id,
+            items.c.rubric_version == tbl.c.rubric_version,
+            items.c.verdict_id != tbl.c.id,  # its own item is found again: routing stays idempotent
+        )
+    )
     query = select(tbl.c.id, tbl.c.interaction_id, tbl.c.status, tbl.c.overall, tbl.c.rubric_name, tbl.c.rubric_version)
+    query = query.where(is_current(), ~has_other_item)
     if run_id is not None:
         query = query.where(tbl.c.run_id == run_id)
     if verdict_ids is not None:
@@ -121,7 +133,11 @@ def route_verdicts(
     cache: dict[str, Rubric | None] = {}
     now = utcnow()
     considered, rows, reasons = 0, [], Counter[str]()
+    seen: set[tuple[str, str]] = set()
     for vid, iid, status, overall, rubric_name, rubric_version in session.execute(query.order_by(tbl.c.id)):
+        if (iid, rubric_version) in seen:
+            continue  # another current verdict of this interaction (another judge's) is routed already
+        seen.add((iid, rubric_version))
         considered += 1
         if rubric_name not in cache:
             try:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, Table, inspect, select, text
+from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, Table, func, inspect, select, text
 from sqlalchemy.schema import CreateColumn
-from sqlmodel import SQLModel
+from sqlmodel import Session, SQLModel
 
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import SQLITE_BEGIN, table
@@ -27,7 +27,7 @@ from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import utcnow
-from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
+from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, refresh_current
 from judgewatch.storage.watermarks import SourceWatermark
 
 logger = logging.getLogger(__name__)
@@ -108,6 +108,25 @@ def m010_run_heartbeat(conn: Connection) -> None:
     add_column(conn, EvalRun, "heartbeat_at")
 
 
+def m011_verdict_superseded_by(conn: Connection) -> None:
+    """`verdict.superseded_by`: one current verdict per interaction and rubric; weak duplicates become history."""
+    add_column(conn, VerdictRecord, "superseded_by")
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_verdict_superseded_by ON verdict (superseded_by)"))
+    tbl = table(VerdictRecord)
+    duplicated = (
+        select(tbl.c.interaction_id)
+        .group_by(tbl.c.interaction_id, tbl.c.rubric_hash)
+        .having(func.count() > 1)
+        .distinct()
+    )
+    ids = list(conn.execute(duplicated).scalars())
+    if ids:
+        with Session(bind=conn) as session:
+            changed = refresh_current(session=session, interaction_ids=ids)
+            session.flush()
+        logger.info("m011: %d verdicts of %d interactions superseded", changed, len(ids))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -119,6 +138,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m008_reviewer_role,
     m009_metrics_indexes,
     m010_run_heartbeat,
+    m011_verdict_superseded_by,
 )
 
 

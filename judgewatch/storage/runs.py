@@ -5,16 +5,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.verdicts import RubricIdentity
 from judgewatch.storage.db import table, upsert
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
+
+logger = logging.getLogger(__name__)
 
 
 class RunKind(StrEnum):
@@ -29,6 +32,8 @@ class RunStatus(StrEnum):
     running = "running"
     completed = "completed"
     failed = "failed"
+    degraded = "degraded"  # finished, but too many verdicts came from a fallback judge or a failing endpoint
+    abandoned = "abandoned"  # its process is gone: no heartbeat within the expiry (see `expire_runs`)
 
 
 def run_id(kind: str, identity: str, rubric_hash: str, judge_config_hash: str) -> str:
@@ -112,3 +117,33 @@ def finish_run(*, session: Session, run_id: str, status: str, counts: dict[str, 
 
 def get_run(*, session: Session, run_id: str) -> EvalRun | None:
     return session.get(EvalRun, run_id, populate_existing=True)
+
+
+def expire_runs(*, session: Session, expiry_s: float) -> list[str]:
+    """Mark `abandoned` the running runs with no heartbeat for `expiry_s` seconds; returns their ids.
+
+    A process killed outright (SIGKILL, OOM, power loss) never finishes its run: without this it would stay
+    "running" forever. Checked when runs are listed and when a run starts.
+    """
+    tbl = table(EvalRun)
+    cutoff = utcnow() - timedelta(seconds=expiry_s)
+    last_seen = tbl.c.heartbeat_at
+    stale = (tbl.c.status == RunStatus.running.value) & (last_seen.is_(None) | (last_seen < cutoff))
+    ids = list(session.scalars(select(tbl.c.id).where(stale)))
+    if ids:
+        session.execute(update(tbl).where(tbl.c.id.in_(ids), stale).values(status=RunStatus.abandoned.value))
+        logger.warning("marked %d run(s) abandoned (no heartbeat for %gs): %s", len(ids), expiry_s, ", ".join(ids))
+    return ids
+
+
+def list_runs(
+    *, session: Session, kind: str | None = None, status: str | None = None, limit: int = 50
+) -> list[EvalRun]:
+    """The most recently started runs first, optionally of one kind or status."""
+    tbl = table(EvalRun)
+    query = select(EvalRun)
+    if kind is not None:
+        query = query.where(tbl.c.kind == kind)
+    if status is not None:
+        query = query.where(tbl.c.status == status)
+    return list(session.scalars(query.order_by(tbl.c.started_at.desc(), tbl.c.id).limit(limit)))

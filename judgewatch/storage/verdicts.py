@@ -5,6 +5,12 @@ The verdict row keeps `scores` as JSON so a stored verdict reads back as the exa
 (`GROUP BY criterion`, joins on tier) on SQLite and PostgreSQL alike, without dialect-specific JSON
 operators. Both are written in the same transaction by `upsert_verdicts`, the only writer.
 `judged_interactions` answers "already judged?" for a judging run.
+
+Current verdicts: a verdict made by a fallback judge, or left unscored because the endpoint failed, is *weak*;
+once the same interaction has a verdict of a judge working normally under the same rubric (say the configured
+judge, when a run is resumed after an outage), the weak ones get `superseded_by` that verdict's id and stay as
+history. Readers that estimate or route use `is_current` rows only, so nothing is counted twice.
+`refresh_current` keeps this up to date; `upsert_verdicts` calls it for every batch.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import ColumnElement, delete, func, select, update
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.items import JudgeItem
@@ -62,6 +68,8 @@ class VerdictRecord(SQLModel, table=True):
     cached_tokens: int = 0
     attempts: int = 1
     fallback_from: list[str] = Field(default_factory=list, sa_type=JSONValue)
+    # The verdict that replaced this one for estimates and routing (None: this one is current).
+    superseded_by: str | None = Field(default=None, index=True, max_length=32)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)  # first stored
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)  # last (re)judged
 
@@ -102,6 +110,16 @@ class CriterionScore(SQLModel, table=True):
 
 DETAIL_MAX_CHARS = 4000
 
+# Unscored because the endpoint failed, not because of what the judge said (judges.errors.ENDPOINT_REASONS).
+_ENDPOINT_FAILURES = frozenset(
+    {UnscoredReason.endpoint_down.value, UnscoredReason.timeout.value, UnscoredReason.rate_limited.value}
+)
+
+
+def is_current() -> ColumnElement[bool]:
+    """The WHERE clause of current verdicts: those no other verdict superseded."""
+    return table(VerdictRecord).c.superseded_by.is_(None)
+
 
 def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, now: datetime) -> dict[str, Any]:
     """The `verdict` table row of one Verdict, as a plain dict for bulk upserts."""
@@ -134,6 +152,7 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         "cached_tokens": tokens.cached,
         "attempts": verdict.attempts,
         "fallback_from": verdict.fallback_from,
+        "superseded_by": None,  # `refresh_current` decides, right after the upsert
         "created_at": now,
         "updated_at": now,
     }
@@ -180,7 +199,40 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
     score_rows = [r for rs in scores.values() for r in rs]
     for start in range(0, len(score_rows), CHUNK):
         session.execute(score_table.insert(), score_rows[start : start + CHUNK])
+    refresh_current(session=session, interaction_ids=[row["interaction_id"] for row in rows.values()])
     return len(rows)
+
+
+def refresh_current(*, session: Session, interaction_ids: Sequence[str]) -> int:
+    """Recompute `superseded_by` for these interactions' verdicts; returns how many rows changed.
+
+    Per (interaction, rubric hash): verdicts of a judge working normally stay current (several judges may each
+    have one); weak verdicts (a fallback judge's, or unscored because the endpoint failed) are superseded by the
+    newest normal one, or, with none, by the newest weak one.
+    """
+    tbl = table(VerdictRecord)
+    columns = (tbl.c.id, tbl.c.interaction_id, tbl.c.rubric_hash, tbl.c.fallback_from, tbl.c.unscored_reason)
+    order = (tbl.c.updated_at, tbl.c.id)
+    ids = list(dict.fromkeys(interaction_ids))
+    wanted: dict[str | None, list[str]] = {}
+    for start in range(0, len(ids), CHUNK):
+        query = select(*columns, tbl.c.superseded_by).where(tbl.c.interaction_id.in_(ids[start : start + CHUNK]))
+        groups: dict[tuple[str, str], list[tuple[str, bool, str | None]]] = {}
+        for vid, iid, rubric_hash, fallback_from, reason, superseded_by in session.execute(query.order_by(*order)):
+            weak = bool(fallback_from) or reason in _ENDPOINT_FAILURES
+            groups.setdefault((iid, rubric_hash), []).append((vid, weak, superseded_by))
+        for rows in groups.values():  # oldest first
+            normal = [vid for vid, weak, _ in rows if not weak]
+            newest = normal[-1] if normal else rows[-1][0]
+            for vid, weak, superseded_by in rows:
+                target = newest if weak and vid != newest else None
+                if target != superseded_by:
+                    wanted.setdefault(target, []).append(vid)
+    for target, vids in wanted.items():
+        for start in range(0, len(vids), CHUNK):
+            chunk = vids[start : start + CHUNK]
+            session.execute(update(tbl).where(tbl.c.id.in_(chunk)).values(superseded_by=target))
+    return sum(len(v) for v in wanted.values())
 
 
 def store_judged(
@@ -216,6 +268,33 @@ def judged_interactions(
         for iid, vid, reason in session.execute(query).tuples():
             if reason is None or reason not in retry_reasons:
                 found[iid] = vid
+    return found
+
+
+def stored_verdicts(
+    *,
+    session: Session,
+    interaction_ids: Sequence[str],
+    rubric_hash: str,
+    judge_config_hash: str,
+    retry_reasons: Collection[str] = (),
+) -> dict[str, Verdict]:
+    """{interaction id: Verdict} stored under this rubric and judge, as `judged_interactions` selects them.
+
+    What a resumed run delivers for the items it does not send to the judge again.
+    """
+    tbl = table(VerdictRecord)
+    found: dict[str, Verdict] = {}
+    ids = list(dict.fromkeys(interaction_ids))
+    for start in range(0, len(ids), CHUNK):
+        query = select(VerdictRecord).where(
+            tbl.c.interaction_id.in_(ids[start : start + CHUNK]),
+            tbl.c.rubric_hash == rubric_hash,
+            tbl.c.judge_config_hash == judge_config_hash,
+        )
+        for record in session.scalars(query):
+            if record.unscored_reason is None or record.unscored_reason not in retry_reasons:
+                found[record.interaction_id] = record.to_verdict()
     return found
 
 

@@ -153,7 +153,7 @@ def test_a_down_judge_without_fallback_exits_2_and_says_so(
     assert not (tmp_path / "v.jsonl").exists()
 
 
-def test_a_down_judge_falls_back_to_the_reference_judge_with_a_warning(
+def test_a_down_judge_falls_back_to_the_reference_judge_in_a_degraded_run(
     items_file: Path, tmp_path: Path, closed_port_url: str
 ) -> None:
     out = tmp_path / "v.jsonl"
@@ -167,7 +167,8 @@ def test_a_down_judge_falls_back_to_the_reference_judge_with_a_warning(
         "--database-url",
         f"sqlite:///{tmp_path / 'db.sqlite'}",
     )
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # judged, but not by the configured judge: never a silent success
+    assert result.stdout.startswith("DEGRADED run (exit 3): 4 of 4 verdicts (100.0%)"), result.output
     assert f"warning: judge at {closed_port_url} is not reachable" in result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == len(GOOD) and {r["judge"]["kind"] for r in rows} == {"reference"}

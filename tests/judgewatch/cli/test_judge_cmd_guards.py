@@ -95,13 +95,14 @@ def test_credentials_in_the_judge_url_are_masked_in_output_and_in_the_stored_run
     db = f"sqlite:///{tmp_path / 'jw.db'}"
     url = "http://alice:s3cr3t-token@127.0.0.1:9/v1"  # port 9 (discard): nothing answers, the fallback judges
     result = run_judge("--input", str(path), "--output", str(out), "--judge", url, "--database-url", db)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # every verdict from the fallback judge: a degraded run
     assert "http://alice:***@127.0.0.1:9/v1" in result.output
     assert "s3cr3t" not in result.output
     engine = make_engine(db)
     try:
         with engine.connect() as conn:
-            params = conn.execute(select(table(EvalRun).c.params)).scalar_one()
+            params, counts = conn.execute(select(table(EvalRun).c.params, table(EvalRun).c.counts)).one()
     finally:
         engine.dispose()
     assert params["judge"] == "http://alice:***@127.0.0.1:9/v1"
+    assert counts["configured_judge"] == "judge at http://alice:***@127.0.0.1:9/v1"

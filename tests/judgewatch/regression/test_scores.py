@@ -6,9 +6,17 @@ from sqlalchemy import Engine
 
 from judges.reference import ReferenceJudge
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import UnscoredReason, Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.regression.gate import compare_scores
 from judgewatch.regression.golden import GoldenItem, GoldenSet
-from judgewatch.regression.scores import NO_ANSWER, TierScores, find_baselines, read_scores, worst_items
+from judgewatch.regression.scores import (
+    FALLBACK_ONLY,
+    NO_ANSWER,
+    TierScores,
+    find_baselines,
+    read_scores,
+    worst_items,
+)
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.releases import accept_baseline, record_release_tier, regression_source
@@ -65,7 +73,42 @@ def test_scores_count_unscored_unjudged_and_unanswered_items_apart(engine: Engin
         other = read_scores(
             session=session, release="r1", tier="full", golden=[golden(4)], rubric=rubric, judge_config_hash="x"
         )
-    assert other.scores == {} and other.unscored == {"not_judged": 3, NO_ANSWER: 1}
+    assert other.scores == {} and other.unscored == {FALLBACK_ONLY: 2, "not_judged": 1, NO_ANSWER: 1}
+
+
+def test_fallback_verdicts_are_another_judge_never_pooled_with_the_configured_judges(
+    engine: Engine, rubric: Rubric
+) -> None:
+    identity = ReferenceJudge().identity(rubric)
+    fallback = JudgeIdentity(kind="reference", name="fallback-copy", config_hash="f" * 16)
+    answers = {f"g{i}": f"It is {i}." for i in range(4)}
+    baseline = {gid: judged(rubric, gid, answer) for gid, answer in answers.items()}
+    store_tier(engine, "r1", "full", answers, baseline)
+    # r2: the judge went down after g1; g2 and g3 were judged by the fallback, which scores everything 1.
+    low = dict.fromkeys(baseline["g2"].scores, 1)
+    candidate = {gid: baseline[gid] for gid in ("g0", "g1")}
+    for gid in ("g2", "g3"):
+        fell = {"judge": fallback, "fallback_from": ["openai:judge@http://down/v1"], "scores": low, "overall": 1.0}
+        candidate[gid] = baseline[gid].model_copy(update=fell)
+    store_tier(engine, "r2", "full", answers, candidate)
+    with session_scope(engine) as session:
+        now, before = (
+            read_scores(
+                session=session,
+                release=release,
+                tier="full",
+                golden=[golden(4)],
+                rubric=rubric,
+                judge_config_hash=identity.config_hash,
+            )
+            for release in ("r2", "r1")
+        )
+    assert set(now.scores) == {f"{SET}/g0", f"{SET}/g1"}  # the fallback's 1s are not the configured judge's scores
+    assert now.unscored == {FALLBACK_ONLY: 2}
+    comparisons = compare_scores(
+        now.scores, before.scores, [c.name for c in rubric.criteria], candidate_label="r2", baseline_label="r1"
+    )
+    assert comparisons and all(c.diff.n <= 2 and c.candidate_mean == c.baseline_mean for c in comparisons)
 
 
 def test_worst_items_are_the_biggest_drops_against_the_baseline_unscored_first() -> None:

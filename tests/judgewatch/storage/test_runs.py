@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
+from datetime import timedelta
+
+from sqlalchemy import Engine, update
 
 from judgewatch.contract.verdicts import RubricIdentity
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.runs import RunKind, RunStatus, beat_run, finish_run, get_run, start_run
+from judgewatch.storage.db import session_scope, table
+from judgewatch.storage.runs import (
+    EvalRun,
+    RunKind,
+    RunStatus,
+    beat_run,
+    expire_runs,
+    finish_run,
+    get_run,
+    list_runs,
+    start_run,
+)
+from judgewatch.storage.types import utcnow
 
 RUBRIC = RubricIdentity(name="answer_quality", version="1.0.0", hash="r" * 16)
 JUDGE_CONFIG_HASH = "j" * 16
@@ -50,3 +63,21 @@ def test_a_heartbeat_records_that_the_run_is_alive_and_its_counts_so_far(engine:
         back = get_run(session=session, run_id=run.id)
     assert back is not None and back.heartbeat_at is not None and back.heartbeat_at >= started
     assert back.status == "running" and back.counts == {"judged_now": 5}
+
+
+def test_only_running_runs_silent_past_the_expiry_are_marked_abandoned(engine: Engine) -> None:
+    ids = {}
+    with session_scope(engine) as session:
+        for name in ("live", "silent", "done"):
+            ids[name] = start_run(session=session, kind=RunKind.file, name=name, identity=name).id
+        finish_run(session=session, run_id=ids["done"], status=RunStatus.completed.value)
+    tbl = table(EvalRun)
+    long_ago = utcnow() - timedelta(hours=1)
+    with session_scope(engine) as session:  # "done" finished long ago, "silent" last beat long ago
+        session.execute(update(tbl).where(tbl.c.id.in_([ids["silent"], ids["done"]])).values(heartbeat_at=long_ago))
+    with session_scope(engine) as session:
+        assert expire_runs(session=session, expiry_s=300) == [ids["silent"]]
+    with session_scope(engine) as session:
+        listed = {run.name: run.status for run in list_runs(session=session)}
+        assert expire_runs(session=session, expiry_s=300) == []  # once is enough
+    assert listed == {"live": "running", "silent": "abandoned", "done": "completed"}

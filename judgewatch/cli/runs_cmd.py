@@ -1,0 +1,74 @@
+"""`judgewatch runs list`: the judging runs recorded in the store, newest first, with their status and counts.
+
+Listing first marks `abandoned` the running runs whose heartbeat is older than `run_expiry_s` (their process
+is gone), so a killed run never shows as running forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Annotated, Any
+
+import typer
+
+from judgewatch.cli._store import open_store_or_exit
+from judgewatch.settings import get_settings
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.runs import RunKind, RunStatus, expire_runs, list_runs
+
+logger = logging.getLogger(__name__)
+
+app = typer.Typer(no_args_is_help=True)
+
+SHOWN_COUNTS = ("items", "judged_now", "reused", "already_judged", "quarantined")
+
+
+@app.command("list")
+def runs_list(
+    kind: Annotated[RunKind | None, typer.Option(help="Only runs of this kind")] = None,
+    status: Annotated[RunStatus | None, typer.Option(help="Only runs with this status")] = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table")] = False,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+) -> None:
+    """Recorded runs, newest first: id, kind, status, name, start, last heartbeat and counts."""
+    engine = open_store_or_exit(database_url)
+    try:
+        with session_scope(engine, write=True) as session:
+            expire_runs(session=session, expiry_s=get_settings().run_expiry_s)
+        with session_scope(engine) as session:
+            runs = list_runs(
+                session=session,
+                kind=kind.value if kind else None,
+                status=status.value if status else None,
+                limit=limit,
+            )
+            rows: list[dict[str, Any]] = [
+                {
+                    "id": run.id,
+                    "kind": run.kind,
+                    "status": run.status,
+                    "name": run.name,
+                    "started_at": run.started_at.isoformat(timespec="seconds"),
+                    "heartbeat_at": run.heartbeat_at.isoformat(timespec="seconds") if run.heartbeat_at else None,
+                    "counts": {k: run.counts[k] for k in SHOWN_COUNTS if k in run.counts},
+                }
+                for run in runs
+            ]
+    finally:
+        engine.dispose()
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row))
+        return
+    if not rows:
+        typer.echo("no runs recorded")
+        return
+    typer.echo(f"{'id':<32} {'kind':<10} {'status':<10} {'started':<25} {'last heartbeat':<25} name / counts")
+    for row in rows:
+        counts = " ".join(f"{k}={v}" for k, v in row["counts"].items())
+        typer.echo(
+            f"{row['id']:<32} {row['kind']:<10} {row['status']:<10} {row['started_at']:<25} "
+            f"{row['heartbeat_at'] or '-':<25} {row['name']} {counts}".rstrip()
+        )
