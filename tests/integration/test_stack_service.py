@@ -94,6 +94,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
     port, review_port = free_port(), free_port()
     env = {
         **os.environ,
+        # Workers log "submitting flow run ..." at INFO, which the tests read; an in-process `regress` test earlier
+        # in the session may have left Prefect's quiet default (WARNING) in this process's environment.
+        "PREFECT_LOGGING_LEVEL": "INFO",
         "JUDGEWATCH_STACK_DIR": str(home / "state"),
         "JUDGEWATCH_PREFECT_PORT": str(port),
         "JUDGEWATCH_REVIEW_PORT": str(review_port),
