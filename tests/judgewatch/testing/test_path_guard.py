@@ -41,7 +41,7 @@ CHECKOUT = Path("/srv/judgewatch-guard-probe/checkout")
 
 def test_guard_flags_a_sibling_of_the_checkout_and_nothing_inside_it_or_on_the_system() -> None:
     guard = PathGuard(CHECKOUT)
-    assert guard.offends(str(CHECKOUT.parent / "shared" / "data" / "pandalm" / "data" / "testset-v1.json"))
+    assert guard.offends(str(CHECKOUT.parent / "beside" / "data" / "pandalm" / "data" / "testset-v1.json"))
     assert guard.offends(str(CHECKOUT / ".." / "main" / "README.md"))  # a climb out through ".."
     assert not guard.offends(str(CHECKOUT / "datasets" / "pandalm" / "README.md"))
     assert not guard.offends(str(CHECKOUT.parent / ".cache" / "pip"))  # hidden: user configuration
@@ -52,7 +52,7 @@ def test_guard_flags_a_sibling_of_the_checkout_and_nothing_inside_it_or_on_the_s
 def test_a_checkout_cloned_below_the_temp_folder_is_still_guarded() -> None:
     checkout = Path(tempfile.gettempdir()) / "fresh-clone" / "judgewatch"
     guard = PathGuard(checkout)
-    assert guard.offends(str(checkout.parent / "shared" / "data.json"))
+    assert guard.offends(str(checkout.parent / "beside" / "data.json"))
     assert not guard.offends(str(Path(tempfile.gettempdir()) / "gradio" / "upload.txt"))  # not beside it
 
 
@@ -70,7 +70,7 @@ def test_the_session_guard_watches_every_test(path_guard: PathGuard) -> None:
 
 def test_installed_hook_records_an_open_beside_the_checkout() -> None:
     guard = install(CHECKOUT)  # an audit hook of its own, inactive outside `watching()`
-    probe = CHECKOUT.parent / "shared" / "no-such-file.json"
+    probe = CHECKOUT.parent / "beside" / "no-such-file.json"
     with guard.watching() as found:
         with pytest.raises(OSError):
             probe.read_text()
@@ -81,8 +81,8 @@ def test_installed_hook_records_an_open_beside_the_checkout() -> None:
 def test_installed_hook_records_a_directory_listing_beside_the_checkout() -> None:
     guard = install(CHECKOUT)
     with guard.watching() as found, contextlib.suppress(OSError):
-        list((CHECKOUT.parent / "shared").iterdir())
-    assert found == [str(CHECKOUT.parent / "shared")]
+        list((CHECKOUT.parent / "beside").iterdir())
+    assert found == [str(CHECKOUT.parent / "beside")]
 
 
 @pytest.mark.parametrize("pattern", ESCAPES, ids=lambda p: p.pattern)
@@ -108,7 +108,8 @@ def test_no_source_file_climbs_above_the_repository_from_its_own_location() -> N
 
 
 def test_the_depth_check_would_catch_the_old_pandalm_path() -> None:
-    old = 'PANDALM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "pandalm"'
+    # The line as it stood, assembled here so this file itself names no path beside the checkout.
+    old = "PANDALM = Path(__file__).resolve().parents[3]" + '.parent / "' + "shared" + '" / "data" / "pandalm"'
     match = FILE_DEPTH.search(old)
     assert match is not None and _levels_up(match) == 4  # tests/judgewatch/stats/x.py sits 3 folders deep
     assert any(p.search(old) for p in ESCAPES)
