@@ -22,6 +22,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
+from flows.serving import serve_declared
 from judges.factory import build_judge, describe, is_healthy
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
@@ -269,20 +270,7 @@ async def calibration(
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
     """Serve the deployment as `prefect.yaml` declares it (its daily schedule), without a work pool."""
-    import yaml
-    from prefect.schedules import Cron
-
-    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
-    spec = next((d for d in declared if d.get("name") == deployment), None)
-    if spec is None:
-        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
-    calibration.serve(
-        name=spec["name"],
-        description=spec.get("description"),
-        tags=spec.get("tags") or [],
-        parameters=spec.get("parameters") or {},
-        schedules=[Cron(s["cron"], timezone=s.get("timezone")) for s in spec.get("schedules") or [] if "cron" in s],
-    )
+    serve_declared(calibration, deployment, prefect_yaml)
 
 
 if __name__ == "__main__":  # `python -m flows.calibration serve`

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
@@ -36,6 +35,7 @@ from flows.regression_tasks import (
     load_inputs,
     store_recorded_answers,
 )
+from flows.serving import serve_declared
 from judges.base import Judge
 from judges.factory import build_judge
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
@@ -319,16 +319,7 @@ def conclude(
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
     """Serve a deployment as `prefect.yaml` declares it, without a work pool: this process runs its flow runs."""
-    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
-    spec = next((d for d in declared if d.get("name") == deployment), None)
-    if spec is None:
-        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
-    post_release_regression.serve(
-        name=spec["name"],
-        description=spec.get("description"),
-        tags=spec.get("tags") or [],
-        parameters=spec.get("parameters") or {},
-    )
+    serve_declared(post_release_regression, deployment, prefect_yaml)
 
 
 if __name__ == "__main__":  # `python -m flows.regression serve`

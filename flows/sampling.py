@@ -30,6 +30,7 @@ from flows.sampling_tasks import (
     store_picks,
     store_quarantined,
 )
+from flows.serving import serve_declared
 from judges.factory import build_judge
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.judging.run import JudgingRun
@@ -282,23 +283,7 @@ async def _sample(
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
     """Serve the deployment as `prefect.yaml` declares it (schedule, concurrency limit), without a work pool."""
-    import yaml
-    from prefect.client.schemas.objects import ConcurrencyLimitConfig
-    from prefect.schedules import Cron
-
-    declared = yaml.safe_load(prefect_yaml.read_text(encoding="utf-8")).get("deployments") or []
-    spec = next((d for d in declared if d.get("name") == deployment), None)
-    if spec is None:
-        raise SystemExit(f"{prefect_yaml}: no deployment named {deployment!r}")
-    limit = spec.get("concurrency_limit")
-    traffic_sampling.serve(
-        name=spec["name"],
-        description=spec.get("description"),
-        tags=spec.get("tags") or [],
-        parameters=spec.get("parameters") or {},
-        schedules=[Cron(s["cron"], timezone=s.get("timezone")) for s in spec.get("schedules") or [] if "cron" in s],
-        global_limit=ConcurrencyLimitConfig.model_validate(limit) if isinstance(limit, dict) else limit,
-    )
+    serve_declared(traffic_sampling, deployment, prefect_yaml)
 
 
 if __name__ == "__main__":  # `python -m flows.sampling serve`
