@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine, inspect
 from sqlalchemy.engine import make_url
 
+from judgewatch.contract.items import judged_content
 from judgewatch.judging.run import JudgingRun, StoredBatch
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
@@ -53,13 +54,8 @@ def pick_interaction(pick: Pick) -> Interaction:
         id=row.interaction_id,
         source=row.source,
         source_id=row.source_id,
-        question=row.question,
-        answer=row.answer,
         messages=[m.model_dump() for m in row.messages] or None,
-        reference_answer=row.reference_answer,
-        reference_facts=list(row.reference_facts),
-        context=list(row.context),
-        language=row.language,
+        **judged_content(row),
         tier=row.tier,
         model=row.model,
         release=row.release,

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Language = Literal["en", "zh"]
+# What a judge reads of an item; every record that carries judged content (a stored interaction, a traffic
+# row, the review screen) has these fields under these names.
+CONTENT_FIELDS = ("question", "answer", "reference_answer", "reference_facts", "context", "language")
+
+
+def judged_content(record: BaseModel) -> dict[str, Any]:
+    """The question, answer, references and language of `record`, as a new dict (lists copied)."""
+    return record.model_dump(include=set(CONTENT_FIELDS))
 
 
 def detect_language(*texts: str | None) -> Language:
@@ -34,6 +42,14 @@ class JudgeItem(BaseModel):
     reference_facts: list[str] = Field(default_factory=list)
     context: list[str] = Field(default_factory=list)
     language: Language | None = None
+
+    @classmethod
+    def of(cls, item_id: str, record: BaseModel) -> JudgeItem:
+        """The item of any record that carries judged content; a language outside `Language` reads as unknown."""
+        content = judged_content(record)
+        if content["language"] not in get_args(Language):
+            content["language"] = None
+        return cls(id=item_id, **content)
 
     @field_validator("id", mode="before")
     @classmethod

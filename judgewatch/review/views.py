@@ -11,6 +11,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from judgewatch.contract.items import judged_content
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.review import ReviewItem
@@ -108,12 +109,7 @@ def leased_item(item: ReviewItem, interaction: Interaction, rubric: Rubric) -> L
     assert item.lease_expires_at is not None
     return LeasedItem(
         item_id=item.id,
-        question=interaction.question,
-        answer=interaction.answer,
-        reference_answer=interaction.reference_answer,
-        reference_facts=list(interaction.reference_facts),
-        context=list(interaction.context),
-        language=interaction.language,
+        **judged_content(interaction),
         rubric_name=rubric.name,
         rubric_version=rubric.version,
         scale_min=rubric.scale.min,

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.items import CONTENT_FIELDS, JudgeItem, judged_content
 from judgewatch.storage.db import table, upsert
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
@@ -50,15 +50,7 @@ class Interaction(SQLModel, table=True):
         return cls(**row)
 
     def to_item(self) -> JudgeItem:
-        return JudgeItem(
-            id=self.source_id,
-            question=self.question,
-            answer=self.answer,
-            reference_answer=self.reference_answer,
-            reference_facts=self.reference_facts,
-            context=self.context,
-            language=self.language if self.language in ("en", "zh") else None,  # type: ignore[arg-type]
-        )
+        return JudgeItem.of(self.source_id, self)
 
 
 def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
@@ -67,12 +59,7 @@ def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
         "id": interaction_id(source, item.id),
         "source": source,
         "source_id": item.id,
-        "question": item.question,
-        "answer": item.answer,
-        "messages": None,
-        "reference_answer": item.reference_answer,
-        "reference_facts": list(item.reference_facts),
-        "context": list(item.context),
+        **judged_content(item),
         "language": item.lang,
         "tier": None,
         "model": None,
@@ -85,7 +72,7 @@ def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
 
 
 # Columns a judged item carries; judging an item updates only these, never tier/model/release metadata.
-ITEM_COLUMNS = ("question", "answer", "reference_answer", "reference_facts", "context", "language")
+ITEM_COLUMNS = CONTENT_FIELDS
 
 
 def upsert_interactions(

@@ -69,15 +69,7 @@ class TrafficRow(BaseModel):
 
     def to_judge_item(self) -> JudgeItem:
         """The judge's input contract, keyed by the interaction id."""
-        return JudgeItem(
-            id=self.interaction_id,
-            question=self.question,
-            answer=self.answer,
-            reference_answer=self.reference_answer,
-            reference_facts=self.reference_facts,
-            context=self.context,
-            language=self.language,
-        )
+        return JudgeItem.of(self.interaction_id, self)
 
 
 class QuarantineReason(StrEnum):
