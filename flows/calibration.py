@@ -22,7 +22,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
-from flows.serving import serve_declared
+from flows.serving import serve_declared, serve_main
 from judges.factory import build_judge, describe, is_healthy
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
@@ -274,11 +274,6 @@ def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect
 
 
 if __name__ == "__main__":  # `python -m flows.calibration serve`
-    import sys
-
     from flows.calibration import serve as serve_deployment  # the importable module's flow, not __main__'s
 
-    if sys.argv[1:] != ["serve"]:
-        raise SystemExit("usage: python -m flows.calibration serve")
-    logging.basicConfig(level=logging.INFO)
-    serve_deployment()
+    serve_main("flows.calibration", serve_deployment)

@@ -35,7 +35,7 @@ from flows.regression_tasks import (
     load_inputs,
     store_recorded_answers,
 )
-from flows.serving import serve_declared
+from flows.serving import serve_declared, serve_main
 from judges.base import Judge
 from judges.factory import build_judge
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
@@ -323,13 +323,6 @@ def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect
 
 
 if __name__ == "__main__":  # `python -m flows.regression serve`
-    import sys
-
     from flows.regression import serve as serve_deployment  # the importable module's flow, not __main__'s
 
-    if sys.argv[1:] != ["serve"]:
-        raise SystemExit("usage: python -m flows.regression serve")
-    from judgewatch.logs import configure_logging
-
-    configure_logging(default_level="INFO")
-    serve_deployment()
+    serve_main("flows.regression", serve_deployment)

@@ -30,7 +30,7 @@ from flows.sampling_tasks import (
     store_picks,
     store_quarantined,
 )
-from flows.serving import serve_declared
+from flows.serving import serve_declared, serve_main
 from judges.factory import build_judge
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.judging.run import JudgingRun
@@ -287,13 +287,6 @@ def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect
 
 
 if __name__ == "__main__":  # `python -m flows.sampling serve`
-    import sys
+    from flows.sampling import serve as serve_deployment  # the importable module's flow, not __main__'s
 
-    from flows.sampling import serve as serve_deployment
-
-    if sys.argv[1:] != ["serve"]:
-        raise SystemExit("usage: python -m flows.sampling serve")
-    from judgewatch.logs import configure_logging
-
-    configure_logging(default_level="INFO")
-    serve_deployment()
+    serve_main("flows.sampling", serve_deployment)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from prefect import Flow
+
+from judgewatch.logs import configure_logging
 
 logger = logging.getLogger(__name__)
 
@@ -36,3 +40,11 @@ def serve_declared(flow: Flow[..., Any], deployment: str, prefect_yaml: Path) ->
         parameters=spec.get("parameters") or {},
         **options,
     )
+
+
+def serve_main(module: str, serve: Callable[[], None]) -> None:
+    """`python -m <module> serve`: configure logging as every entry point does, then serve the deployment."""
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit(f"usage: python -m {module} serve")
+    configure_logging(default_level="INFO")
+    serve()

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from prefect.client.schemas.objects import ConcurrencyLimitConfig
 
-from flows.serving import serve_declared
+from flows.serving import serve_declared, serve_main
 from judgewatch.settings import REPO_ROOT
 
 
@@ -45,3 +45,13 @@ def test_an_undeclared_deployment_is_refused_naming_the_file(tmp_path: Path) -> 
     declared.write_text("deployments:\n- name: other\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"prefect\.yaml: no deployment named 'missing'"):
         serve_declared(_RecordingFlow(), "missing", declared)  # type: ignore[arg-type]
+
+
+def test_the_module_entry_point_accepts_only_serve(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: list[bool] = []
+    monkeypatch.setattr("sys.argv", ["flows.sampling", "run"])
+    with pytest.raises(SystemExit, match=r"usage: python -m flows\.sampling serve"):
+        serve_main("flows.sampling", lambda: served.append(True))
+    monkeypatch.setattr("sys.argv", ["flows.sampling", "serve"])
+    serve_main("flows.sampling", lambda: served.append(True))
+    assert served == [True]
