@@ -49,6 +49,7 @@ def test_an_undeclared_deployment_is_refused_naming_the_file(tmp_path: Path) -> 
 
 def test_the_module_entry_point_accepts_only_serve(monkeypatch: pytest.MonkeyPatch) -> None:
     served: list[bool] = []
+    monkeypatch.setattr("flows.serving.configure_logging", lambda **_: None)  # leave this process's logging be
     monkeypatch.setattr("sys.argv", ["flows.sampling", "run"])
     with pytest.raises(SystemExit, match=r"usage: python -m flows\.sampling serve"):
         serve_main("flows.sampling", lambda: served.append(True))
