@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import table
+from judgewatch.storage.db import select_matching, table
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -152,10 +152,7 @@ def get_alerts(
 ) -> list[DriftAlert]:
     """Alerts matching every given filter, newest window first."""
     c = table(DriftAlert).c
-    query = select(DriftAlert)
-    for column, value in ((c.state, state), (c.tier, tier), (c.rubric_name, rubric_name)):
-        if value is not None:
-            query = query.where(column == value)
+    query = select_matching(DriftAlert, state=state, tier=tier, rubric_name=rubric_name)
     return list(session.scalars(query.order_by(c.window_start.desc(), c.tier, c.criterion, c.window)))
 
 
@@ -216,9 +213,7 @@ def get_anchor_set(*, session: Session, name: str) -> AnchorSet | None:
 
 def list_anchor_sets(*, session: Session, rubric_name: str | None = None) -> list[AnchorSet]:
     c = table(AnchorSet).c
-    query = select(AnchorSet)
-    if rubric_name is not None:
-        query = query.where(c.rubric_name == rubric_name)
+    query = select_matching(AnchorSet, rubric_name=rubric_name)
     return list(session.scalars(query.order_by(c.created_at, c.name)))
 
 

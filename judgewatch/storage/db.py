@@ -12,16 +12,19 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Table, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
-from sqlmodel import Session, SQLModel
+from sqlmodel import Session, SQLModel, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 logger = logging.getLogger(__name__)
+
+ModelT = TypeVar("ModelT", bound=SQLModel)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Execution option read by the SQLite "begin" hook: "IMMEDIATE" takes the write lock when the transaction
@@ -111,6 +114,16 @@ def table(model: type[SQLModel]) -> Table:
     """The Table behind a SQLModel class: typed columns (`table(M).c.x`) for queries and bulk statements."""
     result: Table = model.__table__  # type: ignore[attr-defined]
     return result
+
+
+def select_matching(model: type[ModelT], **equal: object) -> SelectOfScalar[ModelT]:
+    """`select(model)` narrowed to rows whose column equals each given value; a value left at None filters nothing."""
+    columns = table(model).c
+    query = select(model)
+    for name, value in equal.items():
+        if value is not None:
+            query = query.where(columns[name] == value)
+    return query
 
 
 def upsert(

@@ -6,10 +6,9 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from pydantic import field_validator
-from sqlalchemy import select
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import table, upsert
+from judgewatch.storage.db import select_matching, table, upsert
 from judgewatch.storage.types import UTCDateTime, stable_id, utcnow
 
 RAW_EXCERPT_BYTES = 2048
@@ -77,9 +76,5 @@ def quarantine_rows(*, session: Session, records: Iterable[QuarantineRecord], ru
 
 def get_quarantined(*, session: Session, run_id: str | None = None, source: str | None = None) -> list[QuarantinedRow]:
     tbl = table(QuarantinedRow)
-    query = select(QuarantinedRow)
-    if run_id is not None:
-        query = query.where(tbl.c.run_id == run_id)
-    if source is not None:
-        query = query.where(tbl.c.source == source)
+    query = select_matching(QuarantinedRow, run_id=run_id, source=source)
     return list(session.scalars(query.order_by(tbl.c.source, tbl.c.line, tbl.c.position)))

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import table
+from judgewatch.storage.db import select_matching, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 from judgewatch.storage.verdicts import VerdictRecord
@@ -106,11 +106,7 @@ def record_release_tier(
 def get_release_tiers(*, session: Session, release: str | None = None, tier: str | None = None) -> list[ReleaseTier]:
     """Stored release tiers, newest first."""
     c = table(ReleaseTier).c
-    query = select(ReleaseTier)
-    if release is not None:
-        query = query.where(c.release == release)
-    if tier is not None:
-        query = query.where(c.tier == tier)
+    query = select_matching(ReleaseTier, release=release, tier=tier)
     return list(session.scalars(query.order_by(c.created_at.desc(), c.tier)))
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import select, update
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.verdicts import RubricIdentity
-from judgewatch.storage.db import table, upsert
+from judgewatch.storage.db import select_matching, table, upsert
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 logger = logging.getLogger(__name__)
@@ -141,9 +141,5 @@ def list_runs(
 ) -> list[EvalRun]:
     """The most recently started runs first, optionally of one kind or status."""
     tbl = table(EvalRun)
-    query = select(EvalRun)
-    if kind is not None:
-        query = query.where(tbl.c.kind == kind)
-    if status is not None:
-        query = query.where(tbl.c.status == status)
+    query = select_matching(EvalRun, kind=kind, status=status)
     return list(session.scalars(query.order_by(tbl.c.started_at.desc(), tbl.c.id).limit(limit)))

@@ -13,10 +13,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import table
+from judgewatch.storage.db import select_matching, table
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -91,14 +90,12 @@ def get_trust_records(
 ) -> list[TrustRecord]:
     """Records matching every given filter, newest measurement first."""
     tbl = table(TrustRecord)
-    query = select(TrustRecord)
-    for column, value in (
-        (tbl.c.judge_config_hash, judge_config_hash),
-        (tbl.c.judge_name, judge_name),
-        (tbl.c.rubric_name, rubric_name),
-        (tbl.c.evidence, evidence),
-        (tbl.c.dataset, dataset),
-    ):
-        if value is not None:
-            query = query.where(column == value)
+    query = select_matching(
+        TrustRecord,
+        judge_config_hash=judge_config_hash,
+        judge_name=judge_name,
+        rubric_name=rubric_name,
+        evidence=evidence,
+        dataset=dataset,
+    )
     return list(session.scalars(query.order_by(tbl.c.measured_at.desc(), tbl.c.id)))

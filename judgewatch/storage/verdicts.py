@@ -31,7 +31,7 @@ from judgewatch.contract.verdicts import (
     Verdict,
     VerdictStatus,
 )
-from judgewatch.storage.db import CHUNK, table, upsert
+from judgewatch.storage.db import CHUNK, select_matching, table, upsert
 from judgewatch.storage.interactions import interaction_id, upsert_item_rows
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
@@ -308,15 +308,9 @@ def get_verdicts(
 ) -> list[VerdictRecord]:
     """Stored verdicts matching every given filter, oldest first; `record.to_verdict()` gives the Verdict."""
     tbl = table(VerdictRecord)
-    query = select(VerdictRecord)
-    if run_id is not None:
-        query = query.where(tbl.c.run_id == run_id)
+    query = select_matching(VerdictRecord, run_id=run_id, rubric_hash=rubric_hash, judge_config_hash=judge_config_hash)
     if interaction_ids is not None:
         query = query.where(tbl.c.interaction_id.in_(list(interaction_ids)))
-    if rubric_hash is not None:
-        query = query.where(tbl.c.rubric_hash == rubric_hash)
-    if judge_config_hash is not None:
-        query = query.where(tbl.c.judge_config_hash == judge_config_hash)
     return list(session.scalars(query.order_by(tbl.c.created_at, tbl.c.id)))
 
 
