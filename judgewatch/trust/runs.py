@@ -25,7 +25,7 @@ from judgewatch.storage.trust import TrustRecord
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, policy_from_settings
 from judgewatch.trust.progress import CallMeter, MeteredJudge, MeteredPairwiseJudge
 from judgewatch.trust.records import trust_for
-from judgewatch.trust.validate import known_pairs, validate_judge, validate_pairwise
+from judgewatch.trust.validate import known_pairs, measure_judge
 
 logger = logging.getLogger(__name__)
 
@@ -90,20 +90,16 @@ async def validate(
     report = ValidationReport()
     for rubric in rubrics:
         for golden in datasets:
-            if rubric.kind == "pairwise":
-                record = await validate_pairwise(
-                    under_test.pairwise,
-                    rubric,
-                    golden,
-                    engine=engine,
-                    policy=policy,
-                    limit=pairwise_limit if pairwise_limit is not None else limit,
-                    seed=seed,
-                )
-            else:
-                record = await validate_judge(
-                    under_test.pointwise, rubric, golden, engine=engine, policy=policy, limit=limit, seed=seed
-                )
+            pairwise = rubric.kind == "pairwise"
+            record = await measure_judge(
+                under_test.pairwise if pairwise else under_test.pointwise,
+                rubric,
+                golden,
+                engine=engine,
+                policy=policy,
+                limit=pairwise_limit if pairwise and pairwise_limit is not None else limit,
+                seed=seed,
+            )
             report.records.append(record)
         judge = under_test.pairwise if rubric.kind == "pairwise" else under_test.pointwise
         report.verdicts.append(trust_for(engine, judge.identity(rubric), rubric.identity, policy=policy))

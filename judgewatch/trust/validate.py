@@ -108,8 +108,8 @@ async def _judge_all(
     return judged.verdicts, cost
 
 
-async def validate_judge(
-    judge: Judge,
+async def measure_judge(
+    judge: Judge | PairwiseJudge,
     rubric: Rubric,
     golden: GoldenSet,
     *,
@@ -119,11 +119,36 @@ async def validate_judge(
     resamples: int = 2000,
     seed: int = 0,
 ) -> TrustRecord:
-    """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given."""
-    policy = policy or TrustPolicy()
+    """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given.
+
+    A pointwise judge grades each good and bad answer; a pairwise judge compares them (see `_pairwise_figures`).
+    """
     pairs = _measurable_pairs(golden, limit)
     identity = judge.identity(rubric)
     logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
+    if isinstance(judge, PairwiseJudge):
+        evidence = TrustEvidence.pairwise
+        figures = await _pairwise_figures(judge, rubric, pairs, resamples, seed)
+    else:
+        evidence = TrustEvidence.known_answers
+        figures = await _pointwise_figures(judge, rubric, pairs, engine, resamples, seed)
+    record = build_record(
+        judge=identity,
+        rubric=rubric.identity,
+        evidence=evidence,
+        figures=figures,
+        n_items=figures["items"],
+        policy=policy or TrustPolicy(),
+        dataset=pairs.dataset,
+        dataset_revision=pairs.revision,
+    )
+    return store_record(engine, record) if engine is not None else record
+
+
+async def _pointwise_figures(
+    judge: Judge, rubric: Rubric, pairs: KnownPairs, engine: Engine | None, resamples: int, seed: int
+) -> dict[str, Any]:
+    """Each good and bad answer graded in one judging run: AUROC, gap and unscored rate, and the reference judge."""
     verdicts, cost = await _judge_all(judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision)
     n = len(pairs.good)
     good = list(zip(pairs.good, verdicts[:n], strict=True))
@@ -132,17 +157,7 @@ async def validate_judge(
     figures["skipped_items"] = pairs.skipped
     figures["cost"] = cost
     figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
-    record = build_record(
-        judge=identity,
-        rubric=rubric.identity,
-        evidence=TrustEvidence.known_answers,
-        figures=figures,
-        n_items=n,
-        policy=policy,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
-    )
-    return store_record(engine, record) if engine is not None else record
+    return figures
 
 
 def _reference_comparison(
@@ -176,23 +191,13 @@ def _reference_comparison(
     }
 
 
-async def validate_pairwise(
-    judge: PairwiseJudge,
-    rubric: Rubric,
-    golden: GoldenSet,
-    *,
-    engine: Engine | None = None,
-    policy: TrustPolicy | None = None,
-    limit: int | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> TrustRecord:
+async def _pairwise_figures(
+    judge: PairwiseJudge, rubric: Rubric, pairs: KnownPairs, resamples: int, seed: int
+) -> dict[str, Any]:
     """Compare each good answer with its bad twin in both orders; the good one should win, in either position.
 
     The pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion.
     """
-    policy = policy or TrustPolicy()
-    pairs = _measurable_pairs(golden, limit)
     triples = [
         (good.model_copy(update={"id": good.id.rsplit(":", 1)[0]}), good.answer, bad.answer)
         for good, bad in zip(pairs.good, pairs.bad, strict=True)
@@ -223,21 +228,10 @@ async def validate_pairwise(
         "bad_wins": stats.second_wins,
         "ties": stats.ties,
     }
-    figures = {
+    return {
         "criteria": {rubric.criteria[0].name: criterion},
         "items": stats.pairs,
         "calls": 2 * stats.pairs,
         "unscored_reasons": reasons,
         "pairs": [o.row() for o in outcomes],
     }
-    record = build_record(
-        judge=judge.identity(rubric),
-        rubric=rubric.identity,
-        evidence=TrustEvidence.pairwise,
-        figures=figures,
-        n_items=stats.pairs,
-        policy=policy,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
-    )
-    return store_record(engine, record) if engine is not None else record

@@ -11,7 +11,7 @@ from judgewatch.contract.rubric import load_rubric
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import REPO_ROOT
 from judgewatch.trust.leaderboard import COLUMNS
-from judgewatch.trust.validate import validate_judge
+from judgewatch.trust.validate import measure_judge
 from review_ui.judges_page import add_judges_tab, judges_frame, judges_page
 
 
@@ -29,7 +29,7 @@ async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None
     assert judges_frame(sqlite_engine).empty
     rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
     golden = load_golden_set("halluqa_mini", datasets_dir=REPO_ROOT / "datasets")
-    await validate_judge(ReferenceJudge(), rubric, golden, engine=sqlite_engine)
+    await measure_judge(ReferenceJudge(), rubric, golden, engine=sqlite_engine)
     frame = judges_frame(sqlite_engine)
     assert list(frame.columns) == list(COLUMNS)
     assert frame.iloc[0]["judge"] == "reference:reference-overlap" and frame.iloc[0]["trust"] == "trusted"

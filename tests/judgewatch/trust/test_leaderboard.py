@@ -11,7 +11,7 @@ from judges.reference import ReferenceJudge
 from judgewatch.contract.rubric import Rubric
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
-from judgewatch.trust.validate import validate_judge, validate_pairwise
+from judgewatch.trust.validate import measure_judge
 
 
 async def test_leaderboard_compares_each_judge_with_the_reference_on_the_same_items(
@@ -22,10 +22,10 @@ async def test_leaderboard_compares_each_judge_with_the_reference_on_the_same_it
     pairwise_rubric: Rubric,
     halluqa_mini: GoldenSet,
 ) -> None:
-    await validate_judge(ReferenceJudge(), answer_quality, halluqa_mini, engine=engine)
-    await validate_judge(constant_judge, answer_quality, halluqa_mini, engine=engine)
-    await validate_pairwise(ReferencePairwiseJudge(), pairwise_rubric, halluqa_mini, engine=engine)
-    await validate_pairwise(always_a_judge, pairwise_rubric, halluqa_mini, engine=engine)
+    await measure_judge(ReferenceJudge(), answer_quality, halluqa_mini, engine=engine)
+    await measure_judge(constant_judge, answer_quality, halluqa_mini, engine=engine)
+    await measure_judge(ReferencePairwiseJudge(), pairwise_rubric, halluqa_mini, engine=engine)
+    await measure_judge(always_a_judge, pairwise_rubric, halluqa_mini, engine=engine)
 
     rows = {(r.judge, r.evidence): r for r in leaderboard(engine)}
     assert set(rows) == {

@@ -16,7 +16,7 @@ from judgewatch.contract.verdicts import UnscoredReason
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.testing.simulator import run_simulator_in_thread
 from judgewatch.trust.pairwise import PairOutcome, compare_pairs, first_preference, summarize
-from judgewatch.trust.validate import validate_pairwise
+from judgewatch.trust.validate import measure_judge
 
 ITEM = JudgeItem(
     id="q1",
@@ -47,7 +47,7 @@ async def test_one_order_only_would_believe_the_always_a_judge(always_a_judge: A
 async def test_always_a_judge_is_untrustworthy_on_real_pairs(
     always_a_judge: Any, pairwise_rubric: Rubric, halueval_mini: GoldenSet
 ) -> None:
-    record = await validate_pairwise(always_a_judge, pairwise_rubric, halueval_mini)
+    record = await measure_judge(always_a_judge, pairwise_rubric, halueval_mini)
     figures = record.figures["criteria"]["faithfulness"]
     assert figures["position_consistency"] == 0.0 and figures["inconsistency_rate"] == 1.0
     assert figures["auroc"] == 0.5 and figures["ties"] == 40 and figures["a_rate"] == 1.0
@@ -65,7 +65,7 @@ async def test_always_a_judge_is_untrustworthy_on_real_pairs(
 async def test_reference_pairwise_judge_is_position_consistent_and_prefers_the_good_answer(
     dataset: str, low: float, pairwise_rubric: Rubric, request: pytest.FixtureRequest
 ) -> None:
-    record = await validate_pairwise(ReferencePairwiseJudge(), pairwise_rubric, request.getfixturevalue(dataset))
+    record = await measure_judge(ReferencePairwiseJudge(), pairwise_rubric, request.getfixturevalue(dataset))
     figures = record.figures["criteria"]["faithfulness"]
     assert figures["position_consistency"] == 1.0 and figures["auroc"] >= low
     assert record.trustworthy is True
@@ -92,7 +92,7 @@ async def test_openai_pairwise_judge_speaks_the_protocol_in_both_orders(
     with run_simulator_in_thread(latency_ms=1) as sim:
         judge = OpenAIPairwiseJudge(EndpointConfig(sim.base_url, "sim-judge", concurrency=8))
         try:
-            record = await validate_pairwise(judge, pairwise_rubric, halluqa_mini, limit=20)
+            record = await measure_judge(judge, pairwise_rubric, halluqa_mini, limit=20)
         finally:
             await judge.aclose()
         requests, sent = sim.state.requests, list(sim.state.captured)

@@ -15,7 +15,7 @@ from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy, evaluate, policy_from_settings
 from judgewatch.trust.records import record_human_agreement, trust_for
-from judgewatch.trust.validate import validate_judge
+from judgewatch.trust.validate import measure_judge
 
 
 def _record(
@@ -118,7 +118,7 @@ async def test_gate_exits_2_with_an_untrustworthy_judge_and_states_its_figures(
     constant_judge: Any, answer_quality: Rubric, halueval_mini: GoldenSet, halluqa_mini: GoldenSet, engine: Engine
 ) -> None:
     for golden in (halueval_mini, halluqa_mini):
-        await validate_judge(constant_judge, answer_quality, golden, engine=engine)
+        await measure_judge(constant_judge, answer_quality, golden, engine=engine)
     trust = trust_for(engine, constant_judge.identity(answer_quality), answer_quality.identity)
     scores = {f"i{k}": {"faithfulness": 4.0} for k in range(30)}
     tier = TierEvaluation(

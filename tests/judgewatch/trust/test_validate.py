@@ -15,7 +15,7 @@ from judgewatch.storage.trust import TrustEvidence, get_trust_records
 from judgewatch.storage.verdicts import count_by_status
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import trust_for
-from judgewatch.trust.validate import known_pairs, validate_judge
+from judgewatch.trust.validate import known_pairs, measure_judge
 
 
 def test_known_pairs_never_judge_the_good_answer_against_itself(
@@ -46,7 +46,7 @@ async def test_reference_judge_separates_good_from_bad_answers(
     dataset: str, low: float, high: float, answer_quality: Rubric, request: pytest.FixtureRequest
 ) -> None:
     golden: GoldenSet = request.getfixturevalue(dataset)
-    record = await validate_judge(ReferenceJudge(), answer_quality, golden)
+    record = await measure_judge(ReferenceJudge(), answer_quality, golden)
     faith = record.figures["criteria"]["faithfulness"]
     assert low <= faith["auroc"] <= high
     assert faith["low"] > 0.8 and faith["gap"] > 1.5 and faith["unscored_rate"] == 0.0
@@ -57,7 +57,7 @@ async def test_reference_judge_separates_good_from_bad_answers(
 async def test_constant_judge_is_at_chance_and_untrustworthy(
     constant_judge: Any, answer_quality: Rubric, halueval_mini: GoldenSet
 ) -> None:
-    record = await validate_judge(constant_judge, answer_quality, halueval_mini)
+    record = await measure_judge(constant_judge, answer_quality, halueval_mini)
     for figures in record.figures["criteria"].values():
         assert figures["auroc"] == 0.5 and figures["gap"] == 0.0 and figures["unscored_rate"] == 0.0
     assert record.trustworthy is False
@@ -71,7 +71,7 @@ async def test_constant_judge_is_at_chance_and_untrustworthy(
 async def test_unscored_answers_are_counted_not_dropped(
     mostly_unscored_judge: Any, answer_quality: Rubric, halluqa_mini: GoldenSet
 ) -> None:
-    record = await validate_judge(mostly_unscored_judge, answer_quality, halluqa_mini)
+    record = await measure_judge(mostly_unscored_judge, answer_quality, halluqa_mini)
     faith = record.figures["criteria"]["faithfulness"]
     assert faith["judged"] == 80 and faith["unscored"] == 60 and faith["unscored_rate"] == 0.75
     assert faith["n_good"] + faith["n_bad"] == 20  # AUROC rests on the scored answers only
@@ -87,8 +87,8 @@ async def test_validation_stores_verdicts_run_and_record_and_the_gate_verdict_re
     assert before.trustworthy is None and "UNMEASURED" in before.summary
 
     for golden in (halueval_mini, halluqa_mini):
-        await validate_judge(constant_judge, answer_quality, golden, engine=engine)
-    await validate_judge(constant_judge, answer_quality, halueval_mini, engine=engine)  # re-measuring replaces
+        await measure_judge(constant_judge, answer_quality, golden, engine=engine)
+    await measure_judge(constant_judge, answer_quality, halueval_mini, engine=engine)  # re-measuring replaces
 
     with session_scope(engine) as session:
         records = get_trust_records(session=session, judge_config_hash=identity.config_hash)
@@ -105,7 +105,7 @@ async def test_a_changed_policy_judges_the_stored_figures_again(
     engine: Engine, answer_quality: Rubric, halluqa_mini: GoldenSet
 ) -> None:
     judge = ReferenceJudge()
-    await validate_judge(judge, answer_quality, halluqa_mini, engine=engine)
+    await measure_judge(judge, answer_quality, halluqa_mini, engine=engine)
     identity = judge.identity(answer_quality)
     assert trust_for(engine, identity, answer_quality.identity).trustworthy is True
     strict = TrustPolicy(min_auroc=0.99)
