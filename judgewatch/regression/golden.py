@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import json
 import logging
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from judgewatch.contract.raw_rows import InputFileError, loads_bounded, oversize
 from judgewatch.settings import get_settings
 
 logger = logging.getLogger(__name__)
+
+_DOWNLOAD_COUNTS = "HF_UPDATE_DOWNLOAD_COUNTS"  # datasets' S3 ping per load
 
 Text = Annotated[str, StringConstraints(pattern=r"\S")]
 Which = Literal["reference", "good", "bad"]
@@ -300,7 +303,7 @@ def _hf_rows(path: str, *, quiet: bool, **kwargs: Any) -> list[dict[str, Any]]:
 
     Imported by name because type checkers run from the repo root resolve `datasets` to our data folder.
     """
-    hf = importlib.import_module("datasets")
+    hf = _import_datasets()
     hide_bars = quiet and hf.is_progress_bar_enabled()
     if hide_bars:
         hf.disable_progress_bars()
@@ -312,6 +315,21 @@ def _hf_rows(path: str, *, quiet: bool, **kwargs: Any) -> list[dict[str, Any]]:
         if hide_bars:
             hf.enable_progress_bars()
     return list(dataset.to_list())
+
+
+def _import_datasets() -> Any:
+    """HF `datasets`, kept from pinging S3 on every load (local files included) to count a download.
+
+    The ping is datasets' only network call for a local JSON file; offline machines would wait on it. The
+    setting is read when `datasets` is first imported, so it is applied to its config too in case something
+    imported it earlier. Set HF_UPDATE_DOWNLOAD_COUNTS=1 to keep the ping. Hub ids still load online.
+    """
+    os.environ.setdefault(_DOWNLOAD_COUNTS, "0")
+    hf = importlib.import_module("datasets")
+    hf.config.HF_UPDATE_DOWNLOAD_COUNTS = (
+        os.environ[_DOWNLOAD_COUNTS].upper() in hf.config.ENV_VARS_TRUE_AND_AUTO_VALUES
+    )
+    return hf
 
 
 def _scan_jsonl(name: str, files: list[Path]) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
