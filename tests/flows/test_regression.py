@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from judgewatch.storage.releases import (
     latest_gate_decision,
     record_release_tier,
 )
+from judgewatch.testing.openai_stub import chat_completion, openai_stub
 
 SET = "halueval_qa_mini"
 Files = dict[str, Path]
@@ -158,8 +160,6 @@ class FakeTier:
 
 @pytest.fixture
 async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
-    runners: list[web.AppRunner] = []
-
     async def start(fail_first: bool = False, refuse: bool = False) -> FakeTier:
         tier = FakeTier(url="")
         failed: set[str] = set()
@@ -177,34 +177,13 @@ async def fake_tier() -> AsyncIterator[Callable[..., Any]]:
                 failed.add(user)
                 return web.json_response({"error": {"message": "overloaded"}}, status=503)
             first_fact = next(line[2:] for line in user.splitlines() if line.startswith("- "))
-            return web.json_response(
-                {
-                    "id": "c1",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": body["model"],
-                    "choices": [
-                        {"index": 0, "message": {"role": "assistant", "content": first_fact}, "finish_reason": "stop"}
-                    ],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-                }
-            )
+            return chat_completion(body["model"], first_fact)
 
-        app = web.Application()
-        app.router.add_get("/v1/models", models)
-        app.router.add_post("/v1/chat/completions", chat)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        tier.url = f"http://127.0.0.1:{port}/v1"
+        tier.url = await stubs.enter_async_context(openai_stub(models, chat))
         return tier
 
-    yield start
-    for runner in runners:
-        await runner.cleanup()
+    async with AsyncExitStack() as stubs:
+        yield start
 
 
 async def test_live_answers_are_generated_once_per_release_tier_and_item(

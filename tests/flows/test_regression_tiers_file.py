@@ -27,6 +27,7 @@ from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline, get_release_tiers
+from judgewatch.testing.openai_stub import chat_completion, openai_stub
 
 SET = "halueval_qa_mini"
 KEY = "sk-test-7f3a9c1e5b"  # what the gateway accepts; it must appear nowhere judgewatch writes
@@ -83,28 +84,10 @@ async def gateway() -> AsyncIterator[Gateway]:
         gw.chats.append((body, {k.lower(): v for k, v in request.headers.items()}))
         user = body["messages"][-1]["content"]
         fact = next((line[2:] for line in user.splitlines() if line.startswith(("* ", "- "))), "no idea")
-        return web.json_response(
-            {
-                "id": "c1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": fact}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-            }
-        )
+        return chat_completion(body["model"], fact)
 
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    gw.url = f"http://127.0.0.1:{port}/v1"
-    yield gw
-    await runner.cleanup()
+    async with openai_stub(models, chat) as gw.url:
+        yield gw
 
 
 def tiers_file(folder: Path, url: str, template: str = TEMPLATE) -> Path:

@@ -25,6 +25,7 @@ from sqlalchemy import text
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine
+from judgewatch.testing.openai_stub import openai_stub
 
 from .conftest import VLLM_MODEL
 
@@ -71,17 +72,11 @@ async def proxy(vllm_url: str) -> AsyncIterator[Proxy]:
             recorded.exchanges.append((body, answer))
             return web.json_response(answer, status=response.status)
 
-    app = web.Application()
-    app.router.add_get("/v1/models", models)
-    app.router.add_post("/v1/chat/completions", chat)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    recorded.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}/v1"  # type: ignore[union-attr]
-    yield recorded
-    await runner.cleanup()
-    await upstream.close()
+    try:
+        async with openai_stub(models, chat) as recorded.url:
+            yield recorded
+    finally:
+        await upstream.close()
 
 
 def golden_subset(folder: Path) -> Path:
