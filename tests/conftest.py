@@ -96,6 +96,22 @@ def with_search_path(url: str, schema: str) -> str:
     return parsed.render_as_string(hide_password=False)
 
 
+@pytest.fixture(scope="module")
+def prefect_server() -> Iterator[None]:
+    """A temporary Prefect server for the tests of one module that run flows or concurrency limits for real."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    """A SQLite file store's URL in tmp_path (not created yet; the code under test migrates it)."""
+    return f"sqlite:///{tmp_path / 'jw.db'}"
+
+
 @pytest.fixture
 def path_guard() -> PathGuard:
     """The session's path guard (for the tests that check the guard itself)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,8 @@ from judgewatch.storage.releases import accept_baseline, get_release_tiers
 from judgewatch.testing.openai_stub import chat_completion, openai_stub
 
 SET = "halueval_qa_mini"
+pytestmark = pytest.mark.usefixtures("prefect_server")  # every test runs the flow for real
+
 KEY = "sk-test-7f3a9c1e5b"  # what the gateway accepts; it must appear nowhere judgewatch writes
 KEY_ENV = "JW_TEST_GATEWAY_KEY"
 TEMPLATE = """{% block system %}You are Acme's support assistant. Reply in {{ language }}.{% endblock %}
@@ -38,15 +39,6 @@ Knowledge base:
 {% for fact in reference_facts %}* {{ fact }}
 {% endfor %}{% endblock %}
 """
-
-
-@pytest.fixture(scope="module", autouse=True)
-def prefect_server() -> Iterator[None]:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 @dataclass

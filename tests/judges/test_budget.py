@@ -8,8 +8,6 @@ Prefect server; without a server the clients work as before.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -21,15 +19,6 @@ from judgewatch.cli import get_app
 from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[None]:
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
 
 
 async def _two_flow_runs(sim: SimulatorHandle, calls_each: int = 24) -> None:

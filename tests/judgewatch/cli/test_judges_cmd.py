@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-import pytest
 import typer
 from typer.testing import CliRunner, Result
 
@@ -19,11 +17,6 @@ def _app() -> typer.Typer:
     app.command("judge")(judge_cmd.judge)
     app.add_typer(judges_cmd.app, name="judges")
     return app
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jw.db'}"
 
 
 def run(*args: str) -> Result:

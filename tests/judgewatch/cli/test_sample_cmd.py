@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +15,6 @@ from judgewatch.storage.migrations import migrate
 from judgewatch.storage.watermarks import SourceLease
 
 DEMO_SOURCE = REPO_ROOT / "examples" / "traffic" / "demo_source.yaml"
-
-
-@pytest.fixture(scope="module")
-def prefect_server() -> Iterator[None]:
-    """A temporary Prefect server, for the tests that run the flow for real (a dry run needs none)."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=120):
-        yield
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'jw.db'}"
 
 
 def run(*args: str) -> Result:
