@@ -29,7 +29,7 @@ class Unsupported(Exception):
 class DecisionColumns:
     """Per-row values of one batch, as Python lists (index = row of the batch)."""
 
-    ids: list[object]  # the raw id (text or integer), None when absent or empty
+    ids: list[bytes | None]  # the id as UTF-8 text (an integer in decimal), None when absent or empty
     model: list[str | None]
     tier: list[str | None]  # the mapped tier field; None: the model's tier decides
     route: list[str | None]
@@ -50,6 +50,9 @@ def _is_list(t: pa.DataType) -> bool:
 
 def _element(arr: pa.Array, index: int) -> pa.Array:
     """`arr[i][index]` for every row, null where the list is null or too short (as `resolve` does)."""
+    shortest = pc.min(pc.list_value_length(arr)).as_py()
+    if shortest is None or shortest > index:  # every list long enough: the direct kernel
+        return pc.list_element(arr, index)
     sliced = pc.list_slice(arr, index, index + 1)
     parents = pc.list_parent_indices(sliced).to_numpy(zero_copy_only=False)
     take = np.full(len(arr), -1, dtype=np.int64)
@@ -61,7 +64,10 @@ def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) ->
     """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row)."""
     if segments[0] not in table.column_names:
         return None
-    arr = table.column(segments[0]).combine_chunks()
+    column = table.column(segments[0])
+    arr = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        raise Unsupported(f"column {segments[0]} is binary")  # the row path decodes it first
     if len(segments) > 1 and _is_text(arr.type) and segments[0] in nested_keys:
         raise Unsupported(f"column {segments[0]} holds JSON text")
     for seg in segments[1:]:
@@ -100,7 +106,7 @@ def _labels(arr: pa.Array | None, n: int, field: str) -> list[str | None]:
         return [None] * n
     if not _is_text(arr.type):
         raise Unsupported(f"{field}: {arr.type}")
-    return arr.to_pylist()  # type: ignore[no-any-return]
+    return arr.to_pylist()
 
 
 class _Flags:
@@ -122,12 +128,19 @@ class _Flags:
             self.full[parents[hit]] = True
 
 
+def _may_hold_nul(arr: pa.Array) -> bool:
+    """False when the text array's data buffer holds no zero byte at all (a scan at memory speed)."""
+    data = arr.buffers()[2]
+    return data is not None and bool((np.frombuffer(data, dtype=np.uint8) == 0).any())
+
+
 def _text_field(arr: pa.Array | None, field: str, flags: _Flags, sizes: list[pa.Array]) -> pa.Array | None:
     if arr is None:
         return None
     if not _is_text(arr.type):
         raise Unsupported(f"{field}: {arr.type}")
-    flags.rows(pc.fill_null(pc.match_substring(arr, NUL), False))
+    if _may_hold_nul(arr):
+        flags.rows(pc.fill_null(pc.match_substring(arr, NUL), False))
     sizes.append(pc.fill_null(pc.binary_length(arr), 0))
     return arr
 
@@ -144,7 +157,8 @@ def _passages(arr: pa.Array | None, field: str, flags: _Flags, sizes: list[pa.Ar
     flat = pc.list_flatten(arr)
     flags.parents(arr, pc.is_null(flat))
     if _is_text(flat.type):
-        flags.parents(arr, pc.fill_null(pc.match_substring(flat, NUL), False))
+        if _may_hold_nul(flat):
+            flags.parents(arr, pc.fill_null(pc.match_substring(flat, NUL), False))
         sizes.append(_per_row(arr, pc.fill_null(pc.binary_length(flat), 0)))
 
 
@@ -188,7 +202,8 @@ def _messages(arr: pa.Array | None, n: int, flags: _Flags, sizes: list[pa.Array]
     if not _is_text(contents.type):
         raise Unsupported(f"messages.content: {contents.type}")
     contents = pc.fill_null(contents, "")
-    flags.parents(arr, pc.match_substring(contents, NUL))
+    if _may_hold_nul(contents):
+        flags.parents(arr, pc.match_substring(contents, NUL))
     lengths = pc.binary_length(contents)
     sizes.append(_per_row(arr, lengths))
     sizes.append(_per_row(arr, lengths))  # the question is the last user message: counted again
@@ -212,18 +227,17 @@ def decision_columns(
 ) -> DecisionColumns:
     """Resolve and check a batch; `line_sizes` are JSONL line lengths (None: sized from the texts, as Parquet)."""
     p, n, keys = mapper.paths, table.num_rows, mapper.nested_keys
-    flags, sizes = _Flags(n), []
+    flags, sizes = _Flags(n), list[pa.Array]()
 
     def col(name: str) -> pa.Array | None:
         return resolve_column(table, p[name], keys) if p[name] else None
 
     raw_id = col("id")
     if raw_id is None:
-        ids: list[object] = [None] * n
-    elif _is_text(raw_id.type):
-        ids = [v or None for v in raw_id.to_pylist()]
-    elif pa.types.is_integer(raw_id.type):
-        ids = raw_id.to_pylist()
+        ids: list[bytes | None] = [None] * n
+    elif _is_text(raw_id.type) or pa.types.is_integer(raw_id.type):
+        text = pc.cast(raw_id, pa.string())  # an integer as `str(int)` writes it
+        ids = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.binary()).to_pylist()
     else:
         raise Unsupported(f"id: {raw_id.type}")
     answer = _text_field(col("answer"), "answer", flags, sizes)
@@ -264,18 +278,16 @@ def decision_columns(
         department=_labels(col("department"), n, "department"),
         timestamp=stamps,
         answer_chars=pc.fill_null(pc.utf8_length(answer), 0).to_pylist() if answer_chars and answer else None,
-        content=_content(model, joined, question, answer, users, n) if content and answer is not None else None,
+        content=_content(model, joined, question, answer) if content and answer is not None else None,
         full=flags.full,
     )
 
 
-def _content(
-    model: list[str | None], joined: pa.Array, question: pa.Array | None, answer: pa.Array, users: np.ndarray, n: int
-) -> list[bytes]:
+def _content(model: list[str | None], joined: pa.Array, question: pa.Array | None, answer: pa.Array) -> list[bytes]:
     """Per row the bytes `sampling.content_key` hashes: model, messages (or question), answer."""
     has_messages = pc.greater(pc.binary_length(joined), 0)
     asked = pc.binary_join_element_wise("\x1e", pc.fill_null(question, ""), "") if question is not None else None
     middle = joined if asked is None else pc.if_else(has_messages, joined, asked)
     models = pc.fill_null(pa.array(model, pa.string()), "")
     whole = pc.binary_join_element_wise(models, middle, "\x1d", pc.fill_null(answer, ""), "")
-    return pc.cast(whole, pa.binary()).to_pylist()  # type: ignore[no-any-return]
+    return pc.cast(whole, pa.binary()).to_pylist()
