@@ -18,10 +18,13 @@ import os
 import sys
 import tempfile
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 HERE = Path(__file__).resolve().parent
@@ -48,55 +51,61 @@ def main() -> int:
     from flows.sampling import traffic_sampling
     from judgewatch.storage.migrations import migrate
 
-    schema = f"jw_bench_growth_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(args.url, isolation_level="AUTOCOMMIT")
-    url = make_url(args.url).update_query_dict({"options": f"-csearch_path={schema}"})
-    engine = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
+    with _throwaway_schema(args.url, keep=args.keep) as (engine, schema):
         migrate(engine)
         before = _sizes(engine, schema)
-        with tempfile.TemporaryDirectory() as tmp:
-            config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
-            config["paths"] = [str(DEMO / "halluqa_gateway_log.jsonl")]
-            config["sampling"].update(default_rate=1.0, rates={})
-            source = Path(tmp) / "source.yaml"
-            source.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-            report = asyncio.run(
-                traffic_sampling(
-                    source=str(source),
-                    judge="reference",
-                    review_share=0.1,
-                    database_url=url.render_as_string(hide_password=False),
-                )
-            )
+        report = asyncio.run(_sample_demo_log(traffic_sampling, engine.url.render_as_string(hide_password=False)))
         with engine.connect() as conn:
             conn.execute(text("VACUUM ANALYZE"))
             text_bytes = float(conn.execute(text(TEXT_BYTES)).scalar_one())
         after = _sizes(engine, schema)
-        picks = int(report["stored"])
-        growth = {name: after[name] - before.get(name, 0) for name in after}
-        print(
-            f"stored {picks:,} picks, {report['review_items_created']:,} review items; texts {text_bytes:,.0f} B/pick"
+    picks = int(report["stored"])
+    growth = {name: after[name] - before.get(name, 0) for name in after}
+    print(f"stored {picks:,} picks, {report['review_items_created']:,} review items; texts {text_bytes:,.0f} B/pick")
+    for name, grown in sorted(growth.items(), key=lambda kv: -kv[1]):
+        if grown:
+            print(f"  {name:24} {grown:>12,} B  {grown / picks:>9,.0f} B/pick")
+    per_pick = sum(growth.values()) / picks
+    print(f"bytes per pick {per_pick:,.0f} (texts {text_bytes:,.0f} of it on average)")
+    print(f"ratio bytes per pick / {LIMIT_BYTES:,} = {per_pick / LIMIT_BYTES:.3f} (limit 1.0)")
+    return 0 if per_pick <= LIMIT_BYTES else 1
+
+
+async def _sample_demo_log(traffic_sampling: Any, url: str) -> dict[str, Any]:
+    """The flow over the demo log at a 100% rate (a copy of its config pointing at the log)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
+        config["paths"] = [str(DEMO / "halluqa_gateway_log.jsonl")]
+        config["sampling"].update(default_rate=1.0, rates={})
+        source = Path(tmp) / "source.yaml"
+        source.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+        result: dict[str, Any] = await traffic_sampling(
+            source=str(source), judge="reference", review_share=0.1, database_url=url
         )
-        for name, grown in sorted(growth.items(), key=lambda kv: -kv[1]):
-            if grown:
-                print(f"  {name:24} {grown:>12,} B  {grown / picks:>9,.0f} B/pick")
-        per_pick = sum(growth.values()) / picks
-        print(f"bytes per pick {per_pick:,.0f} (texts {text_bytes:,.0f} of it on average)")
-        print(f"ratio bytes per pick / {LIMIT_BYTES:,} = {per_pick / LIMIT_BYTES:.3f} (limit 1.0)")
-        return 0 if per_pick <= LIMIT_BYTES else 1
+        return result
+
+
+@contextmanager
+def _throwaway_schema(url: str, *, keep: bool) -> Iterator[tuple[Engine, str]]:
+    """An engine whose connections use a new schema, dropped on the way out unless `keep`."""
+    schema = f"jw_bench_growth_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
+    engine = create_engine(scoped, isolation_level="AUTOCOMMIT")
+    try:
+        yield engine, schema
     finally:
         engine.dispose()
-        if not args.keep:
-            with admin.connect() as conn:
+        with admin.connect() as conn:
+            if not keep:
                 conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
         admin.dispose()
 
 
-def _sizes(engine: object, schema: str) -> dict[str, int]:
-    with engine.connect() as conn:  # type: ignore[attr-defined]
+def _sizes(engine: Engine, schema: str) -> dict[str, int]:
+    with engine.connect() as conn:
         return {name: int(size) for name, size in conn.execute(text(SIZES), {"schema": schema})}
 
 

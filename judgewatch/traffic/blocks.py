@@ -23,12 +23,13 @@ from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
 from judgewatch.traffic.files import (
     BOM,
     Item,
+    OpenLog,
     drain,
-    expand_paths,
+    each_file,
     line_item,
     map_binary_safe,
     open_jsonl,
-    open_parquet,
+    parquet_batches,
 )
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
@@ -64,34 +65,15 @@ Block = RowBlock | Item
 
 
 def read_file_blocks(mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
-    files, missing = expand_paths(mapper.config.paths)
-    for path in missing:
-        yield mapper.quarantine(path, QuarantineReason.unreadable, "no such file", "")
-    reader = parquet_blocks if mapper.config.kind == "parquet" else jsonl_blocks
-    for path in files:
-        yield from reader(path, mapper, state)
+    return each_file(mapper, state, parquet_blocks, jsonl_blocks)
 
 
 def parquet_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     """Row groups after the watermark as Arrow batches; a row is turned into a dict only when asked for."""
-    opened = open_parquet(path, mapper, state)
-    if isinstance(opened, RejectedTrafficRow):
-        yield opened
-        return
-    pf, groups, columns, row, skip = opened
-    if not groups:
-        return
-    try:
-        for batch in pf.iter_batches(batch_size=BLOCK_ROWS, row_groups=groups, columns=columns):
-            first = row + 1
-            row += batch.num_rows
-            if first <= skip:
-                batch = batch.slice(skip - first + 1)
-                first = skip + 1
-            if batch.num_rows:
-                yield _parquet_block(path, mapper, state, batch, first)
-    except (OSError, pa.ArrowException) as exc:
-        yield mapper.quarantine(f"{path}#row={row + 1}", QuarantineReason.unreadable, str(exc), "")
+    for found in parquet_batches(path, mapper, state, BLOCK_ROWS):
+        yield (
+            found if isinstance(found, RejectedTrafficRow) else _parquet_block(path, mapper, state, found[1], found[0])
+        )
 
 
 def _parquet_block(path: str, mapper: RowMapper, state: WatermarkState, batch: pa.RecordBatch, first: int) -> RowBlock:
@@ -119,45 +101,49 @@ def _parquet_block(path: str, mapper: RowMapper, state: WatermarkState, batch: p
 def jsonl_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     """Blocks of whole lines after the watermark; an unfinished last line is left for the next read."""
     log = open_jsonl(path, mapper, state)
-    if isinstance(log, RejectedTrafficRow):
-        yield log
+    if not isinstance(log, OpenLog):
+        yield log  # the file's own quarantine record
         return
+    with log.f:
+        yield from _blocks_of(log, path, mapper, state)
+
+
+def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     f, gz, limit = log.f, log.gz, mapper.config.max_row_bytes
     line_no, offset, skip, carry = log.line_no, log.offset, log.skip, b""
-    with f:
-        try:
-            while True:
-                data = f.read(BLOCK_BYTES)
-                buf = carry + data if carry else data
-                if not data:
-                    if buf:  # an unterminated last line
-                        item = line_item(buf.rstrip(b"\r\n"), f"{path}:{line_no + 1}", line_no + 1, mapper,
-                                         partial_ok=not gz)  # fmt: skip
-                        if item is not None:
-                            state.files[path] = (line_no + 1, None if gz else offset + len(buf))
-                            yield item
-                    return
-                lines = buf.split(b"\n")
-                carry = lines.pop()
-                lengths = [len(line) + 1 for line in lines]
-                if len(carry) > limit + 2:  # a line longer than any row may be: quarantined, the rest skipped
-                    lines.append(carry[: limit + 2])
-                    lengths.append(drain(f, carry))
-                    carry = b""
-                if line_no + len(lines) <= skip:  # gzip: lines read by an earlier run
-                    line_no += len(lines)
-                    offset += sum(lengths)
-                    continue
-                if line_no < skip:
-                    cut = skip - line_no
-                    line_no, offset = skip, offset + sum(lengths[:cut])
-                    lines, lengths = lines[cut:], lengths[cut:]
-                yield from _jsonl_block(path, mapper, state, lines, lengths, line_no, None if gz else offset)
+    try:
+        while True:
+            data = f.read(BLOCK_BYTES)
+            buf = carry + data if carry else data
+            if not data:
+                if buf:  # an unterminated last line
+                    item = line_item(buf.rstrip(b"\r\n"), f"{path}:{line_no + 1}", line_no + 1, mapper,
+                                     partial_ok=not gz)  # fmt: skip
+                    if item is not None:
+                        state.files[path] = (line_no + 1, None if gz else offset + len(buf))
+                        yield item
+                return
+            lines = buf.split(b"\n")
+            carry = lines.pop()
+            lengths = [len(line) + 1 for line in lines]
+            if len(carry) > limit + 2:  # a line longer than any row may be: quarantined, the rest skipped
+                lines.append(carry[: limit + 2])
+                lengths.append(drain(f, carry))
+                carry = b""
+            if line_no + len(lines) <= skip:  # gzip: lines read by an earlier run
                 line_no += len(lines)
                 offset += sum(lengths)
-        except (EOFError, OSError, zlib.error) as exc:
-            detail = f"stopped reading: {exc}"
-            yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
+                continue
+            if line_no < skip:
+                cut = skip - line_no
+                line_no, offset = skip, offset + sum(lengths[:cut])
+                lines, lengths = lines[cut:], lengths[cut:]
+            yield from _jsonl_block(path, mapper, state, lines, lengths, line_no, None if gz else offset)
+            line_no += len(lines)
+            offset += sum(lengths)
+    except (EOFError, OSError, zlib.error) as exc:
+        detail = f"stopped reading: {exc}"
+        yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
 
 
 def _jsonl_block(

@@ -8,10 +8,10 @@ import io
 import json
 import logging
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from judgewatch.contract.raw_rows import InputFileError, loads_bounded, sniff_jsonl_file
 from judgewatch.traffic.mapping import RowMapper
@@ -19,11 +19,14 @@ from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, Tra
 from judgewatch.traffic.watermark import WatermarkState
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyarrow.parquet import ParquetFile
 
 logger = logging.getLogger(__name__)
 
 Item = TrafficRow | RejectedTrafficRow
+T = TypeVar("T")
+FileReader = Callable[[str, RowMapper, WatermarkState], Iterator[T]]
 _GZIP_MAGIC = b"\x1f\x8b"
 BOM = b"\xef\xbb\xbf"
 PARQUET_BATCH_ROWS = 4096  # rows mapped at a time by the row path
@@ -47,13 +50,20 @@ def expand_paths(patterns: list[str]) -> tuple[list[str], list[str]]:
     return list(seen), missing
 
 
-def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+def each_file(
+    mapper: RowMapper, state: WatermarkState, parquet: FileReader[T], jsonl: FileReader[T]
+) -> Iterator[T | RejectedTrafficRow]:
+    """The source's files in order, each read by the reader of its kind; a missing file is quarantined."""
     files, missing = expand_paths(mapper.config.paths)
     for path in missing:
         yield mapper.quarantine(path, QuarantineReason.unreadable, "no such file", "")
-    reader = read_parquet_file if mapper.config.kind == "parquet" else read_jsonl_file
+    reader = parquet if mapper.config.kind == "parquet" else jsonl
     for path in files:
         yield from reader(path, mapper, state)
+
+
+def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    return each_file(mapper, state, read_parquet_file, read_jsonl_file)
 
 
 def _is_gzip(path: str) -> bool:
@@ -195,8 +205,10 @@ def open_parquet(
     return pf, list(range(first_group, meta.num_row_groups)), columns, row, skip
 
 
-def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    """Row groups after the watermark, in batches of PARQUET_BATCH_ROWS, projected to the mapped columns."""
+def parquet_batches(
+    path: str, mapper: RowMapper, state: WatermarkState, batch_rows: int
+) -> Iterator[tuple[int, pa.RecordBatch] | RejectedTrafficRow]:
+    """(row number of its first row, batch) for the rows after the watermark; a read error ends the file."""
     import pyarrow as pa
 
     opened = open_parquet(path, mapper, state)
@@ -207,17 +219,29 @@ def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> It
     if not groups:
         return
     try:
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=groups, columns=columns):
-            for raw in batch.to_pylist():
-                row += 1
-                if row <= skip:
-                    continue
-                position = f"{path}#row={row}"
-                item = map_binary_safe(raw, position, row, mapper)
-                state.files[path] = (row, None)
-                yield item
+        for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=columns):
+            first = row + 1
+            row += batch.num_rows
+            if first <= skip:
+                batch = batch.slice(skip - first + 1)
+                first = skip + 1
+            if batch.num_rows:
+                yield first, batch
     except (OSError, pa.ArrowException) as exc:
         yield mapper.quarantine(f"{path}#row={row + 1}", QuarantineReason.unreadable, str(exc), "")
+
+
+def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """Row groups after the watermark, in batches of PARQUET_BATCH_ROWS, projected to the mapped columns."""
+    for found in parquet_batches(path, mapper, state, PARQUET_BATCH_ROWS):
+        if isinstance(found, RejectedTrafficRow):
+            yield found
+            continue
+        first, batch = found
+        for row, raw in enumerate(batch.to_pylist(), start=first):
+            item = map_binary_safe(raw, f"{path}#row={row}", row, mapper)
+            state.files[path] = (row, None)
+            yield item
 
 
 def map_binary_safe(raw: dict[str, object], position: str, row: int, mapper: RowMapper) -> Item:
