@@ -179,8 +179,8 @@ def _choose(
 
 
 def _fallback_id(block: RowBlock, i: int) -> bytes:
-    """A row without an id is keyed by its position ("path:line"), as the row path does."""
-    return block.position(i)[0].encode()
+    """A row without an id is keyed as the row path keys it ("path:line" in a file)."""
+    return block.fallback_id(i).encode()
 
 
 def _times(values: list[object], mapper: RowMapper, full: np.ndarray) -> list[datetime]:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import zlib
 from collections.abc import Callable, Iterator
+from functools import partial
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -34,6 +36,11 @@ from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from judgewatch.traffic.sql import SqlBatch
+
 logger = logging.getLogger(__name__)
 
 BLOCK_BYTES = 1 << 24  # JSONL bytes per columnar block (about 20,000 gateway-log lines)
@@ -46,7 +53,7 @@ class RowBlock:
     def __init__(
         self,
         table: pa.Table,
-        positions: Callable[[int], tuple[str, int]],
+        positions: Callable[[int], tuple[str, int | None]],
         item: Callable[[int], Item | None],
         mark: Callable[[int], None],
         line_sizes: np.ndarray | None = None,
@@ -54,6 +61,7 @@ class RowBlock:
         self.table = table
         self.n = table.num_rows
         self.position = positions  # (position text, line or row number) of row i
+        self.fallback_id: Callable[[int], str] = lambda i: self.position(i)[0]  # the id of a row without one
         self.item = item
         self.prefetch: Callable[[list[int]], None] = lambda _rows: None  # rows item() will be asked for soon
         self.mark = mark
@@ -65,6 +73,42 @@ Block = RowBlock | Item
 
 def read_file_blocks(mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     return each_file(mapper, state, parquet_blocks, jsonl_blocks)
+
+
+def sql_blocks(mapper: RowMapper, state: WatermarkState, engine: Engine | None) -> Iterator[Block]:
+    """A table's keyset pages as blocks; a page pyarrow cannot hold as columns is mapped row by row."""
+    from judgewatch.traffic.sql import sql_batches
+
+    for batch in sql_batches(mapper, state, engine):
+        rows = batch.rows
+
+        def position(i: int, batch: SqlBatch = batch) -> tuple[str, int | None]:
+            return batch.position(batch.rows[i]), None
+
+        def item(i: int, batch: SqlBatch = batch) -> Item:
+            raw = batch.rows[i]
+            return mapper.map(raw, position=batch.position(raw), fallback_id=str(raw[batch.id_column]))
+
+        def mark(i: int, batch: SqlBatch = batch) -> None:
+            state.advance_sql(batch.rows[i][batch.order_column], batch.rows[i][batch.id_column])
+
+        try:
+            table = pa.Table.from_pylist(rows)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            table = None
+        if table is None or not rows:
+            for i in range(len(rows)):
+                mark(i)
+                yield item(i)
+            continue
+        block = RowBlock(table, position, item, mark)
+        block.fallback_id = partial(_sql_id, batch)
+        yield block
+
+
+def _sql_id(batch: SqlBatch, i: int) -> str:
+    """A row whose mapped id is empty is keyed by its key column, as the row path does."""
+    return str(batch.rows[i][batch.id_column])
 
 
 def parquet_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:

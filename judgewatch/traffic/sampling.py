@@ -211,9 +211,9 @@ class Sampler:
         )
 
     def run(self, items: Iterable[TrafficRow | RejectedTrafficRow] | SourceRead) -> Iterator[Pick]:
-        """The picks, in source order. A file `SourceRead` is read in columnar blocks, deciding before it maps
+        """The picks, in source order. A `SourceRead` is read in columnar blocks, deciding before it maps
         (`judgewatch.traffic.block_sampling`); any other iterable row by row. Same picks, counts and quarantine."""
-        if isinstance(items, SourceRead) and items.config.kind != "sql":
+        if isinstance(items, SourceRead):
             from judgewatch.traffic.block_sampling import sample_blocks
 
             return sample_blocks(self, items)

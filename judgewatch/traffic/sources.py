@@ -47,10 +47,13 @@ class SourceRead:
         return self.mapper
 
     def blocks(self) -> Iterator[Block]:
-        """A file source in columnar blocks (`judgewatch.traffic.blocks`), for `Sampler.run` to decide on."""
-        from judgewatch.traffic.blocks import read_file_blocks
+        """The source in columnar blocks (`judgewatch.traffic.blocks`), for `Sampler.run` to decide on."""
+        from judgewatch.traffic.blocks import read_file_blocks, sql_blocks
 
-        return read_file_blocks(self._start(), self._state)
+        mapper = self._start()
+        if self.config.kind == "sql":
+            return sql_blocks(mapper, self._state, self.engine)
+        return read_file_blocks(mapper, self._state)
 
     def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
         """Row by row: every row mapped to a `TrafficRow` (or quarantined) before anything is decided."""
