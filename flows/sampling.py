@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from prefect import flow
+from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 from pydantic import BaseModel, Field
@@ -23,9 +24,11 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from flows.sampling_tasks import (
+    PartitionRead,
     judge_picks,
     peek_watermark,
     route_picks,
+    sample_partition,
     save_checkpoint,
     store_picks,
     store_quarantined,
@@ -41,8 +44,9 @@ from judgewatch.storage.migrations import migrate
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
-from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceConfig, Watermark, load_source_config, read_source
-from judgewatch.traffic.sampling import StratumStats
+from judgewatch.traffic import RejectedTrafficRow, SourceConfig, Watermark, load_source_config
+from judgewatch.traffic.partitions import merge_watermarks, split_source
+from judgewatch.traffic.sampling import SampleStats, StratumStats
 from judgewatch.traffic.start import parse_since, starting_point
 
 logger = logging.getLogger(__name__)
@@ -131,11 +135,20 @@ def _note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
         report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
 
 
-def _tally(report: SamplingReport, sampler: Sampler) -> None:
-    stats = sampler.stats
-    report.read, report.picked, report.strata = stats.read, stats.picked, stats.strata
-    report.filtered, report.filtered_by, report.duplicate = stats.filtered, stats.filtered_by, stats.duplicate
-    report.quarantined, report.quarantined_by, report.pii = stats.quarantined, stats.quarantined_by, stats.pii
+def _tally(report: SamplingReport, stats: SampleStats) -> None:
+    """Add one partition's counts to the report (a single pass is one partition)."""
+    report.read, report.picked, report.filtered = (
+        report.read + stats.read,
+        report.picked + stats.picked,
+        report.filtered + stats.filtered,
+    )
+    report.duplicate, report.quarantined = report.duplicate + stats.duplicate, report.quarantined + stats.quarantined
+    _add(report.filtered_by, stats.filtered_by)
+    _add(report.quarantined_by, stats.quarantined_by)
+    _add(report.pii, stats.pii)
+    for name, counts in stats.strata.items():
+        mine = report.strata.setdefault(name, StratumStats(rate=counts.rate))
+        mine.eligible, mine.picked = mine.eligible + counts.eligible, mine.picked + counts.picked
 
 
 def _add(target: dict[str, int], counts: dict[str, int]) -> None:
@@ -155,6 +168,7 @@ async def traffic_sampling(
     batch_size: int = DEFAULT_BATCH_PICKS,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     database_url: str | None = None,
+    partitions: int = 1,
 ) -> dict[str, Any]:
     """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
 
@@ -162,10 +176,12 @@ async def traffic_sampling(
     watermark alone. `dry_run` reads and samples only: nothing is stored, nothing judged. `judge`: "reference",
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
+    `partitions` > 1 splits a source of several files into that many runs of files, read at once by mapped
+    `sample-partition` tasks; the watermark is saved per partition, in order (docs/sampling_partitions.md).
     Raises SourceBusy when another run holds the source.
     """
-    if batch_size < 1:
-        raise ValueError("batch_size must be >= 1")
+    if batch_size < 1 or partitions < 1:
+        raise ValueError("batch_size and partitions must be >= 1")
     if since is not None:
         parse_since(since)  # a bad value fails before anything is opened
     settings = get_settings()
@@ -176,11 +192,13 @@ async def traffic_sampling(
     )
     if dry_run:
         read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
-        read = read_source(read_config, start)
-        sampler = Sampler(read_config, on_quarantine=lambda row: _note_quarantine(report, row))
-        report.batches = sum(1 for _ in batched(sampler.run(read), batch_size))
-        _tally(report, sampler)
-        report.watermark = read.watermark.model_dump(mode="json")
+        mark = start
+        for part in _partitions(read_config, start, partitions):
+            part.on_quarantine = lambda row: _note_quarantine(report, row)
+            report.batches += sum(1 for _ in batched(part.picks, batch_size))
+            mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
+            _tally(report, part.stats)
+        report.watermark = (mark or Watermark()).model_dump(mode="json")
         return report.model_dump(mode="json")
     engine = make_engine(url)
     try:
@@ -209,7 +227,16 @@ async def traffic_sampling(
             try:
                 with judging:
                     try:
-                        await _sample(run, read_config, start, policy, settings, batch_size, save=since is None)
+                        await _sample(
+                            run,
+                            read_config,
+                            start,
+                            policy,
+                            settings,
+                            batch_size,
+                            save=since is None,
+                            partitions=partitions,
+                        )
                     finally:
                         judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
             finally:
@@ -228,6 +255,20 @@ def _policy(settings: Settings, review_share: float | None, unscored: float, bor
     )
 
 
+def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:
+    """Each partition's picks, quarantined rows, counts and watermark, in order. One partition is read here,
+    streaming; several are mapped as `sample-partition` tasks, read at once and handed over in order."""
+    split = split_source(config, start, parts)
+    if len(split) == 1:
+        yield PartitionRead.streaming(split[0])
+        return
+    if FlowRunContext.get() is None:  # the CLI's dry run calls the flow's function without Prefect
+        yield from map(sample_partition.fn, split)
+        return
+    for future in sample_partition.map(split):
+        yield future.result()
+
+
 async def _sample(
     run: _Run,
     config: SourceConfig,
@@ -237,40 +278,46 @@ async def _sample(
     batch_size: int,
     *,
     save: bool,
+    partitions: int = 1,
 ) -> None:
-    """Read, sample and process batch by batch; checkpoint the watermark after each batch (when `save`)."""
+    """Read, sample and process batch by batch. One partition: checkpoint the watermark after each batch (when
+    `save`). Several: after each partition, once the partitions before it are done, so the stored watermark
+    never covers a pick not yet stored."""
     report, judging = run.report, run.judging
-    read = read_source(config, start, engine=None)
-
-    def quarantine(row: RejectedTrafficRow) -> None:
-        _note_quarantine(report, row)
-        run.on_quarantine(row)
-
-    sampler = Sampler(config, on_quarantine=quarantine)
     last_saved = start.model_dump_json() if start else None
-    for batch in batched(sampler.run(read), batch_size):
-        run_id = run.ensure_run()
+    mark = start
+    for part in _partitions(config, start, partitions):
+
+        def quarantine(row: RejectedTrafficRow) -> None:
+            _note_quarantine(report, row)
+            run.on_quarantine(row)
+
+        part.on_quarantine = quarantine
+        for batch in batched(part.picks, batch_size):
+            run_id = run.ensure_run()
+            run.flush_quarantined()
+            report.batches += 1
+            report.stored += store_picks(run.engine, quote(batch))
+            judged = await judge_picks(judging, quote(batch), run.lease)
+            summary = judging.summary
+            report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
+            report.already_judged = judging.already_judged
+            routing = route_picks(run.engine, quote(list(judged.verdict_ids.values())), policy, settings.rubrics_dir)
+            _add(report.routed, routing.by_reason)
+            report.review_items_created += routing.created
+            if save and part.streamed:  # a single pass: its watermark stops at the last pick handed out
+                current = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
+                last_saved = save_checkpoint(run.engine, run.lease, report.source, current, run_id)
+                report.watermark_saved = True
+            judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
+            judging.beat()
         run.flush_quarantined()
-        report.batches += 1
-        report.stored += store_picks(run.engine, quote(batch))
-        judged = await judge_picks(judging, quote(batch), run.lease)
-        summary = judging.summary
-        report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
-        report.already_judged = judging.already_judged
-        routing = route_picks(run.engine, quote(list(judged.verdict_ids.values())), policy, settings.rubrics_dir)
-        _add(report.routed, routing.by_reason)
-        report.review_items_created += routing.created
-        if save:
-            last_saved = save_checkpoint(run.engine, run.lease, report.source, read.watermark, run_id)
+        mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
+        _tally(report, part.stats)
+        if save and mark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
+            last_saved = save_checkpoint(run.engine, run.lease, report.source, mark, judging.run_id)
             report.watermark_saved = True
-        judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
-        judging.beat()
-    run.flush_quarantined()
-    _tally(report, sampler)
-    report.watermark = read.watermark.model_dump(mode="json")
-    if save and read.watermark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
-        save_checkpoint(run.engine, run.lease, report.source, read.watermark, judging.run_id)
-        report.watermark_saved = True
+    report.watermark = (mark or Watermark()).model_dump(mode="json")
     logger.info(
         "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
         report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,

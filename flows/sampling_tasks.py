@@ -9,7 +9,7 @@ judge configuration is not judged again. No Prefect retries: the judge client re
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from prefect import task
@@ -25,9 +25,72 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
-from judgewatch.traffic import Pick, RejectedTrafficRow, Watermark
+from judgewatch.traffic import Pick, RejectedTrafficRow, SampleStats, Watermark
+from judgewatch.traffic.partitions import SourcePartition, partition_sampler
 
 logger = logging.getLogger(__name__)
+Quarantine = Callable[[RejectedTrafficRow], None]
+
+
+class PartitionRead:
+    """One partition's picks, quarantined rows, counts and watermark.
+
+    A mapped partition arrives read (lists, final counts); setting `on_quarantine` hands its quarantined rows
+    over. A streaming one (the single pass) is read as `picks` is iterated: quarantined rows reach
+    `on_quarantine` as they are met, and `stats` and `watermark` are live (the watermark covers what was
+    handed out so far).
+    """
+
+    def __init__(self, picks: Iterable[Pick], quarantined: list[RejectedTrafficRow], stats: Callable[[], SampleStats],
+                 watermark: Callable[[], Watermark], *, streamed: bool) -> None:  # fmt: skip
+        self.picks, self.quarantined, self.streamed = picks, quarantined, streamed
+        self._stats, self._watermark = stats, watermark
+        self._on_quarantine: Quarantine | None = None
+
+    @classmethod
+    def streaming(cls, partition: SourcePartition) -> PartitionRead:
+        part = cls([], [], SampleStats, Watermark, streamed=True)
+        sampler, read = partition_sampler(partition, on_quarantine=part.deliver)
+        part.picks, part._stats, part._watermark = sampler.run(read), lambda: sampler.stats, lambda: read.watermark
+        return part
+
+    def deliver(self, row: RejectedTrafficRow) -> None:
+        """A quarantined row: to `on_quarantine`, or kept until it is set."""
+        if self._on_quarantine is not None:
+            self._on_quarantine(row)
+        else:
+            self.quarantined.append(row)
+
+    @property
+    def on_quarantine(self) -> Quarantine | None:
+        return self._on_quarantine
+
+    @on_quarantine.setter
+    def on_quarantine(self, handler: Quarantine) -> None:
+        self._on_quarantine = handler
+        for row in self.quarantined:
+            handler(row)
+        self.quarantined = []
+
+    @property
+    def stats(self) -> SampleStats:
+        return self._stats()
+
+    @property
+    def watermark(self) -> Watermark:
+        return self._watermark()
+
+
+@task(name="sample-partition", cache_policy=NO_CACHE)
+def sample_partition(partition: SourcePartition) -> PartitionRead:
+    """Read and sample one partition of a source (its dedup window warmed by the rows before it)."""
+    quarantined: list[RejectedTrafficRow] = []
+    sampler, read = partition_sampler(partition, on_quarantine=quarantined.append)
+    picks = list(sampler.run(read))
+    stats, watermark = sampler.stats, read.watermark
+    logger.info("partition %d: %d files, read %d, picked %d", partition.index, len(partition.config.paths),
+                stats.read, stats.picked)  # fmt: skip
+    return PartitionRead(picks, quarantined, lambda: stats, lambda: watermark, streamed=False)
 
 
 def peek_watermark(url: str, source: str) -> str | None:

@@ -120,6 +120,9 @@ def sample(
         float, typer.Option(min=0.0, max=1.0, help="Targeted: share of borderline verdicts sent to review")
     ] = 0.0,
     batch_size: Annotated[int, typer.Option(min=1, help="Picks stored, judged and checkpointed per batch")] = 500,
+    partitions: Annotated[
+        int, typer.Option(min=1, help="Split a source of several files into this many partitions read at once")
+    ] = 1,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
@@ -135,6 +138,7 @@ def sample(
             borderline_share=borderline_share,
             batch_size=batch_size,
             database_url=database_url,
+            partitions=partitions,
         )
     except Exception as exc:  # one line, not a traceback: config errors, a busy source, a dead database
         logger.debug("sampling failed", exc_info=True)

@@ -8,20 +8,28 @@ import io
 import json
 import logging
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from judgewatch.contract.raw_rows import InputFileError, loads_bounded, sniff_jsonl_file
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyarrow.parquet import ParquetFile
+
 logger = logging.getLogger(__name__)
 
 Item = TrafficRow | RejectedTrafficRow
+T = TypeVar("T")
+FileReader = Callable[[str, RowMapper, WatermarkState], Iterator[T]]
 _GZIP_MAGIC = b"\x1f\x8b"
-_BOM = b"\xef\xbb\xbf"
-PARQUET_BATCH_ROWS = 4096
+BOM = b"\xef\xbb\xbf"
+PARQUET_BATCH_ROWS = 4096  # rows mapped at a time by the row path
 _Binary = gzip.GzipFile | io.BufferedReader
 
 
@@ -42,13 +50,20 @@ def expand_paths(patterns: list[str]) -> tuple[list[str], list[str]]:
     return list(seen), missing
 
 
-def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+def each_file(
+    mapper: RowMapper, state: WatermarkState, parquet: FileReader[T], jsonl: FileReader[T]
+) -> Iterator[T | RejectedTrafficRow]:
+    """The source's files in order, each read by the reader of its kind; a missing file is quarantined."""
     files, missing = expand_paths(mapper.config.paths)
     for path in missing:
         yield mapper.quarantine(path, QuarantineReason.unreadable, "no such file", "")
-    reader = read_parquet_file if mapper.config.kind == "parquet" else read_jsonl_file
+    reader = parquet if mapper.config.kind == "parquet" else jsonl
     for path in files:
         yield from reader(path, mapper, state)
+
+
+def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    return each_file(mapper, state, read_parquet_file, read_jsonl_file)
 
 
 def _is_gzip(path: str) -> bool:
@@ -56,33 +71,50 @@ def _is_gzip(path: str) -> bool:
         return f.read(2) == _GZIP_MAGIC
 
 
-def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    """One JSON object per line. A bad line becomes a RejectedTrafficRow with its line number; reading goes on."""
+@dataclass
+class OpenLog:
+    """A JSONL log opened where its watermark says: the next line read is `line_no + 1`, at byte `offset`."""
+
+    f: _Binary
+    gz: bool
+    line_no: int
+    offset: int
+    skip: int  # lines to skip first (gzip, which cannot seek)
+
+
+def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog | RejectedTrafficRow:
+    """Open a log after its watermark, or the quarantine record of a file that cannot be read as JSONL."""
     mark_rows, mark_offset = state.files.get(path, (0, None))
     try:
         gz = _is_gzip(path)
         size = Path(path).stat().st_size
         f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
     except OSError as exc:
-        yield mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
-        return
+        return mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
     if not gz and size > 0 and mark_offset is None:
         try:  # a UTF-16 or CR-only file: one message for the file, not one per line
             sniff_jsonl_file(Path(path), allow_empty=True)  # an empty log is just quiet
         except InputFileError as exc:
             f.close()
-            yield mapper.quarantine(path, QuarantineReason.undecodable, str(exc), "")
-            return
-    limit = mapper.config.max_row_bytes
+            return mapper.quarantine(path, QuarantineReason.undecodable, str(exc), "")
+    if mark_offset is not None and not gz:
+        if mark_offset <= size:
+            f.seek(mark_offset)
+            return OpenLog(f, gz, mark_rows, mark_offset, 0)
+        logger.warning("%s is shorter than its watermark (rotated?): reading it from the start", path)
+        return OpenLog(f, gz, 0, 0, 0)
+    return OpenLog(f, gz, 0, 0, mark_rows)
+
+
+def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """One JSON object per line. A bad line becomes a RejectedTrafficRow with its line number; reading goes on."""
+    log = open_jsonl(path, mapper, state)
+    if isinstance(log, RejectedTrafficRow):
+        yield log
+        return
+    f, gz, limit = log.f, log.gz, mapper.config.max_row_bytes
     with f:
-        line_no, offset, skip = 0, 0, mark_rows
-        if mark_offset is not None and not gz:
-            if mark_offset <= size:
-                f.seek(mark_offset)
-                line_no, offset, skip = mark_rows, mark_offset, 0
-            else:
-                logger.warning("%s is shorter than its watermark (rotated?): reading it from the start", path)
-                skip = 0
+        line_no, offset, skip = log.line_no, log.offset, log.skip
         try:
             while True:
                 chunk = f.readline(limit + 2)
@@ -90,23 +122,16 @@ def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iter
                     break
                 line_no += 1
                 if line_no <= skip:  # no offset to seek to (gzip): skip the lines read before
-                    offset += _drain(f, chunk)
+                    offset += drain(f, chunk)
                     continue
                 chunk_len = len(chunk)
                 terminated = chunk.endswith(b"\n")
                 body = chunk.rstrip(b"\r\n")
-                position = f"{path}:{line_no}"
-                item: Item | None
-                if len(body) > limit:
-                    chunk_len = _drain(f, chunk)
-                    detail = f"line longer than max_row_bytes {limit}"
-                    item = mapper.quarantine(position, QuarantineReason.oversize, detail, body, line_no)
-                else:
-                    if line_no == 1 and body.startswith(_BOM):
-                        body = body[len(_BOM) :]
-                    item = _parse_line(body, position, line_no, mapper, partial_ok=not terminated and not gz)
-                    if item is None and not terminated:
-                        break  # an unfinished last line (the writer is mid-line): read it next time
+                if len(body) > mapper.config.max_row_bytes:
+                    chunk_len = drain(f, chunk)
+                item = line_item(body, f"{path}:{line_no}", line_no, mapper, partial_ok=not terminated and not gz)
+                if item is None and not terminated:
+                    break  # an unfinished last line (the writer is mid-line): read it next time
                 offset += chunk_len
                 state.files[path] = (line_no, None if gz else offset)
                 if item is not None:
@@ -116,13 +141,24 @@ def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iter
             yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
 
 
-def _drain(f: _Binary, chunk: bytes) -> int:
+def drain(f: _Binary, chunk: bytes) -> int:
     """Skip the rest of an overlong line in bounded pieces; returns the line's full length."""
     total = len(chunk)
     while chunk and not chunk.endswith(b"\n"):
         chunk = f.readline(1 << 20)
         total += len(chunk)
     return total
+
+
+def line_item(body: bytes, position: str, line: int, mapper: RowMapper, *, partial_ok: bool) -> Item | None:
+    """One line (without its newline) as an item: oversize, BOM, then `_parse_line`."""
+    limit = mapper.config.max_row_bytes
+    if len(body) > limit:
+        detail = f"line longer than max_row_bytes {limit}"
+        return mapper.quarantine(position, QuarantineReason.oversize, detail, body[: limit + 2], line)
+    if line == 1 and body.startswith(BOM):
+        body = body[len(BOM) :]
+    return _parse_line(body, position, line, mapper, partial_ok=partial_ok)
 
 
 def _parse_line(body: bytes, position: str, line: int, mapper: RowMapper, *, partial_ok: bool) -> Item | None:
@@ -147,8 +183,10 @@ def _parse_line(body: bytes, position: str, line: int, mapper: RowMapper, *, par
     return mapper.map(raw, position=position, fallback_id=position, size=len(body), line=line)
 
 
-def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    """Row groups after the watermark, in batches of PARQUET_BATCH_ROWS, projected to the mapped columns."""
+def open_parquet(
+    path: str, mapper: RowMapper, state: WatermarkState
+) -> tuple[ParquetFile, list[int], list[str], int, int] | RejectedTrafficRow:
+    """(file, row groups after the watermark, mapped columns, rows before the first group, rows to skip)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -156,8 +194,7 @@ def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> It
     try:
         pf = pq.ParquetFile(path)
     except (OSError, pa.ArrowException) as exc:
-        yield mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
-        return
+        return mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
     meta = pf.metadata
     skip = mark_rows if mark_rows <= meta.num_rows else 0
     first_group, row = 0, 0
@@ -165,24 +202,49 @@ def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> It
         row += meta.row_group(first_group).num_rows
         first_group += 1
     columns = [name for name in pf.schema_arrow.names if name in mapper.top_level_keys]
-    groups = list(range(first_group, meta.num_row_groups))
+    return pf, list(range(first_group, meta.num_row_groups)), columns, row, skip
+
+
+def parquet_batches(
+    path: str, mapper: RowMapper, state: WatermarkState, batch_rows: int
+) -> Iterator[tuple[int, pa.RecordBatch] | RejectedTrafficRow]:
+    """(row number of its first row, batch) for the rows after the watermark; a read error ends the file."""
+    import pyarrow as pa
+
+    opened = open_parquet(path, mapper, state)
+    if isinstance(opened, RejectedTrafficRow):
+        yield opened
+        return
+    pf, groups, columns, row, skip = opened
     if not groups:
         return
     try:
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS, row_groups=groups, columns=columns):
-            for raw in batch.to_pylist():
-                row += 1
-                if row <= skip:
-                    continue
-                position = f"{path}#row={row}"
-                item = _map_binary_safe(raw, position, row, mapper)
-                state.files[path] = (row, None)
-                yield item
+        for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=columns):
+            first = row + 1
+            row += batch.num_rows
+            if first <= skip:
+                batch = batch.slice(skip - first + 1)
+                first = skip + 1
+            if batch.num_rows:
+                yield first, batch
     except (OSError, pa.ArrowException) as exc:
         yield mapper.quarantine(f"{path}#row={row + 1}", QuarantineReason.unreadable, str(exc), "")
 
 
-def _map_binary_safe(raw: dict[str, object], position: str, row: int, mapper: RowMapper) -> Item:
+def read_parquet_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """Row groups after the watermark, in batches of PARQUET_BATCH_ROWS, projected to the mapped columns."""
+    for found in parquet_batches(path, mapper, state, PARQUET_BATCH_ROWS):
+        if isinstance(found, RejectedTrafficRow):
+            yield found
+            continue
+        first, batch = found
+        for row, raw in enumerate(batch.to_pylist(), start=first):
+            item = map_binary_safe(raw, f"{path}#row={row}", row, mapper)
+            state.files[path] = (row, None)
+            yield item
+
+
+def map_binary_safe(raw: dict[str, object], position: str, row: int, mapper: RowMapper) -> Item:
     """Binary columns are decoded as UTF-8 first; bytes that are not UTF-8 quarantine the row."""
     for key, value in raw.items():
         if isinstance(value, bytes):

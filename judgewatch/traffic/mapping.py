@@ -244,7 +244,7 @@ class RowMapper:
             fields = ", ".join(f"{name} ({n})" for name, n in sorted(removed.items()))
             logger.warning("%s row %s: removed NUL characters from %s", self.source, source_id, fields)
         model = _label(resolve(raw, p["model"]), "model")
-        tier = _label(resolve(raw, p["tier"]), "tier") or self._tier_of_model(model)
+        tier = _label(resolve(raw, p["tier"]), "tier") or self.tier_of_model(model)
         return TrafficRow(
             source=self.source,
             source_id=source_id,
@@ -257,7 +257,7 @@ class RowMapper:
             release=_label(resolve(raw, p["release"]), "release"),
             route=_label(resolve(raw, p["route"]), "route"),
             department=_label(resolve(raw, p["department"]), "department"),
-            timestamp=self._timestamp(resolve(raw, p["timestamp"])),
+            timestamp=self.timestamp(resolve(raw, p["timestamp"])),
             tokens=TokenUsage(
                 prompt=_count(resolve(raw, p["prompt_tokens"]), "prompt_tokens"),
                 completion=_count(resolve(raw, p["completion_tokens"]), "completion_tokens"),
@@ -279,7 +279,7 @@ class RowMapper:
                     QuarantineReason.oversize, f"{name}: {field_size} bytes > max_field_bytes {self.max_field_bytes}"
                 )
 
-    def _tier_of_model(self, model: str | None) -> str:
+    def tier_of_model(self, model: str | None) -> str:
         tier = self._tiers.get(model)
         if tier is None:
             if len(self._tiers) > 10_000:  # model names are few; bound the cache anyway
@@ -299,7 +299,7 @@ class RowMapper:
             out.append(Message(role=item["role"], content=_text(item.get("content"), "messages.content") or ""))
         return out
 
-    def _timestamp(self, value: Any) -> datetime:
+    def timestamp(self, value: Any) -> datetime:
         if value is None:
             raise BadRow(QuarantineReason.missing_field, "no timestamp")
         try:

@@ -12,12 +12,14 @@ import hashlib
 import logging
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import Message, RejectedTrafficRow, TrafficRow
+from judgewatch.traffic.sources import SourceRead
 
 logger = logging.getLogger(__name__)
 
@@ -85,20 +87,31 @@ def _matches(value: str | None, patterns: list[str]) -> bool:
 
 def filter_reason(row: TrafficRow, filters: FilterConfig) -> str | None:
     """Why the row is out of scope ("route", "department", "time", "answer_length"), or None."""
-    if (filters.routes is not None and not _matches(row.route, filters.routes)) or _matches(
-        row.route, filters.exclude_routes
-    ):
+    return label_reason(filters, row.route, row.department) or value_reason(filters, row.timestamp, len(row.answer))
+
+
+def label_reason(filters: FilterConfig, route: str | None, department: str | None) -> str | None:
+    """Why the labels are out of scope ("route", "department"), or None; pure, so callers memoize it."""
+    if (filters.routes is not None and not _matches(route, filters.routes)) or _matches(route, filters.exclude_routes):
         return "route"
-    if (filters.departments is not None and not _matches(row.department, filters.departments)) or _matches(
-        row.department, filters.exclude_departments
+    if (filters.departments is not None and not _matches(department, filters.departments)) or _matches(
+        department, filters.exclude_departments
     ):
         return "department"
-    if (filters.since is not None and row.timestamp < filters.since) or (
-        filters.until is not None and row.timestamp >= filters.until
+    return None
+
+
+def value_reason(filters: FilterConfig, timestamp: datetime, answer_chars: int | None) -> str | None:
+    """Why the values are out of bounds ("time", "answer_length"), or None; `answer_chars` None: no length bound."""
+    if (filters.since is not None and timestamp < filters.since) or (
+        filters.until is not None and timestamp >= filters.until
     ):
         return "time"
-    n = len(row.answer)
-    if n < filters.min_answer_chars or (filters.max_answer_chars is not None and n > filters.max_answer_chars):
+    if answer_chars is None:
+        return None
+    if answer_chars < filters.min_answer_chars or (
+        filters.max_answer_chars is not None and answer_chars > filters.max_answer_chars
+    ):
         return "answer_length"
     return None
 
@@ -124,23 +137,40 @@ class DedupWindow:
         self.seconds = seconds
         self._seen: OrderedDict[bytes, float] = OrderedDict()
         self._latest = float("-inf")
+        self._front: tuple[bytes, float] | None = None  # the oldest entry, cached: read once per change, not per row
 
     def __len__(self) -> int:
         return len(self._seen)
 
     def seen(self, key: bytes, at: float) -> bool:
         """True when `key` was seen within the window; records it either way."""
-        self._latest = max(self._latest, at)
-        before = self._seen.get(key)
-        duplicate = before is not None and (self.seconds is None or abs(at - before) <= self.seconds)
-        self._seen[key] = max(at, before) if before is not None else at
-        self._seen.move_to_end(key)
+        window = self._seen
+        if at > self._latest:
+            self._latest = at
+        before = window.get(key)
+        if before is None:
+            duplicate = False
+            if not window:
+                self._front = None
+            window[key] = at
+        else:
+            duplicate = self.seconds is None or abs(at - before) <= self.seconds
+            window[key] = at if at > before else before
+            window.move_to_end(key)
+            if self._front is not None and self._front[0] == key:
+                self._front = None
         if self.seconds is not None:
             horizon = self._latest - self.seconds
-            while self._seen and next(iter(self._seen.values())) < horizon:
-                self._seen.popitem(last=False)
-        while len(self._seen) > self.max_rows:
-            self._seen.popitem(last=False)
+            while window:
+                if self._front is None:
+                    self._front = next(iter(window.items()))
+                if self._front[1] >= horizon:
+                    break
+                window.popitem(last=False)
+                self._front = None
+        while len(window) > self.max_rows:
+            window.popitem(last=False)
+            self._front = None
         return duplicate
 
 
@@ -162,55 +192,129 @@ class Sampler:
         self.scrubber = Scrubber(config.pii.kinds) if config.pii.enabled else None
         dedup = config.sampling.dedup
         self.dedup = DedupWindow(dedup.window_rows, dedup.window_seconds) if dedup.enabled else None
-        self._stats = SampleStats()
+        self._n: Counter[str] = Counter()  # read, quarantined, filtered, duplicate, eligible, picked
         self._filtered_by: Counter[str] = Counter()
         self._quarantined_by: Counter[str] = Counter()
         self._pii: Counter[str] = Counter()
-        self._strata: dict[str, StratumStats] = {}
+        self._strata: dict[str, list[float]] = {}  # stratum -> [rate, eligible, picked]: plain, updated per row
+        self._label_reasons: dict[tuple[str | None, str | None], str | None] = {}
+        self._stratum_of: dict[tuple[str, str | None], tuple[str, float]] = {}
 
     @property
     def stats(self) -> SampleStats:
-        return self._stats.model_copy(
-            update={
-                "filtered_by": dict(self._filtered_by),
-                "quarantined_by": dict(self._quarantined_by),
-                "strata": {k: v.model_copy() for k, v in self._strata.items()},
-                "pii": dict(self._pii),
-            }
+        return SampleStats(
+            **{name: self._n[name] for name in ("read", "quarantined", "filtered", "duplicate", "eligible", "picked")},
+            filtered_by=dict(self._filtered_by),
+            quarantined_by=dict(self._quarantined_by),
+            strata={k: StratumStats(rate=r, eligible=int(e), picked=int(p)) for k, (r, e, p) in self._strata.items()},
+            pii=dict(self._pii),
         )
 
-    def run(self, items: Iterable[TrafficRow | RejectedTrafficRow]) -> Iterator[Pick]:
-        s, sampling, filters = self._stats, self.config.sampling, self.config.filters
+    def run(self, items: Iterable[TrafficRow | RejectedTrafficRow] | SourceRead) -> Iterator[Pick]:
+        """The picks, in source order. A `SourceRead` is read in columnar blocks, deciding before it maps
+        (`judgewatch.traffic.block_sampling`); any other iterable row by row. Same picks, counts and quarantine."""
+        if isinstance(items, SourceRead):
+            from judgewatch.traffic.block_sampling import sample_blocks
+
+            return sample_blocks(self, items)
+        return self._run_rows(items)
+
+    def _run_rows(self, items: Iterable[TrafficRow | RejectedTrafficRow]) -> Iterator[Pick]:
         for item in items:
-            s.read += 1
-            if isinstance(item, RejectedTrafficRow):
-                s.quarantined += 1
-                self._quarantined_by[item.reason.value] += 1
-                if self.on_quarantine is not None:
-                    self.on_quarantine(item)
-                else:
-                    logger.warning("quarantined %s: %s %s", item.position, item.reason.value, item.detail)
-                continue
-            reason = filter_reason(item, filters)
-            if reason is not None:
-                s.filtered += 1
-                self._filtered_by[reason] += 1
-                continue
-            if self.dedup is not None and self.dedup.seen(content_key(item), item.timestamp.timestamp()):
-                s.duplicate += 1
-                continue
-            s.eligible += 1
-            stratum, rate = stratum_rate(sampling, item.tier, item.route)
-            counts = self._strata.get(stratum)
-            if counts is None:
-                counts = self._strata[stratum] = StratumStats(rate=rate)
-            counts.eligible += 1
-            if not decide(item.interaction_id, rate, sampling.salt):
-                continue
-            s.picked += 1
-            counts.picked += 1
-            row, pii_counts = self._scrubbed(item)
-            yield Pick(row=row, stratum=stratum, inclusion_probability=rate, salt=sampling.salt, pii_counts=pii_counts)
+            pick = self.take(item)
+            if pick is not None:
+                yield pick
+
+    def count_read(self) -> None:
+        self._n["read"] += 1
+
+    def take(self, item: TrafficRow | RejectedTrafficRow) -> Pick | None:
+        """The whole rule for one mapped row (or quarantined one)."""
+        self._n["read"] += 1
+        if isinstance(item, RejectedTrafficRow):
+            self.quarantine(item)
+            return None
+        key = content_key(item) if self.dedup is not None else None
+        if not self.admit(item.route, item.department, item.timestamp, len(item.answer), key):
+            return None
+        chosen = self.choose(item.tier, item.route, item.interaction_id)
+        return None if chosen is None else self.pick(item, *chosen)
+
+    def quarantine(self, item: RejectedTrafficRow) -> None:
+        self._n["quarantined"] += 1
+        self._quarantined_by[item.reason.value] += 1
+        if self.on_quarantine is not None:
+            self.on_quarantine(item)
+        else:
+            logger.warning("quarantined %s: %s %s", item.position, item.reason.value, item.detail)
+
+    def labels_reason(self, route: str | None, department: str | None) -> str | None:
+        """`label_reason` under the config's filters, memoized: routes and departments are few."""
+        labels = (route, department)
+        reason = self._label_reasons.get(labels, "")
+        if reason == "":
+            if len(self._label_reasons) > 10_000:
+                self._label_reasons.clear()
+            reason = self._label_reasons[labels] = label_reason(self.config.filters, route, department)
+        return reason
+
+    def count(self, name: str, k: int = 1, reason: str | None = None) -> None:
+        """Add to a count of `stats` ("filtered" with its reason)."""
+        self._n[name] += k
+        if reason is not None:
+            self._filtered_by[reason] += k
+
+    def admit(
+        self, route: str | None, department: str | None, at: datetime, answer_chars: int | None, key: bytes | None
+    ) -> bool:
+        """Filters, then the de-duplication window (`key`: the row's `content_key`); True when eligible."""
+        reason = self.labels_reason(route, department) or value_reason(self.config.filters, at, answer_chars)
+        if reason is not None:
+            self.count("filtered", reason=reason)
+            return False
+        if self.dedup is not None and key is not None and self.dedup.seen(key, at.timestamp()):
+            self.count("duplicate")
+            return False
+        self.count("eligible")
+        return True
+
+    def stratum(self, tier: str, route: str | None) -> tuple[str, float]:
+        """(stratum, rate) of a row, memoized."""
+        key = (tier, route)
+        found = self._stratum_of.get(key)
+        if found is None:
+            if len(self._stratum_of) > 10_000:
+                self._stratum_of.clear()
+            found = self._stratum_of[key] = stratum_rate(self.config.sampling, tier, route)
+        return found
+
+    def count_stratum(self, stratum: str, rate: float, eligible: int, picked: int) -> None:
+        counts = self._strata.get(stratum)
+        if counts is None:
+            counts = self._strata[stratum] = [rate, 0, 0]
+        counts[1] += eligible
+        counts[2] += picked
+        self._n["picked"] += picked
+
+    def choose(self, tier: str, route: str | None, interaction_id: str) -> tuple[str, float] | None:
+        """(stratum, rate) when the eligible row is picked, else None; counted per stratum."""
+        stratum, rate = self.stratum(tier, route)
+        picked = decide(interaction_id, rate, self.config.sampling.salt)
+        self.count_stratum(stratum, rate, 1, int(picked))
+        return (stratum, rate) if picked else None
+
+    def unpick(self, stratum: str, rejected: RejectedTrafficRow) -> None:
+        """A picked row whose full mapping rejected it after all: counted and stored as quarantined instead."""
+        self._n["picked"] -= 1
+        self._n["eligible"] -= 1
+        self._strata[stratum][1] -= 1
+        self._strata[stratum][2] -= 1
+        self.quarantine(rejected)
+
+    def pick(self, row: TrafficRow, stratum: str, rate: float) -> Pick:
+        clean, pii_counts = self._scrubbed(row)
+        salt = self.config.sampling.salt
+        return Pick(row=clean, stratum=stratum, inclusion_probability=rate, salt=salt, pii_counts=pii_counts)
 
     def _scrubbed(self, row: TrafficRow) -> tuple[TrafficRow, dict[str, int]]:
         """The row with PII replaced in every text a judge or reviewer will see."""

@@ -14,6 +14,8 @@ from judgewatch.traffic.watermark import Watermark, WatermarkState
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from judgewatch.traffic.blocks import Block
+
 logger = logging.getLogger(__name__)
 
 
@@ -31,17 +33,31 @@ class SourceRead:
         self.rows = 0
         self.quarantined = 0
         self._state = WatermarkState(since)
+        self.mapper = RowMapper(config)
         self._started = False
 
     @property
     def watermark(self) -> Watermark:
         return self._state.snapshot()
 
-    def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
+    def _start(self) -> RowMapper:
         if self._started:
             raise RuntimeError("a SourceRead is iterated once; call read_source again with its watermark")
         self._started = True
-        mapper = RowMapper(self.config)
+        return self.mapper
+
+    def blocks(self) -> Iterator[Block]:
+        """The source in columnar blocks (`judgewatch.traffic.blocks`), for `Sampler.run` to decide on."""
+        from judgewatch.traffic.blocks import read_file_blocks, sql_blocks
+
+        mapper = self._start()
+        if self.config.kind == "sql":
+            return sql_blocks(mapper, self._state, self.engine)
+        return read_file_blocks(mapper, self._state)
+
+    def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
+        """Row by row: every row mapped to a `TrafficRow` (or quarantined) before anything is decided."""
+        mapper = self._start()
         if self.config.kind == "sql":
             from judgewatch.traffic.sql import read_sql
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterator
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Column, MetaData, Table, and_, create_engine, or_, select
 from sqlalchemy.engine import Engine
@@ -19,13 +19,36 @@ from judgewatch.traffic.watermark import WatermarkState
 logger = logging.getLogger(__name__)
 
 
+class SqlBatch(NamedTuple):
+    """One page of rows in read order; the caller moves the watermark (`state.advance_sql`) row by row."""
+
+    table: str
+    id_column: str
+    order_column: str
+    rows: list[dict[str, Any]]
+
+    def position(self, raw: dict[str, Any]) -> str:
+        return f"{self.table}#{self.id_column}={raw[self.id_column]}"
+
+
 def read_sql(
     mapper: RowMapper, state: WatermarkState, engine: Engine | None = None
 ) -> Iterator[TrafficRow | RejectedTrafficRow]:
+    """Every row of `sql_batches`, mapped."""
+    for batch in sql_batches(mapper, state, engine):
+        for raw in batch.rows:
+            row_id = raw[batch.id_column]
+            state.advance_sql(raw[batch.order_column], row_id)
+            yield mapper.map(raw, position=batch.position(raw), fallback_id=str(row_id))
+
+
+def sql_batches(mapper: RowMapper, state: WatermarkState, engine: Engine | None = None) -> Iterator[SqlBatch]:
     """Keyset pagination: each batch is one short query `WHERE (order, id) > watermark ORDER BY order, id`.
 
-    Rows are read in the order they sort, so a row inserted later with a smaller id (or, in time order, an
-    older timestamp) than the watermark is not read; rows with a NULL time are never read in time order.
+    The next query starts after the watermark as the caller left it, so advance it through a batch before
+    asking for the next. Rows are read in the order they sort, so a row inserted later with a smaller id (or,
+    in time order, an older timestamp) than the watermark is not read; rows with a NULL time are never read in
+    time order.
     """
     config = mapper.config
     own_engine = engine is None
@@ -46,14 +69,9 @@ def read_sql(
             elif order_col is not id_col:
                 query = query.where(order_col.is_not(None))
             with engine.connect() as conn:
-                batch = conn.execute(query).mappings().all()
-            for record in batch:
-                raw: dict[str, Any] = dict(record)
-                row_id = raw[id_col.name]
-                position = f"{table.name}#{id_col.name}={row_id}"
-                state.advance_sql(raw[order_col.name], row_id)
-                yield mapper.map(raw, position=position, fallback_id=str(row_id))
-            if len(batch) < config.batch_size:
+                rows = [dict(record) for record in conn.execute(query).mappings()]
+            yield SqlBatch(table.name, id_col.name, order_col.name, rows)
+            if len(rows) < config.batch_size:
                 return
     finally:
         if own_engine:

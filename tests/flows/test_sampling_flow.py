@@ -237,3 +237,45 @@ def test_a_postgres_lock_dies_with_its_connection(engine: Engine) -> None:
         with pytest.raises(SourceBusy, match="lost its lease"):
             holder.renew()
     holder.release()
+
+
+@pytest.fixture
+def split_source(tmp_path: Path) -> Path:
+    """The demo source over its log cut into 4 files (675-676 lines each), read as one glob."""
+    lines = (DEMO / "halluqa_gateway_log.jsonl").read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for k in range(4):
+        (folder / f"part-{k}.jsonl").write_bytes(b"".join(lines[k * 676 : (k + 1) * 676]))
+    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
+    config["paths"] = [str(folder / "part-*.jsonl")]
+    path = tmp_path / "source.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_watermark(
+    split_source: Path, tmp_path: Path
+) -> None:
+    reports, stored = [], []
+    for parts in (1, 4):
+        db = f"sqlite:///{tmp_path / f'p{parts}.db'}"
+        reports.append(await sample(split_source, db, partitions=parts))
+        with make_engine(db).connect() as conn:
+            stored.append(sorted(conn.execute(text("SELECT id FROM interaction")).scalars()))
+            saved = conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one()
+        assert {Path(p).name: m["rows"] for p, m in json.loads(saved)["files"].items()} == {
+            "part-0.jsonl": 676, "part-1.jsonl": 676, "part-2.jsonl": 676, "part-3.jsonl": 674,
+        }  # fmt: skip
+    one, four = reports
+    assert stored[0] == stored[1] and len(stored[0]) == one["picked"] == four["picked"] > 200
+    keys = ("read", "picked", "quarantined", "duplicate", "filtered", "strata", "quarantined_by", "watermark")
+    assert {k: one[k] for k in keys} == {k: four[k] for k in keys}
+    again = await sample(split_source, f"sqlite:///{tmp_path / 'p4.db'}", partitions=4)
+    assert again["read"] == 0  # the saved watermark covers every partition
+
+
+async def test_a_dry_run_over_partitions_reports_what_one_pass_reports(split_source: Path, db: str) -> None:
+    one = await sample(split_source, db, dry_run=True, partitions=1)
+    two = await sample(split_source, db, dry_run=True, partitions=2)
+    assert {k: v for k, v in one.items() if k != "batches"} == {k: v for k, v in two.items() if k != "batches"}

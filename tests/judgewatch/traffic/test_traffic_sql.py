@@ -31,6 +31,9 @@ MAPPING = {
 }
 
 
+USAGE = ("prompt_tokens", "completion_tokens", "cached_tokens")  # by default read from `response`
+
+
 class LogTable:
     """A uniquely named gateway-log table: JSON `request`, JSON-as-text `response` (as many gateways store it)."""
 
@@ -153,3 +156,47 @@ def test_bad_rows_are_quarantined_with_table_and_id(log_table, sql_config):
         (f"{log_table.name}#id=3", QuarantineReason.missing_response),
         (f"{log_table.name}#id=4", QuarantineReason.wrong_type),
     ]
+
+
+def _sample(config: Any, engine: Engine, *, rows: bool) -> tuple[list[str], dict[str, int], list[str], Any]:
+    from judgewatch.traffic import Sampler
+
+    quarantined: list[str] = []
+    sampler = Sampler(config, on_quarantine=lambda q: quarantined.append(f"{q.position} {q.reason}"))
+    read = read_source(config, engine=engine)
+    picks = [p.row.interaction_id for p in sampler.run(iter(read) if rows else read)]
+    stats = sampler.stats
+    counts = {k: getattr(stats, k) for k in ("read", "quarantined", "duplicate", "eligible", "picked")}
+    return picks, counts, quarantined, read.watermark
+
+
+@pytest.mark.parametrize(
+    ("changes", "columnar"),
+    [({}, 0), ({"answer": "reference_answer", **dict.fromkeys(USAGE), "timestamp": "created_at"}, 3)],
+)
+def test_sql_blocks_decide_as_the_row_path_does(log_table, make_config, monkeypatch, changes, columnar):
+    """JSON held in a text column: each page is mapped row by row; JSON and plain columns: decided on columns."""
+    import judgewatch.traffic.block_sampling as block_sampling
+
+    decided: list[int] = []
+    original = block_sampling.decision_columns
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        cols = original(*args, **kwargs)
+        decided.append(1)  # a page decided on columns (an unsupported one raised before this)
+        return cols
+
+    monkeypatch.setattr(block_sampling, "decision_columns", spy)
+    log_table.insert(
+        *(log_row(n) for n in range(1, 40)),
+        log_row(40, response=None, reference_answer=None),
+        log_row(41, request={"messages": "not a list"}),
+        *(log_row(n) for n in range(42, 60)),
+    )
+    mapping = {**MAPPING, **changes}
+    config = make_config(kind="sql", url=log_table.url, table=log_table.name, mapping=mapping, batch_size=16,
+                         sampling={"default_rate": 0.5})  # fmt: skip
+    blocks = _sample(config, log_table.engine, rows=False)
+    assert blocks == _sample(config, log_table.engine, rows=True)
+    assert blocks[1]["read"] == 59 and blocks[1]["quarantined"] == 2 and blocks[3].last_id == 59
+    assert len(decided) == columnar  # 3 of the 4 pages; the one holding row 41 has no single column type
