@@ -23,6 +23,7 @@ from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, policy_from_settings
+from judgewatch.trust.probes import probe_judge
 from judgewatch.trust.progress import CallMeter, MeteredJudge, MeteredPairwiseJudge
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import known_pairs, validate_judge, validate_pairwise
@@ -83,8 +84,13 @@ async def validate(
     limit: int | None = None,
     pairwise_limit: int | None = None,
     seed: int = 0,
+    probe_items: int | None = None,
 ) -> ValidationReport:
-    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts."""
+    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts.
+
+    With `probe_items`, each pointwise rubric is also probed for bias on that many items of each set (a
+    `bias_probes` record beside the known-answers one; see `judgewatch.trust.probes`).
+    """
     if not await is_healthy(under_test.pointwise):
         raise JudgeUnreachable(f"the judge at {under_test.label} is not reachable (health check failed)")
     report = ValidationReport()
@@ -104,6 +110,11 @@ async def validate(
                 record = await validate_judge(
                     under_test.pointwise, rubric, golden, engine=engine, policy=policy, limit=limit, seed=seed
                 )
+                if probe_items is not None:
+                    report.records.append(record)
+                    record = await probe_judge(
+                        under_test.pointwise, rubric, golden, engine=engine, policy=policy, items=probe_items, seed=seed
+                    )
             report.records.append(record)
         judge = under_test.pairwise if rubric.kind == "pairwise" else under_test.pointwise
         report.verdicts.append(trust_for(engine, judge.identity(rubric), rubric.identity, policy=policy))
