@@ -145,10 +145,11 @@ def evaluate_probes(
     """(passed, detail) of one bias-probe record: each failed probe named with its figure and limit."""
     checked = _checked(figures, limits)
     failed = [f"{probe.replace('_', '-')}: {'; '.join(failures)}" for probe, ok, _, failures in checked if ok is False]
+    if n_items < min_items:
+        over = f" (over a limit: {' | '.join(failed)})" if failed else ""
+        return None, f"{len(checked)} probes, n={n_items} (fewer than {min_items} items: inconclusive){over}"
     if failed:
         return False, "FAILED " + " | ".join(failed) + f", n={n_items}"
-    if n_items < min_items:
-        return None, f"{len(checked)} probes, n={n_items} (fewer than {min_items} items: inconclusive)"
     if not checked or any(ok is None for _, ok, _, _ in checked):
         return None, f"probes without a figure: {', '.join(p for p, ok, _, _ in checked if ok is None) or 'all'}"
     return True, f"passed {', '.join(p.replace('_', '-') for p, _, _, _ in checked)}, n={n_items}"

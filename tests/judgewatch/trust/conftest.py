@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from typing_extensions import override
 
@@ -79,6 +81,90 @@ class AlwaysAJudge(PairwiseJudge):
         return None
 
 
+class LengthJudge:
+    """Scores every applicable criterion by the answer's length alone: one level per 8 characters.
+
+    On HalluQA the right answers are the longer, hedged ones, so its AUROC there passes the policy.
+    """
+
+    kind = "fake"
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name="length", config_hash=config_hash(rubric, fake="length"))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        to_score, not_applicable = plan(rubric, item)
+        level = max(rubric.scale.min, min(rubric.scale.max, 1 + len(item.answer) // 8))
+        scores = dict.fromkeys(to_score, level)
+        return scored_verdict(item, rubric, self.identity(rubric), scores, not_applicable, "the longer the better")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ReferenceIgnoringJudge:
+    """The reference judge's scores, but it never asks whether references exist: without any, it grades every
+    criterion against the question as if that were the reference answer."""
+
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.reference = ReferenceJudge()
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name="ignores-references", config_hash=config_hash(rubric, fake="blind"))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        graded = item if item.has_references else item.model_copy(update={"reference_answer": item.question})
+        verdict = self.reference.judge_sync(graded, rubric)
+        return verdict.model_copy(update={"judge": self.identity(rubric)})
+
+    async def aclose(self) -> None:
+        return None
+
+
+class ImpressedJudge:
+    """The reference judge, except that an answer opening with confidence gets the top score everywhere."""
+
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.reference = ReferenceJudge()
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name="impressed", config_hash=config_hash(rubric, fake="impressed"))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        verdict = self.reference.judge_sync(item, rubric).model_copy(update={"judge": self.identity(rubric)})
+        if not item.answer.startswith(("As is well established", "众所周知")):
+            return verdict
+        scores = {name: None if score is None else rubric.scale.max for name, score in verdict.scores.items()}
+        return verdict.model_copy(update={"scores": scores})
+
+    async def aclose(self) -> None:
+        return None
+
+
+class CoinJudge:
+    """Every criterion scored at random on each call: a judge whose verdict changes when asked again."""
+
+    kind = "fake"
+
+    def __init__(self, seed: int = 1) -> None:
+        self.rng = random.Random(seed)
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name="coin", config_hash=config_hash(rubric, fake="coin"))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        to_score, not_applicable = plan(rubric, item)
+        scores = {name: self.rng.randint(rubric.scale.min, rubric.scale.max) for name in to_score}
+        return scored_verdict(item, rubric, self.identity(rubric), scores, not_applicable, "heads")
+
+    async def aclose(self) -> None:
+        return None
+
+
 @pytest.fixture(scope="session")
 def answer_quality() -> Rubric:
     return load_rubric("answer_quality", RUBRICS)
@@ -112,3 +198,23 @@ def mostly_unscored_judge() -> MostlyUnscoredJudge:
 @pytest.fixture
 def always_a_judge() -> AlwaysAJudge:
     return AlwaysAJudge()
+
+
+@pytest.fixture
+def length_judge() -> LengthJudge:
+    return LengthJudge()
+
+
+@pytest.fixture
+def reference_ignoring_judge() -> ReferenceIgnoringJudge:
+    return ReferenceIgnoringJudge()
+
+
+@pytest.fixture
+def impressed_judge() -> ImpressedJudge:
+    return ImpressedJudge()
+
+
+@pytest.fixture
+def coin_judge() -> CoinJudge:
+    return CoinJudge()
