@@ -28,15 +28,13 @@ from judges.errors import is_endpoint_failure
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.run import JudgingRun
-from judgewatch.regression.golden import GoldenSet
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import paired_mean_diff
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import FILLER, ProbeItems, probe_items, reordered
-from judgewatch.trust.records import build_record, store_record
-from judgewatch.trust.validate import known_pairs
+from judgewatch.trust.validate import KnownPairs, pairs_record
 
 logger = logging.getLogger(__name__)
 
@@ -181,25 +179,16 @@ async def _judge_probes(
 
 
 async def probe_judge(
-    judge: Judge,
-    rubric: Rubric,
-    golden: GoldenSet,
-    *,
-    engine: Engine | None = None,
-    policy: TrustPolicy | None = None,
-    items: int | None = DEFAULT_ITEMS,
-    seed: int = 0,
+    judge: Judge, rubric: Rubric, pairs: KnownPairs, *, engine: Engine | None, policy: TrustPolicy, seed: int = 0
 ) -> TrustRecord:
-    """Run every probe on the first `items` known pairs of `golden`; store the record when `engine` is given."""
-    policy = policy or TrustPolicy()
+    """Run every probe on `pairs` (e.g. `known_pairs(golden, limit=DEFAULT_ITEMS)`); stored when `engine` is given."""
     if rubric.kind != "pointwise":
         raise ValueError(f"rubric '{rubric.name}' is {rubric.kind}: the bias probes grade answers one by one")
-    pairs = known_pairs(golden, limit=items)
     if not pairs.good:
-        raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer to probe")
+        raise ValueError(f"golden set {pairs.dataset} has no item with both a good and a bad answer to probe")
     probe = probe_items(pairs.good, pairs.bad)
     identity = judge.identity(rubric)
-    logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, golden.name, probe.n)
+    logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
     first, shuffled, cost = await _judge_probes(judge, rubric, probe, engine, pairs.dataset, pairs.revision)
     unscored: dict[str, int] = {}
     for verdict in [*first, *shuffled]:
@@ -212,14 +201,13 @@ async def probe_judge(
         "unscored_reasons": unscored,
         "filler": {lang: list(sentences) for lang, sentences in FILLER.items()},
     }
-    record = build_record(
+    return pairs_record(
+        engine,
+        pairs,
         judge=identity,
-        rubric=rubric.identity,
+        rubric=rubric,
         evidence=TrustEvidence.bias_probes,
         figures=figures,
         n_items=probe.n,
         policy=policy,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
     )
-    return store_record(engine, record) if engine is not None else record

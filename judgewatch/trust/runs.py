@@ -112,8 +112,9 @@ async def validate(
                 )
                 if probe_items is not None:
                     report.records.append(record)
+                    pairs = known_pairs(golden, limit=probe_items)
                     record = await probe_judge(
-                        under_test.pointwise, rubric, golden, engine=engine, policy=policy, items=probe_items, seed=seed
+                        under_test.pointwise, rubric, pairs, engine=engine, policy=policy, seed=seed
                     )
             report.records.append(record)
         judge = under_test.pairwise if rubric.kind == "pairwise" else under_test.pointwise

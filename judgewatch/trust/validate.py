@@ -22,7 +22,7 @@ from judges.pairwise import PairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
@@ -83,6 +83,31 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
     return KnownPairs(golden.name, revision, good, bad, skipped)
 
 
+def pairs_record(
+    engine: Engine | None,
+    pairs: KnownPairs,
+    *,
+    judge: JudgeIdentity,
+    rubric: Rubric,
+    evidence: TrustEvidence,
+    figures: dict[str, Any],
+    n_items: int,
+    policy: TrustPolicy,
+) -> TrustRecord:
+    """The record of one measurement on `pairs` (its set and revision), stored when `engine` is given."""
+    record = build_record(
+        evidence=evidence,
+        figures=figures,
+        dataset=pairs.dataset,
+        dataset_revision=pairs.revision,
+        judge=judge,
+        rubric=rubric.identity,
+        n_items=n_items,
+        policy=policy,
+    )
+    return store_record(engine, record) if engine is not None else record
+
+
 def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:
     """The known pairs to measure a judge on; ValueError naming the golden set when it has none."""
     pairs = known_pairs(golden, limit=limit)
@@ -132,17 +157,16 @@ async def validate_judge(
     figures["skipped_items"] = pairs.skipped
     figures["cost"] = cost
     figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
-    record = build_record(
+    return pairs_record(
+        engine,
+        pairs,
         judge=identity,
-        rubric=rubric.identity,
+        rubric=rubric,
         evidence=TrustEvidence.known_answers,
         figures=figures,
         n_items=n,
         policy=policy,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
     )
-    return store_record(engine, record) if engine is not None else record
 
 
 def _reference_comparison(
@@ -230,14 +254,13 @@ async def validate_pairwise(
         "unscored_reasons": reasons,
         "pairs": [o.row() for o in outcomes],
     }
-    record = build_record(
+    return pairs_record(
+        engine,
+        pairs,
         judge=judge.identity(rubric),
-        rubric=rubric.identity,
+        rubric=rubric,
         evidence=TrustEvidence.pairwise,
         figures=figures,
         n_items=stats.pairs,
         policy=policy,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
     )
-    return store_record(engine, record) if engine is not None else record

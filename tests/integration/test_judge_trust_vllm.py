@@ -58,12 +58,15 @@ async def test_smollm2_bias_probes_run_through_vllm_and_are_stored(vllm_url: str
     from judgewatch.storage.db import session_scope
     from judgewatch.storage.verdicts import count_by_status
     from judgewatch.trust.probes import probe_judge
+    from judgewatch.trust.validate import known_pairs
 
     rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
     golden = load_golden_set("halueval_qa_mini", datasets_dir=REPO_ROOT / "datasets")
     [under_test] = judges_under_test(vllm_url, Settings(judge_concurrency=4), MODEL)
     try:  # 3 items x 9 calls: enough to prove the path, too few to decide (n < 20 is inconclusive)
-        record = await probe_judge(under_test.pointwise, rubric, golden, engine=sqlite_engine, items=3)
+        record = await probe_judge(
+            under_test.pointwise, rubric, known_pairs(golden, limit=3), engine=sqlite_engine, policy=_policy()
+        )
     finally:
         await under_test.aclose()
     assert record.judge_name == MODEL and record.n_items == 3 and record.trustworthy is None

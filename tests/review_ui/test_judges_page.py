@@ -35,9 +35,13 @@ async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None
     assert frame.iloc[0]["judge"] == "reference:reference-overlap" and frame.iloc[0]["trust"] == "trusted"
     assert frame.iloc[0]["bias probes"] == ""  # not probed yet
 
+    from judgewatch.trust.policy import TrustPolicy
     from judgewatch.trust.probes import probe_judge
+    from judgewatch.trust.validate import known_pairs
 
-    await probe_judge(ReferenceJudge(), rubric, golden, engine=sqlite_engine)
+    await probe_judge(
+        ReferenceJudge(), rubric, known_pairs(golden, limit=20), engine=sqlite_engine, policy=TrustPolicy()
+    )
     frame = judges_frame(sqlite_engine)
     assert len(frame) == 1 and frame.iloc[0]["trust"] == "trusted"  # the probes sit beside the AUROC they qualify
     probes = frame.iloc[0]["bias probes"]

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from judges.reference import ReferenceJudge
 from judgewatch.contract.rubric import Rubric
-from judgewatch.regression.gate import TierEvaluation, compare_scores, decide
+from judgewatch.regression.gate import TierEvaluation, decide
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.regression.report import RegressionReport, render_markdown
 from judgewatch.storage.db import session_scope
@@ -22,9 +22,16 @@ from judgewatch.trust.leaderboard import COLUMNS, leaderboard, table
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import CONFIDENT, FILLER, HEDGE, probe_items, reordered
 from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes, probe_lines
-from judgewatch.trust.probes import probe_judge
+from judgewatch.trust.probes import DEFAULT_ITEMS, probe_judge
 from judgewatch.trust.records import trust_for
-from judgewatch.trust.validate import known_pairs, validate_judge
+from judgewatch.trust.validate import KnownPairs, known_pairs, validate_judge
+
+POLICY = TrustPolicy()
+
+
+def _first20(golden: GoldenSet) -> KnownPairs:
+    """The probes' default size: 20 golden items (see judgewatch/trust/probes.py for why)."""
+    return known_pairs(golden, limit=DEFAULT_ITEMS)
 
 
 def _probe(record: Any, name: str) -> dict[str, Any]:
@@ -63,7 +70,7 @@ async def test_reference_judge_passes_every_probe(
     dataset: str, answer_quality: Rubric, request: pytest.FixtureRequest
 ) -> None:
     golden: GoldenSet = request.getfixturevalue(dataset)
-    record = await probe_judge(ReferenceJudge(), answer_quality, golden, items=40)
+    record = await probe_judge(ReferenceJudge(), answer_quality, known_pairs(golden), engine=None, policy=POLICY)
     assert record.evidence == TrustEvidence.bias_probes and record.n_items == 40
     assert record.trustworthy is True, record.summary
     verbosity = _probe(record, "verbosity")["criteria"]
@@ -77,14 +84,15 @@ async def test_reference_judge_passes_every_probe(
 
 
 async def test_length_judge_passes_auroc_on_halluqa_but_the_verbosity_probe_refuses_it(
-    length_judge: Any, answer_quality: Rubric, halluqa_mini: GoldenSet, engine: Engine
+    biased: Any, answer_quality: Rubric, halluqa_mini: GoldenSet, engine: Engine, unchanged_tier: TierEvaluation
 ) -> None:
+    length_judge = biased.length
     known = await validate_judge(length_judge, answer_quality, halluqa_mini, engine=engine)
     assert known.trustworthy is True  # HalluQA's right answers are the longer ones: AUROC alone is fooled
     identity, rubric = length_judge.identity(answer_quality), answer_quality.identity
     assert trust_for(engine, identity, rubric).trustworthy is True
 
-    probed = await probe_judge(length_judge, answer_quality, halluqa_mini, engine=engine)
+    probed = await probe_judge(length_judge, answer_quality, _first20(halluqa_mini), engine=engine, policy=POLICY)
     faithfulness = _probe(probed, "verbosity")["criteria"]["faithfulness"]
     assert faithfulness["shift"] > 1.0 and faithfulness["low"] > 0.5 and faithfulness["up_share"] > 0.5
     assert probed.trustworthy is False and "FAILED verbosity: " in probed.summary
@@ -96,14 +104,7 @@ async def test_length_judge_passes_auroc_on_halluqa_but_the_verbosity_probe_refu
     assert "FAILED verbosity: " in headline and "limit < +0.25" in headline
     assert f"faithfulness shift {faithfulness['shift']:+.2f} [{faithfulness['low']:+.2f}, " in headline
 
-    scores = {f"i{k}": {"faithfulness": 4.0} for k in range(30)}
-    tier = TierEvaluation(
-        tier="full",
-        baseline_release="r1",
-        comparisons=compare_scores(scores, scores, ["faithfulness"], candidate_label="r2", baseline_label="r1"),
-        total=30,
-    )
-    gate = decide([tier], margin=0.1, trust=verdict)
+    gate = decide([unchanged_tier], margin=0.1, trust=verdict)
     assert gate.exit_code == 2 and "FAILED verbosity: " in gate.reasons[0] and "faithfulness shift +" in gate.summary
     report = RegressionReport(
         release="r2",
@@ -120,9 +121,11 @@ async def test_length_judge_passes_auroc_on_halluqa_but_the_verbosity_probe_refu
 
 
 async def test_a_judge_that_scores_without_references_is_reported(
-    reference_ignoring_judge: Any, answer_quality: Rubric, halueval_mini: GoldenSet
+    biased: Any, answer_quality: Rubric, halueval_mini: GoldenSet
 ) -> None:
-    record = await probe_judge(reference_ignoring_judge, answer_quality, halueval_mini)
+    record = await probe_judge(
+        biased.ignores_references, answer_quality, _first20(halueval_mini), engine=None, policy=POLICY
+    )
     blind = _probe(record, "reference_blindness")
     assert blind["blind"] == blind["answered"] == 20 and blind["share"] == 1.0
     assert blind["scored_criteria"] == {"faithfulness": 20, "completeness": 20}
@@ -133,18 +136,18 @@ async def test_a_judge_that_scores_without_references_is_reported(
 
 
 async def test_a_judge_impressed_by_confidence_is_caught(
-    impressed_judge: Any, answer_quality: Rubric, halueval_mini: GoldenSet
+    biased: Any, answer_quality: Rubric, halueval_mini: GoldenSet
 ) -> None:
-    record = await probe_judge(impressed_judge, answer_quality, halueval_mini)
+    record = await probe_judge(biased.impressed, answer_quality, _first20(halueval_mini), engine=None, policy=POLICY)
     confidence = _probe(record, "confidence")["criteria"]["faithfulness"]
     assert confidence["share"] > 0.5 and confidence["margin_shift"] < -1.0
     assert record.trustworthy is False and "confidence: faithfulness: confident bad overtook" in record.summary
 
 
 async def test_a_judge_that_changes_its_mind_is_caught_by_the_consistency_probe(
-    coin_judge: Any, answer_quality: Rubric, halluqa_mini: GoldenSet
+    biased: Any, answer_quality: Rubric, halluqa_mini: GoldenSet
 ) -> None:
-    record = await probe_judge(coin_judge, answer_quality, halluqa_mini)
+    record = await probe_judge(biased.coin, answer_quality, _first20(halluqa_mini), engine=None, policy=POLICY)
     consistency = _probe(record, "consistency")
     assert consistency["repeat"]["n"] == 20 and consistency["repeat"]["share"] < 0.5
     assert consistency["shuffled"]["order"] == ["faithfulness", "completeness", "relevance"]
@@ -152,10 +155,10 @@ async def test_a_judge_that_changes_its_mind_is_caught_by_the_consistency_probe(
 
 
 async def test_probe_verdicts_and_runs_are_stored_and_shown_beside_auroc(
-    engine: Engine, length_judge: Any, answer_quality: Rubric, halluqa_mini: GoldenSet
+    engine: Engine, biased: Any, answer_quality: Rubric, halluqa_mini: GoldenSet
 ) -> None:
-    await validate_judge(length_judge, answer_quality, halluqa_mini, engine=engine)
-    record = await probe_judge(length_judge, answer_quality, halluqa_mini, engine=engine, items=20)
+    await validate_judge(biased.length, answer_quality, halluqa_mini, engine=engine)
+    record = await probe_judge(biased.length, answer_quality, _first20(halluqa_mini), engine=engine, policy=POLICY)
     with session_scope(engine) as session:
         # 80 known answers + 20 items x 9 probe calls (without references, relevance is still scored)
         assert count_by_status(session=session) == {"scored": 80 + 180}
