@@ -92,6 +92,7 @@ def _reference_blindness(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str,
     scored = ", ".join(f"{k} {v}" for k, v in sorted(fig.get("scored_criteria", {}).items()) if v)
     line = f"scored a reference-needing criterion without references on {_share(fig, 'blind', 'answered')}"
     line += f" ({scored})" if scored else ""
+    line += f"; declared not applicable on {fig.get('declared_not_applicable', 0)}/{fig.get('answered', 0)}"
     share = fig.get("share")
     over = share is not None and share > limits.max_blind_share
     return line, [f"{line} (limit <= {limits.max_blind_share:.0%})"] if over else [], share is not None

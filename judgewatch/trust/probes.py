@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from judges.base import Judge
 from judges.errors import is_endpoint_failure
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import UnscoredReason, Verdict
 from judgewatch.judging.run import JudgingRun
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import paired_mean_diff
@@ -110,12 +110,25 @@ def confidence_figures(
 
 
 def reference_blindness_figures(rubric: Rubric, verdicts: Sequence[Verdict]) -> dict[str, Any]:
-    """Share of items without references on which a criterion that needs them was scored anyway."""
+    """Share of items without references on which a criterion that needs them was scored anyway.
+
+    `declared` counts the verdicts that said so properly: every such criterion not applicable, or the whole
+    verdict unscored as `no_reference`; the rest of the unscored ones failed for another reason (parse error...).
+    """
     needing = [c.name for c in rubric.criteria if c.needs_reference]
     answered = [v for v in verdicts if not is_endpoint_failure(v)]
     scored = {name: sum(v.scores.get(name) is not None for v in answered) for name in needing}
     blind = sum(any(v.scores.get(name) is not None for name in needing) for v in answered)
-    return {"answered": len(answered), "blind": blind, **share(blind, len(answered)), "scored_criteria": scored}
+    declared = sum(
+        v.unscored_reason == UnscoredReason.no_reference or set(needing) <= set(v.not_applicable) for v in answered
+    )
+    return {
+        "answered": len(answered),
+        "blind": blind,
+        **share(blind, len(answered)),
+        "scored_criteria": scored,
+        "declared_not_applicable": declared,
+    }
 
 
 def _same(a: Verdict, b: Verdict) -> bool:

@@ -77,7 +77,8 @@ async def test_reference_judge_passes_every_probe(
     # Measured 2026-12-01: filler lowers faithfulness (its words are unsupported) and leaves completeness alone.
     assert verbosity["faithfulness"]["shift"] < 0 and verbosity["completeness"]["shift"] <= 0.05
     assert verbosity["faithfulness"]["n"] == 80
-    assert _probe(record, "reference_blindness")["share"] == 0.0
+    blind = _probe(record, "reference_blindness")
+    assert blind["share"] == 0.0 and blind["declared_not_applicable"] == blind["answered"] == 40
     consistency = _probe(record, "consistency")
     assert consistency["repeat"]["share"] == consistency["shuffled"]["share"] == 1.0
     assert _probe(record, "confidence")["criteria"]["faithfulness"]["share"] <= 0.10
@@ -128,7 +129,9 @@ async def test_a_judge_that_scores_without_references_is_reported(
     )
     blind = _probe(record, "reference_blindness")
     assert blind["blind"] == blind["answered"] == 20 and blind["share"] == 1.0
-    assert blind["scored_criteria"] == {"faithfulness": 20, "completeness": 20}
+    assert (
+        blind["scored_criteria"] == {"faithfulness": 20, "completeness": 20} and blind["declared_not_applicable"] == 0
+    )
     assert record.trustworthy is False
     assert "reference-blindness: scored a reference-needing criterion without references on 20/20" in record.summary
     lines = {probe: ok for probe, ok, _ in probe_lines(record.figures, ProbeLimits())}
