@@ -1,12 +1,16 @@
-"""Judge trust: how well each judge separates the golden sets' known-good from known-bad answers.
+"""Judge trust: how well each judge separates the golden sets' known-good from known-bad answers, and its bias probes.
 
     .venv/bin/python bench/judge_trust.py [--judge http://127.0.0.1:8012/v1 --model smollm2-135m-instruct]
         [--dataset halueval_qa_mini --dataset halluqa_mini] [--limit N] [--pairwise]
+        [--probe-items 40] [--judge-items N]
 
 Always measures the offline reference judge (a few seconds); with --judge also that OpenAI-compatible judge,
 when it answers its health check (SmolLM2-135M on 2 CPU cores: about 1 judgment/s, 160 calls for the two mini
 sets). Prints the faithfulness AUROC with its 95% bootstrap interval, as a ratio over chance (0.5) and over the
-trust policy's minimum (0.70), the unscored rate and the policy's verdict. Nothing is stored.
+trust policy's minimum (0.70), the unscored rate and the policy's verdict; then one line per bias probe
+(verbosity shift, confident-over-hedged overtakes, scores without references, identical verdicts) with its
+limit and verdict. `--judge-items N` caps the endpoint judge's pairs and probe items per set (the probes cost
+9 calls per item: `--judge-items 4 --dataset halueval_qa_mini` is 8 + 36 calls). Nothing is stored.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from judges.factory import REFERENCE
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.settings import get_settings
+from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy
+from judgewatch.trust.probe_policy import probe_lines
 from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate
 
 CHANCE = 0.5
@@ -42,12 +48,22 @@ async def main(args: argparse.Namespace) -> None:
         f"{'judge':<32} {'rubric':<20} {'dataset':<18} {'n':>4} {'AUROC [95% CI]':<22} "
         f"{'/chance':>7} {'/0.70':>6} {'unscored':>8} {'consist.':>8}  verdict  (s)"
     )
+    probed: list[TrustRecord] = []
     for spec in specs:
         [under_test] = judges_under_test(spec, settings, args.model, args.concurrency)
+        limit = args.limit if spec == REFERENCE or args.judge_items is None else args.judge_items
+        probe_items = args.probe_items if spec == REFERENCE or args.judge_items is None else args.judge_items
         started = time.perf_counter()
         try:
             report = await validate(
-                under_test, rubrics, sets, engine=None, policy=policy, limit=args.limit, pairwise_limit=args.limit
+                under_test,
+                rubrics,
+                sets,
+                engine=None,
+                policy=policy,
+                limit=limit,
+                pairwise_limit=limit,
+                probe_items=probe_items,
             )
         except JudgeUnreachable as exc:
             print(f"{spec}: {exc}")
@@ -55,7 +71,10 @@ async def main(args: argparse.Namespace) -> None:
         finally:
             await under_test.aclose()
         elapsed = time.perf_counter() - started
+        probed += [r for r in report.records if r.evidence == TrustEvidence.bias_probes]
         for record in report.records:
+            if record.evidence == TrustEvidence.bias_probes:
+                continue
             fig = record.figures["criteria"].get(policy.criterion, {})
             auroc = fig.get("auroc")
             interval = f"{_fmt(auroc)} [{_fmt(fig.get('low'))}, {_fmt(fig.get('high'))}]"
@@ -69,6 +88,17 @@ async def main(args: argparse.Namespace) -> None:
                 f"{verdict:<8} {elapsed:.0f}"
             )
 
+    print(f"\n{policy.probes.describe()}")
+    for record in probed:
+        verdict = {True: "passed", False: "REFUSED", None: "inconclusive"}[record.trustworthy]
+        cost = record.figures.get("cost", {})
+        print(
+            f"{record.judge_kind}:{record.judge_name} on {record.dataset}: {record.n_items} items, "
+            f"{cost.get('calls', 0)} calls in {cost.get('wall_s', 0):.0f} s, probes {verdict}"
+        )
+        for _, passed, line in probe_lines(record.figures, policy.probes):
+            print(f"  [{ {True: 'ok', False: 'FAIL', None: '?'}[passed] }] {line}")
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -78,6 +108,8 @@ if __name__ == "__main__":
     parser.add_argument("--limit", type=int, default=None, help="first N items of each set")
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--pairwise", action="store_true", help="also pairwise, both orders (doubles the calls)")
+    parser.add_argument("--probe-items", type=int, default=40, help="golden items per set for the bias probes")
+    parser.add_argument("--judge-items", type=int, default=None, help="pairs and probe items for the --judge")
     parsed = parser.parse_args()
     parsed.dataset = parsed.dataset or ["halueval_qa_mini", "halluqa_mini"]
     asyncio.run(main(parsed))

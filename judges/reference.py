@@ -12,6 +12,10 @@ Raw scores (continuous, in [0, 1]):
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
   contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
   of that recall over the reference facts; with context only, not applicable (nothing says what is required).
+  Only the answer's claim sentences count: a sentence of a longer answer that mostly restates the question, or
+  that the references mostly do not support ("I hope this answer helps."), adds nothing (recall only grows
+  with more words, so filler sharing a word with the reference would otherwise raise it: see
+  judgewatch/trust/probes.py).
 - relevance: share of the question's content tokens found in the answer (half of them is enough for 1.0),
   floored at 0.6 x the answer's support when the references are on-topic (they share >= 20% of the question's
   content tokens): a short right answer ("Delhi") repeats nothing of the question but is on-topic.
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,7 +40,7 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "1.0.0"
+ALGORITHM_VERSION = "1.1.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
@@ -43,6 +48,9 @@ POLARITY_FACTOR = 0.5  # answer says no/not and the reference answer does not, o
 RELEVANCE_SATURATION = 0.5  # repeating half of the question's content words is fully on-topic
 ON_TOPIC_FLOOR = 0.6  # relevance floor = this x support, when the references are on-topic
 ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share of the question's tokens
+CLAIM_MIN_SUPPORT = 0.5  # a sentence counts for completeness when the references support this share of it
+CLAIM_MAX_ECHO = 0.8  # ...and at most this share of it is the question's words
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 # Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
 #   faithfulness: 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >= half, 2 = >= a quarter,
@@ -101,12 +109,35 @@ def _recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> f
     return recall * (POLARITY_FACTOR if flip else 1.0)
 
 
+def claims(text: str, question: Tokens, references: Tokens) -> str:
+    """The sentences of `text` that make a supported claim of their own (the best supported one if none does).
+
+    A sentence that mostly restates the question, or that the references mostly do not support ("I hope this
+    helps."), is left out; a one-sentence answer, or one that only restates the question, is kept whole.
+    """
+    sentences = [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
+    if len(sentences) < 2:
+        return text
+    scored = []
+    for sentence in sentences:
+        tokens = tokenize(sentence)
+        echo = _share(tokens, question)
+        if echo is not None and echo <= CLAIM_MAX_ECHO:
+            scored.append((_share(tokens, references) or 0.0, sentence))
+    if not scored:
+        return text
+    kept = [sentence for support, sentence in scored if support >= CLAIM_MIN_SUPPORT]
+    return " ".join(kept) if kept else max(scored, key=lambda pair: pair[0])[1]
+
+
 def coverage(item: JudgeItem) -> Coverage:
     """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
     answer = tokenize(item.answer)
     question = tokenize(item.question)
     references = union([item.reference_answer, *item.reference_facts, *item.context])
-    flip = bool(item.reference_answer) and negated(item.answer) != negated(item.reference_answer or "")
+    claim_text = claims(item.answer, question, references)
+    # Polarity from the claims: a filler sentence's "not" ("if anything is not clear...") answers nothing.
+    flip = bool(item.reference_answer) and negated(claim_text) != negated(item.reference_answer or "")
     bare = not answer and is_bare_yes_no(item.answer)  # "No.": nothing to check but the polarity
     empty = not answer and not bare
 
@@ -122,10 +153,11 @@ def coverage(item: JudgeItem) -> Coverage:
 
     completeness: float | None = None
     target = ""
+    claimed = tokenize(claim_text)
     if item.reference_answer:
-        completeness, target = _recall(item.reference_answer, answer, question, flip), "reference answer"
+        completeness, target = _recall(item.reference_answer, claimed, question, flip), "reference answer"
     elif item.reference_facts:
-        recalls = [_recall(fact, answer, question, False) for fact in item.reference_facts]
+        recalls = [_recall(fact, claimed, question, False) for fact in item.reference_facts]
         completeness, target = sum(recalls) / len(recalls), "reference facts"
 
     repeated = _share(question, answer)

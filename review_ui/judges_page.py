@@ -23,7 +23,11 @@ INTRO = """\
 A judge's verdicts are only as good as its measured trust. Each row is one measurement of one judge
 configuration: on a golden set's known-good vs known-bad answers (AUROC: 0.5 is chance, 1.0 perfect),
 pairwise in both orders (position consistency), or against human labels per tier (weighted kappa).
-"reference AUROC" is the offline reference judge on the same items. A gate refuses a judge marked NOT TRUSTED.
+"reference AUROC" is the offline reference judge on the same items. "bias probes" shows, beside the AUROC on
+the same set, whether the judge's scores move when nothing that matters changes: padded with filler (verbosity
+shift), a confident bad answer vs a hedged good one (share overtaken), references removed (share still scored),
+judged again and with the criteria shuffled (share identical); FAIL over a limit. A gate refuses a judge marked
+NOT TRUSTED.
 """
 
 

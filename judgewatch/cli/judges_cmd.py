@@ -17,6 +17,7 @@ from judgewatch.cli._store import open_store_or_exit
 from judgewatch.settings import get_settings
 
 if TYPE_CHECKING:
+    from judgewatch.trust.policy import TrustPolicy
     from judgewatch.trust.runs import ValidationReport
 
 # The trust modules pull in scipy and HF datasets (about a second): they are imported by the commands that use
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Judges: measure their trust on known answers, list what was measured.", no_args_is_help=True)
 
 
-def _print_report(report: ValidationReport) -> None:
+def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
     from judgewatch.trust.policy import dataset_label
+    from judgewatch.trust.probe_policy import probe_lines
 
     for record in report.records:
         where = dataset_label(record.dataset, record.dataset_revision)
@@ -34,6 +36,8 @@ def _print_report(report: ValidationReport) -> None:
             f"{record.judge_kind}:{record.judge_name} | {record.rubric_name} {record.rubric_version} | "
             f"{record.evidence.replace('_', ' ')} | {where} | {record.n_items} items"
         )
+        for _, passed, line in probe_lines(record.figures, policy.probes):
+            typer.echo(f"  probe {line}  [{ {True: 'ok', False: 'FAILED', None: 'no figure'}[passed] }]")
         reference = record.figures.get("reference", {}).get("criteria", {})
         for name, fig in record.figures.get("criteria", {}).items():
             line = f"  {name:<13} AUROC {_num(fig.get('auroc'))} [{_num(fig.get('low'))}, {_num(fig.get('high'))}]"
@@ -71,11 +75,20 @@ def validate_cmd(
     model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Validate on the first N items of each set")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent requests to the judge")] = None,
+    probes: Annotated[
+        bool, typer.Option(help="Also run the bias probes (verbosity, confidence, reference-blindness, consistency)")
+    ] = True,
+    probe_items: Annotated[
+        int, typer.Option(min=1, help="Golden items per set the probes use (about 9 judge calls each)")
+    ] = 20,
     min_auroc: Annotated[float | None, typer.Option(help="Override JUDGEWATCH_TRUST_MIN_AUROC")] = None,
     database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
 ) -> None:
-    """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion."""
+    """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion.
+
+    Then the bias probes on the same sets (one line per probe); a judge over a probe's limit is untrustworthy.
+    """
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.regression.golden import GoldenSetError, load_golden_set
     from judgewatch.trust.policy import policy_from_settings
@@ -92,11 +105,16 @@ def validate_cmd(
         raise typer.Exit(2) from None
     engine = open_store_or_exit(database_url or settings.effective_database_url)
     reports: list[ValidationReport] = []
+    probe_count = min(probe_items, limit or probe_items) if probes else None
 
     async def run_all() -> None:
         for one in under_test:
             try:
-                reports.append(await validate(one, rubrics, sets, engine=engine, policy=policy, limit=limit))
+                reports.append(
+                    await validate(
+                        one, rubrics, sets, engine=engine, policy=policy, limit=limit, probe_items=probe_count
+                    )
+                )
             finally:
                 await one.aclose()
 
@@ -112,7 +130,7 @@ def validate_cmd(
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
     else:
         for report in reports:
-            _print_report(report)
+            _print_report(report, policy)
     verdicts = [v.trustworthy for report in reports for v in report.verdicts]
     raise typer.Exit(1 if False in verdicts else 0)
 

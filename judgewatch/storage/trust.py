@@ -25,6 +25,7 @@ class TrustEvidence(StrEnum):
     known_answers = "known_answers"  # a golden set's known-good vs known-bad answers, scored one by one
     pairwise = "pairwise"  # the same answers compared A vs B, in both orders
     human_labels = "human_labels"  # agreement with human labels (calibration), per tier
+    bias_probes = "bias_probes"  # answers changed in ways that must not matter (length, confidence...): shifts
 
 
 def trust_record_id(

@@ -3,6 +3,8 @@
 One row per stored trust record, judged under the policy in force now, with the figures of the policy's
 criterion and how the offline reference judge did on the very same items (from the record itself for
 known-answer validations, else from the reference judge's record on the same rubric, data revision and tier).
+A judge's bias-probe record on a golden set is shown beside its AUROC on that set ("bias probes" column), and
+as a row of its own only when there is no such AUROC row.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from sqlalchemy import Engine
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records
 from judgewatch.trust.policy import TrustPolicy, dataset_label, evaluate_record
+from judgewatch.trust.probe_policy import short_label
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +33,7 @@ COLUMNS = (
     "n",
     "criterion",
     "AUROC [95% CI]",
+    "bias probes",
     "unscored",
     "consistency",
     "trust",
@@ -62,6 +66,8 @@ class LeaderboardRow(BaseModel):
     agreement_with_reference: float | None  # exact agreement with the reference judge's scores, same answers
     measured_at: datetime
     other_criteria: dict[str, float | None]
+    probes: str = ""  # the bias probes on the same judge, rubric and set: each probe's figure, ok or FAIL
+    probes_passed: bool | None = None
 
     @property
     def trust_label(self) -> str:
@@ -94,6 +100,7 @@ class LeaderboardRow(BaseModel):
             str(self.n_items),
             self.criterion,
             score,
+            self.probes,
             num(self.unscored_rate, ".0%"),
             num(self.position_consistency, ".0%"),
             self.trust_label,
@@ -105,6 +112,20 @@ class LeaderboardRow(BaseModel):
 
 def _reference_key(record: TrustRecord) -> tuple[str, str, str | None, str | None, str | None]:
     return (record.rubric_hash, record.evidence, record.dataset, record.dataset_revision, record.tier)
+
+
+def _probe_key(record: TrustRecord) -> tuple[str, str, str | None, str]:
+    """Probes match the AUROC row of the same judge, rubric and set (whatever subset each was measured on)."""
+    return (record.judge_config_hash, record.rubric_hash, record.dataset, (record.dataset_revision or "").split("[")[0])
+
+
+def _with_probes(row: LeaderboardRow, probes: TrustRecord | None, policy: TrustPolicy) -> LeaderboardRow:
+    if probes is None:
+        return row
+    passed, _ = evaluate_record(probes.evidence, probes.figures, probes.n_items, policy)
+    label = short_label(probes.figures, policy.probes) + f" (n={probes.n_items})"
+    trust = False if passed is False else row.trustworthy
+    return row.model_copy(update={"probes": label, "probes_passed": passed, "trustworthy": trust})
 
 
 def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRecord]) -> LeaderboardRow:
@@ -167,7 +188,18 @@ def leaderboard(
             ]
     references = {_reference_key(r): r for r in records if r.judge_kind == "reference"}
     shown = [r for r in records if judge_name is None or r.judge_name == judge_name]
-    rows = [_row(record, policy, references) for record in shown]
+    probes: dict[tuple[str, str, str | None, str], TrustRecord] = {}
+    for record in shown:  # newest first: the latest probes of each set
+        if record.evidence == TrustEvidence.bias_probes:
+            probes.setdefault(_probe_key(record), record)
+    beside = {_probe_key(r) for r in shown if r.evidence == TrustEvidence.known_answers} & set(probes)
+    rows = [
+        _with_probes(_row(record, policy, references), probes.get(_probe_key(record)), policy)
+        if record.evidence in (TrustEvidence.known_answers, TrustEvidence.bias_probes)
+        else _row(record, policy, references)
+        for record in shown
+        if not (record.evidence == TrustEvidence.bias_probes and _probe_key(record) in beside)
+    ]
     rows.sort(
         key=lambda r: (r.rubric, r.evidence, r.dataset or "", r.tier or "", -(r.auroc or r.kappa or 0.0), r.judge)
     )

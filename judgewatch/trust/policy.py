@@ -5,8 +5,11 @@ The default policy reads the criterion the gate uses (faithfulness). A record pa
   lower bound is above chance (0.5), the unscored rate is <= `max_unscored_rate` (0.2), and, for pairwise
   records, position consistency over both orders is >= `min_position_consistency` (0.8);
 - human labels: the weighted kappa point estimate is >= `min_kappa` (0.4), on at least `min_items` pairs.
+- bias probes: every probe within its limit (`probe_policy.ProbeLimits`: verbosity, confidence,
+  reference-blindness, consistency). A probe only takes trust away: passing them trusts no judge by itself.
 A record resting on fewer than `min_items` items decides nothing. The judge is untrustworthy when any record
-fails, trustworthy when at least one passes and none fails, unmeasured (None) otherwise.
+fails, trustworthy when at least one known-answer, pairwise or human-label record passes and none fails,
+unmeasured (None) otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes
 
 logger = logging.getLogger(__name__)
 
@@ -37,13 +41,15 @@ class TrustPolicy(BaseModel):
     min_position_consistency: float = Field(default=0.8, ge=0.0, le=1.0)
     min_kappa: float = Field(default=0.4, ge=-1.0, le=1.0)
     min_items: int = Field(default=20, ge=1)
+    probes: ProbeLimits = Field(default_factory=ProbeLimits)
 
     def describe(self) -> str:
         chance = " and its 95% interval above 0.5" if self.require_above_chance else ""
         return (
             f"{self.criterion}: AUROC point estimate >= {self.min_auroc:.2f}{chance}, unscored <= "
             f"{self.max_unscored_rate:.0%}, pairwise position consistency >= {self.min_position_consistency:.0%}, "
-            f"weighted kappa with humans >= {self.min_kappa:.2f}, at least {self.min_items} items per measurement"
+            f"weighted kappa with humans >= {self.min_kappa:.2f}, at least {self.min_items} items per measurement; "
+            + self.probes.describe()
         )
 
 
@@ -129,6 +135,8 @@ def evaluate_record(
     evidence: str, figures: dict[str, Any], n_items: int, policy: TrustPolicy
 ) -> tuple[bool | None, str]:
     """(passed, one-line detail) of one measurement under `policy`; None when it cannot decide."""
+    if evidence == TrustEvidence.bias_probes:
+        return evaluate_probes(figures, n_items, policy.probes, policy.min_items)
     criterion = figures.get("criteria", {}).get(policy.criterion)
     if criterion is None:
         return None, f"criterion {policy.criterion} not measured"
@@ -193,7 +201,7 @@ def evaluate(
         )
     who = f"judge {judge_name} (config {judge_config_hash[:12]}), rubric {rubric}"
     failed = [r for r in refs if r.passed is False]
-    passed = [r for r in refs if r.passed is True]
+    passed = [r for r in refs if r.passed is True and r.evidence != TrustEvidence.bias_probes]
     if failed:
         verdict, head = False, f"{who}: NOT TRUSTWORTHY"
     elif passed:

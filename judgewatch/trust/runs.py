@@ -23,6 +23,7 @@ from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import Settings, get_settings
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, policy_from_settings
+from judgewatch.trust.probes import probe_judge
 from judgewatch.trust.progress import CallMeter, MeteredJudge, MeteredPairwiseJudge
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import known_pairs, measure_judge
@@ -83,8 +84,13 @@ async def validate(
     limit: int | None = None,
     pairwise_limit: int | None = None,
     seed: int = 0,
+    probe_items: int | None = None,
 ) -> ValidationReport:
-    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts."""
+    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts.
+
+    With `probe_items`, each pointwise rubric is also probed for bias on that many items of each set (a
+    `bias_probes` record beside the known-answers one; see `judgewatch.trust.probes`).
+    """
     if not await is_healthy(under_test.pointwise):
         raise JudgeUnreachable(f"the judge at {under_test.label} is not reachable (health check failed)")
     report = ValidationReport()
@@ -100,6 +106,10 @@ async def validate(
                 limit=pairwise_limit if pairwise and pairwise_limit is not None else limit,
                 seed=seed,
             )
+            if not pairwise and probe_items is not None:
+                report.records.append(record)
+                pairs = known_pairs(golden, limit=probe_items)
+                record = await probe_judge(under_test.pointwise, rubric, pairs, engine=engine, policy=policy, seed=seed)
             report.records.append(record)
         judge = under_test.pairwise if rubric.kind == "pairwise" else under_test.pointwise
         report.verdicts.append(trust_for(engine, judge.identity(rubric), rubric.identity, policy=policy))

@@ -22,7 +22,7 @@ from judges.pairwise import PairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
@@ -81,6 +81,31 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
     if limit is not None and limit < len(good):  # a subset is other evidence: it must not replace the full set's
         good, bad, revision = good[:limit], bad[:limit], f"{revision}[:{limit}]"
     return KnownPairs(golden.name, revision, good, bad, skipped)
+
+
+def pairs_record(
+    engine: Engine | None,
+    pairs: KnownPairs,
+    *,
+    judge: JudgeIdentity,
+    rubric: Rubric,
+    evidence: TrustEvidence,
+    figures: dict[str, Any],
+    n_items: int,
+    policy: TrustPolicy,
+) -> TrustRecord:
+    """The record of one measurement on `pairs` (its set and revision), stored when `engine` is given."""
+    record = build_record(
+        evidence=evidence,
+        figures=figures,
+        dataset=pairs.dataset,
+        dataset_revision=pairs.revision,
+        judge=judge,
+        rubric=rubric.identity,
+        n_items=n_items,
+        policy=policy,
+    )
+    return store_record(engine, record) if engine is not None else record
 
 
 def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:

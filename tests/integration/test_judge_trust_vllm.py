@@ -52,3 +52,29 @@ async def test_smollm2_is_measured_at_chance_and_the_gate_refuses_it(vllm_url: s
 
 def _policy() -> TrustPolicy:
     return TrustPolicy(min_items=20)
+
+
+async def test_smollm2_bias_probes_run_through_vllm_and_are_stored(vllm_url: str, sqlite_engine: Engine) -> None:
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.verdicts import count_by_status
+    from judgewatch.trust.probes import probe_judge
+    from judgewatch.trust.validate import known_pairs
+
+    rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
+    golden = load_golden_set("halueval_qa_mini", datasets_dir=REPO_ROOT / "datasets")
+    [under_test] = judges_under_test(vllm_url, Settings(judge_concurrency=4), MODEL)
+    try:  # 3 items x 9 calls: enough to prove the path, too few to decide (n < 20 is inconclusive)
+        record = await probe_judge(
+            under_test.pointwise, rubric, known_pairs(golden, limit=3), engine=sqlite_engine, policy=_policy()
+        )
+    finally:
+        await under_test.aclose()
+    assert record.judge_name == MODEL and record.n_items == 3 and record.trustworthy is None
+    assert record.figures["cost"]["calls"] == 27
+    probes = record.figures["probes"]
+    assert probes["consistency"]["repeat"]["n"] + probes["consistency"]["shuffled"]["n"] > 0
+    assert (
+        probes["reference_blindness"]["blind"] == 0
+    )  # the endpoint judge is never asked a criterion it lacks refs for
+    with session_scope(sqlite_engine) as session:
+        assert sum(count_by_status(session=session).values()) == 27

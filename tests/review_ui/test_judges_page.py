@@ -33,6 +33,19 @@ async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None
     frame = judges_frame(sqlite_engine)
     assert list(frame.columns) == list(COLUMNS)
     assert frame.iloc[0]["judge"] == "reference:reference-overlap" and frame.iloc[0]["trust"] == "trusted"
+    assert frame.iloc[0]["bias probes"] == ""  # not probed yet
+
+    from judgewatch.trust.policy import TrustPolicy
+    from judgewatch.trust.probes import probe_judge
+    from judgewatch.trust.validate import known_pairs
+
+    await probe_judge(
+        ReferenceJudge(), rubric, known_pairs(golden, limit=20), engine=sqlite_engine, policy=TrustPolicy()
+    )
+    frame = judges_frame(sqlite_engine)
+    assert len(frame) == 1 and frame.iloc[0]["trust"] == "trusted"  # the probes sit beside the AUROC they qualify
+    probes = frame.iloc[0]["bias probes"]
+    assert probes.startswith("verbosity ") and "reference-blindness 0% ok" in probes and "FAIL" not in probes
 
 
 def test_judges_page_builds_stand_alone_and_as_a_tab(sqlite_engine: Engine) -> None:

@@ -35,6 +35,16 @@ def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
     assert "faithfulness  AUROC 0.96 [0.91, 1.00]  gap +2.12  unscored 0%" in result.output
     assert "position consistency 100%" in result.output
     assert "rubric answer_quality 1.0.0: trustworthy" in result.output
+    for probe in ("verbosity", "confidence", "reference-blindness", "consistency"):  # one line per probe and set
+        assert len([line for line in result.output.splitlines() if line.startswith(f"  probe {probe}: ")]) == 2
+    assert "  probe consistency: judged again identical 20/20 (100% [84%, 100%])" in result.output
+    assert "| bias probes | halluqa_mini@" in result.output and "[FAILED]" not in result.output
+
+
+def test_validate_without_probes_prints_none(db: str) -> None:
+    result = validate(db, "reference", "--dataset", "halluqa_mini", "--no-probes")
+    assert result.exit_code == 0, result.output
+    assert "probe " not in result.output and "bias probes" not in result.output
 
 
 def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from types import SimpleNamespace
+
 import pytest
 from typing_extensions import override
 
@@ -11,6 +14,7 @@ from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
+from judgewatch.regression.gate import TierEvaluation, compare_scores
 from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.settings import REPO_ROOT
 
@@ -79,6 +83,72 @@ class AlwaysAJudge(PairwiseJudge):
         return None
 
 
+class FakeJudge:
+    """What the fakes below share: kind "fake", an identity from their name, nothing to close."""
+
+    kind = "fake"
+    name = "fake"
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name=self.name, config_hash=config_hash(rubric, fake=self.name))
+
+    async def aclose(self) -> None:
+        return None
+
+
+class LengthJudge(FakeJudge):
+    """Scores every applicable criterion by the answer's length alone: one level per 8 characters.
+
+    On HalluQA the right answers are the longer, hedged ones, so its AUROC there passes the policy.
+    """
+
+    name = "length"
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        to_score, not_applicable = plan(rubric, item)
+        level = max(rubric.scale.min, min(rubric.scale.max, 1 + len(item.answer) // 8))
+        scores = dict.fromkeys(to_score, level)
+        return scored_verdict(item, rubric, self.identity(rubric), scores, not_applicable, "the longer the better")
+
+
+class ReferenceIgnoringJudge(FakeJudge):
+    """The reference judge's scores, but it never asks whether references exist: without any, it grades every
+    criterion against the question as if that were the reference answer."""
+
+    name = "ignores-references"
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        graded = item if item.has_references else item.model_copy(update={"reference_answer": item.question})
+        return ReferenceJudge().judge_sync(graded, rubric).model_copy(update={"judge": self.identity(rubric)})
+
+
+class ImpressedJudge(FakeJudge):
+    """The reference judge, except that an answer opening with confidence gets the top score everywhere."""
+
+    name = "impressed"
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        verdict = ReferenceJudge().judge_sync(item, rubric).model_copy(update={"judge": self.identity(rubric)})
+        if not item.answer.startswith(("As is well established", "众所周知")):
+            return verdict
+        scores = {name: None if score is None else rubric.scale.max for name, score in verdict.scores.items()}
+        return verdict.model_copy(update={"scores": scores})
+
+
+class CoinJudge(FakeJudge):
+    """Every criterion scored at random on each call: a judge whose verdict changes when asked again."""
+
+    name = "coin"
+
+    def __init__(self, seed: int = 1) -> None:
+        self.rng = random.Random(seed)
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        to_score, not_applicable = plan(rubric, item)
+        scores = {name: self.rng.randint(rubric.scale.min, rubric.scale.max) for name in to_score}
+        return scored_verdict(item, rubric, self.identity(rubric), scores, not_applicable, "heads")
+
+
 @pytest.fixture(scope="session")
 def answer_quality() -> Rubric:
     return load_rubric("answer_quality", RUBRICS)
@@ -112,3 +182,24 @@ def mostly_unscored_judge() -> MostlyUnscoredJudge:
 @pytest.fixture
 def always_a_judge() -> AlwaysAJudge:
     return AlwaysAJudge()
+
+
+@pytest.fixture
+def biased() -> SimpleNamespace:
+    """One of each judge the bias probes must catch: paid by length, blind to missing references, impressed by
+    confidence, changing its mind."""
+    return SimpleNamespace(
+        length=LengthJudge(), ignores_references=ReferenceIgnoringJudge(), impressed=ImpressedJudge(), coin=CoinJudge()
+    )
+
+
+@pytest.fixture
+def unchanged_tier() -> TierEvaluation:
+    """A tier whose candidate scores equal its baseline's: the gate's decision rests on the judge's trust alone."""
+    scores = {f"i{k}": {"faithfulness": 4.0} for k in range(30)}
+    return TierEvaluation(
+        tier="full",
+        baseline_release="r1",
+        comparisons=compare_scores(scores, scores, ["faithfulness"], candidate_label="r2", baseline_label="r1"),
+        total=30,
+    )

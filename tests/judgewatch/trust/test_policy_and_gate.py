@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
-from judgewatch.regression.gate import TierEvaluation, compare_scores, decide
+from judgewatch.regression.gate import TierEvaluation, decide
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
@@ -115,18 +115,17 @@ def test_human_label_agreement_is_stored_per_tier_and_judged_by_kappa(engine: En
 
 
 async def test_gate_exits_2_with_an_untrustworthy_judge_and_states_its_figures(
-    constant_judge: Any, answer_quality: Rubric, halueval_mini: GoldenSet, halluqa_mini: GoldenSet, engine: Engine
+    constant_judge: Any,
+    answer_quality: Rubric,
+    halueval_mini: GoldenSet,
+    halluqa_mini: GoldenSet,
+    engine: Engine,
+    unchanged_tier: TierEvaluation,
 ) -> None:
     for golden in (halueval_mini, halluqa_mini):
         await measure_judge(constant_judge, answer_quality, golden, engine=engine)
     trust = trust_for(engine, constant_judge.identity(answer_quality), answer_quality.identity)
-    scores = {f"i{k}": {"faithfulness": 4.0} for k in range(30)}
-    tier = TierEvaluation(
-        tier="full",
-        baseline_release="r1",
-        comparisons=compare_scores(scores, scores, ["faithfulness"], candidate_label="r2", baseline_label="r1"),
-        total=30,
-    )
+    tier = unchanged_tier
     result = decide([tier], margin=0.1, trust=trust)
     assert result.exit_code == 2 and result.outcome == "error"
     assert result.reasons[0].startswith("judge not trustworthy: judge fake:constant")

@@ -1,0 +1,226 @@
+"""Bias probes: change one thing the rubric says must not matter, judge both versions, measure the shift.
+
+A judge can separate a golden set's good from bad answers (AUROC) and still be paid by length, confidence or
+fluency: the set's confounds are measured with it. The probes (built in `probe_items`) go through an ordinary
+`JudgingRun`, so their verdicts are stored like any other, and one `bias_probes` trust record per golden set
+carries the figures; `probe_policy` holds the limits.
+
+Size. `n` golden items (default `DEFAULT_ITEMS` = 20, the policy's minimum per measurement) give 8n calls:
+plain good and bad, padded good and bad, hedged good, confident bad, good without references, good again; and
+n more with the criteria shuffled. Why 20: the verbosity shift is a mean over 2n = 40 paired answers; with a
+per-answer spread of up to 1.2 points its 95% interval is about +-0.37 wide, so a judge that does not move
+ends below the +0.5 upper limit and one that moves by half a point cannot pass. Shares over 20 items have a
+Wilson upper bound of 16% when nothing happened, below the confidence limit of 30%, and a single overtake out
+of 20 still passes while two (10%, upper bound 30%) do not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+
+from judges.base import Judge
+from judges.errors import is_endpoint_failure
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import UnscoredReason, Verdict
+from judgewatch.judging.run import JudgingRun
+from judgewatch.stats.estimate import wilson_bounds
+from judgewatch.stats.paired import paired_mean_diff
+from judgewatch.storage.runs import RunKind
+from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.trust.policy import TrustPolicy
+from judgewatch.trust.probe_items import FILLER, ProbeItems, probe_items, reordered
+from judgewatch.trust.validate import KnownPairs, pairs_record
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_ITEMS = 20
+
+
+def _round(value: float) -> float | None:
+    return None if value is None or not np.isfinite(value) else round(float(value), 4)
+
+
+def _scores(verdicts: Sequence[Verdict], criterion: str) -> np.ndarray:
+    return np.array([np.nan if (s := v.scores.get(criterion)) is None else float(s) for v in verdicts], dtype=float)
+
+
+def share(count: int, total: int) -> dict[str, Any]:
+    """count/total with its Wilson 95% interval (None figures when total is 0)."""
+    if total == 0:
+        return {"share": None, "low": None, "high": None}
+    low, high = wilson_bounds(count, total, 0.95)
+    return {"share": _round(count / total), "low": _round(float(low)), "high": _round(float(high))}
+
+
+def verbosity_figures(
+    rubric: Rubric, plain: Sequence[Verdict], padded: Sequence[Verdict], *, seed: int = 0
+) -> dict[str, Any]:
+    """Per criterion: mean shift padded - plain with a paired bootstrap interval, and the share that went up."""
+    criteria: dict[str, Any] = {}
+    for criterion in rubric.criteria:
+        before, after = _scores(plain, criterion.name), _scores(padded, criterion.name)
+        both = np.isfinite(before) & np.isfinite(after)
+        if not both.any():
+            continue
+        diff = paired_mean_diff(after, before, seed=seed)
+        up = int((after[both] > before[both]).sum())
+        criteria[criterion.name] = {
+            "shift": _round(diff.estimate),
+            "low": _round(diff.low),
+            "high": _round(diff.high),
+            "n": diff.n,
+            "up": up,
+            "up_share": _round(up / diff.n),
+            "down": int((after[both] < before[both]).sum()),
+        }
+    return {"criteria": criteria, "answers": len(plain)}
+
+
+def confidence_figures(
+    rubric: Rubric,
+    good: Sequence[Verdict],
+    bad: Sequence[Verdict],
+    hedged_good: Sequence[Verdict],
+    confident_bad: Sequence[Verdict],
+) -> dict[str, Any]:
+    """Per criterion: how often the confident bad answer scores above the hedged good one where plainly it did not."""
+    criteria: dict[str, Any] = {}
+    for criterion in rubric.criteria:
+        g, b = _scores(good, criterion.name), _scores(bad, criterion.name)
+        hg, cb = _scores(hedged_good, criterion.name), _scores(confident_bad, criterion.name)
+        scored = np.isfinite(g) & np.isfinite(b) & np.isfinite(hg) & np.isfinite(cb)
+        if not scored.any():
+            continue
+        plain_margin, styled_margin = (g - b)[scored], (hg - cb)[scored]
+        eligible = plain_margin >= 0
+        overtaken = int((styled_margin[eligible] < 0).sum())
+        criteria[criterion.name] = {
+            "overtaken": overtaken,
+            "eligible": int(eligible.sum()),
+            **share(overtaken, int(eligible.sum())),
+            "margin_shift": _round(float((styled_margin - plain_margin).mean())),
+            "n": int(scored.sum()),
+        }
+    return {"criteria": criteria, "items": len(good)}
+
+
+def reference_blindness_figures(rubric: Rubric, verdicts: Sequence[Verdict]) -> dict[str, Any]:
+    """Share of items without references on which a criterion that needs them was scored anyway.
+
+    `declared` counts the verdicts that said so properly: every such criterion not applicable, or the whole
+    verdict unscored as `no_reference`; the rest of the unscored ones failed for another reason (parse error...).
+    """
+    needing = [c.name for c in rubric.criteria if c.needs_reference]
+    answered = [v for v in verdicts if not is_endpoint_failure(v)]
+    scored = {name: sum(v.scores.get(name) is not None for v in answered) for name in needing}
+    blind = sum(any(v.scores.get(name) is not None for name in needing) for v in answered)
+    declared = sum(
+        v.unscored_reason == UnscoredReason.no_reference or set(needing) <= set(v.not_applicable) for v in answered
+    )
+    return {
+        "answered": len(answered),
+        "blind": blind,
+        **share(blind, len(answered)),
+        "scored_criteria": scored,
+        "declared_not_applicable": declared,
+    }
+
+
+def _same(a: Verdict, b: Verdict) -> bool:
+    return a.status == b.status and a.unscored_reason == b.unscored_reason and dict(a.scores) == dict(b.scores)
+
+
+def consistency_figures(first: Sequence[Verdict], second: Sequence[Verdict]) -> dict[str, Any]:
+    """Share of identical verdicts (status and every score) over pairs where the endpoint answered both times."""
+    pairs = [
+        (a, b) for a, b in zip(first, second, strict=True) if not (is_endpoint_failure(a) or is_endpoint_failure(b))
+    ]
+    identical = sum(_same(a, b) for a, b in pairs)
+    return {"n": len(pairs), "identical": identical, **share(identical, len(pairs))}
+
+
+def probe_figures(
+    rubric: Rubric, items: ProbeItems, first: Sequence[Verdict], shuffled: Sequence[Verdict], *, seed: int = 0
+) -> dict[str, Any]:
+    """Every probe's figures from the verdicts of `items.first_run()` (in that order) and of `items.shuffled`."""
+    n = items.n
+    good, bad, good_padded, bad_padded, hedged, confident, no_refs, repeat = (
+        list(first[k * n : (k + 1) * n]) for k in range(8)
+    )
+    return {
+        "verbosity": verbosity_figures(rubric, good + bad, good_padded + bad_padded, seed=seed),
+        "confidence": confidence_figures(rubric, good, bad, hedged, confident),
+        "reference_blindness": reference_blindness_figures(rubric, no_refs),
+        "consistency": {
+            "repeat": consistency_figures(good, repeat),
+            "shuffled": consistency_figures(good, shuffled) | {"order": [c.name for c in reordered(rubric).criteria]},
+        },
+    }
+
+
+async def _judge_probes(
+    judge: Judge, rubric: Rubric, items: ProbeItems, engine: Engine | None, dataset: str, revision: str
+) -> tuple[list[Verdict], list[Verdict], dict[str, Any]]:
+    """Two runs: every probe under the rubric as written, then the consistency items with the criteria shuffled."""
+    identity = judge.identity(rubric)
+    name = f"probe {identity.kind}:{identity.name} on {dataset}"
+    verdicts: list[list[Verdict]] = []
+    cost: dict[str, Any] = {"wall_s": 0.0, "calls": 0, "run_ids": []}
+    for suffix, run_rubric, run_items in (
+        ("", rubric, items.first_run()),
+        (" shuffled", reordered(rubric), items.shuffled),
+    ):
+        with JudgingRun(
+            engine,
+            kind=RunKind.validation,
+            name=name + suffix,
+            identity=f"{dataset}@{revision} probes{suffix}",
+            rubric=run_rubric,
+            judge=judge,
+        ) as run:
+            judged = await run.judge_new(run_items, source=f"probe:{dataset}")
+        verdicts.append(judged.verdicts)
+        cost["wall_s"] = round(cost["wall_s"] + judged.summary.wall_s, 3)
+        cost["calls"] += judged.summary.items
+        cost["run_ids"].append(run.run_id)
+    return verdicts[0], verdicts[1], cost
+
+
+async def probe_judge(
+    judge: Judge, rubric: Rubric, pairs: KnownPairs, *, engine: Engine | None, policy: TrustPolicy, seed: int = 0
+) -> TrustRecord:
+    """Run every probe on `pairs` (e.g. `known_pairs(golden, limit=DEFAULT_ITEMS)`); stored when `engine` is given."""
+    if rubric.kind != "pointwise":
+        raise ValueError(f"rubric '{rubric.name}' is {rubric.kind}: the bias probes grade answers one by one")
+    if not pairs.good:
+        raise ValueError(f"golden set {pairs.dataset} has no item with both a good and a bad answer to probe")
+    probe = probe_items(pairs.good, pairs.bad)
+    identity = judge.identity(rubric)
+    logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
+    first, shuffled, cost = await _judge_probes(judge, rubric, probe, engine, pairs.dataset, pairs.revision)
+    unscored: dict[str, int] = {}
+    for verdict in [*first, *shuffled]:
+        if verdict.unscored_reason is not None:
+            unscored[verdict.unscored_reason.value] = unscored.get(verdict.unscored_reason.value, 0) + 1
+    figures = {
+        "probes": probe_figures(rubric, probe, first, shuffled, seed=seed),
+        "items": probe.n,
+        "cost": cost,
+        "unscored_reasons": unscored,
+        "filler": {lang: list(sentences) for lang, sentences in FILLER.items()},
+    }
+    return pairs_record(
+        engine,
+        pairs,
+        judge=identity,
+        rubric=rubric,
+        evidence=TrustEvidence.bias_probes,
+        figures=figures,
+        n_items=probe.n,
+        policy=policy,
+    )
