@@ -31,29 +31,10 @@ from judgewatch.judging.pipeline import JudgingSummary, judge_items
 from judgewatch.settings import REPO_ROOT as REPO
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
+from judgewatch.testing.long_items import long_context_item
 
 WINDOW = 2048
 LIMIT = 0.9
-
-
-def long_items(n: int) -> list[JudgeItem]:
-    """Items with 30 context passages of about 1,200 characters each: about 6,000 tokens, three windows."""
-    items = []
-    for i in range(n):
-        context = [
-            (f"Record {i}.{k} of the harbour archive lists the moorings, tolls and tides of season {k}. " * 14)[:1200]
-            for k in range(30)
-        ]
-        context[i % 30] = f"The toll for berth {i} was {i % 7 + 2} shillings in 1932. " + context[i % 30]
-        items.append(
-            JudgeItem(
-                id=f"long{i}",
-                question=f"What was the toll for berth {i} in 1932?",
-                answer=f"Berth {i} cost {i % 7 + 2} shillings in 1932.",
-                context=context,
-            )
-        )
-    return items
 
 
 async def judge_all(url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, fit: bool) -> JudgingSummary:
@@ -68,7 +49,7 @@ async def judge_all(url: str, items: list[JudgeItem], rubric: Rubric, engine: En
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", type=int, default=3000)
-    parser.add_argument("--long-items", type=int, default=500)
+    parser.add_argument("--long-items", type=int, default=200)
     parser.add_argument("--latency-ms", type=float, default=250.0)
     parser.add_argument("--rounds", type=int, default=2, help="alternating runs without/with fitting; best kept")
     args = parser.parse_args()
@@ -91,7 +72,7 @@ def main() -> None:
             print(f"round {r + 1}: without fitting {rates[False][-1]:.1f}/s, with fitting {rates[True][-1]:.1f}/s")
         engine = make_engine(f"sqlite:///{tmp / 'long.db'}")
         migrate(engine)
-        longs = long_items(args.long_items)
+        longs = [long_context_item(f"long{i}") for i in range(args.long_items)]
         summary, wall, _ = timed_run(judge_all(url, longs, rubric, engine, True))
         engine.dispose()
     best_off, best_on = max(rates[False]), max(rates[True])

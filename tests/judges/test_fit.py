@@ -14,34 +14,11 @@ from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.testing.long_items import SUPPORTING, long_answer_item, long_context_item
 from judgewatch.testing.simulator import SimulatorHandle, context_length_error, prompt_tokens, serve_simulator
 
 WINDOW = 2048
 MAX_TOKENS = 160
-
-
-def _passage(k: int) -> str:
-    """About 1,200 characters of on-topic but unhelpful context, different per passage."""
-    sentence = f"Archive record {k} describes the harbour district, its warehouses and the tides of season {k}. "
-    return (sentence * 14)[:1200]
-
-
-RELEVANT = (
-    "The Meridian Bridge opened in 1932 and was designed by the engineer Clara Voss. "
-    "It spans the river Aldwater at its narrowest point."
-)
-
-
-def long_item(item_id: str = "long-1", *, passages: int = 30) -> JudgeItem:
-    """30 long context passages; the one that supports the answer sits in the middle."""
-    context = [_passage(k) for k in range(passages)]
-    context[passages // 2] = RELEVANT + " " + _passage(99)[: 1200 - len(RELEVANT) - 1]
-    return JudgeItem(
-        id=item_id,
-        question="Who designed the Meridian Bridge and when did it open?",
-        answer="Clara Voss designed the Meridian Bridge, which opened in 1932.",
-        context=context,
-    )
 
 
 @pytest.fixture
@@ -73,7 +50,7 @@ async def test_a_context_length_error_that_slips_through_is_too_long_not_refused
 ) -> None:
     judge = _judge(windowed, fit_prompt=False)  # fitting off: the server's 400 comes back
     try:
-        verdict = await judge.judge(long_item(), rubric)
+        verdict = await judge.judge(long_context_item(), rubric)
     finally:
         await judge.aclose()
     assert verdict.status == VerdictStatus.unscored
@@ -99,7 +76,7 @@ async def test_thirty_long_passages_are_trimmed_to_fit_and_the_verdict_says_how_
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:
     judge = _judge(windowed)
-    item = long_item()
+    item = long_context_item()
     try:
         verdict = await judge.judge(item, rubric)
     finally:
@@ -122,7 +99,7 @@ async def test_thirty_long_passages_are_trimmed_to_fit_and_the_verdict_says_how_
 async def test_an_answer_longer_than_the_window_is_too_long_and_nothing_is_sent(
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:
-    item = long_item().model_copy(update={"answer": "The bridge was designed by Clara Voss. " * 400})
+    item = long_answer_item()
     judge = _judge(windowed)
     try:
         verdict = await judge.judge(item, rubric)
@@ -157,7 +134,7 @@ async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(
         id="one-huge",
         question="Who designed the Meridian Bridge?",
         answer="Clara Voss designed the Meridian Bridge.",
-        context=[filler[: len(filler) // 2] + " " + RELEVANT + " " + filler[len(filler) // 2 :]],
+        context=[filler[: len(filler) // 2] + " " + SUPPORTING + " " + filler[len(filler) // 2 :]],
     )
     judge = _judge(windowed)
     try:
@@ -174,9 +151,9 @@ async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(
 async def test_token_counts_are_cached_per_text(windowed: SimulatorHandle, rubric: Rubric) -> None:
     judge = _judge(windowed)
     try:
-        await judge.judge(long_item("a"), rubric)
+        await judge.judge(long_context_item("a"), rubric)
         first = windowed.state.tokenize_requests
-        again = await judge.judge(long_item("b"), rubric)  # same texts, another id
+        again = await judge.judge(long_context_item("b"), rubric)  # same texts, another id
     finally:
         await judge.aclose()
     assert again.status == VerdictStatus.scored
@@ -187,7 +164,7 @@ async def test_a_server_without_window_or_tokenizer_gets_the_configured_estimate
     async with serve_simulator(latency_ms=5, max_model_len=None, tokenizer=False) as sim:
         judge = _judge(sim, context_window=WINDOW, chars_per_token=3.0)
         try:
-            verdict = await judge.judge(long_item(), rubric)
+            verdict = await judge.judge(long_context_item(), rubric)
         finally:
             await judge.aclose()
         sent = sim.state.captured[-1]["messages"]
