@@ -36,14 +36,13 @@ from typing import Any
 import typer
 from aiohttp import web
 
+from judgewatch.testing.sim_tokens import prompt_tokens, text_tokens, window_error
+
 logger = logging.getLogger(__name__)
 
 MARKER = re.compile(r"\[\[sim:([a-z0-9_]+)(?:=(\d+))?\]\]")
 HANG_S = 3600.0
 PREFIX_BLOCK_TOKENS = 128  # vLLM's CPU prefix cache works in blocks of this many tokens
-_SIM_TOKEN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]|[^\W\u3400-\u4dbf\u4e00-\u9fff]+|[^\w\s]")
-MESSAGE_TEMPLATE_TOKENS = 4  # "<|im_start|>role\n ... <|im_end|>\n"
-GENERATION_PROMPT_TOKENS = 3  # "<|im_start|>assistant\n"
 
 
 @dataclass(frozen=True)
@@ -104,32 +103,6 @@ STATE = web.AppKey("state", SimState)
 def prompt_key(messages: list[dict[str, Any]]) -> str:
     """The hash every simulated reply is derived from."""
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def text_tokens(text: str) -> int:
-    """The simulator's token count of a text: words, punctuation marks and CJK characters."""
-    return len(_SIM_TOKEN.findall(text))
-
-
-def prompt_tokens(messages: list[dict[str, Any]], *, add_generation_prompt: bool = True) -> int:
-    """Prompt tokens of a chat request: every message's text plus its template tokens."""
-    texts = [m.get("content") for m in messages]
-    counted = sum(text_tokens(t) + MESSAGE_TEMPLATE_TOKENS for t in texts if isinstance(t, str))
-    return counted + (GENERATION_PROMPT_TOKENS if add_generation_prompt else 0)
-
-
-def context_length_error(max_model_len: int, input_tokens: int) -> str:
-    """vLLM 0.32's message for a prompt longer than its window (renderers/params.py `_token_len_check`).
-
-    vLLM tokenizes with truncation at `max_model_len + 1` tokens, so it reports "at least" that many.
-    """
-    counted = min(input_tokens, max_model_len + 1)
-    qualifier = "at least " if counted == max_model_len + 1 else ""
-    return (
-        f"This model's maximum context length is {max_model_len} tokens. However, your prompt contains "
-        f"{qualifier}{counted} input tokens, which exceeds this limit even without any output tokens. "
-        f"Please reduce the length of the input prompt. (parameter=input_tokens, value={counted})"
-    )
 
 
 def simulated_object(schema: dict[str, Any], messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -284,19 +257,11 @@ async def _chat(request: web.Request) -> web.StreamResponse:
 def _context_error(state: SimState, messages: list[dict[str, Any]]) -> web.Response | None:
     """vLLM's HTTP 400 when the prompt alone fills the window, else None (vLLM then clamps `max_tokens`)."""
     assert state.max_model_len is not None
-    prompt = prompt_tokens(messages)
-    if prompt < state.max_model_len:
+    message = window_error(state.max_model_len, prompt_tokens(messages))
+    if message is None:
         return None
     state.status[400] += 1
     state.faults["context_length"] += 1
-    if prompt == state.max_model_len:  # v1/engine/input_processor.py: no room for a single output token
-        message = (
-            f"The decoder prompt (length {prompt}) plus the number of requested output tokens (at least 1) is "
-            f"longer than the maximum model length of {state.max_model_len}. Make sure that `max_model_len` is no "
-            "smaller than the number of text tokens (prompt + requested output tokens)."
-        )
-    else:
-        message = context_length_error(state.max_model_len, prompt)
     error = {"message": message, "type": "BadRequestError", "param": "input_tokens", "code": 400}
     return web.json_response({"error": error}, status=400)
 

@@ -15,7 +15,8 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
 from judgewatch.testing.long_items import SUPPORTING, long_answer_item, long_context_item
-from judgewatch.testing.simulator import SimulatorHandle, context_length_error, prompt_tokens, serve_simulator
+from judgewatch.testing.sim_tokens import context_length_error, prompt_tokens
+from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 WINDOW = 2048
 MAX_TOKENS = 160
@@ -43,6 +44,18 @@ async def test_the_simulator_answers_a_prompt_over_its_window_with_vllms_400(win
     assert error["message"] == context_length_error(WINDOW, prompt_tokens(body["messages"]))
     assert error["message"].startswith("This model's maximum context length is 2048 tokens. However, your prompt")
     assert models["data"][0]["max_model_len"] == WINDOW
+
+
+async def test_the_simulator_clamps_the_reply_of_a_prompt_that_leaves_less_than_max_tokens(
+    windowed: SimulatorHandle,
+) -> None:
+    base = [{"role": "user", "content": ""}]
+    words = WINDOW - prompt_tokens(base) - 2  # two tokens left for the reply
+    body = {"model": "sim-judge", "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": "w " * words}]}
+    async with httpx.AsyncClient() as client:
+        reply = (await client.post(f"{windowed.base_url}/chat/completions", json=body)).json()
+    assert reply["choices"][0]["finish_reason"] == "length"  # vLLM clamps max_tokens instead of refusing
+    assert len(reply["choices"][0]["message"]["content"]) <= 2 * 4
 
 
 async def test_a_context_length_error_that_slips_through_is_too_long_not_refused(
