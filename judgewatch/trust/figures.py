@@ -94,12 +94,11 @@ def trim_figures(
     rubric: Rubric,
     good: Sequence[tuple[JudgeItem, Verdict]],
     bad: Sequence[tuple[JudgeItem, Verdict]],
-    *,
-    resamples: int = 2000,
-    seed: int = 0,
+    **bootstrap: int,
 ) -> dict[str, Any]:
     """How many answers needed their reference material trimmed to fit the judge's window, and the figures
-    of the pairs judged whole apart from those where either answer was trimmed (only when some were)."""
+    of the pairs judged whole apart from those where either answer was trimmed (only when some were).
+    `bootstrap`: `resamples` and `seed`, as `known_answer_figures` takes them."""
     pairs = list(zip(good, bad, strict=True))
     is_trimmed = [g[1].trimmed is not None or b[1].trimmed is not None for g, b in pairs]
     trimmed = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if cut]
@@ -112,9 +111,7 @@ def trim_figures(
     if trimmed:
         whole = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if not cut]
         for name, subset in (("whole", whole), ("trimmed", trimmed)):
-            figures = known_answer_figures(
-                rubric, [g for g, _ in subset], [b for _, b in subset], resamples=resamples, seed=seed
-            )
+            figures = known_answer_figures(rubric, [g for g, _ in subset], [b for _, b in subset], **bootstrap)
             result[name] = {"items": len(subset), "criteria": figures["criteria"]}
     return result
 

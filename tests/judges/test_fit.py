@@ -13,7 +13,7 @@ from judges.errors import classify_exception
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
+from judgewatch.contract.verdicts import UnscoredReason, Verdict, VerdictStatus
 from judgewatch.testing.long_items import SUPPORTING, long_answer_item, long_context_item
 from judgewatch.testing.sim_tokens import context_length_error, prompt_tokens
 from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
@@ -28,20 +28,26 @@ async def windowed() -> AsyncIterator[SimulatorHandle]:
         yield handle
 
 
-def _judge(sim: SimulatorHandle, **changes: object) -> OpenAIJudge:
+async def _judged(sim: SimulatorHandle, item: JudgeItem, rubric: Rubric, **changes: object) -> Verdict:
+    """The verdict of a fresh OpenAIJudge on `sim` (endpoint `changes` applied)."""
     endpoint = EndpointConfig(sim.base_url, sim.state.model, max_retries=0, max_tokens=MAX_TOKENS)
-    return OpenAIJudge(endpoint.with_changes(**changes) if changes else endpoint)
+    judge = OpenAIJudge(endpoint.with_changes(**changes) if changes else endpoint)
+    try:
+        return await judge.judge(item, rubric)
+    finally:
+        await judge.aclose()
 
 
 async def test_the_simulator_answers_a_prompt_over_its_window_with_vllms_400(windowed: SimulatorHandle) -> None:
-    body = {"model": "sim-judge", "max_tokens": MAX_TOKENS, "messages": [{"role": "user", "content": "word " * 3000}]}
+    messages = [{"role": "user", "content": "word " * 3000}]
+    body = {"model": "sim-judge", "max_tokens": MAX_TOKENS, "messages": messages}
     async with httpx.AsyncClient() as client:
         reply = await client.post(f"{windowed.base_url}/chat/completions", json=body)
         models = (await client.get(f"{windowed.base_url}/models")).json()
     assert reply.status_code == 400
     error = reply.json()["error"]
     assert error["type"] == "BadRequestError" and error["code"] == 400
-    assert error["message"] == context_length_error(WINDOW, prompt_tokens(body["messages"]))
+    assert error["message"] == context_length_error(WINDOW, prompt_tokens(messages))
     assert error["message"].startswith("This model's maximum context length is 2048 tokens. However, your prompt")
     assert models["data"][0]["max_model_len"] == WINDOW
 
@@ -61,11 +67,7 @@ async def test_the_simulator_clamps_the_reply_of_a_prompt_that_leaves_less_than_
 async def test_a_context_length_error_that_slips_through_is_too_long_not_refused(
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:
-    judge = _judge(windowed, fit_prompt=False)  # fitting off: the server's 400 comes back
-    try:
-        verdict = await judge.judge(long_context_item(), rubric)
-    finally:
-        await judge.aclose()
+    verdict = await _judged(windowed, long_context_item(), rubric, fit_prompt=False)  # the server's 400 comes back
     assert verdict.status == VerdictStatus.unscored
     assert verdict.unscored_reason == UnscoredReason.too_long
     assert "maximum context length" in (verdict.detail or "")
@@ -88,12 +90,7 @@ def test_only_a_context_length_400_maps_to_too_long() -> None:
 async def test_thirty_long_passages_are_trimmed_to_fit_and_the_verdict_says_how_many_were_kept(
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:
-    judge = _judge(windowed)
-    item = long_context_item()
-    try:
-        verdict = await judge.judge(item, rubric)
-    finally:
-        await judge.aclose()
+    verdict = await _judged(windowed, long_context_item(), rubric)
     assert verdict.status == VerdictStatus.scored, verdict.detail
     trim = verdict.trimmed
     assert trim is not None and trim.exact
@@ -113,11 +110,7 @@ async def test_an_answer_longer_than_the_window_is_too_long_and_nothing_is_sent(
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:
     item = long_answer_item()
-    judge = _judge(windowed)
-    try:
-        verdict = await judge.judge(item, rubric)
-    finally:
-        await judge.aclose()
+    verdict = await _judged(windowed, item, rubric)
     assert verdict.unscored_reason == UnscoredReason.too_long
     assert verdict.attempts == 0 and windowed.state.requests == 0
     detail = verdict.detail or ""
@@ -131,11 +124,7 @@ async def test_a_short_item_is_sent_whole_and_not_marked_trimmed(
     item = JudgeItem(
         id="short", question="Capital of France?", answer="Paris.", reference_answer="Paris", context=["Paris."]
     )
-    judge = _judge(windowed)
-    try:
-        verdict = await judge.judge(item, rubric)
-    finally:
-        await judge.aclose()
+    verdict = await _judged(windowed, item, rubric)
     assert verdict.status == VerdictStatus.scored and verdict.trimmed is None
 
 
@@ -149,11 +138,7 @@ async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(
         answer="Clara Voss designed the Meridian Bridge.",
         context=[filler[: len(filler) // 2] + " " + SUPPORTING + " " + filler[len(filler) // 2 :]],
     )
-    judge = _judge(windowed)
-    try:
-        verdict = await judge.judge(item, rubric)
-    finally:
-        await judge.aclose()
+    verdict = await _judged(windowed, item, rubric)
     assert verdict.status == VerdictStatus.scored, verdict.detail
     trim = verdict.trimmed
     assert trim is not None and (trim.passages_given, trim.passages_kept, trim.passages_partial) == (1, 0, 1)
@@ -162,7 +147,7 @@ async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(
 
 
 async def test_token_counts_are_cached_per_text(windowed: SimulatorHandle, rubric: Rubric) -> None:
-    judge = _judge(windowed)
+    judge = OpenAIJudge(EndpointConfig(windowed.base_url, windowed.state.model, max_tokens=MAX_TOKENS))
     try:
         await judge.judge(long_context_item("a"), rubric)
         first = windowed.state.tokenize_requests
@@ -175,11 +160,7 @@ async def test_token_counts_are_cached_per_text(windowed: SimulatorHandle, rubri
 
 async def test_a_server_without_window_or_tokenizer_gets_the_configured_estimate(rubric: Rubric) -> None:
     async with serve_simulator(latency_ms=5, max_model_len=None, tokenizer=False) as sim:
-        judge = _judge(sim, context_window=WINDOW, chars_per_token=3.0)
-        try:
-            verdict = await judge.judge(long_context_item(), rubric)
-        finally:
-            await judge.aclose()
+        verdict = await _judged(sim, long_context_item(), rubric, context_window=WINDOW, chars_per_token=3.0)
         sent = sim.state.captured[-1]["messages"]
     assert verdict.status == VerdictStatus.scored
     assert verdict.trimmed is not None and not verdict.trimmed.exact and verdict.trimmed.window == WINDOW
