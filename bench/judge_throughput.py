@@ -48,10 +48,10 @@ T = TypeVar("T")
 
 
 @contextlib.contextmanager
-def simulator_process(latency_ms: float, max_concurrency: int) -> Iterator[str]:
-    """Start `python -m judgewatch.testing.simulator` on a free port; yield its base URL."""
+def simulator_process(latency_ms: float, max_concurrency: int, *extra: str) -> Iterator[str]:
+    """Start `python -m judgewatch.testing.simulator` on a free port (`extra`: more of its options); yield its URL."""
     cmd = [sys.executable, "-m", "judgewatch.testing.simulator", "--port", "0", "--latency-ms", str(latency_ms)]
-    cmd += ["--max-concurrency", str(max_concurrency)]
+    cmd += ["--max-concurrency", str(max_concurrency), *extra]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -167,6 +167,18 @@ def _union_cached(texts: tuple[str, ...]) -> Tokens:
     return Tokens(MappingProxyType(weights), frozenset(numbers), MappingProxyType(names))
 
 
+def share(tokens: Tokens, within: Tokens, *, exclude: Tokens = EMPTY) -> float | None:
+    """Weighted share of `tokens` (minus `exclude`) present in `within`; None when nothing is left to share."""
+    total = found = 0.0
+    for token, weight in tokens.weights.items():
+        if token in exclude.weights:
+            continue
+        total += weight
+        if token in within.weights:
+            found += weight
+    return found / total if total else None
+
+
 def union(texts: Iterable[str | None]) -> Tokens:
     """Content tokens of several texts together (cached per tuple of texts)."""
     kept = tuple(t for t in texts if t)

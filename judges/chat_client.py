@@ -147,6 +147,28 @@ class ChatClient:
             return False
         return True
 
+    async def model_card(self) -> dict[str, Any] | None:
+        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed.
+
+        Raises the client's error when the endpoint does not answer.
+        """
+        client, _ = self._bind()
+        page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
+        for model in page.data:
+            if model.id == self.endpoint.model:
+                return model.model_dump()
+        return None
+
+    async def post_root(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST `body` to `path` at the server's root, beside /v1 (vLLM's /tokenize); the decoded JSON reply.
+
+        Not retried and outside the concurrency budget: these are cheap calls the caller can do without.
+        """
+        client, _ = self._bind()
+        url = self.endpoint.base_url.removesuffix("/v1") + path
+        options: Any = {"timeout": min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S)}
+        return await client.post(url, cast_to=object, body=dict(body), options=options)
+
     async def aclose(self) -> None:
         client, loop = self._client, self._loop
         self._client, self._semaphore, self._loop = None, None, None

@@ -33,6 +33,11 @@ class EndpointConfig:
     max_tokens: int = 160
     seed: int | None = 1234
     temperature: float = 0.0
+    # Context window: fit prompts to it; `context_window` and `chars_per_token` are the fallback estimate for
+    # servers that do not report their window or count tokens (vLLM does both).
+    fit_prompt: bool = True
+    context_window: int = 4096
+    chars_per_token: float = 3.0
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -47,6 +52,10 @@ class EndpointConfig:
             raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.context_window < 1:
+            raise ValueError(f"context_window must be >= 1, got {self.context_window}")
+        if self.chars_per_token <= 0:
+            raise ValueError(f"chars_per_token must be > 0, got {self.chars_per_token}")
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
@@ -74,4 +83,7 @@ def judge_endpoint(
         max_retries=settings.judge_max_retries,
         max_tokens=settings.judge_max_tokens,
         seed=settings.judge_seed,
+        fit_prompt=settings.judge_fit_prompt,
+        context_window=settings.judge_context_window,
+        chars_per_token=settings.judge_chars_per_token,
     )

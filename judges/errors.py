@@ -1,7 +1,8 @@
 """Which failures of an OpenAI-compatible call are worth retrying, and what unscored reason each one becomes.
 
 Transient: 429 (except quota exhaustion), 408/409, 5xx, timeouts, connection errors. Everything else
-(400/401/403/404/422, content filter, an unexpected exception) is permanent and tried once.
+(400/401/403/404/422, content filter, an unexpected exception) is permanent and tried once. A 400/413 that
+says the prompt exceeds the model's context window is `too_long`, not `refused`: the judge did not decline.
 """
 
 from __future__ import annotations
@@ -16,6 +17,16 @@ from judgewatch.contract.verdicts import UnscoredReason, Verdict
 ENDPOINT_REASONS = frozenset({UnscoredReason.endpoint_down, UnscoredReason.timeout, UnscoredReason.rate_limited})
 
 _QUOTA_MARKERS = ("insufficient_quota", "quota")
+# vLLM: "This model's maximum context length is 2048 tokens. However, ..." or "... the model's context length is
+# only 2048 tokens, resulting in a maximum input length of ..."; OpenAI: code context_length_exceeded;
+# llama.cpp: "exceed_context_size_error".
+_CONTEXT_MARKERS = (
+    "maximum context length",
+    "context length is only",
+    "maximum model length",
+    "context_length_exceeded",
+    "exceed_context_size",
+)
 _DETAIL_CHARS = 300
 
 
@@ -61,9 +72,9 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None  # an HTTP date: rare for these servers; fall back to our own backoff
 
 
-def _is_quota(exc: openai.APIStatusError) -> bool:
+def _mentions(exc: openai.APIStatusError, markers: tuple[str, ...]) -> bool:
     haystack = " ".join(str(x) for x in (exc.code, exc.type, exc.message, exc.body) if x).lower()
-    return any(marker in haystack for marker in _QUOTA_MARKERS)
+    return any(marker in haystack for marker in markers)
 
 
 def classify_exception(exc: BaseException) -> Failure:
@@ -82,17 +93,20 @@ def classify_exception(exc: BaseException) -> Failure:
 
 
 def classify_status(exc: openai.APIStatusError) -> Failure:
-    """HTTP status errors: 429/408/409/5xx are transient unless the 429 is quota exhaustion."""
+    """HTTP status errors: 429/408/409/5xx are transient unless the 429 is quota exhaustion; a context-length
+    400 is `too_long`, any other 4xx `refused`."""
     status = exc.status_code
     detail = excerpt(f"HTTP {status}: {exc.message}")
     if status == 429:
-        if _is_quota(exc):
+        if _mentions(exc, _QUOTA_MARKERS):
             return Failure(UnscoredReason.rate_limited, False, detail, status)
         return Failure(UnscoredReason.rate_limited, True, detail, status, _retry_after(exc))
     if status == 408:
         return Failure(UnscoredReason.timeout, True, detail, status)
     if status >= 500 or status == 409:
         return Failure(UnscoredReason.endpoint_down, True, detail, status, _retry_after(exc))
+    if status in (400, 413) and _mentions(exc, _CONTEXT_MARKERS):
+        return Failure(UnscoredReason.too_long, False, detail, status)
     if 400 <= status < 500:
         return Failure(UnscoredReason.refused, False, detail, status)
     return Failure(UnscoredReason.judge_error, False, detail, status)

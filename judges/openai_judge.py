@@ -1,7 +1,9 @@
 """The OpenAI-compatible (vLLM) judge: rubric prompt -> json_schema-constrained reply -> validated Verdict.
 
 Every outcome becomes a Verdict: a failed call, a malformed or cut-off reply, a refusal are stored as
-unscored with their reason, never raised and never a silent 0.
+unscored with their reason, never raised and never a silent 0. Prompts are fitted to the endpoint's context
+window first (`judges.fit`): trimmed reference material is recorded on the verdict, an item that cannot fit
+is `too_long` without a request.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
 from judges.config import EndpointConfig
 from judges.errors import CallError
+from judges.fit import Fitted, TooLong, fit_messages
 from judges.replies import Unusable, read_reply
+from judges.window import TokenCounter
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
 from judgewatch.contract.reply import parse_reply, response_format
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
 from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
@@ -47,6 +51,7 @@ class OpenAIJudge:
     def __init__(self, endpoint: EndpointConfig) -> None:
         self.endpoint = endpoint
         self.client = ChatClient(endpoint)
+        self.tokens = TokenCounter(self.client)
         # Per rubric content hash: identities and response formats are the same for every item.
         self._identities: dict[str, JudgeIdentity] = {}
         self._formats: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
@@ -88,7 +93,18 @@ class OpenAIJudge:
         to_score, not_applicable = plan(rubric, item)
         if not to_score:
             return no_reference_verdict(item, rubric, identity)
-        messages = render_messages(rubric, item, to_score)
+        fitted = await self._fit(item, rubric, to_score)
+        if isinstance(fitted, TooLong):
+            return Verdict.unscored(
+                item.id,
+                UnscoredReason.too_long,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=fitted.detail,
+                not_applicable=not_applicable,
+                attempts=0,  # nothing was sent
+            )
+        messages = fitted.messages
         try:
             result = await self.client.chat(messages, response_format=self._response_format(rubric, to_score))
         except CallError as exc:
@@ -102,7 +118,16 @@ class OpenAIJudge:
                 latency_ms=exc.latency_ms,
                 attempts=exc.attempts,
             )
-        return self._verdict(item, rubric, identity, to_score, not_applicable, result)
+        verdict = self._verdict(item, rubric, identity, to_score, not_applicable, result)
+        verdict.trimmed = fitted.trimmed
+        return verdict
+
+    async def _fit(self, item: JudgeItem, rubric: Rubric, to_score: list[str]) -> Fitted | TooLong:
+        """The messages fitted to the endpoint's window; the whole prompt when fitting is off or not yet possible."""
+        window = await self.tokens.window() if self.endpoint.fit_prompt else None
+        if window is None:
+            return Fitted(render_messages(rubric, item, to_score))
+        return await fit_messages(item, rubric, to_score, self.tokens, window)
 
     def _verdict(
         self,

@@ -31,7 +31,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from judges._text import EMPTY, Tokens, is_bare_yes_no, negated, tokenize, union
+from judges._text import Tokens, is_bare_yes_no, negated, tokenize, union
+from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -84,18 +85,6 @@ class Coverage:
     def raw(self) -> dict[str, float]:
         values = {"relevance": self.relevance, "faithfulness": self.faithfulness, "completeness": self.completeness}
         return {name: value for name, value in values.items() if value is not None}
-
-
-def _share(tokens: Tokens, within: Tokens, *, exclude: Tokens = EMPTY) -> float | None:
-    """Weighted share of `tokens` (minus `exclude`) present in `within`; None when nothing is left to share."""
-    total = found = 0.0
-    for token, weight in tokens.weights.items():
-        if token in exclude.weights:
-            continue
-        total += weight
-        if token in within.weights:
-            found += weight
-    return found / total if total else None
 
 
 def _recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> float:

@@ -30,6 +30,15 @@ class Settings(BaseSettings):
     judge_max_retries: int = 2
     judge_max_tokens: int = 160
     judge_seed: int = 1234
+    # Fitting prompts to the judge's context window: vLLM reports its window (/v1/models max_model_len) and
+    # counts tokens exactly (/tokenize); for other OpenAI-compatible servers these settings give the estimate.
+    judge_fit_prompt: bool = Field(default=True, description="Trim reference material so prompts fit the window")
+    judge_context_window: int = Field(
+        default=4096, gt=0, description="Context window in tokens when the endpoint does not report max_model_len"
+    )
+    judge_chars_per_token: float = Field(
+        default=3.0, gt=0, description="Characters per token of the estimate when the endpoint cannot count tokens"
+    )
 
     max_field_bytes: int = Field(
         default=256 * 1024, gt=0, description="Input rows with a text field larger than this are quarantined"

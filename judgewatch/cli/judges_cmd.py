@@ -52,6 +52,12 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
         reasons = record.figures.get("unscored_reasons") or {}
         if reasons:
             typer.echo("  unscored: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
+        window = record.figures.get("context_window") or {}
+        if window.get("items_trimmed") or window.get("answers_too_long"):
+            typer.echo(
+                f"  context window: {window['items_trimmed']} of {record.n_items} items needed their references "
+                f"trimmed ({window['answers_trimmed']} answers), {window['answers_too_long']} answers too long"
+            )
     for verdict in report.verdicts:
         typer.echo(("" if verdict.trustworthy else "WARNING: ") + verdict.summary)
 

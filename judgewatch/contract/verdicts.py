@@ -22,6 +22,7 @@ class UnscoredReason(StrEnum):
     refused = "refused"  # content filter, 4xx the endpoint will not serve
     rate_limited = "rate_limited"  # 429 still after the retries
     no_reference = "no_reference"  # every criterion needed references the item does not have
+    too_long = "too_long"  # rubric + question + answer alone exceed the judge's context window; nothing was sent
     judge_error = "judge_error"  # anything else, with the message in `detail`
 
 
@@ -50,6 +51,25 @@ class TokenUsage(BaseModel):
     cached: int = 0
 
 
+class PromptTrim(BaseModel):
+    """What was left out so the prompt fits the judge's context window (absent: the whole item was sent).
+
+    Passages are the item's reference answer, facts and context passages; those not kept whole may be kept
+    in part (their best sentences). Token counts are the endpoint's own when `exact`, else an estimate.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    passages_given: int
+    passages_kept: int  # kept whole
+    passages_partial: int = 0  # kept as their best sentences only
+    prompt_tokens_full: int  # the prompt with every passage
+    prompt_tokens_sent: int
+    window: int  # the model's context window (max_model_len)
+    reply_tokens: int  # kept free for the reply (max_tokens)
+    exact: bool = True
+
+
 class Verdict(BaseModel):
     """Per-criterion integer scores (None = not applicable or not obtained), overall, reason, provenance."""
 
@@ -67,6 +87,7 @@ class Verdict(BaseModel):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     attempts: int = 1
     fallback_from: list[str] = Field(default_factory=list)  # judges tried before this one, in order
+    trimmed: PromptTrim | None = None  # reference material left out to fit the context window
 
     @classmethod
     def unscored(
@@ -102,4 +123,5 @@ class Verdict(BaseModel):
             "rubric": self.rubric.model_dump(),
             "latency_ms": round(self.latency_ms, 1),
             "tokens": self.tokens.model_dump(),
+            "trimmed": self.trimmed.model_dump() if self.trimmed else None,
         }

@@ -127,6 +127,11 @@ def m011_verdict_superseded_by(conn: Connection) -> None:
         logger.info("m011: %d verdicts of %d interactions superseded", changed, len(ids))
 
 
+def m012_verdict_trimmed(conn: Connection) -> None:
+    """`verdict.trimmed`: what reference material was left out to fit the judge's context window."""
+    add_column(conn, VerdictRecord, "trimmed")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -139,6 +144,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m009_metrics_indexes,
     m010_run_heartbeat,
     m011_verdict_superseded_by,
+    m012_verdict_trimmed,
 )
 
 

@@ -25,6 +25,7 @@ from sqlmodel import Field, Session, SQLModel
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.verdicts import (
     JudgeIdentity,
+    PromptTrim,
     RubricIdentity,
     TokenUsage,
     UnscoredReason,
@@ -68,6 +69,8 @@ class VerdictRecord(SQLModel, table=True):
     cached_tokens: int = 0
     attempts: int = 1
     fallback_from: list[str] = Field(default_factory=list, sa_type=JSONValue)
+    # What was left out to fit the judge's context window (a PromptTrim; None: the whole item was sent).
+    trimmed: dict[str, Any] | None = Field(default=None, sa_type=JSONValue)
     # The verdict that replaced this one for estimates and routing (None: this one is current).
     superseded_by: str | None = Field(default=None, index=True, max_length=32)
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)  # first stored
@@ -94,6 +97,7 @@ class VerdictRecord(SQLModel, table=True):
             tokens=TokenUsage(prompt=self.prompt_tokens, completion=self.completion_tokens, cached=self.cached_tokens),
             attempts=self.attempts,
             fallback_from=list(self.fallback_from),
+            trimmed=PromptTrim.model_validate(self.trimmed) if self.trimmed else None,
         )
 
 
@@ -152,6 +156,7 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         "cached_tokens": tokens.cached,
         "attempts": verdict.attempts,
         "fallback_from": verdict.fallback_from,
+        "trimmed": verdict.trimmed.model_dump() if verdict.trimmed else None,
         "superseded_by": None,  # `refresh_current` decides, right after the upsert
         "created_at": now,
         "updated_at": now,

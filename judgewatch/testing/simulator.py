@@ -8,6 +8,11 @@ the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, 
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
 attempts of this prompt, then a normal reply).
 
+Like vLLM 0.32, it can enforce a context window (`max_model_len`, reported in /v1/models): a prompt that fills
+it gets vLLM's HTTP 400 and message; a prompt that fits but leaves less than `max_tokens` gets a reply cut at
+the window (finish_reason "length"). `POST /tokenize` counts tokens as the window does (a word, a punctuation
+mark or a CJK character is one token; a chat message adds its template's tokens).
+
     python -m judgewatch.testing.simulator --port 8011 --latency-ms 250 --max-concurrency 64 --mode ok
 """
 
@@ -30,6 +35,8 @@ from typing import Any
 
 import typer
 from aiohttp import web
+
+from judgewatch.testing.sim_tokens import prompt_tokens, text_tokens, window_error
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +65,10 @@ class SimState:
     latency_s: float = 0.25
     max_concurrency: int = 64
     mode: Fault = field(default_factory=Fault)
-    requests: int = 0
+    max_model_len: int | None = None  # None: no window enforced or reported (not a vLLM server)
+    tokenizer: bool = True  # serve POST /tokenize
+    requests: int = 0  # chat completions
+    tokenize_requests: int = 0
     status: Counter[int] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
@@ -71,6 +81,7 @@ class SimState:
     def stats(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
+            "tokenize_requests": self.tokenize_requests,
             "status": {str(k): v for k, v in sorted(self.status.items())},
             "faults": dict(self.faults),
             "in_flight": self.in_flight,
@@ -79,7 +90,7 @@ class SimState:
         }
 
     def reset(self) -> None:
-        self.requests = self.in_flight = self.max_in_flight = 0
+        self.requests = self.tokenize_requests = self.in_flight = self.max_in_flight = 0
         for counter in (self.status, self.faults, self.flaky_attempts):
             counter.clear()
         self.captured.clear()
@@ -134,7 +145,7 @@ def _error(status: int, message: str, code: str | None = None) -> web.Response:
 
 def _usage(state: SimState, messages: list[dict[str, Any]], content: str) -> dict[str, Any]:
     texts = [m.get("content") for m in messages]
-    prompt_tokens = sum(len(t) for t in texts if isinstance(t, str)) // 4 + 4 * len(messages)
+    prompt = prompt_tokens(messages)
     cached = 0
     if messages and isinstance(texts[0], str):
         prefix = hashlib.sha1(texts[0].encode()).hexdigest()
@@ -143,9 +154,9 @@ def _usage(state: SimState, messages: list[dict[str, Any]], content: str) -> dic
         state.seen_prefixes.add(prefix)
     completion = max(1, len(content) // 4)
     return {
-        "prompt_tokens": prompt_tokens,
+        "prompt_tokens": prompt,
         "completion_tokens": completion,
-        "total_tokens": prompt_tokens + completion,
+        "total_tokens": prompt + completion,
         "prompt_tokens_details": {"cached_tokens": cached},
     }
 
@@ -182,6 +193,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         state.status[400] += 1
         return _error(400, "request body must be JSON with 'messages'")
     state.captured.append(body)
+    if state.max_model_len is not None:
+        too_long = _context_error(state, messages)
+        if too_long is not None:
+            return too_long
     fault = _fault_for(messages, state.mode)
     state.faults[fault.kind] += 1
     kind = fault.kind
@@ -215,6 +230,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         finally:
             state.in_flight -= 1
     content, finish_reason = _reply_text(body, messages, kind)
+    if state.max_model_len is not None:
+        room = state.max_model_len - prompt_tokens(messages)  # vLLM clamps max_tokens to what is left
+        if len(content) // 4 > room:
+            content, finish_reason = content[: room * 4], "length"
     state.status[200] += 1
     return web.json_response(
         {
@@ -235,9 +254,37 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     )
 
 
+def _context_error(state: SimState, messages: list[dict[str, Any]]) -> web.Response | None:
+    """vLLM's HTTP 400 when the prompt alone fills the window, else None (vLLM then clamps `max_tokens`)."""
+    assert state.max_model_len is not None
+    message = window_error(state.max_model_len, prompt_tokens(messages))
+    if message is None:
+        return None
+    state.status[400] += 1
+    state.faults["context_length"] += 1
+    error = {"message": message, "type": "BadRequestError", "param": "input_tokens", "code": 400}
+    return web.json_response({"error": error}, status=400)
+
+
+async def _tokenize(request: web.Request) -> web.Response:
+    """vLLM's POST /tokenize: {"prompt": text} or {"messages": [...]} -> {"count", "max_model_len", "tokens"}."""
+    state = request.app[STATE]
+    if not state.tokenizer:
+        raise web.HTTPNotFound()
+    state.tokenize_requests += 1
+    body = await request.json()
+    if "messages" in body:
+        count = prompt_tokens(body["messages"], add_generation_prompt=bool(body.get("add_generation_prompt", True)))
+    else:
+        count = text_tokens(str(body.get("prompt", ""))) + (1 if body.get("add_special_tokens", True) else 0)
+    return web.json_response({"count": count, "max_model_len": state.max_model_len, "tokens": list(range(count))})
+
+
 async def _models(request: web.Request) -> web.Response:
     state = request.app[STATE]
-    model = {"id": state.model, "object": "model", "created": 0, "owned_by": "judgewatch-simulator"}
+    model: dict[str, Any] = {"id": state.model, "object": "model", "created": 0, "owned_by": "judgewatch-simulator"}
+    if state.max_model_len is not None:
+        model["max_model_len"] = state.max_model_len
     return web.json_response({"object": "list", "data": [model]})
 
 
@@ -269,6 +316,7 @@ def build_app(state: SimState) -> web.Application:
     app[STATE] = state
     app.router.add_post("/v1/chat/completions", _chat)
     app.router.add_get("/v1/models", _models)
+    app.router.add_post("/tokenize", _tokenize)
     app.router.add_get("/health", _health)
     app.router.add_get("/sim/stats", _stats)
     app.router.add_get("/sim/requests", _requests)
@@ -302,9 +350,21 @@ async def serve_simulator(
     max_concurrency: int = 64,
     mode: str = "ok",
     model: str = "sim-judge",
+    max_model_len: int | None = None,
+    tokenizer: bool = True,
 ) -> AsyncIterator[SimulatorHandle]:
-    """Run a simulator in the current event loop (port 0: a free port) until the block exits."""
-    state = SimState(model=model, latency_s=latency_ms / 1000, max_concurrency=max_concurrency, mode=Fault.parse(mode))
+    """Run a simulator in the current event loop (port 0: a free port) until the block exits.
+
+    `max_model_len` enforces and reports a context window as vLLM does; `tokenizer=False` drops /tokenize.
+    """
+    state = SimState(
+        model=model,
+        latency_s=latency_ms / 1000,
+        max_concurrency=max_concurrency,
+        mode=Fault.parse(mode),
+        max_model_len=max_model_len,
+        tokenizer=tokenizer,
+    )
     state.semaphore = asyncio.Semaphore(max_concurrency)
     # handler_cancellation: a client that gives up (timeout) ends its handler, so hangs do not pile up.
     runner = web.AppRunner(build_app(state), access_log=None, handler_cancellation=True, shutdown_timeout=0.5)
@@ -365,6 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-concurrency", type=int, default=64)
     parser.add_argument("--mode", default="ok", help="fault applied to every request without a marker")
     parser.add_argument("--model", default="sim-judge")
+    parser.add_argument("--max-model-len", type=int, default=None, help="enforce a context window (tokens)")
     args = parser.parse_args(argv)
 
     async def serve() -> None:
@@ -375,6 +436,7 @@ def main(argv: list[str] | None = None) -> None:
             max_concurrency=args.max_concurrency,
             mode=args.mode,
             model=args.model,
+            max_model_len=args.max_model_len,
         ) as sim:
             typer.echo(f"judgewatch simulator listening on {sim.base_url}")  # flushed: bench/ reads this line
             await asyncio.Event().wait()

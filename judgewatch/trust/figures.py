@@ -16,7 +16,7 @@ import numpy as np
 from judges.base import plan
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.verdicts import UnscoredReason, Verdict
 from judgewatch.stats.auroc import auroc, auroc_interval
 
 
@@ -88,6 +88,32 @@ def known_answer_figures(
         "unscored_verdicts": sum(reasons.values()),
         "unscored_reasons": dict(reasons),
     }
+
+
+def trim_figures(
+    rubric: Rubric,
+    good: Sequence[tuple[JudgeItem, Verdict]],
+    bad: Sequence[tuple[JudgeItem, Verdict]],
+    **bootstrap: int,
+) -> dict[str, Any]:
+    """How many answers needed their reference material trimmed to fit the judge's window, and the figures
+    of the pairs judged whole apart from those where either answer was trimmed (only when some were).
+    `bootstrap`: `resamples` and `seed`, as `known_answer_figures` takes them."""
+    pairs = list(zip(good, bad, strict=True))
+    is_trimmed = [g[1].trimmed is not None or b[1].trimmed is not None for g, b in pairs]
+    trimmed = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if cut]
+    too_long = sum(v.unscored_reason == UnscoredReason.too_long for _, v in [*good, *bad])
+    result: dict[str, Any] = {
+        "answers_trimmed": sum(v.trimmed is not None for _, v in [*good, *bad]),
+        "items_trimmed": len(trimmed),
+        "answers_too_long": too_long,
+    }
+    if trimmed:
+        whole = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if not cut]
+        for name, subset in (("whole", whole), ("trimmed", trimmed)):
+            figures = known_answer_figures(rubric, [g for g, _ in subset], [b for _, b in subset], **bootstrap)
+            result[name] = {"items": len(subset), "criteria": figures["criteria"]}
+    return result
 
 
 def agreement_figures(rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[Verdict]) -> dict[str, dict[str, Any]]:

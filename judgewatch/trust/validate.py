@@ -27,7 +27,7 @@ from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc
+from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc, trim_figures
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import build_record, store_record
@@ -180,6 +180,7 @@ async def _pointwise_figures(
     bad = list(zip(pairs.bad, verdicts[n:], strict=True))
     figures = known_answer_figures(rubric, good, bad, resamples=resamples, seed=seed)
     figures["skipped_items"] = pairs.skipped
+    figures["context_window"] = trim_figures(rubric, good, bad, resamples=resamples, seed=seed)
     figures["cost"] = cost
     figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
     return figures

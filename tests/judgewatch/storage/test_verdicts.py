@@ -10,6 +10,7 @@ from sqlalchemy import Engine, func, select
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.verdicts import (
     JudgeIdentity,
+    PromptTrim,
     RubricIdentity,
     TokenUsage,
     UnscoredReason,
@@ -132,6 +133,27 @@ def test_a_stored_verdict_reads_back_as_the_same_verdict(engine: Engine) -> None
         upsert_verdicts(session=session, run_id=None, verdicts=[(interaction_id(SOURCE, "a"), original)])
     with session_scope(engine) as session:
         assert get_verdicts(session=session)[0].to_verdict() == original
+
+
+def test_what_was_trimmed_to_fit_the_window_reads_back_with_the_verdict(engine: Engine) -> None:
+    store_items(engine, ["a", "b"])
+    trim = PromptTrim(
+        passages_given=30,
+        passages_kept=6,
+        passages_partial=1,
+        prompt_tokens_full=7102,
+        prompt_tokens_sent=1873,
+        window=2048,
+        reply_tokens=160,
+    )
+    trimmed = scored("a").model_copy(update={"trimmed": trim})
+    with session_scope(engine) as session:
+        pairs = [(interaction_id(SOURCE, "a"), trimmed), (interaction_id(SOURCE, "b"), scored("b"))]
+        upsert_verdicts(session=session, run_id=None, verdicts=pairs)
+    with session_scope(engine) as session:
+        back = {r.item_id: r.to_verdict() for r in get_verdicts(session=session)}
+    assert back["a"] == trimmed and back["a"].trimmed == trim
+    assert back["b"].trimmed is None
 
 
 def test_per_criterion_statistics_are_a_plain_group_by(engine: Engine) -> None:

@@ -112,3 +112,33 @@ async def test_a_changed_policy_judges_the_stored_figures_again(
     assert trust_for(engine, identity, answer_quality.identity, policy=strict).trustworthy is False
     too_few = TrustPolicy(min_items=100)
     assert trust_for(engine, identity, answer_quality.identity, policy=too_few).trustworthy is None
+
+
+async def test_validation_notes_how_many_items_needed_trimming_to_fit_the_judges_window(
+    answer_quality: Rubric, halueval_mini: GoldenSet
+) -> None:
+    from judges.config import EndpointConfig
+    from judges.openai_judge import OpenAIJudge
+    from judgewatch.testing.simulator import serve_simulator
+
+    # A 700-token window less 160 for the reply: the longer HaluEval items (simulator tokens 475-591) must be cut.
+    async with serve_simulator(latency_ms=1, max_model_len=700) as sim:
+        judge = OpenAIJudge(EndpointConfig(sim.base_url, sim.state.model, max_tokens=160, max_retries=0))
+        try:
+            record = await validate_judge(judge, answer_quality, halueval_mini, resamples=200)
+        finally:
+            await judge.aclose()
+    window = record.figures["context_window"]
+    assert 0 < window["items_trimmed"] < 40
+    # An answer whose rubric, question and answer leave no room for even one sentence of reference is too_long.
+    assert window["answers_too_long"] == record.figures["unscored_reasons"].get("too_long", 0)
+    assert window["items_trimmed"] <= window["answers_trimmed"] <= 2 * window["items_trimmed"]
+    assert window["whole"]["items"] + window["trimmed"]["items"] == 40
+    assert set(window["trimmed"]["criteria"]) <= set(record.figures["criteria"])
+
+
+async def test_a_judge_whose_window_never_bites_reports_no_trimming(
+    answer_quality: Rubric, halueval_mini: GoldenSet
+) -> None:
+    record = await validate_judge(ReferenceJudge(), answer_quality, halueval_mini, resamples=200)
+    assert record.figures["context_window"] == {"answers_trimmed": 0, "items_trimmed": 0, "answers_too_long": 0}

@@ -1,0 +1,190 @@
+"""Fit one item's prompt to the judge's context window instead of losing its verdict.
+
+The rubric, the question and the answer are kept whole: if they alone do not fit, the item is `too_long` and
+nothing is sent. The rest of the window is filled with the reference material (reference answer, facts,
+context passages), the reference answer first (completeness is graded against it), then the passages most
+relevant to the answer: lexical overlap as the offline reference judge computes it (`judges._text.share`).
+Whole passages first, then the best sentences of those left out. The kept passages stay in their given order.
+The final prompt is counted again exactly, and pieces are dropped from the least relevant end until it fits.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from judges._text import share, tokenize
+from judges.window import TokenCounter, Window
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.prompt import neutralize, render_messages
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import PromptTrim
+
+PASSAGE_OVERHEAD = 4  # tokens of a passage's list marker and line break, estimated high
+SENTENCE_JOIN = " … "  # marks where a passage kept in part lost sentences
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])|\n+")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One piece of reference material: where it sits in the item, its text and its relevance rank key."""
+
+    kind: str  # "reference_answer" | "fact" | "context"
+    index: int
+    text: str
+    relevance: float
+
+    def sentences(self) -> list[str]:
+        return [s.strip() for s in _SENTENCE_END.split(self.text) if s.strip()]
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The messages to send, and what was left out (None: the whole item fits)."""
+
+    messages: list[dict[str, str]]
+    trimmed: PromptTrim | None = None
+
+
+@dataclass(frozen=True)
+class TooLong:
+    """Rubric, question and answer alone exceed the budget (or no reference material fits beside them)."""
+
+    detail: str
+    prompt_tokens: int
+
+
+@dataclass
+class _Selection:
+    """Kept passages (whole, or as some of their sentences), in the order they were chosen."""
+
+    whole: list[Passage] = field(default_factory=list)
+    parts: dict[Passage, list[int]] = field(default_factory=dict)  # passage -> kept sentence numbers
+    order: list[tuple[Passage, int | None]] = field(default_factory=list)  # (passage, sentence or None)
+
+    def drop_last(self) -> None:
+        passage, sentence = self.order.pop()
+        if sentence is None:
+            self.whole.remove(passage)
+            return
+        self.parts[passage].remove(sentence)
+        if not self.parts[passage]:
+            del self.parts[passage]
+
+    def text_of(self, passage: Passage) -> str | None:
+        if passage in self.whole:
+            return passage.text
+        kept = sorted(self.parts.get(passage, []))
+        if not kept:
+            return None
+        sentences = passage.sentences()
+        return SENTENCE_JOIN.join(sentences[k] for k in kept)
+
+    def item(self, item: JudgeItem, passages: list[Passage]) -> JudgeItem:
+        """`item` with only the kept reference material, in its given order."""
+        texts = {(p.kind, p.index): self.text_of(p) for p in passages}
+        facts = [t for (kind, _), t in texts.items() if kind == "fact" and t]
+        context = [t for (kind, _), t in texts.items() if kind == "context" and t]
+        kept = {"reference_answer": texts.get(("reference_answer", 0)), "reference_facts": facts, "context": context}
+        return item.model_copy(update=kept)
+
+
+def relevance_to(item: JudgeItem) -> Callable[[str], float]:
+    """Relevance of a text to the item's answer: the answer's overlap with it; the question's breaks ties."""
+    answer, question = tokenize(item.answer), tokenize(item.question)
+
+    def relevance(text: str) -> float:
+        tokens = tokenize(text)
+        return (share(answer, tokens) or 0.0) + 1e-3 * (share(question, tokens) or 0.0)
+
+    return relevance
+
+
+def passages(item: JudgeItem, relevance: Callable[[str], float]) -> list[Passage]:
+    """The item's reference material in its given order; the reference answer ranks first."""
+    found: list[Passage] = []
+    if item.reference_answer:
+        found.append(Passage("reference_answer", 0, item.reference_answer, math.inf))
+    found += [Passage("fact", k, t, relevance(t)) for k, t in enumerate(item.reference_facts)]
+    found += [Passage("context", k, t, relevance(t)) for k, t in enumerate(item.context)]
+    return found
+
+
+def without_references(item: JudgeItem) -> JudgeItem:
+    return item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
+
+
+async def fit_messages(
+    item: JudgeItem, rubric: Rubric, to_score: list[str], counter: TokenCounter, window: Window
+) -> Fitted | TooLong:
+    """The item's messages cut to `window`'s budget, or why they cannot be."""
+    budget = window.budget
+    full = render_messages(rubric, item, to_score)
+    full_tokens = await counter.messages(full)
+    if full_tokens <= budget:
+        return Fitted(full)
+    bare_tokens = await counter.messages(render_messages(rubric, without_references(item), to_score))
+    limits = f"the window is {window.size} tokens, {window.reply_tokens} kept for the reply: {budget} for the prompt"
+    if bare_tokens > budget:
+        return TooLong(
+            f"rubric, question and answer alone take {bare_tokens} prompt tokens "
+            f"({full_tokens} with the reference material); {limits}",
+            bare_tokens,
+        )
+    relevance = relevance_to(item)
+    given = passages(item, relevance)
+    ranked = sorted(given, key=lambda p: -p.relevance)  # stable: equal relevance keeps the given order
+    chosen = await _choose(ranked, relevance, counter, budget - bare_tokens)
+    while True:
+        if not chosen.order:
+            return TooLong(
+                f"rubric, question and answer take {bare_tokens} prompt tokens and no passage or sentence of the "
+                f"reference material fits beside them ({full_tokens} with all of it); {limits}",
+                full_tokens,
+            )
+        messages = render_messages(rubric, chosen.item(item, given), to_score)
+        sent_tokens = await counter.messages(messages)
+        if sent_tokens <= budget:
+            break
+        chosen.drop_last()  # the estimate per passage was short: drop the least relevant piece and count again
+    trim = PromptTrim(
+        passages_given=len(given),
+        passages_kept=len(chosen.whole),
+        passages_partial=len(chosen.parts),
+        prompt_tokens_full=full_tokens,
+        prompt_tokens_sent=sent_tokens,
+        window=window.size,
+        reply_tokens=window.reply_tokens,
+        exact=window.exact,
+    )
+    return Fitted(messages, trim)
+
+
+async def _choose(
+    ranked: list[Passage], relevance: Callable[[str], float], counter: TokenCounter, room: int
+) -> _Selection:
+    """Whole passages by relevance while they fit, then the best sentences of the others."""
+    chosen = _Selection()
+    sizes = dict(zip(ranked, await counter.texts([neutralize(p.text) for p in ranked]), strict=True))
+    for passage in ranked:
+        cost = sizes[passage] + PASSAGE_OVERHEAD
+        if cost <= room:
+            chosen.whole.append(passage)
+            chosen.order.append((passage, None))
+            room -= cost
+    candidates: list[tuple[float, int, Passage, int, int]] = []
+    for rank, passage in enumerate(p for p in ranked if p not in chosen.whole):
+        first = 1.0 if passage.kind == "reference_answer" else 0.0  # its sentences still come first
+        for k, sentence in enumerate(passage.sentences()):
+            # Tokens of a sentence: its share of the passage's exact count, rounded up (checked at the end).
+            estimate = math.ceil(sizes[passage] * len(sentence) / max(1, len(passage.text))) + 1
+            candidates.append((-(first + relevance(sentence)), rank, passage, k, estimate))
+    for _, _, passage, k, estimate in sorted(candidates, key=lambda c: (c[0], c[1], c[3])):
+        cost = estimate + (0 if passage in chosen.parts else PASSAGE_OVERHEAD)
+        if cost <= room:
+            chosen.parts.setdefault(passage, []).append(k)
+            chosen.order.append((passage, k))
+            room -= cost
+    return chosen

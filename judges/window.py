@@ -1,0 +1,143 @@
+"""The judge's context window and its token counts, learned from the endpoint.
+
+vLLM reports its window in GET /v1/models (`max_model_len`) and counts tokens for the served model at
+POST /tokenize (the chat template applied, as the chat request will be). Other OpenAI-compatible servers get
+the endpoint configuration's window and a conservative estimate (`chars_per_token`, one token per non-ASCII
+character). Counts are cached per text, so a rubric prefix or a passage shared by many items is counted once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import openai
+
+from judges.chat_client import ChatClient
+from judgewatch.redact import mask_url
+
+logger = logging.getLogger(__name__)
+
+CACHE_SIZE = 16384
+MESSAGE_OVERHEAD = 8  # estimated tokens of a chat template's role markers per message
+ESTIMATE_MARGIN = 0.05  # an estimate keeps this share of the budget free, in case it counted short
+
+
+@dataclass(frozen=True)
+class Window:
+    """How many tokens the judge may read: the model's window minus the reply's `max_tokens`."""
+
+    size: int  # max_model_len
+    reply_tokens: int
+    exact: bool  # token counts come from the endpoint's tokenizer
+    source: str  # "endpoint" or "settings"
+
+    @property
+    def budget(self) -> int:
+        """Prompt tokens that fit; an estimate keeps a margin for its own error."""
+        room = self.size - self.reply_tokens
+        return room if self.exact else math.floor(room * (1 - ESTIMATE_MARGIN))
+
+
+def estimate_tokens(text: str, chars_per_token: float) -> int:
+    """A conservative count without a tokenizer: ASCII at `chars_per_token`, every other character one token."""
+    other = sum(1 for ch in text if ord(ch) > 127)
+    return math.ceil((len(text) - other) / chars_per_token) + other
+
+
+class _Lru(OrderedDict[Hashable, int]):
+    def remember(self, key: Hashable, value: int) -> int:
+        self[key] = value
+        if len(self) > CACHE_SIZE:
+            self.popitem(last=False)
+        return value
+
+
+class TokenCounter:
+    """Token counts of texts and chat messages for one endpoint: exact through /tokenize when it has one."""
+
+    def __init__(self, client: ChatClient) -> None:
+        self.client = client
+        self.endpoint = client.endpoint
+        self._window: Window | None = None
+        self._exact = True  # until the endpoint shows it cannot count
+        self._cache = _Lru()
+
+    async def window(self) -> Window | None:
+        """The endpoint's window, learned once; None while the endpoint does not answer (try again later)."""
+        if self._window is not None:
+            return self._window
+        cfg = self.endpoint
+        try:
+            card = await self.client.model_card()
+        except Exception as exc:  # down or not OpenAI-compatible: the chat call will say so itself
+            logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), exc)
+            return None
+        reported = (card or {}).get("max_model_len")
+        if isinstance(reported, int) and reported > 0:
+            size, source = reported, "endpoint"
+        else:
+            size, source = cfg.context_window, "settings"
+            logger.info(
+                "%s does not report its context window; assuming %d tokens (JUDGEWATCH_JUDGE_CONTEXT_WINDOW)",
+                mask_url(cfg.base_url),
+                size,
+            )
+        if self._exact and await self._tokenize({"prompt": "judgewatch", "add_special_tokens": False}) is None:
+            self._exact = False
+        self._window = Window(size=size, reply_tokens=cfg.max_tokens, exact=self._exact, source=source)
+        logger.info(
+            "%s: context window %d tokens (%s), %d kept for the reply, token counts %s",
+            mask_url(cfg.base_url),
+            size,
+            source,
+            cfg.max_tokens,
+            "exact (/tokenize)" if self._exact else f"estimated ({cfg.chars_per_token} chars/token)",
+        )
+        return self._window
+
+    async def _tokenize(self, body: dict[str, object]) -> int | None:
+        """The endpoint's count, or None when it cannot count (no /tokenize, an error, a reply without count)."""
+        try:
+            reply = await self.client.post_root("/tokenize", {"model": self.endpoint.model, **body})
+        except openai.APIStatusError as exc:
+            if exc.status_code in (404, 405):
+                self._exact = False  # no tokenizer endpoint: estimate from now on
+            logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
+            return None
+        except (openai.APIError, TimeoutError) as exc:
+            logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
+            return None
+        count = reply.get("count") if isinstance(reply, dict) else None
+        return count if isinstance(count, int) else None
+
+    async def text(self, text: str) -> int:
+        """Tokens of `text` alone (no special tokens), cached per text."""
+        key = ("text", text)
+        if (hit := self._cache.get(key)) is not None:
+            return hit
+        counted = await self._tokenize({"prompt": text, "add_special_tokens": False}) if self._exact else None
+        if counted is None:
+            return estimate_tokens(text, self.endpoint.chars_per_token)  # not cached: the endpoint may count later
+        return self._cache.remember(key, counted)
+
+    async def texts(self, texts: Sequence[str]) -> list[int]:
+        return list(await asyncio.gather(*(self.text(t) for t in texts)))
+
+    async def messages(self, messages: Sequence[dict[str, str]]) -> int:
+        """Prompt tokens of a chat request with these messages (template and generation prompt included)."""
+        key = ("messages", *((m["role"], m["content"]) for m in messages))
+        if (hit := self._cache.get(key)) is not None:
+            return hit
+        counted = None
+        if self._exact:
+            body = {"messages": list(messages), "add_generation_prompt": True}
+            counted = await self._tokenize(body)
+        if counted is None:
+            cpt = self.endpoint.chars_per_token
+            return sum(estimate_tokens(m["content"], cpt) + MESSAGE_OVERHEAD for m in messages)
+        return self._cache.remember(key, counted)
