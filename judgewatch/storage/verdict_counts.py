@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Integer, String, case, cast, delete, func, literal, select, text
@@ -45,34 +44,9 @@ NO_VALUE = "none"  # the label value for a missing tier or reason
 _LOCK_SPACE = 0x6A77  # "jw"
 
 
-class VerdictCount(SQLModel, table=True):
-    """Verdicts under one combination of label values: written so far (ever growing) and current now."""
+class Sums(SQLModel):
+    """The figures of one count row, or a change to them."""
 
-    __tablename__ = "verdict_count"
-
-    judge: str = Field(primary_key=True)
-    rubric: str = Field(primary_key=True)
-    tier: str = Field(primary_key=True)
-    source: str = Field(primary_key=True)
-    status: str = Field(primary_key=True)
-    reason: str = Field(primary_key=True)
-    from_judge: str = Field(primary_key=True)  # '' unless a fallback link answered
-    latency_bucket: int = Field(primary_key=True)  # index into LATENCY_BUCKETS; len(LATENCY_BUCKETS) is +Inf
-    written: int = 0
-    current: int = 0
-    latency_sum_s: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0
-
-
-KEY = ("judge", "rubric", "tier", "source", "status", "reason", "from_judge", "latency_bucket")
-SUMS = ("written", "current", "latency_sum_s", "prompt_tokens", "completion_tokens", "cached_tokens")
-Key = tuple[str, str, str, str, str, str, str, int]
-
-
-@dataclass
-class Sums:
     written: int = 0
     current: int = 0
     latency_sum_s: float = 0.0
@@ -86,6 +60,26 @@ class Sums:
 
     def is_zero(self) -> bool:
         return not any(getattr(self, name) for name in SUMS)
+
+
+class VerdictCount(Sums, table=True):
+    """Verdicts under one combination of label values: written so far (ever growing) and current now."""
+
+    __tablename__ = "verdict_count"
+
+    judge: str = Field(primary_key=True)
+    rubric: str = Field(primary_key=True)
+    tier: str = Field(primary_key=True)
+    source: str = Field(primary_key=True)
+    status: str = Field(primary_key=True)
+    reason: str = Field(primary_key=True)
+    from_judge: str = Field(primary_key=True)  # '' unless a fallback link answered
+    latency_bucket: int = Field(primary_key=True)  # index into LATENCY_BUCKETS; len(LATENCY_BUCKETS) is +Inf
+
+
+KEY = ("judge", "rubric", "tier", "source", "status", "reason", "from_judge", "latency_bucket")
+SUMS = tuple(Sums.model_fields)
+Key = tuple[str, str, str, str, str, str, str, int]
 
 
 def link_judge(link: str) -> str:
@@ -132,7 +126,14 @@ def _grouped(session: Session, *, where: Any = None) -> dict[Key, Sums]:
         query.group_by(*keys)
     ):
         key: Key = (judge, rubric, tier, src, status, reason, _from_judge(chain), int(k))
-        sums = Sums(int(n), int(cur or 0), float(lat or 0.0), int(p or 0), int(c or 0), int(cached or 0))
+        sums = Sums(
+            written=n,
+            current=cur or 0,
+            latency_sum_s=lat or 0.0,
+            prompt_tokens=p or 0,
+            completion_tokens=c or 0,
+            cached_tokens=cached or 0,
+        )
         grouped.setdefault(key, Sums()).add(sums)
     return grouped
 
@@ -156,7 +157,7 @@ def stored_counts(*, session: Session) -> dict[Key, Sums]:
     tbl = table(VerdictCount)
     found: dict[Key, Sums] = {}
     for row in session.execute(select(*[tbl.c[k] for k in KEY], *[tbl.c[s] for s in SUMS])):
-        sums = Sums(*row[len(KEY) :])
+        sums = Sums(**dict(zip(SUMS, row[len(KEY) :], strict=True)))
         if not sums.is_zero():
             found[tuple(row[: len(KEY)])] = sums
     return found
