@@ -83,6 +83,7 @@ def main() -> None:
     parser.add_argument("--schema", help="an existing bench schema (kept by --keep) to run on, without building")
     parser.add_argument("--think", default="5,30", help="think time range in real seconds (min,max)")
     parser.add_argument("--time-scale", type=float, default=20.0, help="think times are divided by this")
+    parser.add_argument("--profile", type=int, default=0, help="only profile N cycles of one reviewer (cProfile)")
     args = parser.parse_args()
 
     schema = args.schema or f"jw_bench_review_{uuid.uuid4().hex[:8]}"
@@ -97,7 +98,10 @@ def main() -> None:
     low, high = (float(x) / args.time_scale for x in args.think.split(","))
     try:
         if args.schema is not None:
-            run(engine, names, args.ops, (low, high))
+            if args.profile:
+                profile(ReviewQueue(engine, lease_seconds=600), names[0], args.profile)
+            else:
+                run(engine, names, args.ops, (low, high))
             return
         migrate(engine)
         done = int(args.items * 0.3)
@@ -154,6 +158,37 @@ def run(engine: Engine, names: list[str], ops: int, think: tuple[float, float]) 
     print(f"progress line (done today, left capped at 100): median {statistics.median(timings):.1f} ms")
 
 
+def profile(queue: ReviewQueue, name: str, ops: int) -> None:
+    """Where one reviewer's lease+submit cycle spends its time: cProfile's own time per package, per cycle."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(ops):
+        item = queue.lease_next(name)
+        assert item is not None
+        queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
+    profiler.disable()
+    stats: dict[tuple[str, int, str], tuple[int, int, float, float, dict[object, object]]]
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    shares: dict[str, float] = {}
+    for (path, _, func), (_, _, own, _, _) in stats.items():
+        if "{method 'execute'" in func or "wait" in func or "poll" in func or "select" in func:
+            part = "waiting on PostgreSQL (socket, wait)"
+        else:
+            part = next(
+                (pkg for pkg in ("sqlalchemy/orm", "sqlalchemy", "sqlmodel", "psycopg", "pydantic", "judgewatch")
+                 if f"/{pkg}/" in path),
+                "other Python",
+            )  # fmt: skip
+        shares[part] = shares.get(part, 0.0) + own
+    total = sum(shares.values())
+    print(f"profile of {ops} cycles of one reviewer: {total / ops * 1000:.2f} ms per cycle")
+    for part, own in sorted(shares.items(), key=lambda kv: -kv[1]):
+        print(f"  {part:<40} {own / ops * 1000:6.2f} ms per cycle ({own / total:.0%})")
+
+
 def report(
     queue: ReviewQueue, names: list[str], ops: int, title: str, *, think: tuple[float, float] = (0.0, 0.0)
 ) -> None:
@@ -192,15 +227,15 @@ def cycles(
                     remaining[0] -= 1
                 t0 = time.perf_counter()
                 item = queue.lease_next(name)
-                t1 = time.perf_counter()
+                leased = time.perf_counter()
                 assert item is not None
                 if think[1] > 0:
                     time.sleep(rng.uniform(*think))
-                    t1 = time.perf_counter()
+                t1 = time.perf_counter()
                 queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
                 t2 = time.perf_counter()
                 with guard:
-                    lease_ms.append((t1 - t0) * 1000)
+                    lease_ms.append((leased - t0) * 1000)
                     submit_ms.append((t2 - t1) * 1000)
         except BaseException as exc:  # reported below
             errors.append(exc)
