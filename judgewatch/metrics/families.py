@@ -7,6 +7,7 @@ zero" and a dashboard's stacked panel see every series from the first scrape.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
@@ -16,10 +17,11 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from judgewatch.metrics import names
-from judgewatch.metrics.queries import LATENCY_BUCKETS, NO_VALUE, Count, VerdictGroup
+from judgewatch.metrics.queries import Count
 from judgewatch.storage.calibration import CalibrationSnapshot
 from judgewatch.storage.review import ItemState
 from judgewatch.storage.trust import TrustRecord
+from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE, VerdictCount
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +46,7 @@ RUN_FLOWS: dict[str, str] = {
 class StoreReading:
     """What one scrape read from the store; every list holds bounded, aggregated values only."""
 
-    verdicts: list[VerdictGroup] = field(default_factory=list)
+    verdicts: list[VerdictCount] = field(default_factory=list)
     queue: list[Count] = field(default_factory=list)
     labels: list[Count] = field(default_factory=list)
     snapshots: list[CalibrationSnapshot] = field(default_factory=list)
@@ -61,11 +63,6 @@ def _counter(spec: names.MetricSpec) -> CounterMetricFamily:
 
 def _gauge(spec: names.MetricSpec) -> GaugeMetricFamily:
     return GaugeMetricFamily(spec.name, spec.help, labels=list(spec.labels))
-
-
-def link_judge(link: str) -> str:
-    """'openai:smollm2@http://u:p@host/v1' -> 'smollm2': a fallback link label without kind and endpoint."""
-    return link.split("@", 1)[0].split(":", 1)[-1]
 
 
 def families(reading: StoreReading) -> Iterator[Metric]:
@@ -86,45 +83,49 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     yield _trust_family(reading.trust)
 
 
-def _verdict_families(groups: list[VerdictGroup]) -> Iterator[Metric]:
-    verdicts: dict[tuple[str, ...], float] = defaultdict(float)
+def _verdict_families(rows: list[VerdictCount]) -> Iterator[Metric]:
+    """Counters from what was written (they never go down: a re-judge adds), one gauge from what is current."""
+    written: dict[tuple[str, ...], float] = defaultdict(float)
+    current: dict[tuple[str, ...], float] = defaultdict(float)
     unscored: dict[tuple[str, ...], float] = defaultdict(float)
     fallback: dict[tuple[str, ...], float] = defaultdict(float)
     tokens: dict[tuple[str, ...], float] = defaultdict(float)
     latency: dict[str, list[float]] = {}
-    for g in groups:
-        verdicts[(g.judge, g.rubric, g.tier, g.source, g.status)] += g.count
-        if g.status == "unscored":
-            unscored[(g.judge, g.reason)] += g.count
-        if g.fallback_chain:
-            fallback[(link_judge(g.fallback_chain[0]), g.judge)] += g.count
-        tokens[(g.judge, "prompt")] += g.prompt_tokens
-        tokens[(g.judge, "completion")] += g.completion_tokens
-        tokens[(g.judge, "cached")] += g.cached_tokens
-        sums = latency.setdefault(g.judge, [0.0] * (len(LATENCY_BUCKETS) + 2))
-        for k, n in enumerate(g.latency_buckets):
-            sums[k] += n
-        sums[-2] += g.count
-        sums[-1] += g.latency_sum_s
-    counters: tuple[tuple[names.MetricSpec, dict[tuple[str, ...], float]], ...] = (
-        (names.VERDICTS, verdicts),
+    for r in rows:
+        labels = (r.judge, r.rubric, r.tier, r.source, r.status)
+        written[labels] += r.written
+        current[labels] += r.current
+        if r.status == "unscored":
+            unscored[(r.judge, r.reason)] += r.written
+        if r.from_judge:
+            fallback[(r.from_judge, r.judge)] += r.written
+        for kind, value in (
+            ("prompt", r.prompt_tokens),
+            ("completion", r.completion_tokens),
+            ("cached", r.cached_tokens),
+        ):
+            tokens[(r.judge, kind)] += value
+        sums = latency.setdefault(r.judge, [0.0] * (len(LATENCY_BUCKETS) + 2))  # per bucket, then count, sum
+        sums[min(r.latency_bucket, len(LATENCY_BUCKETS))] += r.written
+        sums[-1] += r.latency_sum_s
+    families: tuple[tuple[names.MetricSpec, dict[tuple[str, ...], float]], ...] = (
+        (names.VERDICTS, written),
+        (names.VERDICTS_CURRENT, current),
         (names.UNSCORED, unscored),
         (names.FALLBACK, fallback),
+        (names.TOKENS, tokens),
     )
-    for spec, values in counters:
-        family = _counter(spec)
-        for labels, value in sorted(values.items()):
-            family.add_metric(list(labels), value)
+    for spec, values in families:
+        family = _counter(spec) if spec.kind == "counter" else _gauge(spec)
+        for key, figure in sorted(values.items()):
+            family.add_metric(list(key), figure)
         yield family
     histogram = HistogramMetricFamily(names.LATENCY.name, names.LATENCY.help, labels=list(names.LATENCY.labels))
     for judge, sums in sorted(latency.items()):
-        buckets = [(_le(bound), sums[k]) for k, bound in enumerate(LATENCY_BUCKETS)] + [("+Inf", sums[-2])]
+        cumulative = list(itertools.accumulate(sums[: len(LATENCY_BUCKETS) + 1]))
+        buckets = [(_le(bound), cumulative[k]) for k, bound in enumerate(LATENCY_BUCKETS)] + [("+Inf", cumulative[-1])]
         histogram.add_metric([judge], buckets, sum_value=sums[-1])
     yield histogram
-    family = _counter(names.TOKENS)
-    for labels, value in sorted(tokens.items()):
-        family.add_metric(list(labels), value)
-    yield family
 
 
 def _le(bound: float) -> str:

@@ -34,20 +34,31 @@ VERDICTS = MetricSpec(
     "judgewatch_verdicts",
     "counter",
     ("judge", "rubric", "tier", "source", "status"),
-    "Stored verdicts. source is the interaction's origin (traffic, regression, golden, file, other); tier 'none' "
-    "when the interaction has none. A re-judged item replaces its verdict, so this counts current verdicts.",
+    "Verdicts written, by the values they were written with. A re-judge (the same item, rubric and judge "
+    "configuration judged again) is a new write and adds 1 under its new status; nothing is ever subtracted, "
+    "so rate() counts judging work. source is the interaction's origin (traffic, regression, golden, file, "
+    "other); tier 'none' when the interaction has none. For how many verdicts stand now, see "
+    "judgewatch_verdicts_current.",
+)
+VERDICTS_CURRENT = MetricSpec(
+    "judgewatch_verdicts_current",
+    "gauge",
+    ("judge", "rubric", "tier", "source", "status"),
+    "Current verdicts: stored and not superseded (a fallback or endpoint-failure verdict replaced by a normal "
+    "one leaves), each under its present values (a re-judged verdict moves from unscored to scored).",
 )
 UNSCORED = MetricSpec(
     "judgewatch_unscored",
     "counter",
     ("judge", "reason"),
-    "Stored verdicts without a score, by the judge that gave up and the unscored reason.",
+    "Verdicts written without a score, by the judge that gave up and the unscored reason (a counter: a later "
+    "re-judge that scores the item does not subtract it).",
 )
 FALLBACK = MetricSpec(
     "judgewatch_fallback_verdicts",
     "counter",
     ("from_judge", "to_judge"),
-    "Verdicts answered by a later link of the fallback chain. from_judge is the first link tried (the model of "
+    "Verdicts written by a later link of the fallback chain. from_judge is the first link tried (the model of "
     "the first entry of the verdict's stored fallback_from, its endpoint dropped), to_judge the judge that "
     "answered (e.g. 'reference' when the offline judge stood in for a failing endpoint).",
 )
@@ -55,14 +66,14 @@ LATENCY = MetricSpec(
     "judgewatch_judge_latency_seconds",
     "histogram",
     ("judge",),
-    "Judge latency per stored verdict (the verdict's latency_ms, retries included).",
+    "Judge latency per verdict written (the verdict's latency_ms, retries included; a re-judge is observed again).",
 )
 TOKENS = MetricSpec(
     "judgewatch_judge_tokens",
     "counter",
     ("judge", "kind"),
-    "Tokens the judge used, summed over stored verdicts; kind is prompt, completion or cached (prompt tokens "
-    "served from the prefix cache).",
+    "Tokens the judge used, summed over verdicts written (re-judges included: their tokens were spent too); kind "
+    "is prompt, completion or cached (prompt tokens served from the prefix cache).",
 )
 QUEUE = MetricSpec(
     "judgewatch_review_queue_items",
@@ -134,6 +145,7 @@ SCRAPE_SECONDS = MetricSpec(
 
 CATALOGUE: tuple[MetricSpec, ...] = (
     VERDICTS,
+    VERDICTS_CURRENT,
     UNSCORED,
     FALLBACK,
     LATENCY,

@@ -5,6 +5,10 @@ submit/skip/flag) that the item is leased to the caller and the lease has not ru
 conditional UPDATE on a row picked with `FOR UPDATE SKIP LOCKED` on PostgreSQL, or under SQLite's write lock
 (BEGIN IMMEDIATE), so no item is ever leased to two reviewers at once; an expired lease simply makes the
 item leasable again.
+
+The hot path (a key press: lease next, submit) is few round trips and no ORM objects: picking, locking and
+leasing the next item is one statement, the screen's rows are plain columns read in one join, and submitting
+reads item, interaction, verdict and the account check in one locking query (`judgewatch.review.sql`).
 """
 
 from __future__ import annotations
@@ -23,17 +27,18 @@ from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
     CLAIM,
+    CLAIM_NEXT,
     FREE_AVAILABLE,
     FREE_EXPIRED,
     HELD,
+    HELD_ROWS,
     IS_ACTIVE,
     ITEM,
     ITEMS,
     LABELS,
-    PICK_AVAILABLE,
-    PICK_EXPIRED,
     PICK_GIVEN,
     RENEW_HELD,
+    VIEW_ROWS,
     state_is,
 )
 from judgewatch.review.views import (
@@ -47,29 +52,12 @@ from judgewatch.review.views import (
     revealed,
     validate_scores,
 )
-from judgewatch.storage.db import session_scope, table
-from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.review import ItemState, ReviewItem
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.review import ItemState
 from judgewatch.storage.types import utcnow
-from judgewatch.storage.verdicts import VerdictRecord
 
 logger = logging.getLogger(__name__)
 
-# The rows one screen needs, in one round trip; the locking variant also reads the verdict to reveal.
-VIEW_ROWS = (
-    select(ReviewItem, Interaction)
-    .join(Interaction, ITEMS.c.interaction_id == table(Interaction).c.id)
-    .where(ITEMS.c.id == ITEM)
-    .execution_options(populate_existing=True)
-)
-HELD_ROWS = (
-    select(ReviewItem, Interaction, VerdictRecord)
-    .join(Interaction, ITEMS.c.interaction_id == table(Interaction).c.id)
-    .join(VerdictRecord, ITEMS.c.verdict_id == table(VerdictRecord).c.id)
-    .where(ITEMS.c.id == ITEM)
-    .with_for_update(of=ITEMS)
-    .execution_options(populate_existing=True)
-)
 # End the caller's lease, guarded again by the lease condition.
 RELEASE = (
     update(ITEMS)
@@ -119,24 +107,26 @@ class ReviewQueue:
         return next(iter(held), None)
 
     def _claim(self, session: Session, reviewer: str, *, item_id: str | None = None) -> str | None:
-        """Lock one free row (skipping rows others hold locked), then lease it with a guarded UPDATE.
+        """Lease the given item, or the next free one, with a guarded UPDATE of a row locked by its pick.
 
-        The clock is read after the row lock is taken, so a lease never starts before the previous holder's
-        label was stored, and an expiry is judged at the moment of the write.
+        The next item is picked, locked (skipping rows others hold locked) and leased in one statement; a given
+        item is locked first, then leased with the clock read after the lock. Either way the UPDATE re-checks
+        "leasable" on the locked row, so a row that changed under us is never leased twice.
         """
-        picks = [PICK_GIVEN] if item_id is not None else [PICK_EXPIRED, PICK_AVAILABLE]
-        for _ in range(3):  # a picked row can fail the re-check only if it changed under us: pick again
-            for pick in picks:
-                picked = session.execute(pick, {"who": reviewer, "now": self.clock(), "item": item_id}).scalar()
-                if picked is None:
-                    continue
-                now = self.clock()
-                params = {"who": reviewer, "now": now, "until": now + self.lease, "item": picked}
-                if next(iter(session.execute(CLAIM, params).scalars()), None) is not None:
-                    logger.debug("%s leased %s", reviewer, picked)
-                    return str(picked)
-            if item_id is not None:
+        if item_id is not None:
+            picked = session.execute(PICK_GIVEN, {"who": reviewer, "now": self.clock(), "item": item_id}).scalar()
+            if picked is None:
                 return None
+            now = self.clock()
+            params = {"who": reviewer, "now": now, "until": now + self.lease, "item": picked}
+            return next(iter(session.execute(CLAIM, params).scalars()), None)
+        for _ in range(3):  # under contention a pick can come back empty while other rows are free: try again
+            now = self.clock()
+            claimed = session.execute(CLAIM_NEXT, {"who": reviewer, "now": now, "until": now + self.lease})
+            leased = next(iter(claimed.scalars()), None)
+            if leased is not None:
+                logger.debug("%s leased %s", reviewer, leased)
+                return str(leased)
         return None
 
     # -- labeling --------------------------------------------------------------------------------------------
@@ -255,37 +245,33 @@ class ReviewQueue:
 
     def view(self, session: Session, item_id: str) -> LeasedItem:
         """The blind screen content of an item (no verdict, no tier), inside the caller's transaction."""
-        item, interaction, _ = self._item_rows(session, item_id, lock=False)
-        return leased_item(item, interaction, self.rubrics.get(item.rubric_name))
-
-    def _item_rows(
-        self, session: Session, item_id: str, *, lock: bool
-    ) -> tuple[ReviewItem, Interaction, VerdictRecord | None]:
-        """Item and interaction in one round trip; `lock` also takes the item's row lock (FOR UPDATE OF
-        review_item) and reads the verdict, so revealing it after the label costs no further query."""
-        row = session.execute(HELD_ROWS if lock else VIEW_ROWS, {"item": item_id}).first()
+        row = session.execute(VIEW_ROWS, {"item": item_id}).first()
         if row is None:
             raise LeaseError(f"no review item {item_id}")
-        return row[0], row[1], (row[2] if lock else None)
+        return leased_item(row, self.rubrics.get(row.rubric_name))
 
-    def _held_item(
-        self, session: Session, reviewer: str, item_id: str
-    ) -> tuple[ReviewItem, Interaction, VerdictRecord, datetime]:
-        """The item, locked, after checking that its lease is the caller's and still running (clock read then)."""
-        self._require_active(session, reviewer)
-        item, interaction, verdict = self._item_rows(session, item_id, lock=True)
-        assert verdict is not None
+    def _held_item(self, session: Session, reviewer: str, item_id: str) -> tuple[Any, Any, Any, datetime]:
+        """The item, locked, after checking that the caller is active and holds a running lease (clock read then).
+
+        One round trip: item, interaction, verdict and the account check in one row (FOR UPDATE OF review_item),
+        returned three times for the three roles it plays (item, interaction, verdict to reveal).
+        """
+        row = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
+        if row is None or not row.active:
+            self._require_active(session, reviewer)
+            raise LeaseError(f"no review item {item_id}")
+        item = row
         now = self.clock()
         if item.state != ItemState.leased or item.lease_owner != reviewer:
             raise LeaseError(f"item {item_id} is not leased to {reviewer}")
         if item.lease_expires_at is None or item.lease_expires_at <= now:
             raise LeaseError(f"your lease on item {item_id} expired: take the next item")
-        return item, interaction, verdict, now
+        return row, row, row, now
 
     def _write_label(
         self,
         session: Session,
-        item: ReviewItem,
+        item: Any,
         reviewer: str,
         now: datetime,
         rubric_version_shown: str,
@@ -316,7 +302,7 @@ class ReviewQueue:
             raise LeaseError(f"{reviewer} has already labeled item {item.id}") from exc
 
     def _release(
-        self, session: Session, item: ReviewItem, reviewer: str, now: datetime, *, state: ItemState, labels_done: int
+        self, session: Session, item: Any, reviewer: str, now: datetime, *, state: ItemState, labels_done: int
     ) -> None:
         """End the caller's lease, guarded again by the lease condition; nothing is stored if it fails."""
         params = {"item": item.id, "who": reviewer, "now": now, "new_state": state.value, "done": labels_done}

@@ -6,16 +6,34 @@ label is stored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from judgewatch.contract.items import judged_content
 from judgewatch.contract.rubric import Rubric
-from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.review import ReviewItem
-from judgewatch.storage.verdicts import VerdictRecord
+
+
+class ItemRow(Protocol):
+    """What a screen reads of a review item and its interaction (a stored row or the ORM records)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def lease_expires_at(self) -> datetime | None: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def answer(self) -> str: ...
+    @property
+    def reference_answer(self) -> str | None: ...
+    @property
+    def reference_facts(self) -> Sequence[str]: ...
+    @property
+    def context(self) -> Sequence[str]: ...
+    @property
+    def language(self) -> str | None: ...
 
 
 class ReviewError(Exception):
@@ -101,25 +119,31 @@ def criterion_views(rubric: Rubric, *, has_references: bool, language: str | Non
     return views
 
 
-def has_references(interaction: Interaction) -> bool:
-    return bool(interaction.reference_answer or interaction.reference_facts or interaction.context)
+def has_references(row: ItemRow) -> bool:
+    return bool(row.reference_answer or row.reference_facts or row.context)
 
 
-def leased_item(item: ReviewItem, interaction: Interaction, rubric: Rubric) -> LeasedItem:
-    assert item.lease_expires_at is not None
+def leased_item(row: ItemRow, rubric: Rubric) -> LeasedItem:
+    assert row.lease_expires_at is not None
     return LeasedItem(
-        item_id=item.id,
-        **judged_content(interaction),
+        item_id=row.id,
+        question=row.question,
+        answer=row.answer,
+        reference_answer=row.reference_answer,
+        reference_facts=list(row.reference_facts),
+        context=list(row.context),
+        language=row.language,
         rubric_name=rubric.name,
         rubric_version=rubric.version,
         scale_min=rubric.scale.min,
         scale_max=rubric.scale.max,
-        criteria=criterion_views(rubric, has_references=has_references(interaction), language=interaction.language),
-        lease_expires_at=item.lease_expires_at,
+        criteria=criterion_views(rubric, has_references=has_references(row), language=row.language),
+        lease_expires_at=row.lease_expires_at,
     )
 
 
-def revealed(item_id: str, scores: dict[str, int], verdict: VerdictRecord, tier: str | None, state: str) -> Revealed:
+def revealed(item_id: str, scores: dict[str, int], verdict: Any, tier: str | None, state: str) -> Revealed:
+    """The reveal; `verdict` is a stored verdict row or record (scores, overall, status, reasons, judge_name)."""
     return Revealed(
         item_id=item_id,
         your_scores=scores,

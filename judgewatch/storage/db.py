@@ -31,6 +31,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 # starts, so a transaction that reads then writes waits for other writers instead of failing with SQLITE_BUSY.
 SQLITE_BEGIN = "sqlite_begin"
 CHUNK = 1000  # rows per statement: well under SQLite's and PostgreSQL's bound-parameter limits
+# PostgreSQL connections one process keeps (opened on demand): the review UI serves 20 reviewers at once, and a
+# reviewer waiting for a pooled connection waits behind the others' key presses.
+PG_POOL_SIZE = 20
 
 
 def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
@@ -40,7 +43,7 @@ def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | 
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo, connect_args=connect_args or {})
-    return create_engine(parsed, echo=echo, pool_pre_ping=True, connect_args=connect_args or {})
+    return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=PG_POOL_SIZE, connect_args=connect_args or {})
 
 
 def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Engine:

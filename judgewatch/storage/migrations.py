@@ -27,6 +27,7 @@ from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import utcnow
+from judgewatch.storage.verdict_counts import VerdictCount, rebuild
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, refresh_current
 from judgewatch.storage.watermarks import SourceWatermark
 
@@ -132,6 +133,15 @@ def m012_verdict_trimmed(conn: Connection) -> None:
     add_column(conn, VerdictRecord, "trimmed")
 
 
+def m013_verdict_counts(conn: Connection) -> None:
+    """`verdict_count`: verdict counts kept at write time for the metrics, backfilled from the stored verdicts."""
+    SQLModel.metadata.create_all(conn, tables=[table(VerdictCount)])
+    with Session(bind=conn) as session:
+        groups = rebuild(session=session)
+        session.flush()
+    logger.info("m013: %d verdict count rows backfilled", groups)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -145,6 +155,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m010_run_heartbeat,
     m011_verdict_superseded_by,
     m012_verdict_trimmed,
+    m013_verdict_counts,
 )
 
 

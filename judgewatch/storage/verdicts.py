@@ -10,7 +10,8 @@ Current verdicts: a verdict made by a fallback judge, or left unscored because t
 once the same interaction has a verdict of a judge working normally under the same rubric (say the configured
 judge, when a run is resumed after an outage), the weak ones get `superseded_by` that verdict's id and stay as
 history. Readers that estimate or route use `is_current` rows only, so nothing is counted twice.
-`refresh_current` keeps this up to date; `upsert_verdicts` calls it for every batch.
+`refresh_current` keeps this up to date; `upsert_verdicts` calls it for every batch, and keeps the verdict counts
+(`judgewatch.storage.verdict_counts`) in the same transaction.
 """
 
 from __future__ import annotations
@@ -188,6 +189,10 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
         scores[row["id"]] = criterion_rows(row["id"], verdict)
     if not rows:
         return 0
+    # The counts module reads this one's tables: imported here, where the write needs it, to avoid a cycle.
+    from judgewatch.storage.verdict_counts import CountedWrite
+
+    counted = CountedWrite(session, [row["interaction_id"] for row in rows.values()])
     verdict_table = table(VerdictRecord)
     keep_first = ("id", "created_at")
     upsert(
@@ -204,7 +209,8 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
     score_rows = [r for rs in scores.values() for r in rs]
     for start in range(0, len(score_rows), CHUNK):
         session.execute(score_table.insert(), score_rows[start : start + CHUNK])
-    refresh_current(session=session, interaction_ids=[row["interaction_id"] for row in rows.values()])
+    refresh_current(session=session, interaction_ids=counted.interaction_ids)
+    counted.finish(ids)
     return len(rows)
 
 

@@ -5,6 +5,9 @@ two tiers and two sources (traffic and a release's regression answers), verdicts
 share unscored and a share answered by the reference judge after the primary endpoint failed, review items
 for every tenth verdict in every queue state, labels, gate decisions, runs, a calibration snapshot, a drift
 alert and a trust record. Criterion rows are not written: the metrics never read them.
+
+`seed_store` bulk-loads past the verdict writer (COPY), so it rebuilds the verdict counts from the table at the
+end; `add_verdicts` and `rejudge` go through the real writer (`upsert_verdicts`), which keeps them.
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, insert, update
-from sqlmodel import SQLModel
+from sqlalchemy import Engine, insert
+from sqlmodel import Session, SQLModel
 
 from judgewatch.storage.calibration import CalibrationSnapshot, DriftAlert
-from judgewatch.storage.db import table
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import GateDecision
 from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import JSONValue, stable_id, utcnow
-from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.storage.verdict_counts import rebuild
+from judgewatch.storage.verdicts import VerdictRecord, upsert_verdicts, verdict_id
 
 logger = logging.getLogger(__name__)
 
@@ -105,27 +109,33 @@ def seed_store(engine: Engine, *, verdicts: int, batch: int = 50_000) -> None:
     _insert(engine, DriftAlert, [_alert(now)])
     _insert(engine, CalibrationSnapshot, [_snapshot(now)])
     _insert(engine, TrustRecord, [_trust(now)])
+    with Session(engine) as session:
+        rebuild(session=session)  # COPY went past the verdict writer
+        session.commit()
 
 
 def add_verdicts(engine: Engine, *, start: int, count: int) -> None:
-    """`count` new verdicts (positions start.. start+count-1) written now, as a running flow would."""
+    """`count` new verdicts (positions start.. start+count-1) written now by the verdict writer, as a flow would."""
     now = utcnow()
-    rows = [_verdict(k, now) for k in range(start, start + count)]
-    for row in rows:
-        row["created_at"] = row["updated_at"] = now
     _insert(engine, Interaction, [_interaction(k, now) for k in range(start, start + count)])
-    _insert(engine, VerdictRecord, rows)
+    _write(engine, [_verdict(k, now) for k in range(start, start + count)])
 
 
-def rejudge(engine: Engine, *, positions: list[int]) -> None:
-    """Re-judge stored verdicts: they become scored now, keeping their creation time (as an upsert does)."""
-    tbl = table(VerdictRecord)
-    with engine.begin() as conn:
-        conn.execute(
-            update(tbl)
-            .where(tbl.c.id.in_([f"v{k:031d}" for k in positions]))
-            .values(status="scored", unscored_reason=None, overall=3.0, updated_at=utcnow())
-        )
+def rejudge(engine: Engine, *, positions: list[int], batch: int = 1_000) -> None:
+    """Judge stored items again with the same judge: their verdicts become scored now, in place (same id)."""
+    now = utcnow()
+    rows = [{**_verdict(k, now), "status": "scored", "unscored_reason": None, "overall": 3.0} for k in positions]
+    for start in range(0, len(rows), batch):
+        _write(engine, rows[start : start + batch])
+
+
+def _write(engine: Engine, rows: list[dict[str, Any]]) -> None:
+    verdicts = [(row["interaction_id"], VerdictRecord(**row).to_verdict()) for row in rows]
+    run_ids = {row["run_id"] for row in rows}
+    with session_scope(engine) as session:
+        for run_id in sorted(run_ids):  # one writer call per run, as each run's pipeline would store them
+            mine = [v for v, row in zip(verdicts, rows, strict=True) if row["run_id"] == run_id]
+            upsert_verdicts(session=session, run_id=run_id, verdicts=mine)
 
 
 def _interaction(k: int, now: Any) -> dict[str, Any]:
@@ -140,12 +150,17 @@ def _interaction(k: int, now: Any) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def seeded_verdict_id(k: int) -> str:
+    """The id the verdict writer gives the seed's verdict at position k (so a re-judge replaces it in place)."""
+    return verdict_id(f"i{k:031d}", "r" * 16, f"cfg-{JUDGES[1] if k % 7 == 0 else JUDGES[0]}")
+
+
 def _verdict(k: int, now: Any) -> dict[str, Any]:
     unscored = k % 20 == 0
     fallback = k % 7 == 0
     judge = JUDGES[1] if fallback else JUDGES[0]
     return {
-        "id": f"v{k:031d}", "interaction_id": f"i{k:031d}", "item_id": str(k),
+        "id": seeded_verdict_id(k), "interaction_id": f"i{k:031d}", "item_id": str(k),
         "run_id": "run-regression" if k % 4 == 0 else "run-traffic",
         "status": "unscored" if unscored else "scored",
         "unscored_reason": UNSCORED_REASONS[k % 3] if unscored else None,
@@ -164,7 +179,7 @@ def _review_item(k: int, now: Any) -> dict[str, Any]:
     state = QUEUE_STATES[(k // 10) % len(QUEUE_STATES)]
     leased = state == "leased"
     return {
-        "id": f"q{k:031d}", "verdict_id": f"v{k:031d}", "interaction_id": f"i{k:031d}",
+        "id": f"q{k:031d}", "verdict_id": seeded_verdict_id(k), "interaction_id": f"i{k:031d}",
         "rubric_name": "answer_quality", "rubric_version": "1.0.0", "inclusion_probability": 0.1,
         "pick_reason": "uniform", "labels_needed": 1, "labels_done": 1 if state == "done" else 0, "state": state,
         "lease_owner": "reviewer0" if leased else None,

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from judgewatch.logs import configure_logging, mask_secrets
-from judgewatch.metrics.families import link_judge
+from judgewatch.storage.verdict_counts import link_judge
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
@@ -94,21 +93,53 @@ def test_a_scrape_exports_the_stored_verdicts_queue_calibration_gates_and_trust(
     assert samples[("judgewatch_store_up", ())] == 1
 
 
-def test_later_scrapes_follow_new_and_rejudged_verdicts_without_double_counting(seeded: Engine) -> None:
+def test_a_rejudge_adds_to_the_counters_and_moves_the_current_gauge(seeded: Engine) -> None:
     collector = StoreCollector(seeded, min_interval_s=0)
-    scrape(collector)
+    before = scrape(collector)
     add_verdicts(seeded, start=N, count=30)
-    rejudge(seeded, positions=[0, 20, 40])  # three unscored verdicts are judged again and scored now
+    rejudge(seeded, positions=[20, 40, 60])  # three unscored verdicts are judged again and scored now, in place
     samples = scrape(collector)
-    assert total(samples, "judgewatch_verdicts_total") == N + 30
     new_unscored = len([k for k in range(N, N + 30) if k % 20 == 0])
-    assert total(samples, "judgewatch_verdicts_total", status="unscored") == N / 20 - 3 + new_unscored
-    assert total(samples, "judgewatch_unscored_total") == N / 20 - 3 + new_unscored
-    fresh = scrape(StoreCollector(seeded, min_interval_s=0))  # a new collector reads everything
+    # Counters count writes and never go down: each re-judge is one more verdict written, under "scored".
+    assert total(samples, "judgewatch_verdicts_total") == N + 30 + 3
+    assert total(samples, "judgewatch_verdicts_total", status="scored") == (
+        total(before, "judgewatch_verdicts_total", status="scored") + 30 - new_unscored + 3
+    )
+    assert total(samples, "judgewatch_unscored_total") == N / 20 + new_unscored
+    assert total(samples, "judgewatch_judge_latency_seconds_count") == N + 30 + 3
+    for name, labels in before:
+        if name.endswith(("_total", "_count", "_bucket", "_sum")):
+            assert samples[(name, labels)] >= before[(name, labels)], name
+    # The gauge says what stands now: the re-judged verdicts left "unscored".
+    assert total(samples, "judgewatch_verdicts_current") == N + 30
+    assert total(samples, "judgewatch_verdicts_current", status="unscored") == N / 20 - 3 + new_unscored
+    fresh = scrape(StoreCollector(seeded, min_interval_s=0))  # a new collector reads the same counts
     timing = ("judgewatch_scrape_duration_seconds", ())
     assert {k: v for k, v in samples.items() if k != timing} == pytest.approx(
         {k: v for k, v in fresh.items() if k != timing}
     )
+
+
+def test_a_superseded_fallback_verdict_leaves_the_gauge_but_stays_counted(seeded: Engine) -> None:
+    from judgewatch.contract.verdicts import JudgeIdentity
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.verdicts import VerdictRecord, get_verdicts, upsert_verdicts
+
+    before = scrape(StoreCollector(seeded, min_interval_s=0))
+    with session_scope(seeded) as session:  # position 7 was answered by the reference judge after a fallback
+        record: VerdictRecord = get_verdicts(session=session, interaction_ids=[f"i{7:031d}"])[0]
+        verdict = record.to_verdict()
+        judge = JudgeIdentity(kind="openai", name="smollm2-135m-instruct", config_hash="cfg-smollm2-135m-instruct")
+        again = verdict.model_copy(update={"judge": judge, "fallback_from": []})
+        upsert_verdicts(session=session, run_id=None, verdicts=[(record.interaction_id, again)])
+    after = scrape(StoreCollector(seeded, min_interval_s=0))
+    fallbacks = "judgewatch_fallback_verdicts_total"
+    assert total(after, fallbacks) == total(before, fallbacks)  # still written, once
+    assert total(after, "judgewatch_verdicts_current", judge="reference") == (
+        total(before, "judgewatch_verdicts_current", judge="reference") - 1
+    )
+    assert total(after, "judgewatch_verdicts_current") == N
+    assert total(after, "judgewatch_verdicts_total") == N + 1
 
 
 def test_labels_are_counted_once_and_new_labels_add_up(seeded: Engine) -> None:
@@ -180,30 +211,3 @@ def test_label_values_stay_bounded_on_a_store_with_many_items(big_store: Engine,
         assert "s3cret" not in value and "://" not in value, value  # the fallback link's endpoint is dropped
         assert not value.isdigit() or value in {"0", "1", "2"}, value  # only exit codes are numbers
     assert "judgewatch_verdicts_total" in names
-
-
-def test_old_slots_merge_into_hours_and_an_old_change_reads_its_hour_again(seeded: Engine) -> None:
-    from sqlmodel import Session
-
-    from judgewatch.metrics.incremental import SLOT, VerdictAggregate
-    from judgewatch.metrics.queries import HOUR
-
-    now = [utcnow()]
-    aggregate = VerdictAggregate(clock=lambda: now[0])
-
-    def refresh() -> dict[tuple[str, str], int]:
-        with Session(seeded) as session:
-            aggregate.refresh(session=session)
-        counts: dict[tuple[str, str], int] = {}
-        for g in aggregate.groups():
-            counts[(g.status, g.reason)] = counts.get((g.status, g.reason), 0) + g.count
-        return counts
-
-    first = refresh()
-    assert {width for _, width in aggregate.buckets} == {SLOT}  # the seed is minutes old: slots only
-    now[0] += timedelta(hours=4)  # the same verdicts, four hours later: their slots are merged into hours
-    rejudge(seeded, positions=[60])
-    second = refresh()
-    assert {width for _, width in aggregate.buckets} == {HOUR}
-    assert second[("scored", "none")] == first[("scored", "none")] + 1
-    assert sum(second.values()) == sum(first.values()) == N

@@ -125,7 +125,7 @@ async def test_validation_notes_how_many_items_needed_trimming_to_fit_the_judges
     async with serve_simulator(latency_ms=1, max_model_len=700) as sim:
         judge = OpenAIJudge(EndpointConfig(sim.base_url, sim.state.model, max_tokens=160, max_retries=0))
         try:
-            record = await validate_judge(judge, answer_quality, halueval_mini, resamples=200)
+            record = await measure_judge(judge, answer_quality, halueval_mini, resamples=200)
         finally:
             await judge.aclose()
     window = record.figures["context_window"]
@@ -140,5 +140,5 @@ async def test_validation_notes_how_many_items_needed_trimming_to_fit_the_judges
 async def test_a_judge_whose_window_never_bites_reports_no_trimming(
     answer_quality: Rubric, halueval_mini: GoldenSet
 ) -> None:
-    record = await validate_judge(ReferenceJudge(), answer_quality, halueval_mini, resamples=200)
+    record = await measure_judge(ReferenceJudge(), answer_quality, halueval_mini, resamples=200)
     assert record.figures["context_window"] == {"answers_trimmed": 0, "items_trimmed": 0, "answers_too_long": 0}
