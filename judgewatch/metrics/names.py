@@ -98,6 +98,13 @@ DRIFT = MetricSpec(
     "Open judge drift alerts; test is what fired (agreement_drop, bias_shift or both). Acknowledge or resolve "
     "them in the calibration flow's alert list.",
 )
+SERVED_MODEL_CHANGE = MetricSpec(
+    "judgewatch_served_model_change_alerts_open",
+    "gauge",
+    ("tier", "criterion", "release"),
+    "Open served-model change alerts: a tier's mean judge score moved within a release while the judge was stable "
+    "on the anchor set (the answers changed, not the judge). Separate from judge drift.",
+)
 GATE = MetricSpec(
     "judgewatch_gate_decisions",
     "counter",
@@ -143,6 +150,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     AGREEMENT,
     TIER_SCORE,
     DRIFT,
+    SERVED_MODEL_CHANGE,
     GATE,
     LAST_SUCCESS,
     TRUST_AUROC,

@@ -127,6 +127,13 @@ def m011_verdict_superseded_by(conn: Connection) -> None:
         logger.info("m011: %d verdicts of %d interactions superseded", changed, len(ids))
 
 
+def m012_drift_alert_release(conn: Connection) -> None:
+    """Drift alerts per release (a new release starts a new series) and served-model-change alerts' numbers."""
+    for column in ("release", "score_ref", "score_cur", "p_score_shift"):
+        add_column(conn, DriftAlert, column)
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_drift_alert_release ON drift_alert (release)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -139,6 +146,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m009_metrics_indexes,
     m010_run_heartbeat,
     m011_verdict_superseded_by,
+    m012_drift_alert_release,
 )
 
 
