@@ -16,11 +16,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine, select
 
+from flows.regression_tasks import regression_run
 from judges.base import Judge
 from judges.pairwise import PairwiseJudge
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
-from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.regression.tier_preference import (
     PreferenceRow,
@@ -34,7 +34,6 @@ from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.releases import tier_answers
-from judgewatch.storage.runs import RunKind
 
 logger = logging.getLogger(__name__)
 
@@ -78,15 +77,7 @@ async def judge_tier_pairs(
     pair_judge = TierPairJudge(judge, {r.source_id: r.meta["second_answer"] for r in rows})
     name = f"{release}/{candidate}~{reference}/{golden.name}"
     params = {"release": release, "candidate": candidate, "reference": reference, "dataset": golden.name}
-    with JudgingRun(
-        engine,
-        kind=RunKind.regression,
-        name=name,
-        identity=f"{name}@{golden.revision}",
-        rubric=rubric,
-        judge=pair_judge,
-        params=params,
-    ) as run:
+    with regression_run(engine, name, golden, rubric, pair_judge, params) as run:
         batch = await run.judge_stored([(r.id, r.to_item()) for r in rows], force=changed)
         if batch.judged_now:
             logger.info("pairwise: judged %d pairs of %s in both orders", batch.judged_now, name)

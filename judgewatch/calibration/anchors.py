@@ -98,6 +98,15 @@ def freeze_anchor_set(
     return anchor
 
 
+def _anchor_items(engine: Engine, anchor_set: str) -> tuple[AnchorSet, list[str]]:
+    """The anchor set and its interaction ids; LookupError naming it when it does not exist."""
+    with session_scope(engine) as session:
+        anchor = get_anchor_set(session=session, name=anchor_set)
+        if anchor is None:
+            raise LookupError(f"no anchor set {anchor_set!r}")
+        return anchor, list(anchor_interaction_ids(session=session, name=anchor_set))
+
+
 async def ensure_anchor_verdicts(
     engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric, force: bool = False
 ) -> AnchorJudging:
@@ -106,11 +115,7 @@ async def ensure_anchor_verdicts(
     `force`: re-judge every anchor anyway (the endpoint now serves something else under the same configuration).
     """
     identity = judge.identity(rubric)
-    with session_scope(engine) as session:
-        anchor = get_anchor_set(session=session, name=anchor_set)
-        if anchor is None:
-            raise LookupError(f"no anchor set {anchor_set!r}")
-        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    anchor, ids = _anchor_items(engine, anchor_set)
     run = JudgingRun(
         engine,
         kind=RunKind.anchor,
@@ -172,11 +177,7 @@ def compare_on_anchors(
     `new_config_hash` defaults to the configuration that judged the anchors last, `old_config_hash` to the one
     before it.
     """
-    with session_scope(engine) as session:
-        anchor = get_anchor_set(session=session, name=anchor_set)
-        if anchor is None:
-            raise LookupError(f"no anchor set {anchor_set!r}")
-        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    anchor, ids = _anchor_items(engine, anchor_set)
     times = _anchor_verdict_times(engine, ids, anchor.rubric_name)
     if new_config_hash is None:
         if times.empty:
@@ -197,11 +198,7 @@ def compare_on_anchors(
 
 def anchor_scores(engine: Engine, *, anchor_set: str, judge_config_hash: str) -> pd.DataFrame:
     """The anchors' current scores under one judge configuration: interaction_id, criterion, judge."""
-    with session_scope(engine) as session:
-        anchor = get_anchor_set(session=session, name=anchor_set)
-        if anchor is None:
-            raise LookupError(f"no anchor set {anchor_set!r}")
-        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    anchor, ids = _anchor_items(engine, anchor_set)
     frame = load_scores(
         engine, rubric_name=anchor.rubric_name, judge_config_hash=judge_config_hash, interaction_ids=ids
     )

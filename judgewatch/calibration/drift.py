@@ -16,10 +16,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 import httpx
 import pandas as pd
 from sqlalchemy import Engine
+from sqlmodel import Session
 
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.score_frame import Series
@@ -180,17 +182,9 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
     clean = jsonable
     return DriftAlert(
-        id="",
-        judge_config_hash=run.series.judge.config_hash,
-        judge_name=run.series.judge.name,
-        rubric_name=run.series.rubric.name,
-        rubric_version=run.series.rubric.version,
-        tier=result.tier,
-        criterion=result.criterion,
-        window=result.window,
-        window_start=result.current_start,
-        window_end=result.current_start + WINDOWS[result.window],
-        reference_start=result.reference_start,
+        **series_fields(
+            run.series, result.tier, result.criterion, result.window, result.current_start, result.reference_start
+        ),
         kind="+".join(kinds),
         n_ref=t.agreement_ref.n,
         n_cur=t.agreement_cur.n,
@@ -207,6 +201,59 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
 
 
+def series_fields(
+    series: Series, tier: str, criterion: str, window: str, start: datetime, reference_start: datetime
+) -> dict[str, Any]:
+    """What every alert of one series and window carries: the judge and rubric, tier, criterion, the windows."""
+    return {
+        "id": "",
+        "judge_config_hash": series.judge.config_hash,
+        "judge_name": series.judge.name,
+        "rubric_name": series.rubric.name,
+        "rubric_version": series.rubric.version,
+        "tier": tier,
+        "criterion": criterion,
+        "window": window,
+        "window_start": start,
+        "window_end": start + WINDOWS[window],
+        "reference_start": reference_start,
+    }
+
+
+class TestedWindow(Protocol):
+    """A series' latest window that was tested: a drift result or a served-model score shift."""
+
+    @property
+    def tier(self) -> str: ...
+    @property
+    def criterion(self) -> str: ...
+    @property
+    def window(self) -> str: ...
+    @property
+    def release(self) -> str | None: ...
+    @property
+    def current_start(self) -> datetime | None: ...
+
+
+def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
+    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance.
+
+    `served_model`: the served-model-change alerts of the series (else its judge drift alerts)."""
+    start = tested.current_start
+    if start is None:
+        return 0
+    key = (series.judge.config_hash, series.rubric.version, tested.criterion, tested.window, tested.release)
+    stale = [
+        a.id
+        for a in get_alerts(session=session, state=AlertState.open.value, tier=tested.tier)
+        if (a.judge_config_hash, a.rubric_version, a.criterion, a.window, a.release) == key
+        and (a.kind == SERVED_MODEL_CHANGE) == served_model
+        and a.window_start < start
+    ]
+    note = f"the {tested.window} window from {start:%Y-%m-%d} tested within chance"
+    return close_alerts(session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note)
+
+
 def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -> DriftRun:
     """Store each alerting series' alert (once per window) and resolve older alerts of series now within chance."""
     with session_scope(engine, write=True) as session:
@@ -219,25 +266,7 @@ def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -
                 if created:
                     run.new_alert_ids.append(alert.id)
                 continue
-            stale = [
-                a.id
-                for a in get_alerts(session=session, state=AlertState.open.value, tier=result.tier)
-                if (a.judge_config_hash, a.rubric_version, a.criterion, a.window, a.release)
-                == (
-                    run.series.judge.config_hash,
-                    run.series.rubric.version,
-                    result.criterion,
-                    result.window,
-                    result.release,
-                )
-                and a.kind != SERVED_MODEL_CHANGE
-                and result.current_start is not None
-                and a.window_start < result.current_start
-            ]
-            note = f"the {result.window} window from {result.current_start:%Y-%m-%d} tested within chance"
-            run.resolved += close_alerts(
-                session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note
-            )
+            run.resolved += resolve_stale(session, run.series, result, served_model=False)
     if run.new_alert_ids:
         logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
     return run

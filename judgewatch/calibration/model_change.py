@@ -23,18 +23,11 @@ from scipy import stats
 from sqlalchemy import Engine
 
 from judgewatch.calibration.anchors import AnchorComparison
-from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of
+from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resolve_stale, series_fields
 from judgewatch.calibration.estimands import split_populations
 from judgewatch.calibration.score_frame import Series
 from judgewatch.stats import time_windows
-from judgewatch.storage.calibration import (
-    SERVED_MODEL_CHANGE,
-    AlertState,
-    DriftAlert,
-    close_alerts,
-    get_alerts,
-    upsert_alert,
-)
+from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, DriftAlert, upsert_alert
 from judgewatch.storage.db import session_scope
 
 logger = logging.getLogger(__name__)
@@ -163,17 +156,9 @@ def _alert(shift: ScoreShift, run: ModelChangeRun, family_alpha: float) -> Drift
         f"{run.series.judge.name} {run.series.judge.config_hash[:12]}"
     )
     return DriftAlert(
-        id="",
-        judge_config_hash=run.series.judge.config_hash,
-        judge_name=run.series.judge.name,
-        rubric_name=run.series.rubric.name,
-        rubric_version=run.series.rubric.version,
-        tier=shift.tier,
-        criterion=shift.criterion,
-        window=shift.window,
-        window_start=shift.current_start,
-        window_end=shift.current_start + WINDOWS[shift.window],
-        reference_start=shift.reference_start,
+        **series_fields(
+            run.series, shift.tier, shift.criterion, shift.window, shift.current_start, shift.reference_start
+        ),
         kind=SERVED_MODEL_CHANGE,
         n_ref=shift.n_ref,
         n_cur=shift.n_cur,
@@ -200,24 +185,7 @@ def store_alerts(engine: Engine, run: ModelChangeRun, *, family_alpha: float = 0
                 continue
             if id(shift) in moving:
                 continue  # the judge moved: the score's movement is not evidence about the served model
-            stale = [
-                a.id
-                for a in get_alerts(session=session, state=AlertState.open.value, tier=shift.tier)
-                if a.kind == SERVED_MODEL_CHANGE
-                and (a.judge_config_hash, a.rubric_version, a.criterion, a.window, a.release)
-                == (
-                    run.series.judge.config_hash,
-                    run.series.rubric.version,
-                    shift.criterion,
-                    shift.window,
-                    shift.release,
-                )
-                and a.window_start < shift.current_start
-            ]
-            note = f"the {shift.window} window from {shift.current_start:%Y-%m-%d} tested within chance"
-            run.resolved += close_alerts(
-                session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note
-            )
+            run.resolved += resolve_stale(session, run.series, shift, served_model=True)
     if run.moving and not run.stability.stable:
         logger.warning("%d tier score(s) moved, but %s: not a served-model change", len(run.moving), run.stability.why)
     if run.new_alert_ids:

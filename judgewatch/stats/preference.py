@@ -16,6 +16,15 @@ from judgewatch.stats.estimate import Estimate, normal_interval, wilson_bounds
 logger = logging.getLogger(__name__)
 
 
+def sign_test(better: int, worse: int) -> float:
+    """Two-sided exact binomial test of better vs worse at 1/2 (ties dropped); NaN without a non-tied pair."""
+    if better < 0 or worse < 0:
+        raise ValueError(f"counts must be >= 0, got better={better} worse={worse}")
+    if better + worse == 0:
+        return math.nan
+    return float(stats.binomtest(better, better + worse, 0.5, alternative="two-sided").pvalue)
+
+
 @dataclass(frozen=True, slots=True)
 class PreferenceShares:
     """Of `n` scored pairs: worse / tied / better shares of the candidate, net preference and sign-test p."""
@@ -37,15 +46,6 @@ def _share(k: int, n: int, level: float) -> Estimate:
         return Estimate(math.nan, math.nan, math.nan, k)
     low, high = wilson_bounds(k, n, level)
     return Estimate(k / n, float(low), float(high), k)
-
-
-def sign_test(better: int, worse: int) -> float:
-    """Two-sided exact binomial test of better vs worse at 1/2 (ties dropped); NaN without a non-tied pair."""
-    if better < 0 or worse < 0:
-        raise ValueError(f"counts must be >= 0, got better={better} worse={worse}")
-    if better + worse == 0:
-        return math.nan
-    return float(stats.binomtest(better, better + worse, 0.5, alternative="two-sided").pvalue)
 
 
 def preference_shares(worse: int, tied: int, better: int, *, level: float = 0.95) -> PreferenceShares:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy import text
+from sqlalchemy import Engine, select, text
 from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
@@ -23,7 +23,9 @@ from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.review.accounts import add_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.settings import REPO_ROOT
-from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.db import make_engine, session_scope, table
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.review import ReviewItem, ReviewLabel
 
 DEMO = REPO_ROOT / "examples" / "traffic"
 SET = "halueval_qa_mini"
@@ -43,9 +45,8 @@ def source_config(tmp_path: Path) -> Path:
     return path
 
 
-def label_everything(db: str) -> Counter[str]:
+def label_everything(engine: Engine) -> Counter[str]:
     """Two reviewers work the queue through the review service until it is empty; labels per population."""
-    engine = make_engine(db)
     with session_scope(engine, write=True) as session:
         for name in ("alice", "bob"):
             add_reviewer(session=session, name=name, password="correct horse battery")
@@ -56,21 +57,20 @@ def label_everything(db: str) -> Counter[str]:
             score = 2 + len(item.answer) % 4
             scores = {c.name: (score if c.applicable else None) for c in item.criteria}
             queue.submit(reviewer, item.item_id, scores, rubric_version_shown=item.rubric_version)
-    with engine.connect() as conn:
-        rows = conn.execute(
-            text(
-                "SELECT i.source FROM review_label h JOIN review_item r ON r.id = h.review_item_id "
-                "JOIN interaction i ON i.id = r.interaction_id WHERE h.skipped_reason IS NULL"
-            )
-        ).scalars()
-        counts = Counter("traffic" if s.startswith("traffic:") else "golden" for s in rows)
-    engine.dispose()
-    return counts
+    i, r, h = table(Interaction).c, table(ReviewItem).c, table(ReviewLabel).c
+    query = (
+        select(i.source)
+        .join_from(table(ReviewLabel), table(ReviewItem), r.id == h.review_item_id)
+        .join(table(Interaction), i.id == r.interaction_id)
+        .where(h.skipped_reason.is_(None))
+    )
+    with session_scope(engine) as session:
+        rows = session.execute(query).scalars().all()
+    return Counter("traffic" if s.startswith("traffic:") else "golden" for s in rows)
 
 
-def traffic_counts(db: str, criterion: str) -> dict[str, tuple[int, int]]:
+def traffic_counts(engine: Engine, criterion: str) -> dict[str, tuple[int, int]]:
     """Per tier: (traffic verdicts scoring `criterion`, of them items labeled on it), straight from the store."""
-    engine = make_engine(db)
     with engine.connect() as conn:
         rows = conn.execute(
             text(
@@ -85,7 +85,6 @@ def traffic_counts(db: str, criterion: str) -> dict[str, tuple[int, int]]:
             ),
             {"criterion": criterion},
         ).all()
-    engine.dispose()
     return {str(tier): (int(n), int(labeled)) for tier, n, labeled in rows}
 
 
@@ -112,7 +111,8 @@ async def test_sampled_traffic_and_golden_sets_reach_the_tier_report_as_separate
     )
     assert gate["exit_code"] == 0, gate["summary"]
 
-    labels = label_everything(db)
+    engine = make_engine(db)
+    labels = label_everything(engine)
     assert labels["traffic"] > 20 and labels["golden"] > 0  # golden verdicts are routed to people too
 
     calibrated = await calibration(judge="reference", anchor_size=10, lookback_days=36500, database_url=db)
@@ -134,7 +134,8 @@ async def test_sampled_traffic_and_golden_sets_reach_the_tier_report_as_separate
 
     # The traffic estimate rests on the sampled traffic and its labels only: the n's match the store's
     # traffic rows exactly, so none of the 2 x 40 golden verdicts or their labels is counted in it.
-    store = traffic_counts(db, "faithfulness")
+    store = traffic_counts(engine, "faithfulness")
+    engine.dispose()
     faith = {r["tier"]: r for r in report["traffic"] if r["criterion"] == "faithfulness"}
     assert set(faith) == {"full", "quantized"}
     for tier, row in faith.items():

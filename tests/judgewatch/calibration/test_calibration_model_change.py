@@ -4,6 +4,7 @@ the judge is stable on the anchors."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,21 +29,17 @@ from judgewatch.settings import get_settings
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, get_alerts
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.testing.synthetic_labels import BiasShift, SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import BiasShift, TierTruth, write_synthetic
 
 from .conftest import JUDGE_A
+from .test_calibration_drift import SPEC as DRIFT_SPEC
 
-START = datetime(2026, 1, 1, tzinfo=UTC)
 DAY4 = datetime(2026, 1, 4, tzinfo=UTC)
-SPEC = SyntheticSpec(
-    judge=JUDGE_A,
+# The drift tests' data with one tier whose faithfulness scores drop by two points on day 4.
+SPEC = replace(
+    DRIFT_SPEC,
     tiers={"stable": TierTruth(3.2, 0.3), "moving": TierTruth(3.2, 0.3)},
-    days=4,
-    per_day=25,
-    review_share=0.6,
-    start=START,
-    shift=BiasShift("moving", "faithfulness", from_day=3, delta=-2.0),  # day 4's scores drop by two points
-    seed=1,
+    shift=BiasShift("moving", "faithfulness", from_day=3, delta=-2.0),
 )
 
 
