@@ -34,8 +34,9 @@ VERDICTS = MetricSpec(
     "judgewatch_verdicts",
     "counter",
     ("judge", "rubric", "tier", "source", "status"),
-    "Stored verdicts. source is the interaction's origin (traffic, regression, golden, file, other); tier 'none' "
-    "when the interaction has none. A re-judged item replaces its verdict, so this counts current verdicts.",
+    "Stored verdicts. source is the interaction's origin (traffic, regression, pairwise, golden, file, other); "
+    "tier 'none' when the interaction has none. A re-judged item replaces its verdict, so this counts current "
+    "verdicts.",
 )
 UNSCORED = MetricSpec(
     "judgewatch_unscored",
