@@ -32,6 +32,7 @@ from judgewatch.trust.pairwise import compare_pairs
 
 logger = logging.getLogger(__name__)
 
+PREFERENCE = "tier_preference_same_items"  # the estimand: shares of a release's golden items, candidate vs reference
 SCORE = {"first": 1, "tie": 0, "second": -1}  # the candidate's answer is always shown first in the forward order
 OUTCOME = {-1: "worse", 0: "tied", 1: "better"}
 
@@ -147,6 +148,7 @@ class PreferenceRow:
     pairs: int  # golden items both tiers answered
     unscored: int  # pairs with no usable verdict (an order unscored, or not judged)
     shares: PreferenceShares
+    estimand: str = PREFERENCE
 
 
 def read_preferences(

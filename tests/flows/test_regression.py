@@ -123,6 +123,7 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
     shares = pref["shares"]
     assert (pref["candidate"], pref["reference"], pref["dataset"], pref["pairs"]) == ("quantized", "full", SET, 40)
     assert data["pairwise_judge"]["name"] == "reference-overlap" and pref["unscored"] == 0
+    assert pref["estimand"] == "tier_preference_same_items"
     assert shares["worse"]["n"] >= 15 and shares["better"]["n"] == 0 and shares["p_value"] < 0.001
     assert shares["worse"]["low"] < shares["worse"]["estimate"] < shares["worse"]["high"]
     assert shares["net"]["high"] < 0
