@@ -196,7 +196,7 @@ async def _evaluate(
                 scores[candidate], scores[reference], criteria, candidate_label=candidate, baseline_label=reference
             )
             found = await tier_preference(engine, release, candidate, reference, inputs.golden, judge, settings)
-            report.pairwise_judge, report.preference_note = found.judge, found.note
+            report.pairwise_judge, report.pairwise_trust, report.preference_note = found.judge, found.trust, found.note
             report.preferences += found.rows
     report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
     return report

@@ -34,6 +34,8 @@ from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.releases import tier_answers
+from judgewatch.trust.policy import policy_from_settings
+from judgewatch.trust.records import trust_for
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ class TierPreference:
     """What the pairwise step found for one release: the judge, the rows, the runs, or why it did not run."""
 
     judge: JudgeIdentity | None = None
+    trust: str | None = None  # the pairwise judge's measured trust under the pairwise rubric, first line
     rows: list[PreferenceRow] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     note: str | None = None
@@ -103,7 +106,8 @@ async def tier_preference(
         await pairwise.aclose()
         return TierPreference(note=f"pairwise rubric invalid: {exc}")
     identity = pairwise.identity(rubric)
-    out = TierPreference(judge=identity)
+    trust = trust_for(engine, identity, rubric.identity, policy=policy_from_settings(settings))
+    out = TierPreference(judge=identity, trust=trust.summary.splitlines()[0] if trust.summary else None)
     try:
         for g in golden:
             run_id = await judge_tier_pairs(engine, release, candidate, reference, g, rubric, pairwise)

@@ -74,6 +74,7 @@ class RegressionReport:
     flow_run_id: str | None = None
     gap_margin: float | None = None  # None: the tier gap is reported, not gated
     pairwise_judge: JudgeIdentity | None = None  # the judge of the tier preference on the same items
+    pairwise_trust: str | None = None  # that judge's measured trust under the pairwise rubric (one line)
     preferences: list[PreferenceRow] = field(default_factory=list)
     preference_note: str | None = None  # why the tier preference is missing, when it is
 
@@ -216,6 +217,8 @@ def _preference_lines(report: RegressionReport) -> list[str]:
         f"{report.level:.0%} Wilson intervals; net = better - worse; p: two-sided sign test on the non-tied pairs."
         if judge is not None
         else "",
+        "",
+        f"Pairwise judge trust: {report.pairwise_trust or 'unmeasured: no trust record under the pairwise rubric'}",
         "",
         f"| golden set | criterion | pairs | {first.candidate} worse | tied | {first.candidate} better "
         "| net [95% CI] | p (sign test) | unscored |",

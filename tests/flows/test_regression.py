@@ -119,6 +119,7 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
 
     # The same golden items judged pairwise in both orders: quantized's known-bad answers lose to full's.
     assert "## Tier preference on the same items: quantized vs full" in report
+    assert "Pairwise judge trust: " in report  # the judge the preference rests on, and what it measured
     (pref,) = data["preferences"]
     shares = pref["shares"]
     assert (pref["candidate"], pref["reference"], pref["dataset"], pref["pairs"]) == ("quantized", "full", SET, 40)
