@@ -4,7 +4,10 @@ For the latest judge configuration and rubric version: store the day's tier snap
 estimands, tier gaps, agreement, label counts) and the Tiers page's rendering per period (the page reads it),
 store per-tier agreement with human labels as trust records, test every tier and criterion for drift and
 store (and optionally POST) alerts, and make sure the
-configured judge has re-judged the anchor set, comparing it with the previous configuration. Every step is
+configured judge has re-judged the anchor set, comparing it with the previous configuration; when the judge
+endpoint's fingerprint changed (other weights or server under the same configuration) every anchor is
+re-judged at once and compared with its scores from before. Then alert on served-model changes: a tier's
+scores moving within a release while the judge is stable on the anchors (`calibration.model_change`). Every step is
 safe to run again the same day: snapshots and alerts are keyed by day and window, anchors are judged once per
 configuration. Retries live in the judge client only; no task has Prefect retries.
 """
@@ -24,10 +27,18 @@ from sqlalchemy import Engine
 
 from flows.serving import serve_declared, serve_main
 from judges.factory import build_judge, describe, is_healthy
+from judgewatch.calibration import model_change
 from judgewatch.calibration.agreement import agreement_sample
-from judgewatch.calibration.anchors import compare_on_anchors, ensure_anchor_verdicts, freeze_anchor_set
+from judgewatch.calibration.anchors import (
+    anchor_scores,
+    compare_before_after,
+    compare_on_anchors,
+    ensure_anchor_verdicts,
+    freeze_anchor_set,
+)
 from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
 from judgewatch.calibration.fingerprint import fetch_fingerprint, record_fingerprint
+from judgewatch.calibration.model_change import JudgeStability, judge_stability
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary, summarize
 from judgewatch.calibration.view_snapshot import save_views
@@ -174,27 +185,64 @@ async def anchors(
         )
     out: dict[str, Any] = {"anchor_set": name}
     new_hash = summary.series.judge.config_hash if summary.series else None
+    before = None  # the anchors' scores before the endpoint changed under the same configuration
     if rejudge:
         judge = build_judge(judge_spec, settings, fallback_reference=False)
         try:
             new_hash = judge.identity(rubric).config_hash
             out.update(endpoint_fingerprint(engine, judge))
+            changed = bool(out.get("fingerprint_changed"))
             if await is_healthy(judge):
-                done = await ensure_anchor_verdicts(engine, anchor_set=name, judge=judge, rubric=rubric)
+                if changed:  # same configuration hash, other weights or server: keep the old scores to compare
+                    before = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
+                done = await ensure_anchor_verdicts(engine, anchor_set=name, judge=judge, rubric=rubric, force=changed)
                 out.update(judged_now=done.judged_now, judge_config_hash=done.judge_config_hash)
             else:
                 out["status"] = f"{describe(judge)} is down: anchors not re-judged, tried again next run"
                 logger.warning("calibration: %s", out["status"])
         finally:
             await judge.aclose()
-    if new_hash is not None:
+    comparison = None
+    if new_hash is not None and before is not None and not before.empty:
+        after = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
+        comparison = compare_before_after(
+            name,
+            before,
+            after,
+            before_label=f"{new_hash}@{out.get('previous_fingerprint')}",
+            after_label=f"{new_hash}@{out.get('fingerprint')}",
+            categories=rubric.scale.levels,
+        )
+    elif new_hash is not None:
         comparison = compare_on_anchors(
             engine, anchor_set=name, new_config_hash=new_hash, categories=rubric.scale.levels
         )
-        out["compared_with"] = comparison.old_config_hash if comparison else None
-        if comparison is not None:
-            _snapshot(engine, "anchors", f"{name} {comparison.old_config_hash}->{new_hash}", summary, comparison)
+    out["compared_with"] = comparison.old_config_hash if comparison else None
+    if comparison is not None:
+        scope = f"{name} {comparison.old_config_hash}->{comparison.new_config_hash}"
+        _snapshot(engine, "anchors", scope, summary, comparison)
+    stability = judge_stability(comparison)
+    out["judge_stable"], out["judge_stability"] = stability.stable, stability.why
     return out
+
+
+@task(name="served-model-change", cache_policy=NO_CACHE)
+def served_model_change(
+    engine: Engine, summary: CalibrationSummary, anchor: dict[str, Any], family_alpha: float
+) -> dict[str, Any]:
+    """Alert when a tier's scores move within a release while the judge is stable on the anchors."""
+    if summary.series is None:
+        return {"tested": 0, "new_alerts": 0}
+    stability = JudgeStability(bool(anchor.get("judge_stable", True)), str(anchor.get("judge_stability", "")))
+    run = model_change.detect(summary.frame, summary.series, stability, family_alpha=family_alpha)
+    model_change.store_alerts(engine, run, family_alpha=family_alpha)
+    return {
+        "tested": len(run.tested),
+        "moving": len(run.moving),
+        "judge_stable": stability.stable,
+        "new_alerts": len(run.new_alert_ids),
+        "resolved": run.resolved,
+    }
 
 
 def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
@@ -209,7 +257,11 @@ def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
         return {"fingerprint": None, "fingerprint_error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     if check.changed:
         logger.warning("calibration: the judge endpoint %s serves another model than before", base)
-    return {"fingerprint": check.current.digest, "fingerprint_changed": check.changed}
+    return {
+        "fingerprint": check.current.digest,
+        "previous_fingerprint": check.previous_digest,
+        "fingerprint_changed": check.changed,
+    }
 
 
 @flow(name=FLOW_NAME, log_prints=True)
@@ -249,6 +301,7 @@ async def calibration(
             judge_spec=judge,
             rejudge=rejudge_anchors,
         )
+        model = served_model_change(engine, summary, anchor, family_alpha)
     finally:
         engine.dispose()
     series = summary.series
@@ -263,6 +316,7 @@ async def calibration(
         "page_views": views,
         "drift": drift,
         "anchors": anchor,
+        "served_model_change": model,
     }
     logger.info("calibration: %s", result)
     return result

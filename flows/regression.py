@@ -2,7 +2,8 @@
 
 For a release, golden sets and tiers (live endpoints or recorded answers): produce every tier's answers, judge
 them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare the
-quantized tier with the full one, apply the gate, write the report and store the decision. `judgewatch regress`
+quantized tier with the full one (pointwise, and pairwise on the same items: `flows.regression_pairwise`),
+apply the gate, write the report and store the decision. `judgewatch regress`
 runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_deployment`.
 """
 
@@ -26,6 +27,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
 from flows.regression_eval import evaluate_tier, resolve_baselines, resolve_trust
+from flows.regression_pairwise import tier_preference
 from flows.regression_tasks import (
     Generation,
     Inputs,
@@ -193,6 +195,9 @@ async def _evaluate(
             report.gaps += compare_scores(
                 scores[candidate], scores[reference], criteria, candidate_label=candidate, baseline_label=reference
             )
+            found = await tier_preference(engine, release, candidate, reference, inputs.golden, judge, settings)
+            report.pairwise_judge, report.pairwise_trust, report.preference_note = found.judge, found.trust, found.note
+            report.preferences += found.rows
     report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
     return report
 

@@ -13,6 +13,7 @@ import logging
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -220,6 +221,21 @@ async def generate_answers(
     return result
 
 
+def regression_run(
+    engine: Engine, name: str, golden: GoldenSet, rubric: Rubric, judge: Judge, params: dict[str, Any]
+) -> JudgingRun:
+    """The judging run of one regression step over one golden set; its identity pins the set's revision."""
+    return JudgingRun(
+        engine,
+        kind=RunKind.regression,
+        name=name,
+        identity=f"{name}@{golden.revision}",
+        rubric=rubric,
+        judge=judge,
+        params=params,
+    )
+
+
 @task(name="judge-answers", cache_policy=NO_CACHE)
 async def judge_answers(
     engine: Engine,
@@ -242,15 +258,7 @@ async def judge_answers(
         return None
     name = f"{release}/{tier}/{golden.name}"
     params = {"release": release, "tier": tier, "dataset": golden.name, "revision": golden.revision}
-    with JudgingRun(
-        engine,
-        kind=RunKind.regression,
-        name=name,
-        identity=f"{name}@{golden.revision}",
-        rubric=rubric,
-        judge=judge,
-        params=params,
-    ) as run:
+    with regression_run(engine, name, golden, rubric, judge, params) as run:
         forced = {a.id for a in answers if a.source_id in set(force)}
         batch = await run.judge_stored([(a.id, a.to_item()) for a in answers], force=forced)
         if batch.judged_now:

@@ -1,4 +1,5 @@
-"""The anchor set: a frozen list of interactions every new judge configuration re-judges, compared at once.
+"""The anchor set: a frozen list of interactions every new judge configuration re-judges, compared at once
+(and the same configuration again, every anchor forced, when its endpoint's fingerprint changes).
 
 When the judge configuration hash changes (new weights, quantization, sampling parameters, rubric version),
 its scores are not comparable with the old series. Re-judging the same frozen items with the new
@@ -97,14 +98,24 @@ def freeze_anchor_set(
     return anchor
 
 
-async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric) -> AnchorJudging:
-    """Re-judge the anchors with `judge` unless its configuration already did (see the module docstring)."""
-    identity = judge.identity(rubric)
+def _anchor_items(engine: Engine, anchor_set: str) -> tuple[AnchorSet, list[str]]:
+    """The anchor set and its interaction ids; LookupError naming it when it does not exist."""
     with session_scope(engine) as session:
         anchor = get_anchor_set(session=session, name=anchor_set)
         if anchor is None:
             raise LookupError(f"no anchor set {anchor_set!r}")
-        ids = anchor_interaction_ids(session=session, name=anchor_set)
+        return anchor, list(anchor_interaction_ids(session=session, name=anchor_set))
+
+
+async def ensure_anchor_verdicts(
+    engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric, force: bool = False
+) -> AnchorJudging:
+    """Re-judge the anchors with `judge` unless its configuration already did (see the module docstring).
+
+    `force`: re-judge every anchor anyway (the endpoint now serves something else under the same configuration).
+    """
+    identity = judge.identity(rubric)
+    anchor, ids = _anchor_items(engine, anchor_set)
     run = JudgingRun(
         engine,
         kind=RunKind.anchor,
@@ -117,7 +128,7 @@ async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judg
         lazy=True,  # a configuration that judged every anchor already leaves no run behind
     )
     with run:
-        missing = set(ids) - set(run.already_judged_ids(ids))
+        missing = set(ids) if force else set(ids) - set(run.already_judged_ids(ids))
         if not missing:
             logger.info("anchors %s: judge %s already judged all %d", anchor_set, identity.config_hash, len(ids))
             return AnchorJudging(anchor_set, identity.config_hash, len(ids), 0, None)
@@ -126,7 +137,7 @@ async def ensure_anchor_verdicts(engine: Engine, *, anchor_set: str, judge: Judg
         logger.info(
             "anchors %s: judge %s (%s) judges %d items", anchor_set, identity.name, identity.config_hash, len(rows)
         )
-        await run.judge_stored([(row.id, row.to_item()) for row in rows])
+        await run.judge_stored([(row.id, row.to_item()) for row in rows], force=missing if force else ())
     return AnchorJudging(anchor_set, identity.config_hash, len(ids), run.judged_now, run.run_id)
 
 
@@ -166,11 +177,7 @@ def compare_on_anchors(
     `new_config_hash` defaults to the configuration that judged the anchors last, `old_config_hash` to the one
     before it.
     """
-    with session_scope(engine) as session:
-        anchor = get_anchor_set(session=session, name=anchor_set)
-        if anchor is None:
-            raise LookupError(f"no anchor set {anchor_set!r}")
-        ids = anchor_interaction_ids(session=session, name=anchor_set)
+    anchor, ids = _anchor_items(engine, anchor_set)
     times = _anchor_verdict_times(engine, ids, anchor.rubric_name)
     if new_config_hash is None:
         if times.empty:
@@ -184,6 +191,42 @@ def compare_on_anchors(
     wide = frame.pivot_table(
         index=["interaction_id", "criterion"], columns="judge_config_hash", values="judge", aggfunc="first"
     )
+    return AnchorComparison(
+        anchor_set, new_config_hash, old, len(ids), _shifts(wide, old, new_config_hash, categories, n_boot)
+    )
+
+
+def anchor_scores(engine: Engine, *, anchor_set: str, judge_config_hash: str) -> pd.DataFrame:
+    """The anchors' current scores under one judge configuration: interaction_id, criterion, judge."""
+    anchor, ids = _anchor_items(engine, anchor_set)
+    frame = load_scores(
+        engine, rubric_name=anchor.rubric_name, judge_config_hash=judge_config_hash, interaction_ids=ids
+    )
+    return frame[["interaction_id", "criterion", "judge"]]
+
+
+def compare_before_after(
+    anchor_set: str,
+    before: pd.DataFrame,
+    after: pd.DataFrame,
+    *,
+    before_label: str,
+    after_label: str,
+    categories: Sequence[float] | None = None,
+    n_boot: int = 1000,
+) -> AnchorComparison:
+    """The same configuration's anchor scores before and after its endpoint changed (see `anchor_scores`)."""
+    both = pd.concat([before.assign(label=before_label), after.assign(label=after_label)])
+    wide = both.pivot_table(index=["interaction_id", "criterion"], columns="label", values="judge", aggfunc="first")
+    n_items = int(pd.concat([before["interaction_id"], after["interaction_id"]]).nunique())
+    shifts = _shifts(wide, before_label, after_label, categories, n_boot) if not wide.empty else []
+    return AnchorComparison(anchor_set, after_label, before_label, n_items, shifts)
+
+
+def _shifts(
+    wide: pd.DataFrame, old: str, new_config_hash: str, categories: Sequence[float] | None, n_boot: int
+) -> list[AnchorShift]:
+    """Per criterion: the `new_config_hash` column against the `old` one, item by item."""
     shifts = []
     for criterion, group in wide.groupby(level="criterion", sort=True):
         if old not in group or new_config_hash not in group:
@@ -204,4 +247,4 @@ def compare_on_anchors(
                 exact=exact_agreement(n, o),
             )
         )
-    return AnchorComparison(anchor_set, new_config_hash, old, len(ids), shifts)
+    return shifts

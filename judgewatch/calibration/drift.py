@@ -1,6 +1,8 @@
-"""Judge drift per tier and criterion: agreement and bias over daily and weekly windows, alerts, a webhook.
+"""Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, alerts, a webhook.
 
-The stated test, for each series (tier, criterion, window width) with enough labels: the latest window that
+A series lives within one release and tier: a new release's answers start a new series instead of reading as
+judge drift (traffic without a release is one series per tier). The stated test, for each series (release,
+tier, criterion, window width) with enough labels: the latest window that
 has labels is compared with the pooled windows before it (up to `reference_windows` of them) by
 `stats.drift_test`: a one-sided pooled two-proportion z-test that exact judge-human agreement fell, and a
 two-sided Welch t-test that the bias (judge - human) shifted. Bonferroni over both hypotheses and every series
@@ -14,10 +16,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any, Protocol
 
 import httpx
 import pandas as pd
 from sqlalchemy import Engine
+from sqlmodel import Session
 
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.score_frame import Series
@@ -25,6 +29,7 @@ from judgewatch.calibration.serialize import jsonable
 from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, drift_test, time_windows
 from judgewatch.storage.calibration import (
+    SERVED_MODEL_CHANGE,
     AlertState,
     DriftAlert,
     close_alerts,
@@ -64,6 +69,7 @@ class DriftResult:
     reference_start: datetime | None = None
     test: DriftTest | None = None
     skipped: str | None = None  # why it was not tested
+    release: str | None = None  # the release the series is within (None: traffic without a release)
 
 
 @dataclass
@@ -81,16 +87,35 @@ def _window_start(value: object) -> datetime:
     return pd.Timestamp(value).tz_localize("UTC").to_pydatetime()
 
 
+def release_of(frame: pd.DataFrame) -> pd.Series:
+    """Each row's release, "" for none (a groupby key: a missing release is a series of its own)."""
+    return frame["release"].fillna("").astype(str)
+
+
+def _series(sample: pd.DataFrame, result: DriftResult) -> pd.DataFrame:
+    keep = (
+        (sample["tier"] == result.tier)
+        & (sample["criterion"] == result.criterion)
+        & (release_of(sample) == (result.release or ""))
+    )
+    return sample[keep]
+
+
 def _prepare(frame: pd.DataFrame, window: str, cfg: DriftConfig) -> list[DriftResult]:
     """Windowed points and the (current, reference) split of every series; tests are run by the caller."""
     width = WINDOWS[window]
     sample = agreement_sample(frame)
     out = []
-    for (tier, criterion), group in sample.groupby(["tier", "criterion"], sort=True):
+    for (rel, tier, criterion), group in sample.groupby([release_of(sample), "tier", "criterion"], sort=True):
+        release = str(rel) or None
         starts = time_windows(group["at"].dt.to_pydatetime(), width)
         points = agreement_series(starts, group["judge"], group["human"])
         if len(points) < 2:
-            out.append(DriftResult(str(tier), str(criterion), window, points, skipped="fewer than two windows"))
+            out.append(
+                DriftResult(
+                    str(tier), str(criterion), window, points, skipped="fewer than two windows", release=release
+                )
+            )
             continue
         current = points[-1]
         cur_start = _window_start(current.window)
@@ -103,21 +128,31 @@ def _prepare(frame: pd.DataFrame, window: str, cfg: DriftConfig) -> list[DriftRe
                 f"too few labels (current {current.n} < {cfg.min_current} or reference {n_ref} < {cfg.min_reference})"
             )
         ref_start = _window_start(refs[0].window) if refs else cur_start
-        out.append(DriftResult(str(tier), str(criterion), window, points, cur_start, ref_start, skipped=skipped))
+        out.append(
+            DriftResult(
+                str(tier), str(criterion), window, points, cur_start, ref_start, skipped=skipped, release=release
+            )
+        )
     return out
 
 
 def _test(result: DriftResult, frame: pd.DataFrame, alpha: float) -> DriftResult:
     start, ref_start = result.current_start, result.reference_start
     assert start is not None and ref_start is not None
-    sample = agreement_sample(frame)
-    group = sample[(sample["tier"] == result.tier) & (sample["criterion"] == result.criterion)]
+    group = _series(agreement_sample(frame), result)
     at = group["at"]
     cur = (at >= start) & (at < start + WINDOWS[result.window])
     ref = (at >= ref_start) & (at < start)
     test = drift_test(group["judge"][ref], group["human"][ref], group["judge"][cur], group["human"][cur], alpha=alpha)
     return DriftResult(
-        result.tier, result.criterion, result.window, result.points, result.current_start, result.reference_start, test
+        result.tier,
+        result.criterion,
+        result.window,
+        result.points,
+        result.current_start,
+        result.reference_start,
+        test,
+        release=result.release,
     )
 
 
@@ -137,8 +172,9 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     assert t is not None and result.current_start is not None and result.reference_start is not None
     threshold = t.alpha / 2
     kinds = [k for k, p in (("agreement_drop", t.p_agreement_drop), ("bias_shift", t.p_bias_shift)) if p < threshold]
+    within = f" of release {result.release}" if result.release else ""
     message = (
-        f"judge drift on tier {result.tier}, {result.criterion} ({result.window} window from "
+        f"judge drift on tier {result.tier}{within}, {result.criterion} ({result.window} window from "
         f"{result.current_start:%Y-%m-%d}): agreement {t.agreement_ref.estimate:.2f} -> {t.agreement_cur.estimate:.2f} "
         f"(p={t.p_agreement_drop:.2g}), bias {t.bias_ref.estimate:+.2f} -> {t.bias_cur.estimate:+.2f} "
         f"(p={t.p_bias_shift:.2g}); judge {run.series.judge.name} {run.series.judge.config_hash[:12]}, "
@@ -146,17 +182,9 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
     clean = jsonable
     return DriftAlert(
-        id="",
-        judge_config_hash=run.series.judge.config_hash,
-        judge_name=run.series.judge.name,
-        rubric_name=run.series.rubric.name,
-        rubric_version=run.series.rubric.version,
-        tier=result.tier,
-        criterion=result.criterion,
-        window=result.window,
-        window_start=result.current_start,
-        window_end=result.current_start + WINDOWS[result.window],
-        reference_start=result.reference_start,
+        **series_fields(
+            run.series, result.tier, result.criterion, result.window, result.current_start, result.reference_start
+        ),
         kind="+".join(kinds),
         n_ref=t.agreement_ref.n,
         n_cur=t.agreement_cur.n,
@@ -169,7 +197,61 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
         alpha=threshold,
         test=TEST_TEXT.format(n=run.n_tests, alpha=family_alpha),
         message=message,
+        release=result.release,
     )
+
+
+def series_fields(
+    series: Series, tier: str, criterion: str, window: str, start: datetime, reference_start: datetime
+) -> dict[str, Any]:
+    """What every alert of one series and window carries: the judge and rubric, tier, criterion, the windows."""
+    return {
+        "id": "",
+        "judge_config_hash": series.judge.config_hash,
+        "judge_name": series.judge.name,
+        "rubric_name": series.rubric.name,
+        "rubric_version": series.rubric.version,
+        "tier": tier,
+        "criterion": criterion,
+        "window": window,
+        "window_start": start,
+        "window_end": start + WINDOWS[window],
+        "reference_start": reference_start,
+    }
+
+
+class TestedWindow(Protocol):
+    """A series' latest window that was tested: a drift result or a served-model score shift."""
+
+    @property
+    def tier(self) -> str: ...
+    @property
+    def criterion(self) -> str: ...
+    @property
+    def window(self) -> str: ...
+    @property
+    def release(self) -> str | None: ...
+    @property
+    def current_start(self) -> datetime | None: ...
+
+
+def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
+    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance.
+
+    `served_model`: the served-model-change alerts of the series (else its judge drift alerts)."""
+    start = tested.current_start
+    if start is None:
+        return 0
+    key = (series.judge.config_hash, series.rubric.version, tested.criterion, tested.window, tested.release)
+    stale = [
+        a.id
+        for a in get_alerts(session=session, state=AlertState.open.value, tier=tested.tier)
+        if (a.judge_config_hash, a.rubric_version, a.criterion, a.window, a.release) == key
+        and (a.kind == SERVED_MODEL_CHANGE) == served_model
+        and a.window_start < start
+    ]
+    note = f"the {tested.window} window from {start:%Y-%m-%d} tested within chance"
+    return close_alerts(session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note)
 
 
 def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -> DriftRun:
@@ -184,18 +266,7 @@ def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -
                 if created:
                     run.new_alert_ids.append(alert.id)
                 continue
-            stale = [
-                a.id
-                for a in get_alerts(session=session, state=AlertState.open.value, tier=result.tier)
-                if (a.judge_config_hash, a.rubric_version, a.criterion, a.window)
-                == (run.series.judge.config_hash, run.series.rubric.version, result.criterion, result.window)
-                and result.current_start is not None
-                and a.window_start < result.current_start
-            ]
-            note = f"the {result.window} window from {result.current_start:%Y-%m-%d} tested within chance"
-            run.resolved += close_alerts(
-                session=session, ids=stale, state=AlertState.resolved, by="calibration", note=note
-            )
+            run.resolved += resolve_stale(session, run.series, result, served_model=False)
     if run.new_alert_ids:
         logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
     return run

@@ -48,6 +48,7 @@ def read_store(engine: Engine, labels: LabelCounter) -> StoreReading:
             labels=labels.rows(),
             snapshots=queries.latest_tier_snapshots(session=session),
             drift=queries.open_drift_alerts(session=session),
+            model_change=queries.open_model_change_alerts(session=session),
             gates=queries.gate_decisions(session=session),
             successes=queries.last_successes(session=session),
             gate_success=queries.last_gate_evaluated(session=session),

@@ -51,6 +51,7 @@ class StoreReading:
     labels: list[Count] = field(default_factory=list)
     snapshots: list[CalibrationSnapshot] = field(default_factory=list)
     drift: list[Count] = field(default_factory=list)
+    model_change: list[Count] = field(default_factory=list)
     gates: list[Count] = field(default_factory=list)
     successes: list[Count] = field(default_factory=list)
     gate_success: float | None = None
@@ -74,6 +75,10 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     for row in reading.drift:
         drift.add_metric(list(row.labels), row.value)
     yield drift
+    model_change = _gauge(names.SERVED_MODEL_CHANGE)
+    for row in reading.model_change:
+        model_change.add_metric(list(row.labels), row.value)
+    yield model_change
     gates = _counter(names.GATE)
     by_code = {row.labels[0]: row.value for row in reading.gates}
     for code in sorted(set(GATE_EXIT_CODES) | set(by_code)):

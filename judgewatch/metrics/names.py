@@ -36,7 +36,7 @@ VERDICTS = MetricSpec(
     ("judge", "rubric", "tier", "source", "status"),
     "Verdicts written, by the values they were written with. A re-judge (the same item, rubric and judge "
     "configuration judged again) is a new write and adds 1 under its new status; nothing is ever subtracted, "
-    "so rate() counts judging work. source is the interaction's origin (traffic, regression, golden, file, "
+    "so rate() counts judging work. source is the interaction's origin (traffic, regression, pairwise, golden, file, "
     "other); tier 'none' when the interaction has none. For how many verdicts stand now, see "
     "judgewatch_verdicts_current.",
 )
@@ -109,6 +109,13 @@ DRIFT = MetricSpec(
     "Open judge drift alerts; test is what fired (agreement_drop, bias_shift or both). Acknowledge or resolve "
     "them in the calibration flow's alert list.",
 )
+SERVED_MODEL_CHANGE = MetricSpec(
+    "judgewatch_served_model_change_alerts_open",
+    "gauge",
+    ("tier", "criterion", "release"),
+    "Open served-model change alerts: a tier's mean judge score moved within a release while the judge was stable "
+    "on the anchor set (the answers changed, not the judge). Separate from judge drift.",
+)
 GATE = MetricSpec(
     "judgewatch_gate_decisions",
     "counter",
@@ -155,6 +162,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     AGREEMENT,
     TIER_SCORE,
     DRIFT,
+    SERVED_MODEL_CHANGE,
     GATE,
     LAST_SUCCESS,
     TRUST_AUROC,

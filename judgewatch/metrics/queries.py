@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import case, func, literal, select
 from sqlmodel import Session
 
-from judgewatch.storage.calibration import AlertState, CalibrationSnapshot, DriftAlert
+from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, AlertState, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import GateDecision
@@ -92,14 +92,25 @@ def latest_tier_snapshots(*, session: Session) -> list[CalibrationSnapshot]:
 
 
 def open_drift_alerts(*, session: Session) -> list[Count]:
-    """Open drift alerts per tier, criterion and test kind (agreement drop, bias shift)."""
+    """Open judge drift alerts per tier, criterion and test kind (agreement drop, bias shift)."""
     a = table(DriftAlert).c
     query = (
         select(a.tier, a.criterion, a.kind, func.count())
-        .where(a.state == AlertState.open.value)
+        .where(a.state == AlertState.open.value, a.kind != SERVED_MODEL_CHANGE)
         .group_by(a.tier, a.criterion, a.kind)
     )
     return [Count((tier, criterion, kind), float(n)) for tier, criterion, kind, n in session.execute(query)]
+
+
+def open_model_change_alerts(*, session: Session) -> list[Count]:
+    """Open served-model change alerts per tier, criterion and release ("" for traffic without one)."""
+    a = table(DriftAlert).c
+    query = (
+        select(a.tier, a.criterion, a.release, func.count())
+        .where(a.state == AlertState.open.value, a.kind == SERVED_MODEL_CHANGE)
+        .group_by(a.tier, a.criterion, a.release)
+    )
+    return [Count((tier, criterion, release or ""), float(n)) for tier, criterion, release, n in session.execute(query)]
 
 
 def gate_decisions(*, session: Session) -> list[Count]:

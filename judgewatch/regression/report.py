@@ -16,6 +16,8 @@ from typing import Any
 
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation
+from judgewatch.regression.tier_preference import PreferenceRow
+from judgewatch.stats import Estimate
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +73,10 @@ class RegressionReport:
     gaps: list[Comparison] = field(default_factory=list)
     flow_run_id: str | None = None
     gap_margin: float | None = None  # None: the tier gap is reported, not gated
+    pairwise_judge: JudgeIdentity | None = None  # the judge of the tier preference on the same items
+    pairwise_trust: str | None = None  # that judge's measured trust under the pairwise rubric (one line)
+    preferences: list[PreferenceRow] = field(default_factory=list)
+    preference_note: str | None = None  # why the tier preference is missing, when it is
 
 
 def _num(value: float | None, spec: str = ".2f") -> str:
@@ -192,6 +198,42 @@ def _tier_lines(section: TierSection, margin: float) -> list[str]:
     return lines
 
 
+def _share(e: Estimate, spec: str = ".0%") -> str:
+    return f"{_num(e.estimate, spec)} [{_num(e.low, spec)}, {_num(e.high, spec)}]"
+
+
+def _preference_lines(report: RegressionReport) -> list[str]:
+    """The tier preference on the same items: worse / tied / better shares, net preference, sign test."""
+    if not report.preferences:
+        note = report.preference_note
+        return ["## Tier preference on the same items", "", note, ""] if note else []
+    first = report.preferences[0]
+    judge = report.pairwise_judge
+    lines = [
+        f"## Tier preference on the same items: {first.candidate} vs {first.reference}",
+        "",
+        f"Pairwise judge {judge.kind}:{judge.name} (config {judge.config_hash}) on every golden item both tiers "
+        "answered, asked in both orders; orders that disagree count as a tie. Shares of the scored pairs with "
+        f"{report.level:.0%} Wilson intervals; net = better - worse; p: two-sided sign test on the non-tied pairs."
+        if judge is not None
+        else "",
+        "",
+        f"Pairwise judge trust: {report.pairwise_trust or 'unmeasured: no trust record under the pairwise rubric'}",
+        "",
+        f"| golden set | criterion | pairs | {first.candidate} worse | tied | {first.candidate} better "
+        "| net [95% CI] | p (sign test) | unscored |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report.preferences:
+        s = row.shares
+        lines.append(
+            f"| {row.dataset} | {row.criterion} | {row.pairs} | {_share(s.worse)} ({s.worse.n}) "
+            f"| {_share(s.tied)} ({s.tied.n}) | {_share(s.better)} ({s.better.n}) | {_share(s.net, '+.2f')} "
+            f"| {_num(s.p_value, '.3g')} | {row.unscored} |"
+        )
+    return [*lines, ""]
+
+
 def render_markdown(report: RegressionReport) -> str:
     lines = _header(report)
     for section in report.tiers:
@@ -202,6 +244,7 @@ def render_markdown(report: RegressionReport) -> str:
         gated = report.gap_margin is not None
         gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
         lines += [*_comparison_rows(report.gaps, gap_margin, gated=gated), ""]
+    lines += _preference_lines(report)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -226,7 +269,7 @@ def to_json(report: RegressionReport) -> dict[str, Any]:
         raw["evaluation"]["unscored_share"] = section.evaluation.unscored_share
         for worst, raw_worst in zip(section.worst, raw["worst"], strict=True):
             raw_worst["delta"] = worst.delta
-    for name in ("judge", "rubric"):
+    for name in ("judge", "rubric", "pairwise_judge"):
         model = getattr(report, name)
         data[name] = model.model_dump() if model is not None else None
     result: dict[str, Any] = _clean(data)

@@ -40,8 +40,15 @@ def drift_alert_id(
     criterion: str,
     window: str,
     start: datetime,
+    *extra: str,
 ) -> str:
-    return stable_id("drift_alert", judge_config_hash, rubric_name, rubric_version, tier, criterion, window, start)
+    """`extra`: what else separates series (a release, the served-model-change family); none for older alerts."""
+    return stable_id(
+        "drift_alert", judge_config_hash, rubric_name, rubric_version, tier, criterion, window, start, *extra
+    )
+
+
+SERVED_MODEL_CHANGE = "served_model_change"  # DriftAlert.kind of a served-model change, not judge drift
 
 
 class DriftAlert(SQLModel, table=True):
@@ -58,7 +65,7 @@ class DriftAlert(SQLModel, table=True):
     window_start: datetime = Field(sa_type=UTCDateTime)
     window_end: datetime = Field(sa_type=UTCDateTime)
     reference_start: datetime = Field(sa_type=UTCDateTime)  # the reference is [reference_start, window_start)
-    kind: str  # "agreement_drop", "bias_shift" or "agreement_drop+bias_shift"
+    kind: str  # "agreement_drop", "bias_shift" or "agreement_drop+bias_shift"; or SERVED_MODEL_CHANGE
     state: str = Field(default=AlertState.open.value, index=True)
     n_ref: int
     n_cur: int
@@ -78,6 +85,12 @@ class DriftAlert(SQLModel, table=True):
     resolution: str | None = None
     webhook_status: str | None = None  # None: no webhook configured; "posted: HTTP 200" or "failed: ..."
     webhook_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    # m012: the release the series is within (None: traffic without a release, or an older alert) and, for a
+    # served-model change, the judge's mean score before and in the window with the test's p-value.
+    release: str | None = Field(default=None, index=True)
+    score_ref: float | None = None
+    score_cur: float | None = None
+    p_score_shift: float | None = None
 
 
 class AnchorSet(SQLModel, table=True):
@@ -132,6 +145,8 @@ def upsert_alert(*, session: Session, alert: DriftAlert) -> tuple[DriftAlert, bo
         alert.criterion,
         alert.window,
         alert.window_start,
+        *([f"release={alert.release}"] if alert.release is not None else []),
+        *([SERVED_MODEL_CHANGE] if alert.kind == SERVED_MODEL_CHANGE else []),
     )
     existing = session.get(DriftAlert, alert.id, populate_existing=True)
     if existing is None:

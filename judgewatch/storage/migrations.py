@@ -142,6 +142,13 @@ def m013_verdict_counts(conn: Connection) -> None:
     logger.info("m013: %d verdict count rows backfilled", groups)
 
 
+def m014_drift_alert_release(conn: Connection) -> None:
+    """Drift alerts per release (a new release starts a new series) and served-model-change alerts' numbers."""
+    for column in ("release", "score_ref", "score_cur", "p_score_shift"):
+        add_column(conn, DriftAlert, column)
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_drift_alert_release ON drift_alert (release)"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -156,6 +163,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m011_verdict_superseded_by,
     m012_verdict_trimmed,
     m013_verdict_counts,
+    m014_drift_alert_release,
 )
 
 

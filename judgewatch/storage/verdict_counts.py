@@ -36,6 +36,7 @@ LATENCY_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 SOURCE_KINDS: tuple[tuple[str, str], ...] = (
     ("traffic:", "traffic"),
     ("release:", "regression"),
+    ("pairwise:", "pairwise"),  # a release's tier-vs-tier pairs (judgewatch.regression.tier_preference)
     ("golden:", "golden"),
     ("file:", "file"),
 )

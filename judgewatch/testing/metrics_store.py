@@ -107,6 +107,7 @@ def seed_store(engine: Engine, *, verdicts: int, batch: int = 50_000) -> None:
         logger.info("seeded %d/%d verdicts", stop, verdicts)
     _insert(engine, GateDecision, [_gate(k, now) for k in range(3)])
     _insert(engine, DriftAlert, [_alert(now)])
+    _insert(engine, DriftAlert, [_model_change_alert(now)])
     _insert(engine, CalibrationSnapshot, [_snapshot(now)])
     _insert(engine, TrustRecord, [_trust(now)])
     with Session(engine) as session:
@@ -214,6 +215,14 @@ def _alert(now: Any) -> dict[str, Any]:
         "kind": "agreement_drop", "state": "open", "n_ref": 100, "n_cur": 40, "alpha": 0.01,
         "test": "one-sided permutation test of weighted kappa", "message": "agreement dropped",
         "created_at": now, "updated_at": now,
+    }  # fmt: skip
+
+
+def _model_change_alert(now: Any) -> dict[str, Any]:
+    """A served-model change on the full tier of release r7: exported apart from judge drift."""
+    return {
+        **_alert(now), "id": "alert-2", "tier": "full", "kind": "served_model_change", "release": "r7",
+        "score_ref": 4.1, "score_cur": 3.6, "p_score_shift": 1e-5, "message": "scores moved, judge stable",
     }  # fmt: skip
 
 

@@ -4,7 +4,10 @@ Two tiers serve different request mixes (the quantized tier gets more code and l
 harder); every interaction has a true integer quality 1-5. The judge's bias differs by tier and request type.
 Traffic is sampled per (tier, route) stratum at unequal rates; scored verdicts are routed to people at 10%
 uniformly plus targeted routing of borderline verdicts (judge score 3); a share of routed items gets a second
-label; reviewers err by one point (never past the scale, so a label's expectation is the true quality).
+label; reviewers err by one point, never past the scale: at 1 and 5 they can only err inwards, so a label's
+expectation is the true quality moved by half the error rate towards the middle there. The estimand is the mean
+*human* score, so the truth each interval is checked against is the population mean of that expectation
+(`expected_label`), not of the latent quality (which no estimator built on these labels could reach).
 
 Per replication a fresh population is drawn and, for each tier's traffic mean and for the tier gap
 (unadjusted and adjusted to the pooled request mix), four intervals are checked against the truth:
@@ -96,7 +99,13 @@ def _population(rng: np.random.Generator, d: Design) -> dict[str, np.ndarray]:
 def _label(rng: np.random.Generator, truth: np.ndarray, d: Design) -> np.ndarray:
     step = rng.choice([-1.0, 1.0], truth.size) * (rng.random(truth.size) < d.reviewer_error)
     label = truth + step
-    return np.where((label < 1) | (label > 5), truth, label)  # never off the scale: E[label] = truth
+    return np.where((label < 1) | (label > 5), truth, label)  # never off the scale
+
+
+def expected_label(truth: np.ndarray, d: Design) -> np.ndarray:
+    """E[label | true quality] under `_label`: the quality, moved inwards by error/2 at the scale's ends."""
+    half = d.reviewer_error / 2.0
+    return truth + half * (truth == 1) - half * (truth == 5)
 
 
 def _sample(rng: np.random.Generator, pop: dict[str, np.ndarray], d: Design) -> pd.DataFrame:
@@ -149,7 +158,8 @@ def replicate(rng: np.random.Generator, d: Design, out: Outcome) -> None:
     sample = _sample(rng, pop, d)
     z = z_value(0.95)
     by = {t: sample[sample["tier"] == t] for t in TIERS}
-    truth = {t: float(pop["truth"][pop["tier"] == k].mean()) for k, t in enumerate(TIERS)}
+    human = expected_label(pop["truth"], d)
+    truth = {t: float(human[pop["tier"] == k].mean()) for k, t in enumerate(TIERS)}
     est, hum, naive, pooled = {}, {}, {}, {}
     for k, t in enumerate(TIERS):
         s = by[t]
@@ -181,7 +191,7 @@ def replicate(rng: np.random.Generator, d: Design, out: Outcome) -> None:
 
 def _adjusted(pop: dict[str, np.ndarray], a: pd.DataFrame, b: pd.DataFrame, d: Design, out: Outcome) -> None:
     """The gap adjusted to the pooled mix of both tiers' traffic; truth from the population's own cells."""
-    cell, tier, truth_i = pop["cell"], pop["tier"], pop["truth"]
+    cell, tier, truth_i = pop["cell"], pop["tier"], expected_label(pop["truth"], d)
     mean = [np.bincount(cell[tier == k], truth_i[tier == k], 8) / np.bincount(cell[tier == k], None, 8) for k in (0, 1)]
     share = np.bincount(cell, None, 8) / cell.size
     truth = float(share @ (mean[1] - mean[0]))

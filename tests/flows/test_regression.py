@@ -119,6 +119,20 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
     assert data["gate"]["exit_code"] == 1 and data["tiers"][1]["evaluation"]["baseline_release"] == "r1"
     assert data["tiers"][1]["worst"][0]["delta"] < 0
 
+    # The same golden items judged pairwise in both orders: quantized's known-bad answers lose to full's.
+    assert "## Tier preference on the same items: quantized vs full" in report
+    assert "Pairwise judge trust: " in report  # the judge the preference rests on, and what it measured
+    (pref,) = data["preferences"]
+    shares = pref["shares"]
+    assert (pref["candidate"], pref["reference"], pref["dataset"], pref["pairs"]) == ("quantized", "full", SET, 40)
+    assert data["pairwise_judge"]["name"] == "reference-overlap" and pref["unscored"] == 0
+    assert pref["estimand"] == "tier_preference_same_items"
+    assert shares["worse"]["n"] >= 15 and shares["better"]["n"] == 0 and shares["p_value"] < 0.001
+    assert shares["worse"]["low"] < shares["worse"]["estimate"] < shares["worse"]["high"]
+    assert shares["net"]["high"] < 0
+    same_data = json.loads(read(same["report_json"]))["preferences"][0]["shares"]
+    assert same_data["tied"]["n"] == 40 and same_data["p_value"] is None  # identical answers: every pair tied
+
 
 async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
     db: str, tmp_path: Path, answer_files: Files
@@ -129,7 +143,8 @@ async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
         verdict_ids = set(conn.execute(text("SELECT id FROM verdict")).scalars())
     again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
     assert row_counts(db) == before
-    assert before["interaction"] == 80 and before["verdict"] == 80 and before["gate_decision"] == 1
+    # 40 golden items x 2 tiers, plus the 40 quantized-vs-full pairs and their pairwise verdicts
+    assert before["interaction"] == 120 and before["verdict"] == 120 and before["gate_decision"] == 1
     with make_engine(db).connect() as conn:
         assert set(conn.execute(text("SELECT id FROM verdict")).scalars()) == verdict_ids
         counts = [json.loads(c) for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
@@ -142,10 +157,11 @@ async def test_a_changed_recorded_answer_is_stored_and_judged_again(
 ) -> None:
     await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
-    assert row_counts(db)["verdict"] == 80
+    assert row_counts(db)["verdict"] == 120
     with make_engine(db).connect() as conn:
         judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
-    assert sorted(judged_now) == [0, 20]  # full unchanged; half of quantized replaced by bad answers
+    # full unchanged; half of quantized replaced by bad answers, and so the pairs holding those answers
+    assert sorted(judged_now) == [0, 20, 20]
 
 
 # --- live tiers -------------------------------------------------------------------------------------------

@@ -182,4 +182,4 @@ def test_triggered_deployment_stores_the_run_and_gates_like_the_cli(stack: dict[
         ("r2", "full", None),
         ("r2", "quantized", None),
     ]
-    assert verdicts == 4 * len(items)
+    assert verdicts == 6 * len(items)  # per release: each tier's verdicts and the quantized-vs-full pairs'

@@ -82,6 +82,9 @@ def test_a_scrape_exports_the_stored_verdicts_queue_calibration_gates_and_trust(
     assert total(samples, "judgewatch_tier_score", tier="full", kind="corrected") == pytest.approx(3.3)
     assert total(samples, "judgewatch_agreement", tier="quantized", measure="weighted_kappa") == pytest.approx(0.6)
     assert total(samples, "judgewatch_drift_alerts_open", tier="quantized", test="agreement_drop") == 1
+    # a served-model change is its own family, never counted as judge drift
+    assert total(samples, "judgewatch_drift_alerts_open") == 1
+    assert total(samples, "judgewatch_served_model_change_alerts_open", tier="full", release="r7") == 1
     assert {dict(ls)["exit_code"]: v for (n, ls), v in samples.items() if n == "judgewatch_gate_decisions_total"} == {
         "0": 1, "1": 1, "2": 1
     }  # fmt: skip

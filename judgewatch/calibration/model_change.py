@@ -1,0 +1,193 @@
+"""Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not.
+
+Judge drift is measured where the answers cannot change (the anchor set, the human labels: `drift.py`). Here
+the question is the other one: did the *answers* change? Per series (release, tier, criterion, window width)
+of sampled traffic, the latest window's mean judge score is compared with the pooled earlier windows of the
+same release (a new release is a known change: it starts a new series) by a two-sided Welch t-test,
+Bonferroni over every series tested in the run (family-wise alpha). A moving score is reported as a
+served-model change only when the judge is stable: its latest anchor comparison (a new configuration or a
+new endpoint fingerprint re-judged the anchors) shows no shift whose interval excludes 0. When the judge
+moved on the anchors the movement is the judge's, and no served-model alert is raised. Alerts are stored as
+`DriftAlert` rows of kind `served_model_change`, apart from judge drift, and exported as their own metric.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pandas as pd
+from scipy import stats
+from sqlalchemy import Engine
+
+from judgewatch.calibration.anchors import AnchorComparison
+from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resolve_stale, series_fields
+from judgewatch.calibration.estimands import split_populations
+from judgewatch.calibration.score_frame import Series
+from judgewatch.stats import time_windows
+from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, DriftAlert, upsert_alert
+from judgewatch.storage.db import session_scope
+
+logger = logging.getLogger(__name__)
+
+TEST_TEXT = (
+    "mean judge score of the latest window vs the pooled earlier windows of the same release and tier: "
+    "two-sided Welch t-test, Bonferroni over the {n} series tested, family-wise alpha {alpha:g} per run; "
+    "raised only while the judge is stable on the anchor set"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeStability:
+    """Is the judge the same as before, measured on the anchors? `why` says what the answer rests on."""
+
+    stable: bool
+    why: str
+
+
+def judge_stability(comparison: AnchorComparison | None) -> JudgeStability:
+    """Stable unless the latest anchor comparison shows a mean shift whose interval excludes 0."""
+    if comparison is None:
+        return JudgeStability(True, "no other judge configuration or endpoint has judged the anchors")
+    moved = [s for s in comparison.criteria if s.mean_shift.low > 0 or s.mean_shift.high < 0]
+    if moved:
+        shifts = ", ".join(f"{s.criterion} {s.mean_shift.estimate:+.2f}" for s in moved)
+        return JudgeStability(False, f"the judge moved on {comparison.n_items} anchors ({shifts})")
+    return JudgeStability(True, f"the judge is stable on {comparison.n_items} anchors")
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreShift:
+    """One series' latest window against its earlier windows of the same release."""
+
+    release: str | None
+    tier: str
+    criterion: str
+    window: str
+    current_start: datetime
+    reference_start: datetime
+    n_ref: int
+    n_cur: int
+    mean_ref: float
+    mean_cur: float
+    p_value: float
+
+
+@dataclass
+class ModelChangeRun:
+    series: Series
+    stability: JudgeStability
+    tested: list[ScoreShift]
+    alpha_per_test: float
+    alerts: list[DriftAlert] = field(default_factory=list)
+    new_alert_ids: list[str] = field(default_factory=list)
+    resolved: int = 0
+
+    @property
+    def moving(self) -> list[ScoreShift]:
+        return [t for t in self.tested if t.p_value < self.alpha_per_test]
+
+
+def _start(value: object) -> datetime:
+    return pd.Timestamp(value).tz_localize("UTC").to_pydatetime()
+
+
+def _shifts(traffic: pd.DataFrame, window: str, cfg: DriftConfig) -> list[ScoreShift]:
+    width = WINDOWS[window]
+    out = []
+    keys = [release_of(traffic), "tier", "criterion"]
+    for (release, tier, criterion), group in traffic.groupby(keys, sort=True):
+        starts = pd.Series(time_windows(group["at"].dt.to_pydatetime(), width), index=group.index)
+        ordered = sorted(starts.unique())
+        if len(ordered) < 2:
+            continue
+        current = ordered[-1]
+        first_ref = _start(current) - cfg.reference_windows[window] * width
+        refs = [w for w in ordered[:-1] if _start(w) >= first_ref]
+        cur = group.loc[starts == current, "judge"].to_numpy(dtype=float)
+        ref = group.loc[starts.isin(refs), "judge"].to_numpy(dtype=float)
+        if cur.size < cfg.min_current or ref.size < cfg.min_reference:
+            continue
+        p = float(stats.ttest_ind(cur, ref, equal_var=False).pvalue)
+        if not math.isfinite(p):  # both windows constant: equal means cannot be told apart from none
+            p = 1.0 if cur.mean() == ref.mean() else 0.0
+        out.append(
+            ScoreShift(
+                str(release) or None,
+                str(tier),
+                str(criterion),
+                window,
+                _start(current),
+                _start(refs[0]) if refs else _start(current),
+                int(ref.size),
+                int(cur.size),
+                float(ref.mean()),
+                float(cur.mean()),
+                p,
+            )
+        )
+    return out
+
+
+def detect(
+    frame: pd.DataFrame,
+    series: Series,
+    stability: JudgeStability,
+    *,
+    config: DriftConfig | None = None,
+    family_alpha: float = 0.05,
+) -> ModelChangeRun:
+    """Test every traffic series of `frame` (one judge configuration and rubric version); see the docstring."""
+    cfg = config or DriftConfig()
+    traffic = frame[split_populations(frame) == "traffic"] if not frame.empty else frame
+    tested = [s for window in WINDOWS for s in _shifts(traffic, window, cfg)] if not traffic.empty else []
+    alpha = family_alpha / max(len(tested), 1)
+    return ModelChangeRun(series, stability, tested, alpha)
+
+
+def _alert(shift: ScoreShift, run: ModelChangeRun, family_alpha: float) -> DriftAlert:
+    within = f" of release {shift.release}" if shift.release else ""
+    message = (
+        f"served-model change on tier {shift.tier}{within}, {shift.criterion} ({shift.window} window from "
+        f"{shift.current_start:%Y-%m-%d}): mean judge score {shift.mean_ref:.2f} -> {shift.mean_cur:.2f} "
+        f"(p={shift.p_value:.2g}, n {shift.n_ref} -> {shift.n_cur}) while {run.stability.why}; judge "
+        f"{run.series.judge.name} {run.series.judge.config_hash[:12]}"
+    )
+    return DriftAlert(
+        **series_fields(
+            run.series, shift.tier, shift.criterion, shift.window, shift.current_start, shift.reference_start
+        ),
+        kind=SERVED_MODEL_CHANGE,
+        n_ref=shift.n_ref,
+        n_cur=shift.n_cur,
+        alpha=run.alpha_per_test,
+        test=TEST_TEXT.format(n=len(run.tested), alpha=family_alpha),
+        message=message,
+        release=shift.release,
+        score_ref=shift.mean_ref,
+        score_cur=shift.mean_cur,
+        p_score_shift=shift.p_value,
+    )
+
+
+def store_alerts(engine: Engine, run: ModelChangeRun, *, family_alpha: float = 0.05) -> ModelChangeRun:
+    """Store an alert per moving series (only while the judge is stable); resolve those now within chance."""
+    moving = {id(s) for s in run.moving}
+    with session_scope(engine, write=True) as session:
+        for shift in run.tested:
+            if id(shift) in moving and run.stability.stable:
+                alert, created = upsert_alert(session=session, alert=_alert(shift, run, family_alpha))
+                run.alerts.append(alert)
+                if created:
+                    run.new_alert_ids.append(alert.id)
+                continue
+            if id(shift) in moving:
+                continue  # the judge moved: the score's movement is not evidence about the served model
+            run.resolved += resolve_stale(session, run.series, shift, served_model=True)
+    if run.moving and not run.stability.stable:
+        logger.warning("%d tier score(s) moved, but %s: not a served-model change", len(run.moving), run.stability.why)
+    if run.new_alert_ids:
+        logger.warning("%d new served-model change alert(s)", len(run.new_alert_ids))
+    return run

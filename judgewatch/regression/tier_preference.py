@@ -1,0 +1,196 @@
+"""Tier gap on the same items: the pairwise judge compares two tiers' answers to every golden item of a release.
+
+Each pair (candidate tier's answer, reference tier's answer, e.g. quantized vs full) is asked in both orders;
+the orders agreeing give the winner, disagreeing ones a tie (`judgewatch.trust.pairwise`). The pair is an
+interaction of its own, source `pairwise:<release>/<candidate>~<reference>/<dataset>` (neither traffic nor a
+tier's golden answers, so it enters no pointwise estimate), and its verdict is stored through the judging
+pipeline under the pairwise rubric with one score per criterion: -1 candidate worse, 0 tied, +1 candidate
+better. Per release and golden set the report gives the worse / tied / better shares with intervals and the
+sign test (`stats.preference`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlmodel import Session
+
+from judges.base import Judge
+from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
+from judgewatch.stats.preference import PreferenceShares, preference_shares
+from judgewatch.storage.db import table
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.verdicts import VerdictRecord, is_current
+from judgewatch.trust.pairwise import compare_pairs
+
+logger = logging.getLogger(__name__)
+
+PREFERENCE = "tier_preference_same_items"  # the estimand: shares of a release's golden items, candidate vs reference
+SCORE = {"first": 1, "tie": 0, "second": -1}  # the candidate's answer is always shown first in the forward order
+OUTCOME = {-1: "worse", 0: "tied", 1: "better"}
+
+
+def pair_source(release: str, candidate: str, reference: str, dataset: str) -> str:
+    """The interaction source of one release's candidate-vs-reference pairs on one golden set."""
+    return f"pairwise:{release}/{candidate}~{reference}/{dataset}"
+
+
+def answers_hash(candidate_answer: str, reference_answer: str) -> str:
+    return hashlib.sha256(f"{candidate_answer}\x00{reference_answer}".encode()).hexdigest()[:16]
+
+
+def pairwise_counterpart(judge: Judge) -> PairwiseJudge | None:
+    """The pairwise judge of the same configuration as a pointwise one (a chain: its first link); None if none."""
+    links = getattr(judge, "links", None)
+    if links:
+        judge = links[0]
+    if judge.kind == "reference":
+        return ReferencePairwiseJudge()
+    endpoint = getattr(judge, "endpoint", None)
+    return OpenAIPairwiseJudge(endpoint) if endpoint is not None else None
+
+
+def pair_interactions(
+    release: str, dataset: str, candidate: Sequence[Interaction], reference: Sequence[Interaction]
+) -> list[Interaction]:
+    """One pair interaction per golden item both tiers answered: question and references from the item, the
+    candidate's answer as `answer`, the reference tier's answer and both answers' hash in `meta`."""
+    ref_by_id = {r.source_id: r for r in reference}
+    rows = []
+    for cand in candidate:
+        ref = ref_by_id.get(cand.source_id)
+        if ref is None:
+            continue
+        row = Interaction.from_item(cand.to_item(), source=pair_source(release, str(cand.tier), str(ref.tier), dataset))
+        row.release = release
+        row.meta = {
+            "dataset": dataset,
+            "candidate_tier": cand.tier,
+            "reference_tier": ref.tier,
+            "candidate_interaction": cand.id,
+            "reference_interaction": ref.id,
+            "second_answer": ref.answer,
+            "answers_hash": answers_hash(cand.answer, ref.answer),
+        }
+        rows.append(row)
+    return rows
+
+
+class TierPairJudge:
+    """A pairwise judge asked in both orders, as a `Judge`: the item's answer is the candidate's, the second
+    answer is looked up by item id. Its verdict scores each criterion -1 / 0 / +1 (see the module docstring)."""
+
+    def __init__(self, pairwise: PairwiseJudge, second_answers: dict[str, str]) -> None:
+        self.inner, self.second_answers = pairwise, second_answers
+        self.kind = pairwise.kind
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return self.inner.identity(rubric)
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        identity = self.identity(rubric)
+        second = self.second_answers.get(item.id)
+        if second is None:
+            detail = f"no second answer for item {item.id!r}"
+            return Verdict.unscored(
+                item.id, UnscoredReason.judge_error, judge=identity, rubric=rubric.identity, detail=detail
+            )
+        (outcome,) = await compare_pairs(self.inner, rubric, [(item, item.answer, second)])
+        latency = outcome.forward.latency_ms + (outcome.backward.latency_ms if outcome.backward else 0.0)
+        if outcome.winner is None:
+            failed = next(c for c in (outcome.forward, outcome.backward) if c is not None and c.winner is None)
+            return Verdict.unscored(
+                item.id,
+                failed.unscored_reason or UnscoredReason.judge_error,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=failed.detail,
+                latency_ms=latency,
+                attempts=2,
+            )
+        score = SCORE[outcome.winner]
+        backward = outcome.backward.winner if outcome.backward else None
+        orders = f"candidate shown first: {outcome.forward.winner}; shown second: {backward}"
+        agree = "" if outcome.consistent is not False else " (the orders disagree: a tie)"
+        reason = f"{OUTCOME[score]}{agree}; {orders}; {outcome.forward.reason}"
+        return Verdict(
+            item_id=item.id,
+            status=VerdictStatus.scored,
+            scores={c.name: score for c in rubric.criteria},
+            overall=float(score),
+            reason=reason[:500],
+            judge=identity,
+            rubric=rubric.identity,
+            latency_ms=latency,
+            attempts=2,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferenceRow:
+    """One release's candidate-vs-reference preference on one golden set ("all" for every set) and criterion."""
+
+    release: str
+    candidate: str
+    reference: str
+    dataset: str
+    criterion: str
+    pairs: int  # golden items both tiers answered
+    unscored: int  # pairs with no usable verdict (an order unscored, or not judged)
+    shares: PreferenceShares
+    estimand: str = PREFERENCE
+
+
+def read_preferences(
+    *,
+    session: Session,
+    release: str,
+    candidate: str,
+    reference: str,
+    datasets: Sequence[str],
+    rubric: Rubric,
+    judge_config_hash: str,
+    level: float = 0.95,
+) -> list[PreferenceRow]:
+    """Per golden set and criterion, then over every set: the stored pairwise verdicts counted and tested."""
+    i, v = table(Interaction).c, table(VerdictRecord).c
+    totals: dict[str, list[int]] = {c.name: [0, 0, 0, 0, 0] for c in rubric.criteria}  # worse tied better pairs uns.
+    rows: list[PreferenceRow] = []
+    for dataset in datasets:
+        source = pair_source(release, candidate, reference, dataset)
+        pairs = session.execute(select(i.id).where(i.source == source)).scalars().all()
+        query = select(v.status, v.scores).where(
+            v.interaction_id.in_(pairs),
+            v.rubric_hash == rubric.content_hash,
+            v.judge_config_hash == judge_config_hash,
+            is_current(),
+        )
+        verdicts = session.execute(query).all() if pairs else []
+        for criterion in rubric.criteria:
+            counts = [0, 0, 0]
+            for status, scores in verdicts:
+                score = scores.get(criterion.name) if status == VerdictStatus.scored.value else None
+                if score in (-1, 0, 1):
+                    counts[score + 1] += 1
+            unscored = len(pairs) - sum(counts)
+            total = totals[criterion.name]
+            for k, value in enumerate([*counts, len(pairs), unscored]):
+                total[k] += value
+            shares = preference_shares(*counts, level=level)
+            row = PreferenceRow(release, candidate, reference, dataset, criterion.name, len(pairs), unscored, shares)
+            rows.append(row)
+    if len(datasets) > 1:
+        for name, (worse, tied, better, n_pairs, unscored) in totals.items():
+            shares = preference_shares(worse, tied, better, level=level)
+            rows.append(PreferenceRow(release, candidate, reference, "all", name, n_pairs, unscored, shares))
+    return rows
