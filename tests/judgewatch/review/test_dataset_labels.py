@@ -60,4 +60,4 @@ async def test_routed_golden_answers_get_the_annotations_faithfulness_and_are_ne
 
     assert record_trust.fn(engine, summary, rubric) == 0  # never trust evidence
     with session_scope(engine) as session:
-        assert session.execute(select(table(TrustRecord).c.id)).first() is None
+        assert session.execute(select(table(TrustRecord).c.evidence)).first() is None
