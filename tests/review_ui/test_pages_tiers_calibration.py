@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import socket
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -19,16 +18,16 @@ from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.review.accounts import add_reviewer, set_active
-from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.releases import GateDecision, record_gate_decision
 from judgewatch.storage.types import utcnow
 from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
-from review_ui.app import serve
 from review_ui.calibration_page import add_calibration_tab, calibration_view
 from review_ui.common import require_viewer
 from review_ui.tiers_page import add_tiers_tab, tiers_view
+
+from .conftest import tiers_tab_open
 
 PASSWORD = "a long test password"
 JUDGE = JudgeIdentity(kind="fake", name="page-judge", config_hash="p" * 16)
@@ -150,21 +149,10 @@ def test_both_pages_build_as_tabs_of_the_app(seeded: Engine) -> None:
 def test_an_owner_opens_the_tiers_tab_and_sees_the_numbers(page: Any, seeded: Engine, tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    app = serve(seeded, Settings(data_dir=tmp_path), port=port, block=False, extra_tabs=[add_tiers_tab])
-    try:
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.get_by_label("username").fill("owner")
-        page.get_by_label("password").fill(PASSWORD)
-        page.get_by_role("button", name="Login").click()
-        page.get_by_role("tab", name="Tiers").click()
+    with tiers_tab_open(page, seeded, tmp_path, "owner", PASSWORD):
         body = page.locator("body")
         expect(body).to_contain_text("quantized − full", timeout=60_000)
         expect(body).to_contain_text(JUDGE.config_hash)
         expect(body).to_contain_text("SYNTHETIC LABELS")
         expect(page.get_by_role("grid", name="Tier scores")).to_contain_text("faithfulness")
         assert page.locator("img[src^='data:image/png'], img[src*='.png'], img[src*='/file']").count() >= 3
-    finally:
-        app.close()

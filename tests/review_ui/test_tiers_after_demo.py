@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,9 @@ from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from review_ui.app import serve
-from review_ui.tiers_page import add_tiers_tab, tiers_view
+from review_ui.tiers_page import tiers_view
+
+from .conftest import tiers_tab_open
 
 PASSWORD = "a long test password"
 pytestmark = pytest.mark.slow
@@ -89,16 +89,7 @@ def test_an_owner_opens_the_tiers_page_after_the_demo_and_sees_estimates_labelle
 ) -> None:
     from playwright.sync_api import expect
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    app = serve(demo_store, Settings(data_dir=tmp_path), port=port, block=False, extra_tabs=[add_tiers_tab])
-    try:
-        page.goto(f"http://127.0.0.1:{port}/")
-        page.get_by_label("username").fill("owner")
-        page.get_by_label("password").fill(PASSWORD)
-        page.get_by_role("button", name="Login").click()
-        page.get_by_role("tab", name="Tiers").click()
+    with tiers_tab_open(page, demo_store, tmp_path, "owner", PASSWORD):
         body = page.locator("body")
         expect(body).to_contain_text("Showing judge series reference", timeout=60_000)
         expect(body).to_contain_text("the judge the latest gate used")
@@ -109,5 +100,3 @@ def test_an_owner_opens_the_tiers_page_after_the_demo_and_sees_estimates_labelle
         expect(page.get_by_role("grid", name="Tier difference")).to_contain_text("quantized − full")
         expect(body).to_contain_text("DATASET ANNOTATION LABELS")
         expect(body).not_to_contain_text("Nothing computed for this period yet")
-    finally:
-        app.close()
