@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +48,15 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
         assert isinstance(result, dict)
         return result
 
-    with prefect_test_harness(server_startup_timeout=120):
-        lines: list[str] = []
-        outcomes = run_demo(engine, Settings(data_dir=folder), run_gate, lines.append, quick=True, judge_trust=False)
+    lines: list[str] = []
+
+    def load() -> list[Any]:
+        with prefect_test_harness(server_startup_timeout=120):
+            return run_demo(engine, Settings(data_dir=folder), run_gate, lines.append, quick=True, judge_trust=False)
+
+    # a thread of its own: run alone, the browser test would build this inside playwright's running event loop
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        outcomes = pool.submit(load).result()
     assert all(o.as_expected for o in outcomes), lines
     assert any("label_via=dataset_annotation, not a reviewer's" in line for line in lines), lines
     with session_scope(engine, write=True) as session:
