@@ -47,6 +47,7 @@ from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
+from judgewatch.storage.review import NOT_BY_PEOPLE
 from judgewatch.storage.types import utcnow
 from judgewatch.trust.records import record_human_agreement
 
@@ -112,14 +113,17 @@ def page_views(engine: Engine, rubric: Rubric) -> int:
 
 @task(name="human-agreement-trust", cache_policy=NO_CACHE)
 def record_trust(engine: Engine, summary: CalibrationSummary, rubric: Rubric) -> int:
-    """Store per-tier judge-human agreement as trust records; people's labels only (never synthetic ones)."""
+    """Store per-tier judge-human agreement as trust records; people's labels only (never synthetic ones, nor
+    labels derived from a dataset's annotations)."""
     if summary.series is None:
         return 0
     sample = agreement_sample(summary.frame)
-    people = sample[sample["label_via"] != "synthetic"]
+    not_people = sample["label_via"].isin(NOT_BY_PEOPLE)
+    people = sample[~not_people]
     if len(people) < len(sample):
-        synthetic = sample.loc[sample["label_via"] == "synthetic", "verdict_id"].nunique()
-        logger.warning("calibration: %d synthetically labeled items are not trust evidence", synthetic)
+        left_out = sample[not_people].groupby("label_via")["verdict_id"].nunique()
+        for via, items in left_out.items():
+            logger.warning("calibration: %d items labeled via %s are not trust evidence", items, via)
     stored = 0
     for tier, group in people.groupby("tier", sort=True):
         wide = group.pivot_table(index="verdict_id", columns="criterion", values=["judge", "human"], aggfunc="first")

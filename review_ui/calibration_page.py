@@ -2,8 +2,9 @@
 
 Judge-human agreement tables, a confusion matrix per tier and criterion (judge rows, human columns),
 reviewer-vs-reviewer agreement on doubly labeled items, the anchor-set comparison of the current judge
-configuration with the previous one, and the drift alerts. Aggregate and read-only, for active owners and
-adjudicators (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
+configuration with the previous one, and the drift alerts. Read from the snapshot the calibration flow stores
+(opening the page computes nothing; the alerts are read live, a small table). Aggregate and read-only, for
+active owners and adjudicators (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.agreement import confusion_frame, confusion_tables, reviewer_agreement
-from judgewatch.calibration.report import anchor_blocks, fmt_ci, fmt_num
-from judgewatch.calibration.score_frame import load_labels
-from judgewatch.calibration.summary import CalibrationSummary
+from judgewatch.calibration.agreement import confusion_frame
+from judgewatch.calibration.report import fmt_num
+from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, REVIEWER_HEADERS, PageView, stored_views
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.common import compute, header_md, image, page_top, require_viewer, scale_levels, tables
+from review_ui.common import image, message_frame, page_top, require_viewer
+from review_ui.tiers_page import BEFORE_OPENING, MISSING, NOT_COMPUTED
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +35,7 @@ How well the judge agrees with people, per tier (weighted kappa: 0 = chance, 1 =
 human), where it disagrees (confusion matrices), how well reviewers agree with each other, and how a new judge
 configuration compares with the previous one on the frozen anchor set, before any new label arrives.
 """
+NO_LABELS = MISSING["Judge-human agreement per tier"]
 ALERT_COLUMNS = ["state", "tier", "criterion", "window", "from", "kind", "p agreement", "p bias", "message", "webhook"]
 
 
@@ -47,20 +50,16 @@ class CalibrationView:
     alerts: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def reviewers_frame(engine: Engine, rubric: str) -> pd.DataFrame:
-    rows = reviewer_agreement(load_labels(engine, rubric_name=rubric))
-    if not rows:
-        return pd.DataFrame({"": ["No item has two labels yet (double labeling is a share of routed items)."]})
-    return pd.DataFrame(
-        [[r.tier, r.criterion, r.n_items, r.n_reviewers, fmt_ci(r.alpha)] for r in rows],
-        columns=["tier", "criterion", "items labeled twice+", "reviewers", "Krippendorff alpha (ordinal)"],
-    )
+def reviewers_frame(view: PageView) -> pd.DataFrame:
+    if not view.reviewers:
+        return message_frame("No item has two labels yet (double labeling is a share of routed items).")
+    return pd.DataFrame(view.reviewers, columns=REVIEWER_HEADERS)
 
 
-def anchors_frame(summary: CalibrationSummary) -> tuple[str, pd.DataFrame]:
+def anchors_frame(view: PageView) -> tuple[str, pd.DataFrame]:
     """The note and table of the anchor-set comparison (the report's section)."""
     notes, frame = [], pd.DataFrame()
-    for block in anchor_blocks(summary):
+    for block in view.section("Anchor set"):
         if block.kind == "p":
             notes.append(block.text)
         elif block.kind == "table":
@@ -87,38 +86,45 @@ def alerts_frame(engine: Engine, rubric: str, limit: int = 50) -> pd.DataFrame:
         ]
         for a in alerts
     ]
-    return pd.DataFrame(rows, columns=ALERT_COLUMNS) if rows else pd.DataFrame({"": ["No drift alerts."]})
+    return pd.DataFrame(rows, columns=ALERT_COLUMNS) if rows else message_frame("No drift alerts.")
 
 
-def calibration_view(engine: Engine, rubric: str = "answer_quality", since: str = "90d") -> CalibrationView:
-    """Everything the page shows, computed from the store."""
-    summary = compute(engine, rubric, since)
-    agreement = tables(summary).get("Judge-human agreement per tier", pd.DataFrame({"": ["No human labels yet."]}))
+def calibration_view(
+    engine: Engine, rubric: str = "answer_quality", since: str = "90d", series: str | None = None
+) -> CalibrationView:
+    """Everything the page shows: the stored rendering of the default series (one read; alerts live)."""
+    if since not in PERIODS:
+        raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
+    view = stored_views(engine, rubric_name=rubric, period=since).pick(series)
+    if view is None:
+        empty = message_frame(NOT_COMPUTED)
+        return CalibrationView(NOT_COMPUTED, empty, reviewers=empty, alerts=alerts_frame(engine, rubric))
+    at = f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
     confusion = {
-        f"{tier} · {criterion}": cm
-        for (tier, criterion), cm in confusion_tables(summary.frame, categories=scale_levels(rubric)).items()
+        name: ConfusionMatrix(tuple(m["categories"]), np.asarray(m["counts"], dtype=np.int64))
+        for name, m in view.confusion.items()
     }
-    note, anchors = anchors_frame(summary)
+    note, anchors = anchors_frame(view)
     return CalibrationView(
-        header=header_md(summary),
-        agreement=agreement,
+        header="\n\n".join([*view.header, at]),
+        agreement=view.tables.get("Judge-human agreement per tier", message_frame(NO_LABELS)),
         confusion=confusion,
-        reviewers=reviewers_frame(engine, rubric),
-        anchors=anchors,
+        reviewers=reviewers_frame(view),
+        anchors=anchors if not anchors.empty else message_frame(note),
         anchors_note=note,
         alerts=alerts_frame(engine, rubric),
     )
 
 
 def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label: str = "Calibration") -> gr.Tab:
-    """Add the Calibration tab to the `gr.Blocks` being built; computed on opening the tab and on Refresh."""
+    """Add the Calibration tab to the `gr.Blocks` being built; read on opening the tab and on Refresh."""
     cache: dict[str, dict[str, ConfusionMatrix]] = {}  # per user: the matrices of their last refresh
 
     def show_matrix(choice: str | None, request: gr.Request) -> list[Any]:
         name = require_viewer(engine, request)
         cm = cache.get(name, {}).get(choice or "")
         if cm is None:
-            return [pd.DataFrame(), None]
+            return [message_frame(NO_LABELS), None]
         return [
             confusion_frame(cm).reset_index(names=""),
             image(plots.confusion_png(cm.counts, cm.categories, choice or "")),
@@ -145,17 +151,18 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
-        agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
+        waiting = message_frame(BEFORE_OPENING)
+        agreement = gr.Dataframe(waiting, label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")
         with gr.Row():
             pick = gr.Dropdown(choices=[], label="Tier · criterion", scale=1)
-            matrix = gr.Dataframe(label="Counts", interactive=False, scale=2)
+            matrix = gr.Dataframe(waiting, label="Counts", interactive=False, scale=2)
             heat = gr.Image(label="Heat map", type="pil", interactive=False, scale=1)
-        reviewers = gr.Dataframe(label="Reviewer agreement", interactive=False, wrap=True)
+        reviewers = gr.Dataframe(waiting, label="Reviewer agreement", interactive=False, wrap=True)
         gr.Markdown("### Anchor set: new judge configuration vs the previous one")
         anchors_note = gr.Markdown()
-        anchors = gr.Dataframe(label="Anchor comparison", interactive=False, wrap=True)
-        alerts = gr.Dataframe(label="Drift alerts (newest first)", interactive=False, wrap=True)
+        anchors = gr.Dataframe(waiting, label="Anchor comparison", interactive=False, wrap=True)
+        alerts = gr.Dataframe(waiting, label="Drift alerts (newest first)", interactive=False, wrap=True)
         outputs = [header, agreement, pick, matrix, heat, reviewers, anchors_note, anchors, alerts]
         for event in (refresh.click, tab.select):
             event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")

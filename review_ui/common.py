@@ -1,4 +1,4 @@
-"""Helpers the review app's pages share: who is asking (and may they), the period controls, the summary.
+"""Helpers the review app's pages share: who is asking (and may they), the period controls, empty tables.
 
 Every handler of every page starts with `require_role`: a logged-in session can call any handler (Gradio's
 `api_visibility` only hides it), so the handler checks that the account is still active and that its role
@@ -16,12 +16,7 @@ import pandas as pd
 from PIL import Image
 from sqlalchemy import Engine
 
-from judgewatch.calibration.report import blocks
-from judgewatch.calibration.summary import CalibrationSummary, parse_since, summarize
-from judgewatch.calibration.view_snapshot import header_lines
-from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.review.accounts import AGGREGATE_ROLES, Role, role_of
-from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from review_ui.session_guard import end_sessions
 
@@ -76,38 +71,6 @@ def image(png: bytes) -> Image.Image | None:
     return Image.open(io.BytesIO(png)) if png else None
 
 
-def scale_levels(rubric: str) -> list[float] | None:
-    try:
-        return [float(x) for x in load_rubric(rubric, get_settings().rubrics_dir).scale.levels]
-    except RubricError:
-        return None
-
-
-def compute(engine: Engine, rubric: str, since: str) -> CalibrationSummary:
-    """The summary behind both pages; a gr.Error with a short message when it cannot be computed."""
-    try:
-        start = parse_since(since or None)
-    except ValueError as exc:
-        raise gr.Error(str(exc)) from exc
-    try:
-        return summarize(engine, rubric_name=rubric, since=start, categories=scale_levels(rubric), n_boot=500)
-    except Exception as exc:  # a page that cannot read the store says so instead of a blank error
-        logger.exception("could not compute the calibration summary")
-        raise gr.Error("Could not compute the numbers from the store: see the server log.") from exc
-
-
-def tables(summary: CalibrationSummary) -> dict[str, pd.DataFrame]:
-    """The report's tables (same wording as `judgewatch report tiers`), keyed by the heading they follow."""
-    out: dict[str, pd.DataFrame] = {}
-    heading = ""
-    for block in blocks(summary):
-        if block.kind == "h2":
-            heading = block.text
-        elif block.kind == "table" and heading not in out:
-            out[heading] = pd.DataFrame(list(block.rows), columns=list(block.headers))
-    return out
-
-
-def header_md(summary: CalibrationSummary) -> str:
-    """The judge series, rubric, measured trust and notes above both pages' numbers."""
-    return "\n\n".join(header_lines(summary)) or "No scored verdicts yet."
+def message_frame(text: str) -> pd.DataFrame:
+    """A one-cell table that says what is missing (and which command fills it), instead of empty headers."""
+    return pd.DataFrame({"note": [text]})

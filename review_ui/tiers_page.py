@@ -2,23 +2,27 @@
 its interval, the tier difference, judge-human agreement, trends, open drift alerts and label counts.
 
 Read-only and aggregate (no single item's tier or verdict is shown, so reviewers stay blind). The numbers are
-read from the snapshot the calibration flow stores (opening the page computes nothing), for logged-in, active
-accounts only: a logged-in session can call any handler, so each handler checks who is asking.
-`add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
+read from the snapshots the calibration flow stores, one per judge series (opening the page computes
+nothing); the Judge series box offers every stored series, the default being the one the latest gate used,
+and the header says in one line which series is shown and why. An empty table or plot says what is missing
+and which command fills it. For logged-in, active accounts only: a logged-in session can call any handler,
+so each handler checks who is asking. `add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 from sqlalchemy import Engine
 
-from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, latest_view
-from review_ui.common import image, page_top, require_viewer
+from judgewatch.calibration import plots
+from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, stored_views
+from review_ui.common import image, message_frame, page_top, require_viewer
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +32,25 @@ production traffic, weighted back from the sample) and *release_quality* (a rele
 **Judge only** is the judge's mean; **corrected** adds what the human labels measured about the judge's errors
 (prediction-powered inference), with its 95% interval and the n it rests on (sampled, labeled, effective).
 Tier gaps carry a p-value; on traffic the gap is also shown adjusted for the requests each tier served.
+**Labels by** says who gave the labels: people, `synthetic` (a program) or `dataset_annotation` (derived from
+a golden set's own annotations, not a reviewer).
 """
+THEN = f"then `{FILL_COMMAND}`"
+MISSING = {
+    "Tier scores": "No estimates for this series and period: run a release through the gate (`judgewatch regress`) "
+    f"or sample traffic (`judgewatch sample`), {THEN}.",
+    "Tier difference": "Fewer than two tiers in traffic or in a release: no difference to show. Regress a release "
+    f"on two tiers (`judgewatch regress --tier full=... --tier quantized=...`), {THEN}.",
+    "Judge-human agreement per tier": "No human labels yet: label routed items in the Queue (or "
+    f"`judgewatch review replay --labels FILE`), {THEN}.",
+    "Open drift alerts": "No open drift alerts.",
+    "What the numbers rest on": f"No scored verdicts of this series in this period: {THEN} after judging some.",
+}
+NOT_COMPUTED = (
+    f"Nothing computed for this period yet: the daily calibration flow fills this page; run `{FILL_COMMAND}`."
+)
+BEFORE_OPENING = "Open this tab or press Refresh to read the latest numbers."
+PLOTS = {"estimates": "Per tier and criterion", "trend": "Scores over time", "agreement": "Agreement and bias per week"}
 
 
 @dataclass
@@ -42,48 +64,62 @@ class TiersView:
     estimates_png: bytes
     trend_png: bytes
     agreement_png: bytes
+    series: list[tuple[str, str]]  # (label, judge configuration hash) the picker offers
+    shown: str | None  # the configuration hash shown
 
 
-def _missing(text: str) -> pd.DataFrame:
-    return pd.DataFrame({"": [text]})
+@lru_cache(maxsize=4)
+def _message_png(text: str) -> bytes:
+    return plots.message_png(text)
 
 
-def tiers_view(engine: Engine, rubric: str = "answer_quality", since: str = "90d") -> TiersView:
-    """What the page shows: the newest stored rendering for the period (one read, no computing on open)."""
+def _empty_view(text: str) -> TiersView:
+    empty = message_frame(text)
+    png = _message_png(f"nothing to plot yet: run `{FILL_COMMAND}`")
+    return TiersView(text, empty, empty, empty, empty, empty, png, png, png, [], None)
+
+
+def tiers_view(
+    engine: Engine, rubric: str = "answer_quality", since: str = "90d", series: str | None = None
+) -> TiersView:
+    """What the page shows: the stored rendering for the period and series (one read, no computing on open)."""
     if since not in PERIODS:
         raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
-    stored = latest_view(engine, rubric_name=rubric, period=since)
-    if stored is None:
-        text = (
-            f"Nothing computed for this period yet: the daily calibration flow fills this page; run `{FILL_COMMAND}`."
-        )
-        empty = _missing(text)
-        return TiersView(text, empty, empty, empty, empty, empty, b"", b"", b"")
-    t = stored.tables
-    at = f"Computed {stored.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
+    stored = stored_views(engine, rubric_name=rubric, period=since)
+    view = stored.pick(series)
+    if view is None:
+        return _empty_view(NOT_COMPUTED)
+    t = view.tables
+    at = f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
+
+    def table(heading: str) -> pd.DataFrame:
+        return t[heading] if heading in t else message_frame(MISSING[heading])
+
+    png = view.images
     return TiersView(
-        header="\n\n".join([*stored.header, at]),
-        estimates=t.get(
-            "Tier scores", _missing("No estimates: sample traffic or run a release (`judgewatch regress`).")
-        ),
-        differences=t.get("Tier difference", _missing("Fewer than two tiers: no difference to show.")),
-        agreement=t.get("Judge-human agreement per tier", _missing("No human labels yet: label items in the Queue.")),
-        alerts=t.get("Open drift alerts", _missing("No open drift alerts.")),
-        counts=t.get("What the numbers rest on", _missing("Nothing yet.")),
-        estimates_png=stored.images.get("estimates", b""),
-        trend_png=stored.images.get("trend", b""),
-        agreement_png=stored.images.get("agreement", b""),
+        header="\n\n".join([*view.header, at]),
+        estimates=table("Tier scores"),
+        differences=table("Tier difference"),
+        agreement=table("Judge-human agreement per tier"),
+        alerts=table("Open drift alerts"),
+        counts=table("What the numbers rest on"),
+        estimates_png=png.get("estimates") or _message_png(plots.NO_VERDICTS),
+        trend_png=png.get("trend") or _message_png(plots.NO_VERDICTS),
+        agreement_png=png.get("agreement") or _message_png(plots.NO_LABELS),
+        series=stored.choices(),
+        shown=view.judge_config_hash,
     )
 
 
 def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str = "Tiers") -> gr.Tab:
-    """Add the Tiers tab to the `gr.Blocks` being built; read on opening the tab and on Refresh."""
+    """Add the Tiers tab to the `gr.Blocks` being built; read on opening the tab, on Refresh and on a pick."""
 
-    def load(rubric_name: str, since: str, request: gr.Request) -> list[Any]:
+    def load(rubric_name: str, since: str, series: str | None, request: gr.Request) -> list[Any]:
         require_viewer(engine, request)
-        v = tiers_view(engine, rubric_name.strip() or rubric, since)
+        v = tiers_view(engine, rubric_name.strip() or rubric, since, series)
         return [
             v.header,
+            gr.update(choices=v.series, value=v.shown),
             image(v.estimates_png),
             v.estimates,
             v.differences,
@@ -96,16 +132,23 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
-        header.value = "Open this tab or press Refresh to read the latest numbers."
-        estimates_img = gr.Image(label="Per tier and criterion", type="pil", interactive=False)
-        estimates = gr.Dataframe(label="Tier scores", interactive=False, wrap=True)
-        differences = gr.Dataframe(label="Tier difference", interactive=False, wrap=True)
-        agreement = gr.Dataframe(label="Judge-human agreement per tier", interactive=False, wrap=True)
-        trend_img = gr.Image(label="Scores over time", type="pil", interactive=False)
-        agreement_img = gr.Image(label="Agreement and bias per week", type="pil", interactive=False)
-        alerts = gr.Dataframe(label="Open drift alerts", interactive=False, wrap=True)
-        counts = gr.Dataframe(label="What the numbers rest on", interactive=False, wrap=True)
-        outputs = [header, estimates_img, estimates, differences, agreement, trend_img, agreement_img, alerts, counts]
-        for event in (refresh.click, tab.select):
-            event(load, inputs=[rubric_box, since_box], outputs=outputs, api_visibility="private")
+        header.value = BEFORE_OPENING
+        series_box = gr.Dropdown(
+            choices=[], label="Judge series", info="every judge series the calibration flow stored; default first"
+        )
+        waiting = message_frame(BEFORE_OPENING)
+        estimates_img = gr.Image(label=PLOTS["estimates"], type="pil", interactive=False)
+        estimates = gr.Dataframe(waiting, label="Tier scores", interactive=False, wrap=True)
+        differences = gr.Dataframe(waiting, label="Tier difference", interactive=False, wrap=True)
+        agreement = gr.Dataframe(waiting, label="Judge-human agreement per tier", interactive=False, wrap=True)
+        trend_img = gr.Image(label=PLOTS["trend"], type="pil", interactive=False)
+        agreement_img = gr.Image(label=PLOTS["agreement"], type="pil", interactive=False)
+        alerts = gr.Dataframe(waiting, label="Open drift alerts", interactive=False, wrap=True)
+        counts = gr.Dataframe(waiting, label="What the numbers rest on", interactive=False, wrap=True)
+        outputs = [header, series_box, estimates_img, estimates, differences, agreement, trend_img, agreement_img]
+        outputs += [alerts, counts]
+        inputs = [rubric_box, since_box, series_box]
+        # `input`, not `change`: filling the picker's choices on load must not load the page again
+        for event in (refresh.click, tab.select, series_box.input, since_box.input):
+            event(load, inputs=inputs, outputs=outputs, api_visibility="private")
     return tab

@@ -38,10 +38,15 @@ def _png(fig: Any) -> bytes:
     return buffer.getvalue()
 
 
-def _empty(message: str) -> bytes:
-    fig, ax = plt.subplots(figsize=(6, 1.2), layout="tight")
+NO_VERDICTS = "no scored verdicts yet: `judgewatch regress` or `judgewatch sample`, then `judgewatch calibrate`"
+NO_LABELS = "no human labels yet: label items in the review Queue, then `judgewatch calibrate`"
+
+
+def message_png(message: str) -> bytes:
+    """A picture that only says `message`: what an empty plot shows instead of blank axes."""
+    fig, ax = plt.subplots(figsize=(7, 1.2), layout="tight")
     ax.axis("off")
-    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=11)
+    ax.text(0.5, 0.5, message, ha="center", va="center", fontsize=9, wrap=True)
     return _png(fig)
 
 
@@ -61,7 +66,7 @@ def _err(center: float, low: float, high: float) -> list[list[float]] | None:
 def estimates_png(estimates: Sequence[TierEstimate], differences: Sequence[TierDifference]) -> bytes:
     """Left: raw judge mean (hollow) vs PPI-corrected mean with interval (filled). Right: tier differences."""
     if not estimates:
-        return _empty("no scored verdicts yet")
+        return message_png(NO_VERDICTS)
     criteria = sorted({e.criterion for e in estimates})
     tiers = sorted({e.tier for e in estimates})
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.9 + 0.75 * len(criteria) * len(tiers)), squeeze=True)
@@ -105,7 +110,7 @@ def estimates_png(estimates: Sequence[TierEstimate], differences: Sequence[TierD
 def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
     """Per criterion: daily raw judge mean (thin line) and weekly corrected estimate with its interval."""
     if daily.empty:
-        return _empty("no scored verdicts yet")
+        return message_png(NO_VERDICTS)
     criteria = sorted(daily["criterion"].unique())
     tiers = sorted(daily["tier"].unique())
     fig, axes = plt.subplots(len(criteria), 1, figsize=(10, 2.6 * len(criteria)), sharex=True, squeeze=False)
@@ -141,7 +146,7 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
 def agreement_png(points: dict[tuple[str, str], list[WindowStats]]) -> bytes:
     """Top row: exact judge-human agreement per window; bottom row: bias (judge - human); one column per criterion."""
     if not points:
-        return _empty("no human labels yet")
+        return message_png(NO_LABELS)
     criteria = sorted({c for _, c in points})
     tiers = sorted({t for t, _ in points})
     fig, axes = plt.subplots(2, len(criteria), figsize=(4.2 * len(criteria), 5.5), sharex=True, squeeze=False)

@@ -147,8 +147,11 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out.append(Block("h2", SECTIONS[6]))
     out += anchor_blocks(s)
     out.append(Block("h2", SECTIONS[7]))
-    rows = [[c.tier, str(c.verdicts), str(c.labeled_items), str(c.synthetic_items)] for c in s.label_counts]
-    headers = ["tier", "scored verdicts", "labeled items", "of which synthetic"]
+    rows = [
+        [c.tier, str(c.verdicts), str(c.labeled_items), str(c.synthetic_items), str(c.annotated_items)]
+        for c in s.label_counts
+    ]
+    headers = ["tier", "scored verdicts", "labeled items", "of which synthetic", "of which dataset_annotation"]
     out.append(_table(headers, rows) if rows else Block("p", "Nothing yet."))
     if s.excluded_verdicts:
         out.append(
@@ -257,11 +260,11 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(summary: CalibrationSummary, path: Path) -> list[Path]:
+def render_markdown(content: list[Block], path: Path) -> list[Path]:
     """Write `path` (Markdown) and its PNG files beside it (`<stem>_<name>.png`); returns every file written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     written, lines = [], []
-    for b in blocks(summary):
+    for b in content:
         if b.kind == "h1":
             lines += [f"# {b.text}", ""]
         elif b.kind == "h2":
@@ -284,11 +287,11 @@ def render_markdown(summary: CalibrationSummary, path: Path) -> list[Path]:
     return [path, *written]
 
 
-def render_html(summary: CalibrationSummary, path: Path) -> list[Path]:
+def render_html(content: list[Block], path: Path, title: str) -> list[Path]:
     """Write one self-contained HTML file (images inline as base64 PNG)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     parts = []
-    for b in blocks(summary):
+    for b in content:
         text = html.escape(b.text)
         if b.kind in ("h1", "h2"):
             parts.append(f"<{b.kind}>{text}</{b.kind}>")
@@ -311,10 +314,9 @@ def render_html(summary: CalibrationSummary, path: Path) -> list[Path]:
         "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
         "th{background:#f3f3f3}.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:.5em}img{max-width:100%}"
     )
-    title = html.escape(blocks_title(summary))
     document = (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title><style>{style}</style>'
-        f"</head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
     )
     path.write_text(document, encoding="utf-8")
     return [path]
@@ -348,18 +350,48 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
     )
 
 
-def render_json(summary: CalibrationSummary, path: Path) -> list[Path]:
+def render_json(document: dict[str, Any], path: Path) -> list[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report_document(summary), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return [path]
+
+
+def write_blocks(
+    content: list[Block], document: dict[str, Any], output: Path, fmt: Format, *, title: str
+) -> list[Path]:
+    """Render a report's blocks (md, html) or its JSON document at `output`; returns the files written."""
+    if fmt == "md":
+        return render_markdown(content, output)
+    if fmt == "html":
+        return render_html(content, output, title)
+    if fmt == "json":
+        return render_json(document, output)
+    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
 
 
 def write_report(summary: CalibrationSummary, output: Path, fmt: Format = "md") -> list[Path]:
     """Render `summary` as `fmt` at `output`; returns the files written (the report first)."""
-    if fmt == "md":
-        return render_markdown(summary, output)
-    if fmt == "html":
-        return render_html(summary, output)
-    if fmt == "json":
-        return render_json(summary, output)
-    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
+    return write_blocks(blocks(summary), report_document(summary), output, fmt, title=blocks_title(summary))
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    """A block as JSON (the image as base64), for snapshots."""
+    return {
+        "kind": block.kind,
+        "text": block.text,
+        "headers": list(block.headers),
+        "rows": [list(r) for r in block.rows],
+        "image": base64.b64encode(block.image).decode("ascii"),
+        "name": block.name,
+    }
+
+
+def block_from_json(data: dict[str, Any]) -> Block:
+    return Block(
+        data["kind"],
+        data.get("text", ""),
+        tuple(data.get("headers", ())),
+        tuple(tuple(r) for r in data.get("rows", ())),
+        base64.b64decode(data.get("image", "")),
+        data.get("name", ""),
+    )

@@ -21,10 +21,12 @@ from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
 from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
 from judgewatch.calibration.score_frame import NO_TIER, Series, count_scored, current_series, load_scores
+from judgewatch.calibration.series import default_series
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope
+from judgewatch.storage.review import LabelVia
 from judgewatch.storage.types import utcnow
 from judgewatch.trust.policy import TrustVerdict
 from judgewatch.trust.records import trust_for
@@ -43,6 +45,7 @@ class LabelCount:
     verdicts: int  # scored verdicts of the series
     labeled_items: int  # of those, items with a human label
     synthetic_items: int  # of the labeled, labels made by a program (demo data), not people
+    annotated_items: int = 0  # of the labeled, labels derived from a golden set's annotations, not a reviewer's
 
 
 @dataclass
@@ -94,6 +97,11 @@ def parse_since(text: str | None, *, now: datetime | None = None) -> datetime | 
     return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
+def series_label(series: Series) -> str:
+    """How a judge series is named on pages and in reports: judge name and a short configuration hash."""
+    return f"{series.judge.name} ({series.judge.config_hash[:12]})"
+
+
 def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
     if frame.empty:
         return []
@@ -102,8 +110,9 @@ def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
     out = []
     for tier, group in items.groupby("tier", sort=True):
         mine = lab[lab["tier"] == tier]
-        synthetic = int((mine["label_via"] == "synthetic").sum())
-        out.append(LabelCount(str(tier), len(group), len(mine), synthetic))
+        synthetic = int((mine["label_via"] == LabelVia.synthetic.value).sum())
+        annotated = int((mine["label_via"] == LabelVia.dataset_annotation.value).sum())
+        out.append(LabelCount(str(tier), len(group), len(mine), synthetic, annotated))
     return out
 
 
@@ -117,6 +126,12 @@ def _notes(summary: CalibrationSummary) -> list[str]:
             "SYNTHETIC LABELS: some labels were made by a program (demo data), not by people; "
             "the corrected numbers show the method, not a measurement of this judge."
         )
+    if annotated := sum(c.annotated_items for c in summary.label_counts):
+        notes.append(
+            f"DATASET ANNOTATION LABELS: {annotated} label(s) were derived from the golden sets' own human "
+            "annotations (a known-good answer is faithfulness 5, a known-bad one 1; label_via=dataset_annotation), "
+            "not given by a reviewer; they correct release estimates only and are never trust evidence."
+        )
     if summary.excluded_verdicts:
         notes.append(
             f"{summary.excluded_verdicts} scored verdict(s) of other judge configurations or rubric versions "
@@ -128,7 +143,10 @@ def _notes(summary: CalibrationSummary) -> list[str]:
             "runs, untiered traffic) and are not in these numbers."
         )
     if summary.label_counts and not any(c.labeled_items for c in summary.label_counts):
-        notes.append("No human labels yet: the corrected estimates and agreement need labels (review queue).")
+        notes.append(
+            "No human labels yet: the corrected estimates and agreement need labels (label routed items in the "
+            "review app's Queue, or `judgewatch review replay --labels FILE`)."
+        )
     if summary.trust is not None and summary.trust.trustworthy is not True:
         notes.append(f"Judge trust: {summary.trust.summary}")
     return notes
@@ -146,28 +164,20 @@ def summarize(
     n_boot: int = 1000,
     with_trust: bool = True,
 ) -> CalibrationSummary:
-    """Compute the Tiers/Calibration numbers for one judge configuration (default: the latest one)."""
-    # the default series is the latest judge configuration that graded tiered items: a judge validation run
-    # (no tiers) is newer after `judgewatch demo`, but has nothing to compare
-    series = current_series(
-        engine,
-        rubric_name=rubric_name,
-        rubric_version=rubric_version,
-        judge_config_hash=judge_config_hash,
-        tiered=judge_config_hash is None,
-    ) or current_series(
-        engine, rubric_name=rubric_name, rubric_version=rubric_version, judge_config_hash=judge_config_hash
-    )
-    if series is None and judge_config_hash is not None:
-        raise LookupError(f"judge configuration {judge_config_hash!r} has no scored verdicts under {rubric_name!r}")
+    """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`)."""
+    if judge_config_hash is None:
+        choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)
+        series, why = (choice.series, choice.reason) if choice else (None, "")
+    else:
+        series = current_series(
+            engine, rubric_name=rubric_name, rubric_version=rubric_version, judge_config_hash=judge_config_hash
+        )
+        why = "the configuration asked for"
+        if series is None:
+            raise LookupError(f"judge configuration {judge_config_hash!r} has no scored verdicts under {rubric_name!r}")
     summary = CalibrationSummary(generated_at=utcnow(), rubric_name=rubric_name, since=since, series=series)
     if series is not None:
-        why = (
-            "the configuration asked for"
-            if judge_config_hash
-            else "the latest judge configuration that graded tiered items (releases or traffic)"
-        )
-        summary.series_reason = f"Showing judge series {series.judge.name} ({series.judge.config_hash[:12]}): {why}."
+        summary.series_reason = f"Showing judge series {series_label(series)}: {why}."
     summary.alerts = open_alerts(engine, rubric_name=rubric_name)
     if series is None:
         summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]

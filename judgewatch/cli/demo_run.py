@@ -6,8 +6,11 @@ becomes the baseline; r2 (the same good answers, a few swapped for another corre
 r3 (the quantized tier answers a good share of items with the datasets' known-bad, hallucinated or wrong
 answers) regresses (exit 1); r4's quantized endpoint is down, so the gate cannot evaluate it (exit 2). The
 offline reference judge grades them: it is measured on the mini sets first (seconds), so every report states
-its trust. These outcomes come first, in well under two minutes. Last, because it is slow on a CPU, the SmolLM2
-vLLM judge is measured on fewer items with a progress line, and the gate refuses to rest on it (exit 2).
+its trust. These outcomes come first, in well under two minutes. Then the releases' routed verdicts get labels
+derived from the golden sets' own annotations (`review.dataset_labels`, label_via=dataset_annotation, never a
+reviewer's). Because it is slow on a CPU, the SmolLM2 vLLM judge is measured next, on fewer items with a progress
+line, and the gate refuses to rest on it (exit 2). Last, the calibration flow stores the Tiers page snapshots,
+so the page opens populated.
 """
 
 from __future__ import annotations
@@ -191,6 +194,28 @@ def demo_judge_trust_step(
     return Outcome("r3", f"judge {settings.judge_model}", 2, result, time.monotonic() - started)
 
 
+def annotation_labels_step(engine: Engine, settings: Settings, echo: Echo) -> None:
+    """Label the releases' routed verdicts from the golden sets' own annotations (never a reviewer's labels)."""
+    from judgewatch.review.dataset_labels import label_from_annotations
+
+    echo("\n== labels derived from the golden sets' own human annotations (label_via=dataset_annotation)")
+    labels = label_from_annotations(engine, rubric_name="answer_quality", datasets_dir=settings.datasets_dir)
+    echo("   " + labels.describe())
+
+
+def calibration_step(engine: Engine, echo: Echo) -> None:
+    """The daily calibration flow, once: it stores what the Tiers page, Calibration page and report read."""
+    from flows.calibration import calibration
+
+    echo("\n== calibration flow: tier estimates, agreement, drift, anchors, and the Tiers page snapshots")
+    url = engine.url.render_as_string(hide_password=False)
+    result = asyncio.run(calibration(rubric="answer_quality", judge="reference", database_url=url))
+    echo(
+        f"   {result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
+        f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)"
+    )
+
+
 def run_demo(
     engine: Engine, settings: Settings, run_gate: RunGate, echo: Echo, *, quick: bool = False, judge_trust: bool = True
 ) -> list[Outcome]:
@@ -221,15 +246,12 @@ def run_demo(
     outcomes.append(endpoint_down_step(files, datasets, run_gate))
     _show(echo, outcomes[-1])
     echo(f"\nthe gate's three outcomes (pass 0, regression 1, cannot evaluate 2) in {time.monotonic() - started:.0f} s")
+    annotation_labels_step(engine, settings, echo)
     if judge_trust:
         trust_outcome = demo_judge_trust_step(engine, settings, files, datasets, run_gate, echo)
         if trust_outcome is not None:
             outcomes.append(trust_outcome)
             _show(echo, trust_outcome)
-    from judgewatch.calibration.view_snapshot import save_views
-
-    # the Tiers page reads what the daily calibration flow stores: store it once for the demo's releases
-    views = save_views(engine, rubric_name="answer_quality")
-    echo(f"Tiers page: {views} periods stored from the releases' verdicts (`judgewatch calibrate` refreshes them)")
+    calibration_step(engine, echo)
     echo(f"\ndemo finished in {time.monotonic() - started:.0f} s")
     return outcomes

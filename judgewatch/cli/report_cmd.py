@@ -1,7 +1,8 @@
 """`judgewatch report tiers [--since 7d] [--format md|html|json] [--output PATH]` and `judgewatch calibrate`.
 
-`report tiers` writes the model owners' tier comparison from the store (Markdown with PNG plots beside it, or
-one self-contained HTML file) and prints the paths. `calibrate` runs the daily `calibration` flow once, in
+`report tiers` writes the model owners' tier comparison (Markdown with PNG plots beside it, one self-contained
+HTML file, or JSON) from the snapshot the calibration flow stored, computing from the store only when there is
+none (and saying so), and prints the paths. `calibrate` runs the daily `calibration` flow once, in
 Prefect's ephemeral mode. Both exit 2 with a one-line message when they cannot run.
 """
 
@@ -11,14 +12,20 @@ import asyncio
 import logging
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from judgewatch.cli._store import CannotRun, open_store
 from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
+
+if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
+    from judgewatch.calibration.report import Block
+
+FILL_COMMAND = "judgewatch calibrate"
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +45,9 @@ class ReportFormat(StrEnum):
 
 @app.command("tiers")
 def tiers(
-    since: Annotated[str | None, typer.Option(help="Only interactions since: 2026-11-01, or 7d / 12h / 4w ago")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Only interactions since: 7d, 30d, 90d (stored), or a date / 12h / 4w ago")
+    ] = None,
     format: Annotated[
         ReportFormat,
         typer.Option("--format", help="md (PNG files beside it), html, or json (estimates with their estimand)"),
@@ -47,50 +56,111 @@ def tiers(
         Path | None, typer.Option(help="Report path (default: <data dir>/reports/tiers-<date>.<fmt>)")
     ] = None,
     rubric: Annotated[str, typer.Option(help="Rubric name")] = "answer_quality",
-    judge_config: Annotated[str | None, typer.Option(help="Judge configuration hash (default: the latest)")] = None,
+    judge_config: Annotated[
+        str | None, typer.Option(help="Judge configuration hash (default: the series the latest gate used)")
+    ] = None,
     baseline: Annotated[str | None, typer.Option(help="Tier the others are compared with (default: full)")] = None,
+    compute: Annotated[
+        bool, typer.Option("--compute", help="Compute from the store instead of reading the calibration snapshot")
+    ] = False,
     database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
 ) -> None:
     """Per tier and criterion: judge raw mean, corrected estimate and interval, tier difference, agreement,
-    trends, open drift alerts and the labels each number rests on."""
-    from judgewatch.calibration.report import write_report
-    from judgewatch.calibration.summary import parse_since, summarize
+    trends, open drift alerts and the labels each number rests on.
+
+    Read from the snapshot the calibration flow stored for this period and judge series; computed from the
+    store (and said so) only when there is none, or for a --since, --baseline the flow does not store."""
+    from judgewatch.calibration.report import write_blocks
+    from judgewatch.storage.types import utcnow
 
     settings = get_settings()
     try:
-        try:
-            start = parse_since(since)
-        except ValueError as exc:
-            raise CannotRun(str(exc)) from None
-        try:
-            levels = [float(x) for x in load_rubric(rubric, settings.rubrics_dir).scale.levels]
-        except RubricError:
-            levels = None  # a rubric only known from stored verdicts: weights follow the observed scores
         engine = open_store(database_url or settings.effective_database_url)
         try:
-            summary = summarize(
-                engine,
-                rubric_name=rubric,
-                judge_config_hash=judge_config,
-                since=start,
-                baseline=baseline,
-                categories=levels,
-            )
-        except (LookupError, ValueError) as exc:
-            raise CannotRun(str(exc)) from exc
+            view = None if compute or baseline else stored_report(engine, rubric, since, judge_config)
+            if view is not None:
+                content, document, title = view
+            else:
+                typer.echo(
+                    "no calibration snapshot for this period and judge series: computing from the store now "
+                    f"(slow on a large store; `{FILL_COMMAND}` stores one)",
+                    err=True,
+                )
+                content, document, title = computed_report(engine, rubric, since, judge_config, baseline, settings)
         finally:
             engine.dispose()
-        stamp = summary.generated_at.strftime("%Y-%m-%d")
+        stamp = utcnow().strftime("%Y-%m-%d")
         path = output or settings.data_dir / "reports" / f"tiers-{stamp}.{format.value}"
-        written = write_report(summary, path, format.value)
+        written = write_blocks(content, document, path, format.value, title=title)
     except CannotRun as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    for note in summary.notes:
+    for note in document.get("notes", []):
         typer.echo(f"warning: {note.splitlines()[0]}", err=True)
+    typer.echo(document["provenance"])
     typer.echo(f"tier report: {written[0]}")
     for extra in written[1:]:
         typer.echo(f"  plot: {extra}")
+
+
+Report = tuple["list[Block]", dict[str, Any], str]  # blocks, JSON document, title
+
+
+def _with_provenance(content: list[Block], document: dict[str, Any], text: str) -> tuple[list[Block], dict[str, Any]]:
+    from judgewatch.calibration.report import Block
+
+    return [*content[:1], Block("p", text), *content[1:]], {**document, "provenance": text}
+
+
+def stored_report(engine: Engine, rubric: str, since: str | None, judge_config: str | None) -> Report | None:
+    """The report as the calibration flow stored it, when it stored this period (and judge series)."""
+    from judgewatch.calibration.view_snapshot import PERIODS, stored_views
+
+    period = (since or "").strip()
+    if period not in PERIODS:
+        return None
+    stored = stored_views(engine, rubric_name=rubric, period=period)
+    view = stored.pick(judge_config)
+    if view is None or (judge_config is not None and view.judge_config_hash != judge_config):
+        return None
+    why = stored.reason_line(view).replace("**", "")
+    text = (
+        f"Read from the snapshot the calibration flow stored at {view.computed_at:%Y-%m-%d %H:%M} UTC "
+        f"(`{FILL_COMMAND}` refreshes it). {why}"
+    )
+    content, document = _with_provenance(view.blocks, view.document, text)
+    return content, document, view.title
+
+
+def computed_report(
+    engine: Engine, rubric: str, since: str | None, judge_config: str | None, baseline: str | None, settings: Any
+) -> Report:
+    """The report computed from the store now (every verdict of the series is read)."""
+    from judgewatch.calibration.report import blocks, blocks_title, report_document
+    from judgewatch.calibration.summary import parse_since, summarize
+
+    try:
+        start = parse_since(since)
+    except ValueError as exc:
+        raise CannotRun(str(exc)) from None
+    try:
+        levels = [float(x) for x in load_rubric(rubric, settings.rubrics_dir).scale.levels]
+    except RubricError:
+        levels = None  # a rubric only known from stored verdicts: weights follow the observed scores
+    try:
+        summary = summarize(
+            engine,
+            rubric_name=rubric,
+            judge_config_hash=judge_config,
+            since=start,
+            baseline=baseline,
+            categories=levels,
+        )
+    except (LookupError, ValueError) as exc:
+        raise CannotRun(str(exc)) from exc
+    text = f"Computed from the store at {summary.generated_at:%Y-%m-%d %H:%M} UTC (no calibration snapshot was used)."
+    content, document = _with_provenance(blocks(summary), report_document(summary), text)
+    return content, document, blocks_title(summary)
 
 
 def calibrate(

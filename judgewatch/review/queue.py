@@ -140,12 +140,16 @@ class ReviewQueue:
         rubric_version_shown: str,
         comment: str = "",
         via: str = "ui",
+        partial: bool = False,
     ) -> Revealed:
-        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it."""
+        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it.
+
+        `partial` accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the
+        app never sends it (people score every criterion)."""
         with session_scope(self.engine, write=True) as session:
             item, interaction, verdict, now = self._held_item(session, reviewer, item_id)
             rubric = self.rubrics.get(item.rubric_name)
-            clean = validate_scores(rubric, scores, has_refs=has_references(interaction))
+            clean = validate_scores(rubric, scores, has_refs=has_references(interaction), partial=partial)
             done = item.labels_done + 1
             if done < item.labels_needed:
                 state = ItemState.available

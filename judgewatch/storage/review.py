@@ -32,6 +32,18 @@ class PickReason(StrEnum):
     borderline = "borderline"  # targeted: the overall score sits next to the pass line
 
 
+class LabelVia(StrEnum):
+    """How a label reached the store. Only `ui` and `replay` labels are people's work."""
+
+    ui = "ui"  # a reviewer clicked it in the review app
+    replay = "replay"  # a reviewer's label exported elsewhere and replayed
+    synthetic = "synthetic"  # made by a program from a known truth (tests, benchmarks)
+    dataset_annotation = "dataset_annotation"  # derived from a golden set's own human annotations (the demo)
+
+
+NOT_BY_PEOPLE = (LabelVia.synthetic.value, LabelVia.dataset_annotation.value)  # never trust evidence
+
+
 def review_item_id(verdict_id: str) -> str:
     """Routing the same verdict again finds the same item, never a second one."""
     return stable_id("review_item", verdict_id)
@@ -115,7 +127,7 @@ class ReviewLabel(SQLModel, table=True):
     submitted_at: datetime = Field(sa_type=UTCDateTime)
     duration_ms: int
     rubric_version_shown: str
-    via: str = "ui"  # "ui" or "replay": replayed labels are real labels, but nobody clicked them
+    via: str = "ui"  # a LabelVia value: replayed labels are real labels, but nobody clicked them
 
     @property
     def counts(self) -> bool:

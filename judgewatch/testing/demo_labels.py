@@ -24,10 +24,12 @@ from sqlalchemy import Engine, select
 
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import VerdictStatus
-from judgewatch.regression.golden import GoldenItem, GoldenSet, load_golden_set
+from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
+from judgewatch.review.dataset_labels import known_quality, normalize
 from judgewatch.storage.db import session_scope, table
-from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.interactions import Interaction, upsert_interactions
+from judgewatch.storage.releases import regression_source
 from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.synthetic_labels import label_routed
 
@@ -60,20 +62,6 @@ class DemoLabels:
             f"({self.unknown} unknown); routed {self.review_share:.0%} uniformly and wrote {self.labeled} synthetic "
             "labels through the review queue."
         )
-
-
-def normalize(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def known_quality(item: GoldenItem, answer: str) -> str | None:
-    """ "good", "bad" or None for an answer to a golden item."""
-    a = normalize(answer)
-    if any(a == normalize(g) for g in item.good_answers):
-        return "good"
-    if any(a == normalize(b) for b in item.bad_answers):
-        return "bad"
-    return None
 
 
 def _tiered_answers(engine: Engine, rubric_name: str) -> list[tuple[str, str, str, str, str]]:
@@ -142,3 +130,26 @@ def demo_answers(golden: GoldenSet, *, bad_share: float, salt: str) -> list[tupl
 def write_demo_answers(golden: GoldenSet, path: Path, *, bad_share: float, salt: str = "demo") -> int:
     """Write a tier's recorded answers file (JSONL id/answer) from known answers; returns the count."""
     return write_recorded_answers(path, demo_answers(golden, bad_share=bad_share, salt=salt))
+
+
+async def store_golden_tier(
+    engine: Engine,
+    rubric: Rubric,
+    golden: GoldenSet,
+    tier: str,
+    answers: list[tuple[str, str]],
+    release: str = "demo-1",
+) -> None:
+    """One tier's answers to a golden set, stored as a release's golden items and judged by the reference judge."""
+    from judges.reference import ReferenceJudge
+    from judgewatch.judging.pipeline import judge_items
+
+    by_id = {item.id: item for item in golden.items}
+    source = regression_source(release, tier, golden.name)
+    items = [by_id[item_id].to_judge_item(answer) for item_id, answer in answers]
+    rows = [Interaction.from_item(item, source=source) for item in items]
+    for row in rows:
+        row.tier, row.release = tier, release
+    with session_scope(engine, write=True) as session:
+        upsert_interactions(session=session, interactions=rows)
+    await judge_items(items, rubric, ReferenceJudge(), engine=engine, source=source)

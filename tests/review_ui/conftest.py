@@ -11,8 +11,10 @@ import os
 import shutil
 import socket
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
@@ -26,6 +28,7 @@ from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import upsert_verdicts
 from review_ui.app import serve
+from review_ui.tiers_page import add_tiers_tab
 
 PASSWORD = "a long test password"
 # Would set window.__pwned if any of it ran.
@@ -134,3 +137,19 @@ def served_xss(tmp_path: Path) -> Iterator[ServedApp]:
 @pytest.fixture
 def credentials() -> tuple[str, str]:
     return "alice", PASSWORD
+
+
+@contextmanager
+def tiers_tab_open(page: Any, engine: Engine, data_dir: Path, name: str, password: str) -> Iterator[None]:
+    """Serve the app with the Tiers tab on a free port, log `name` in through the browser and open the tab."""
+    port = _free_port()
+    app = serve(engine, Settings(data_dir=data_dir), port=port, block=False, extra_tabs=[add_tiers_tab])
+    try:
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_label("username").fill(name)
+        page.get_by_label("password").fill(password)
+        page.get_by_role("button", name="Login").click()
+        page.get_by_role("tab", name="Tiers").click()
+        yield
+    finally:
+        app.close()

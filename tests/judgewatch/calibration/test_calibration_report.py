@@ -18,6 +18,7 @@ from judges.reference import ReferenceJudge
 from judgewatch.calibration.anchors import ensure_anchor_verdicts, freeze_anchor_set
 from judgewatch.calibration.report import SECTIONS, write_report
 from judgewatch.calibration.summary import parse_since, summarize
+from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import DriftAlert, upsert_alert
@@ -137,3 +138,39 @@ def test_since_accepts_durations_and_dates() -> None:
     assert parse_since(None) is None and parse_since(" ") is None
     with pytest.raises(ValueError, match="duration"):
         parse_since("soon")
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_report_reads_the_calibration_snapshot_and_computes_only_without_one(
+    store: Engine, db_url: str, tmp_path: Path
+) -> None:
+    def report(*args: str) -> tuple[str, dict]:
+        out = tmp_path / "tiers.json"
+        result = CliRunner().invoke(
+            app, ["tiers", "--database-url", db_url, "--format", "json", "--output", str(out), *args]
+        )
+        assert result.exit_code == 0, result.output
+        return result.output, json.loads(out.read_text(encoding="utf-8"))
+
+    output, computed = report()  # no snapshot yet: computed, and said so
+    assert "no calibration snapshot for this period and judge series: computing from the store now" in output
+    assert computed["provenance"].startswith("Computed from the store")
+
+    save_views(store, rubric_name="answer_quality", periods=("",))  # what the calibration flow stores
+    output, stored = report()
+    assert "Read from the snapshot the calibration flow stored at" in output and "computing" not in output
+    assert stored["provenance"].startswith("Read from the snapshot") and "judge-a" in stored["provenance"]
+    estimates = [(e["estimand"], e["tier"], e["criterion"], e["n_sampled"], e["n_labeled"]) for e in stored["traffic"]]
+    assert estimates == [
+        (e["estimand"], e["tier"], e["criterion"], e["n_sampled"], e["n_labeled"]) for e in computed["traffic"]
+    ]
+    assert all("p_value" in g and "n_effective" in g for g in stored["gaps"])
+
+    for forced in (["--compute"], ["--since", "2026-01-02"], ["--baseline", "quantized"]):
+        output, _ = report(*forced)  # what the flow does not store is computed
+        assert "computing from the store now" in output, forced
+
+    md = tmp_path / "md" / "tiers.md"
+    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--output", str(md)])
+    assert result.exit_code == 0 and "Read from the snapshot" in md.read_text(encoding="utf-8")
+    assert len(list(md.parent.glob("tiers_*.png"))) == 3

@@ -6,32 +6,20 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from judges.reference import ReferenceJudge
 from judgewatch.calibration.score_frame import load_labels
 from judgewatch.calibration.summary import summarize
 from judgewatch.contract.rubric import Rubric
-from judgewatch.judging.pipeline import judge_items
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.regression.serving import load_recorded_answers
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import Interaction, upsert_interactions
-from judgewatch.storage.releases import regression_source
-from judgewatch.testing.demo_labels import DEMO_REVIEWER, demo_answers, synthesize_golden_labels, write_demo_answers
+from judgewatch.testing.demo_labels import (
+    DEMO_REVIEWER,
+    demo_answers,
+    store_golden_tier,
+    synthesize_golden_labels,
+    write_demo_answers,
+)
 
 SET = "halueval_qa_mini"
-
-
-async def store_tier(engine: Engine, rubric: Rubric, tier: str, answers: list[tuple[str, str]]) -> None:
-    """One tier's answers to the golden set, stored with their tier and judged by the reference judge."""
-    golden = {item.id: item for item in load_golden_set(SET).items}
-    source = regression_source("demo-1", tier, SET)
-    items = [golden[item_id].to_judge_item(answer) for item_id, answer in answers]
-    rows = [Interaction.from_item(item, source=source) for item in items]
-    for row in rows:
-        row.tier, row.release = tier, "demo-1"
-    with session_scope(engine, write=True) as session:
-        upsert_interactions(session=session, interactions=rows)
-    await judge_items(items, rubric, ReferenceJudge(), engine=engine, source=source)
 
 
 async def test_demo_labels_come_from_known_answers_and_say_they_are_synthetic(engine: Engine, rubric: Rubric) -> None:
@@ -39,8 +27,8 @@ async def test_demo_labels_come_from_known_answers_and_say_they_are_synthetic(en
     full = demo_answers(golden, bad_share=0.1, salt="full")
     quantized = demo_answers(golden, bad_share=0.6, salt="quantized")
     quantized[0] = (quantized[0][0], "An answer nobody wrote down in advance.")  # unknown quality: never labeled
-    await store_tier(engine, rubric, "full", full)
-    await store_tier(engine, rubric, "quantized", quantized)
+    await store_golden_tier(engine, rubric, golden, "full", full)
+    await store_golden_tier(engine, rubric, golden, "quantized", quantized)
 
     result = synthesize_golden_labels(engine, rubric=rubric, datasets=[SET], review_share=0.5)
     assert result.kind == "synthesized-from-golden-known-answers"

@@ -1,0 +1,109 @@
+"""After the demo's data is loaded (`judgewatch demo --quick`, without the slow vLLM step), the Tiers page opens
+populated: estimates of the releases, corrected with labels derived from the golden sets' annotations and
+labelled `dataset_annotation`, on the series the latest gate used; checked in the store and in a real browser.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select
+
+from judgewatch.review.accounts import add_reviewer
+from judgewatch.settings import Settings
+from judgewatch.storage.db import make_engine, session_scope, table
+from judgewatch.storage.migrations import migrate
+from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from review_ui.tiers_page import tiers_view
+
+from .conftest import tiers_tab_open
+
+PASSWORD = "a long test password"
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The quick demo's releases, labels and calibration snapshot, in a temporary Prefect server and store."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.regression import post_release_regression
+    from judgewatch.cli.demo_run import run_demo
+
+    folder = tmp_path_factory.mktemp("demo")
+    db = f"sqlite:///{folder / 'jw.db'}"
+    engine = make_engine(db)
+    migrate(engine)
+
+    def run_gate(**params: Any) -> dict[str, Any]:
+        params.setdefault("report", str(folder / f"{params['release']}.md"))
+        result = asyncio.run(post_release_regression(**params, database_url=db, fail_on_gate=False))
+        assert isinstance(result, dict)
+        return result
+
+    lines: list[str] = []
+
+    def load() -> list[Any]:
+        with prefect_test_harness(server_startup_timeout=120):
+            return run_demo(engine, Settings(data_dir=folder), run_gate, lines.append, quick=True, judge_trust=False)
+
+    # a thread of its own: run alone, the browser test would build this inside playwright's running event loop
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        outcomes = pool.submit(load).result()
+    assert all(o.as_expected for o in outcomes), lines
+    assert any("label_via=dataset_annotation, not a reviewer's" in line for line in lines), lines
+    with session_scope(engine, write=True) as session:
+        add_reviewer(session=session, name="owner", password=PASSWORD, role="owner")
+    yield engine
+    engine.dispose()
+
+
+def test_the_demo_leaves_release_estimates_corrected_by_dataset_annotations_and_no_trust_records(
+    demo_store: Engine,
+) -> None:
+    view = tiers_view(demo_store)  # the page's default period (90 days) and series
+    first = view.header.splitlines()[0]
+    assert (
+        first.startswith("**Showing judge series reference") and "the judge the latest gate used (release r4" in first
+    )
+    assert "DATASET ANNOTATION LABELS" in view.header and "SYNTHETIC" not in view.header
+    scores = view.estimates
+    assert set(scores["estimand"]) == {"release_quality"} and {"r1", "r2", "r3"} <= {
+        p.split(" / ")[0] for p in scores["population"]
+    }
+    faith = scores[scores["criterion"] == "faithfulness"]
+    labeled = faith[faith["n labeled"].astype(int) > 0]  # the gate routed 10% of each release's verdicts
+    assert len(labeled) >= len(faith) // 2 and labeled["labels by"].str.endswith("dataset_annotation").all()
+    others = scores[scores["criterion"] != "faithfulness"]  # the annotations say nothing about these
+    assert (others["n labeled"].astype(int) == 0).all()
+    assert "quantized − full" in set(view.differences["difference"])
+    assert int(view.counts["of which dataset_annotation"].astype(int).sum()) > 0
+    with session_scope(demo_store) as session:  # labels derived from a dataset are never trust evidence
+        evidence = set(session.execute(select(table(TrustRecord).c.evidence)).scalars())
+    assert evidence and TrustEvidence.human_labels.value not in evidence
+
+
+@pytest.mark.browser
+def test_an_owner_opens_the_tiers_page_after_the_demo_and_sees_estimates_labelled_dataset_annotation(
+    page: Any, demo_store: Engine, tmp_path: Path
+) -> None:
+    from playwright.sync_api import expect
+
+    with tiers_tab_open(page, demo_store, tmp_path, "owner", PASSWORD):
+        body = page.locator("body")
+        expect(body).to_contain_text("Showing judge series reference", timeout=60_000)
+        expect(body).to_contain_text("the judge the latest gate used")
+        grid = page.get_by_role("grid", name="Tier scores")
+        expect(grid).to_contain_text("release_quality")
+        expect(grid).to_contain_text("dataset_annotation")
+        expect(grid).to_contain_text("faithfulness")
+        expect(page.get_by_role("grid", name="Tier difference")).to_contain_text("quantized − full")
+        expect(body).to_contain_text("DATASET ANNOTATION LABELS")
+        expect(body).not_to_contain_text("Nothing computed for this period yet")
