@@ -237,7 +237,7 @@ def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: d
         ).all()
     engine.dispose()
     n = len(load_golden_set(SET).items)
-    assert verdicts == 4 * n  # r1 and r2, two tiers each; r1 judged once although it is r2's baseline
+    assert verdicts == 6 * n  # r1 and r2 (r1 judged once): each tier's verdicts and the tier-vs-tier pairs'
     assert [tuple(d) for d in decisions] == [("r1", 0, first_id), ("r2", 1, run_id.group(1))]
 
 
