@@ -157,17 +157,16 @@ async def measure_judge(
     else:
         evidence = TrustEvidence.known_answers
         figures = await _pointwise_figures(judge, rubric, pairs, engine, resamples, seed)
-    record = build_record(
+    return pairs_record(
+        engine,
+        pairs,
         judge=identity,
-        rubric=rubric.identity,
+        rubric=rubric,
         evidence=evidence,
         figures=figures,
         n_items=figures["items"],
         policy=policy or TrustPolicy(),
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
     )
-    return store_record(engine, record) if engine is not None else record
 
 
 async def _pointwise_figures(
