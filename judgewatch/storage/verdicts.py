@@ -35,7 +35,7 @@ from judgewatch.contract.verdicts import (
 )
 from judgewatch.storage.db import CHUNK, select_matching, table, upsert
 from judgewatch.storage.interactions import interaction_id, upsert_item_rows
-from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
+from judgewatch.storage.types import JSONValue, UTCDateTime, identity_columns, stable_id, utcnow
 
 
 def verdict_id(interaction_id: str, rubric_hash: str, judge_config_hash: str) -> str:
@@ -144,13 +144,7 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         "reason": verdict.reason,
         "scores": verdict.scores,
         "not_applicable": verdict.not_applicable,
-        "judge_kind": judge.kind,
-        "judge_name": judge.name,
-        "judge_endpoint": judge.endpoint,
-        "judge_config_hash": judge.config_hash,
-        "rubric_name": rubric.name,
-        "rubric_version": rubric.version,
-        "rubric_hash": rubric.hash,
+        **identity_columns(judge, rubric),
         "latency_ms": verdict.latency_ms,
         "prompt_tokens": tokens.prompt,
         "completion_tokens": tokens.completion,

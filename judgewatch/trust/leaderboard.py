@@ -110,6 +110,14 @@ class LeaderboardRow(BaseModel):
         ]
 
 
+# The figures of the shown criterion a row copies from the record, by their name in both.
+_CRITERION_FIGURES = ("auroc", "low", "high", "kappa", "unscored_rate", "position_consistency")
+
+
+def _criterion_figures(figures: dict[str, Any]) -> dict[str, Any]:
+    return {name: figures.get(name) for name in _CRITERION_FIGURES}
+
+
 def _reference_key(record: TrustRecord) -> tuple[str, str, str | None, str | None, str | None]:
     return (record.rubric_hash, record.evidence, record.dataset, record.dataset_revision, record.tier)
 
@@ -145,18 +153,9 @@ def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRe
         endpoint=record.judge_endpoint,
         config_hash=record.judge_config_hash,
         rubric=f"{record.rubric_name} {record.rubric_version}",
-        evidence=record.evidence,
-        dataset=record.dataset,
-        dataset_revision=record.dataset_revision,
-        tier=record.tier,
-        n_items=record.n_items,
+        **record.basis().model_dump(),
         criterion=name,
-        auroc=figures.get("auroc"),
-        low=figures.get("low"),
-        high=figures.get("high"),
-        kappa=figures.get("kappa"),
-        unscored_rate=figures.get("unscored_rate"),
-        position_consistency=figures.get("position_consistency"),
+        **_criterion_figures(figures),
         trustworthy=passed,
         detail=detail,
         reference_auroc=reference_auroc,
