@@ -17,6 +17,17 @@ from judgewatch.settings import Settings
 logger = logging.getLogger(__name__)
 
 
+# The numeric fields' smallest allowed value, and whether that value itself is allowed.
+_LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
+    "concurrency": (1, True),
+    "max_retries": (0, True),
+    "timeout_s": (0, False),
+    "max_tokens": (1, True),
+    "context_window": (1, True),
+    "chars_per_token": (0, False),
+}
+
+
 @dataclass(frozen=True)
 class EndpointConfig:
     """Where and how to call one chat endpoint (the judge's, or a live serving tier's), and how it samples."""
@@ -44,18 +55,10 @@ class EndpointConfig:
             raise ValueError(f"endpoint base_url must be an http(s):// URL, got {self.base_url!r}")
         if not self.model:
             raise ValueError(f"endpoint {self.base_url}: the model name is empty")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if self.context_window < 1:
-            raise ValueError(f"context_window must be >= 1, got {self.context_window}")
-        if self.chars_per_token <= 0:
-            raise ValueError(f"chars_per_token must be > 0, got {self.chars_per_token}")
+        for name, (bound, inclusive) in _LOWER_BOUNDS.items():
+            value = getattr(self, name)
+            if value < bound or (value == bound and not inclusive):
+                raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {bound}, got {value}")
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
