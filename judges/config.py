@@ -1,7 +1,8 @@
 """One OpenAI-compatible chat endpoint's configuration, built from the settings in one place.
 
 `ChatClient`, `OpenAIJudge` and `OpenAIPairwiseJudge` all take an `EndpointConfig`, so a new client knob
-(an API-key variable, extra headers, a logprobs switch) is one field here and one line in `judge_endpoint`.
+(an API-key variable, extra headers, a logprobs switch) is one field here and, when the settings set it, one
+name in `_FROM_SETTINGS`.
 The fields that can change a judge's scores are named by `scoring_params` and go into its configuration hash;
 the transport fields (URL, key, concurrency, timeouts, retries) do not, so replicas of one model are one series.
 """
@@ -70,6 +71,20 @@ class EndpointConfig:
         return {"model": self.model, "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
 
 
+# The fields `judge_endpoint` takes from the settings as they are, each from `judge_<field>`
+# (JUDGEWATCH_JUDGE_<FIELD>); the URL, model and concurrency have per-run overrides.
+_FROM_SETTINGS = (
+    "api_key",
+    "timeout_s",
+    "max_retries",
+    "max_tokens",
+    "seed",
+    "fit_prompt",
+    "context_window",
+    "chars_per_token",
+)
+
+
 def judge_endpoint(
     settings: Settings, base_url: str | None = None, *, model: str | None = None, concurrency: int | None = None
 ) -> EndpointConfig:
@@ -80,13 +95,6 @@ def judge_endpoint(
     return EndpointConfig(
         base_url=base_url or settings.judge_url,
         model=model or settings.judge_model,
-        api_key=settings.judge_api_key,
         concurrency=concurrency or settings.judge_concurrency,
-        timeout_s=settings.judge_timeout_s,
-        max_retries=settings.judge_max_retries,
-        max_tokens=settings.judge_max_tokens,
-        seed=settings.judge_seed,
-        fit_prompt=settings.judge_fit_prompt,
-        context_window=settings.judge_context_window,
-        chars_per_token=settings.judge_chars_per_token,
+        **{name: getattr(settings, f"judge_{name}") for name in _FROM_SETTINGS},
     )
