@@ -11,12 +11,10 @@ Run: .venv/bin/python bench/stats.py
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
 
 from judgewatch.stats.ppi import PPIEstimate, ppi_diff_unpaired, ppi_mean
+from judgewatch.testing.timing import best_of
 
 VERDICTS = 1_000_000
 LABELS = 100_000
@@ -45,15 +43,6 @@ def synthetic(seed: int = 0) -> tuple[dict[tuple[str, str], Arrays], dict[tuple[
     return data, truth
 
 
-def best_of(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def main() -> None:
     data, truth = synthetic()
 
@@ -68,7 +57,7 @@ def main() -> None:
             np.mean(f_all)
             np.mean(y)
 
-    t_ppi, t_mean = best_of(run_ppi), best_of(run_mean)
+    t_ppi, t_mean = best_of(run_ppi, REPEATS), best_of(run_mean, REPEATS)
     est = run_ppi()
     for (tier, criterion), e in est.items():
         print(

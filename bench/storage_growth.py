@@ -44,7 +44,7 @@ def main() -> int:
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--keep", action="store_true", help="keep the bench schema afterwards")
     args = parser.parse_args()
-    from judgewatch.cli.regress_cmd import prefect_defaults
+    from judgewatch.cli._flow import prefect_defaults
 
     prefect_defaults()  # quiet Prefect, and time for its ephemeral server to start on a busy machine
     os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "600"

@@ -31,6 +31,7 @@ from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.cli.report_cmd import stored_report
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
+from judgewatch.testing.timing import best_of
 from review_ui.calibration_page import calibration_view
 from review_ui.tiers_page import tiers_view
 
@@ -98,16 +99,6 @@ def fill(db: Path, verdicts: int) -> None:
     conn.close()
 
 
-def best(call: Callable[[], object], repeats: int = REPEATS) -> float:
-    """The fastest of `repeats` calls, in seconds."""
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 def report_from_snapshot(engine: Engine, path: Path) -> None:
     """What `judgewatch report tiers --since 90d --format json` does when the flow stored that period."""
     stored = stored_report(engine, "answer_quality", "90d", None)
@@ -136,12 +127,13 @@ def main() -> None:
         assert [h for _, h in view.series] == list(SERIES) and view.shown == SERIES[0], view.series
         assert "the judge the latest gate used" in view.header, view.header
         report = Path(tmp) / "tiers.json"
-        loads = {
-            "Tiers page, default series": best(lambda: tiers_view(engine, since="90d")),
-            "Tiers page, other series picked": best(lambda: tiers_view(engine, since="90d", series=SERIES[1])),
-            "Calibration page": best(lambda: calibration_view(engine, since="90d")),
-            "report tiers --since 90d --format json": best(lambda: report_from_snapshot(engine, report)),
+        calls: dict[str, Callable[[], object]] = {
+            "Tiers page, default series": lambda: tiers_view(engine, since="90d"),
+            "Tiers page, other series picked": lambda: tiers_view(engine, since="90d", series=SERIES[1]),
+            "Calibration page": lambda: calibration_view(engine, since="90d"),
+            "report tiers --since 90d --format json": lambda: report_from_snapshot(engine, report),
         }
+        loads = {name: best_of(call, REPEATS) for name, call in calls.items()}
         engine.dispose()
     print(f"computing the pages' numbers (once a day, in the calibration flow; {stored} views): {compute:.1f} s")
     for name, seconds in loads.items():

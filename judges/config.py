@@ -1,7 +1,8 @@
 """One OpenAI-compatible chat endpoint's configuration, built from the settings in one place.
 
 `ChatClient`, `OpenAIJudge` and `OpenAIPairwiseJudge` all take an `EndpointConfig`, so a new client knob
-(an API-key variable, extra headers, a logprobs switch) is one field here and one line in `judge_endpoint`.
+(an API-key variable, extra headers, a logprobs switch) is one field here and, when the settings set it, one
+name in `_FROM_SETTINGS`.
 The fields that can change a judge's scores are named by `scoring_params` and go into its configuration hash;
 the transport fields (URL, key, concurrency, timeouts, retries) do not, so replicas of one model are one series.
 """
@@ -15,6 +16,17 @@ from typing import Any
 from judgewatch.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+
+# The numeric fields' smallest allowed value, and whether that value itself is allowed.
+_LOWER_BOUNDS: dict[str, tuple[float, bool]] = {
+    "concurrency": (1, True),
+    "max_retries": (0, True),
+    "timeout_s": (0, False),
+    "max_tokens": (1, True),
+    "context_window": (1, True),
+    "chars_per_token": (0, False),
+}
 
 
 @dataclass(frozen=True)
@@ -44,18 +56,10 @@ class EndpointConfig:
             raise ValueError(f"endpoint base_url must be an http(s):// URL, got {self.base_url!r}")
         if not self.model:
             raise ValueError(f"endpoint {self.base_url}: the model name is empty")
-        if self.concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {self.max_retries}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if self.context_window < 1:
-            raise ValueError(f"context_window must be >= 1, got {self.context_window}")
-        if self.chars_per_token <= 0:
-            raise ValueError(f"chars_per_token must be > 0, got {self.chars_per_token}")
+        for name, (bound, inclusive) in _LOWER_BOUNDS.items():
+            value = getattr(self, name)
+            if value < bound or (value == bound and not inclusive):
+                raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {bound}, got {value}")
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
@@ -65,6 +69,20 @@ class EndpointConfig:
     def scoring_params(self) -> dict[str, object]:
         """The fields that can change what the model answers: part of every judge configuration hash."""
         return {"model": self.model, "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+
+
+# The fields `judge_endpoint` takes from the settings as they are, each from `judge_<field>`
+# (JUDGEWATCH_JUDGE_<FIELD>); the URL, model and concurrency have per-run overrides.
+_FROM_SETTINGS = (
+    "api_key",
+    "timeout_s",
+    "max_retries",
+    "max_tokens",
+    "seed",
+    "fit_prompt",
+    "context_window",
+    "chars_per_token",
+)
 
 
 def judge_endpoint(
@@ -77,13 +95,6 @@ def judge_endpoint(
     return EndpointConfig(
         base_url=base_url or settings.judge_url,
         model=model or settings.judge_model,
-        api_key=settings.judge_api_key,
         concurrency=concurrency or settings.judge_concurrency,
-        timeout_s=settings.judge_timeout_s,
-        max_retries=settings.judge_max_retries,
-        max_tokens=settings.judge_max_tokens,
-        seed=settings.judge_seed,
-        fit_prompt=settings.judge_fit_prompt,
-        context_window=settings.judge_context_window,
-        chars_per_token=settings.judge_chars_per_token,
+        **{name: getattr(settings, f"judge_{name}") for name in _FROM_SETTINGS},
     )

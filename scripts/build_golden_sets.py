@@ -220,25 +220,30 @@ def _field_table() -> str:
 """
 
 
+def _card_front(name: str, n_rows: int, subset_of: str | None, **fields: Any) -> tuple[dict[str, Any], str]:
+    """A card's front matter (`fields`: language, license, source) and, for a subset, the line saying so."""
+    front: dict[str, Any] = {
+        "pretty_name": f"{name} (judgewatch golden set)" + (" - mini subset" if subset_of else ""),
+        "version": "1.0.0",
+        **fields,
+    }
+    if not subset_of:
+        return front, ""
+    front["subset_of"] = subset_of
+    subset = (
+        f"**Subset:** the first {n_rows} items of `{subset_of}`, unchanged, for fast tests. "
+        f"Use `{subset_of}` for real regression runs.\n\n"
+    )
+    return front, subset
+
+
 def halueval_card(rows: list[dict[str, Any]], subset_of: str | None = None) -> tuple[dict[str, Any], str]:
     bad = sum(len(row["bad_answers"]) for row in rows)
     right_median = median(len(row["reference_answer"]) for row in rows)
     length_auroc = shorter_is_good_auroc(rows)
     facts = Counter(len(row["reference_facts"]) for row in rows)
-    front = {
-        "pretty_name": "HaluEval QA (judgewatch golden set)" + (" - mini subset" if subset_of else ""),
-        "version": "1.0.0",
-        "language": ["en"],
-        "license": ["mit", "cc-by-sa-4.0"],
-        "source": HALUEVAL,
-    }
-    if subset_of:
-        front["subset_of"] = subset_of
-    subset = (
-        f"**Subset:** the first {len(rows)} items of `{subset_of}`, unchanged, for fast tests. "
-        f"Use `{subset_of}` for real regression runs.\n\n"
-        if subset_of
-        else ""
+    front, subset = _card_front(
+        "HaluEval QA", len(rows), subset_of, language=["en"], license=["mit", "cc-by-sa-4.0"], source=HALUEVAL
     )
     body = f"""# {front["pretty_name"]}
 
@@ -290,21 +295,7 @@ def halluqa_card(rows: list[dict[str, Any]], subset_of: str | None = None) -> tu
     by_category = {
         name: shorter_is_good_auroc([row for row in rows if row["category"] == name]) for name in sorted(categories)
     }
-    front = {
-        "pretty_name": "HalluQA (judgewatch golden set)" + (" - mini subset" if subset_of else ""),
-        "version": "1.0.0",
-        "language": ["zh"],
-        "license": "apache-2.0",
-        "source": HALLUQA,
-    }
-    if subset_of:
-        front["subset_of"] = subset_of
-    subset = (
-        f"**Subset:** the first {len(rows)} items of `{subset_of}`, unchanged, for fast tests. "
-        f"Use `{subset_of}` for real regression runs.\n\n"
-        if subset_of
-        else ""
-    )
+    front, subset = _card_front("HalluQA", len(rows), subset_of, language=["zh"], license="apache-2.0", source=HALLUQA)
     confound = ", ".join(f"{name} {value:.3f}" for name, value in by_category.items())
     body = f"""# {front["pretty_name"]}
 

@@ -29,6 +29,7 @@ from judgewatch.settings import REPO_ROOT, Settings
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.testing.path_guard import PathGuard, install
+from judgewatch.testing.quick_demo import QuickDemo, run_quick_demo
 
 # Prefect's ephemeral server migrates a new PREFECT_HOME on first start; on a busy 2-core machine that takes
 # longer than Prefect's default 20 s start-up timeout. Quiet and telemetry-free, as the CLI runs it.
@@ -104,6 +105,14 @@ def prefect_server() -> Iterator[None]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def quick_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QuickDemo]:
+    """The quick demo run once per session, in a temporary Prefect server and store (read it, do not undo it)."""
+    demo = run_quick_demo(tmp_path_factory.mktemp("demo"))
+    yield demo
+    demo.engine.dispose()
 
 
 @pytest.fixture

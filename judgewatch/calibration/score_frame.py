@@ -27,24 +27,6 @@ from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, is_curren
 logger = logging.getLogger(__name__)
 
 NO_TIER = "(no tier)"
-SCORE_COLUMNS = [
-    "verdict_id",
-    "interaction_id",
-    "source",
-    "source_id",
-    "tier",
-    "release",
-    "at",
-    "judge_config_hash",
-    "rubric_version",
-    "criterion",
-    "judge",
-    "route",
-    "language",
-    "answer_chars",
-    "sample_prob",
-    "stratum",
-]
 LABEL_COLUMNS = ["human", "inclusion_prob", "pick_reason", "label_via", "reviewer"]
 
 
@@ -63,15 +45,13 @@ def current_series(
     rubric_name: str,
     rubric_version: str | None = None,
     judge_config_hash: str | None = None,
-    tiered: bool = False,
 ) -> Series | None:
     """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`.
 
     Verdicts of anchor re-judging runs do not count: re-judging the anchors with a candidate configuration
-    must not make it the series every number rests on. With `tiered`, only verdicts on interactions with a
-    tier count: a judge validation run (no tiers) must not hide the series that graded the tiers.
+    must not make it the series every number rests on.
     """
-    runs_t, inter_t = table(EvalRun), table(Interaction)
+    runs_t = table(EvalRun)
     v, runs = table(VerdictRecord).c, runs_t.c
     query = (
         select(
@@ -89,8 +69,6 @@ def current_series(
         .order_by(v.updated_at.desc(), v.id)
         .limit(1)
     )
-    if tiered:
-        query = query.join(inter_t, inter_t.c.id == v.interaction_id).where(inter_t.c.tier.is_not(None))
     for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
         if value is not None:
             query = query.where(column == value)
@@ -136,22 +114,22 @@ def load_scores(
     v, c, i = table(VerdictRecord).c, scores_t.c, interactions_t.c
     query = (
         select(
-            v.id,
+            v.id.label("verdict_id"),
             v.interaction_id,
             i.source,
             i.source_id,
             i.tier,
             i.release,
-            i.created_at,
+            i.created_at.label("at"),
             v.judge_config_hash,
             v.rubric_version,
             c.criterion,
-            c.score,
+            c.score.label("judge"),
             i.route,
             i.language,
-            func.length(i.answer),
-            i["metadata"]["inclusion_probability"].as_float(),
-            i["metadata"]["stratum"].as_string(),
+            func.length(i.answer).label("answer_chars"),
+            i["metadata"]["inclusion_probability"].as_float().label("sample_prob"),
+            i["metadata"]["stratum"].as_string().label("stratum"),
         )
         .join(scores_t, c.verdict_id == v.id)
         .join(interactions_t, i.id == v.interaction_id)
@@ -168,8 +146,8 @@ def load_scores(
     if interaction_ids is not None:
         query = query.where(v.interaction_id.in_(interaction_ids))
     with session_scope(engine) as session:
-        rows = session.execute(query).all()
-    frame = pd.DataFrame(rows, columns=SCORE_COLUMNS)
+        result = session.execute(query)
+        frame = pd.DataFrame(result.all(), columns=list(result.keys()))
     frame["judge"] = frame["judge"].astype("float64")
     frame["sample_prob"] = pd.to_numeric(frame["sample_prob"], errors="coerce").astype("float64")
     frame["tier"] = frame["tier"].fillna(NO_TIER).astype(str)
@@ -206,7 +184,7 @@ def load_labels(
     r, lab, i = table(ReviewItem).c, labels_t.c, interactions_t.c
     query = (
         select(
-            r.id,
+            r.id.label("review_item_id"),
             r.interaction_id,
             r.verdict_id,
             i.tier,
@@ -214,9 +192,9 @@ def load_labels(
             lab.reviewer,
             lab.via,
             lab.submitted_at,
-            r.inclusion_probability,
+            r.inclusion_probability.label("inclusion_prob"),
             r.pick_reason,
-            r.final_scores,
+            r.final_scores,  # these two last: the label's scores, read below
             lab.scores,
         )
         .join(labels_t, lab.review_item_id == r.id)
@@ -226,9 +204,8 @@ def load_labels(
     if rubric_version is not None:
         query = query.where(r.rubric_version == rubric_version)
     with session_scope(engine) as session:
-        rows = session.execute(query).all()
-    keys = ["review_item_id", "interaction_id", "verdict_id", "tier", "rubric_version", "reviewer", "via"]
-    keys += ["submitted_at", "inclusion_prob", "pick_reason"]
+        result = session.execute(query)
+        keys, rows = list(result.keys())[:-2], result.all()
     records: list[tuple[object, ...]] = []
     for row in rows:
         *head, final, scores = row

@@ -22,7 +22,6 @@ from judgewatch.stats import (
     Estimate,
     PPIEstimate,
     classical_mean,
-    ppi_diff_paired,
     ppi_diff_unpaired,
     ppi_mean,
     time_windows,
@@ -123,13 +122,11 @@ def tier_difference(
     shares_items = len(both) >= 0.5 * max(a["item_key"].nunique(), b["item_key"].nunique(), 1)
     if shares_items and len(labeled) >= min_paired_labels:
         pi = (labeled["inclusion_prob_a"] * labeled["inclusion_prob_b"]).to_numpy(dtype=float)
-        est = ppi_diff_paired(
-            labeled["human_a"],
-            labeled["human_b"],
-            labeled["judge_a"],
-            labeled["judge_b"],
-            both["judge_a"],
-            both["judge_b"],
+        # PPI on the per-item differences: the item's own difficulty cancels out
+        est = ppi_mean(
+            labeled["human_a"] - labeled["human_b"],
+            labeled["judge_a"] - labeled["judge_b"],
+            both["judge_a"] - both["judge_b"],
             inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
             level=level,
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
@@ -10,6 +12,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
+
+# Every command's `--database-url`.
+DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: the configured one)")]
 
 
 class CannotRun(Exception):

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-app = typer.Typer(help="The judgewatch store: create its database, bring its schema up to date.", no_args_is_help=True)
+from judgewatch.cli._store import DatabaseUrl
 
-DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: the configured one)")]
+app = typer.Typer(help="The judgewatch store: create its database, bring its schema up to date.", no_args_is_help=True)
 
 
 @app.command("create")

@@ -24,7 +24,8 @@ def demo(
     if "PREFECT_API_URL" not in os.environ:
         os.environ.setdefault("PREFECT_HOME", str(settings.data_dir / "prefect"))
         os.makedirs(os.environ["PREFECT_HOME"], exist_ok=True)  # Prefect creates only the last level
-    from judgewatch.cli.regress_cmd import prefect_defaults, run_regression
+    from judgewatch.cli._flow import prefect_defaults
+    from judgewatch.cli.regress_cmd import run_regression
 
     prefect_defaults()
     from sqlalchemy.engine import make_url

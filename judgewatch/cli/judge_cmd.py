@@ -24,7 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
 from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
-from judgewatch.cli._store import CannotRun, open_store
+from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.raw_rows import InputFileError
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
@@ -54,7 +54,7 @@ def judge(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent requests per judge URL")] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
     fallback_reference: Annotated[
         bool, typer.Option(help="Fall back to the offline reference judge when the URL judges are down")
     ] = True,

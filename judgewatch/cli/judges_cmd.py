@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 from judgewatch.settings import get_settings
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ def validate_cmd(
         int, typer.Option(min=1, help="Golden items per set the probes use (about 9 judge calls each)")
     ] = 20,
     min_auroc: Annotated[float | None, typer.Option(help="Override JUDGEWATCH_TRUST_MIN_AUROC")] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
 ) -> None:
     """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion.
@@ -145,7 +145,7 @@ def validate_cmd(
 def list_cmd(
     rubric: Annotated[str | None, typer.Option(help="Only this rubric")] = None,
     judge_name: Annotated[str | None, typer.Option("--judge-name", help="Only this judge (model name)")] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
 ) -> None:
     """Every judge configuration measured: trust per rubric, evidence, dataset and tier, vs the reference judge."""

@@ -9,15 +9,11 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 
 logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Prometheus metrics read from the store: serve them, or print them once.", no_args_is_help=True)
-
-DatabaseUrl = Annotated[
-    str | None, typer.Option("--database-url", help="SQLAlchemy URL (default: the settings' database).")
-]
 
 
 @app.command("serve")

@@ -7,9 +7,7 @@ unexpected is exit 2 with a one-line message: the gate never passes silently.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
-import json
 import logging
 import os
 from pathlib import Path
@@ -17,7 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import open_store_or_exit
+from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 
 logger = logging.getLogger(__name__)
 
@@ -25,29 +24,18 @@ baseline_app = typer.Typer(
     help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True
 )
 
-# The ephemeral server migrates a fresh database on first use: slow on a busy 2-core machine, hence the timeout.
-PREFECT_QUIET_DEFAULTS = {
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
-}
-
-
-def prefect_defaults() -> None:
-    """Quiet, telemetry-free Prefect unless the operator said otherwise (before Prefect is imported)."""
-    for key, value in PREFECT_QUIET_DEFAULTS.items():
-        os.environ.setdefault(key, value)
-
 
 def run_regression(**params: Any) -> dict[str, Any]:
     """Run the flow in-process and return its gate result (see `post_release_regression` for parameters)."""
     prefect_defaults()
     from flows.regression import post_release_regression
 
-    result = asyncio.run(post_release_regression(**params, fail_on_gate=False))
-    if not isinstance(result, dict):
-        raise RuntimeError(f"the regression flow returned {type(result).__name__}, not a gate result")
-    return result
+    run = post_release_regression(**params, fail_on_gate=False)
+    return flow_result(run, flow="regression", result="a gate result")
+
+
+def _could_not_evaluate(exc: Exception) -> str:
+    return f"COULD NOT EVALUATE (exit 2): {type(exc).__name__}: {exc}"
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -94,12 +82,13 @@ def regress(
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Concurrent answer requests per live tier")] = 8,
     answer_max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens of a generated answer")] = 256,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
 ) -> None:
     """The post-release gate: exit 0 pass, 1 regression, 2 could not evaluate."""
-    try:
-        result = run_regression(
+
+    def gate() -> dict[str, Any]:
+        return run_regression(
             release=release,
             datasets=list(dataset),
             tiers=list(tier or []),
@@ -117,14 +106,10 @@ def regress(
             answer_max_tokens=answer_max_tokens,
             database_url=database_url,
         )
-    except Exception as exc:  # the gate must fail loudly, never crash into an ambiguous exit code
-        logger.debug("regression flow failed", exc_info=True)
-        typer.echo(f"COULD NOT EVALUATE (exit 2): {type(exc).__name__}: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    if json_output:
-        typer.echo(json.dumps(result, indent=2, ensure_ascii=False))
-    else:
-        print_result(result)
+
+    # the gate must fail loudly, never crash into an ambiguous exit code
+    result = run_or_exit(gate, what="regression flow", failure=_could_not_evaluate)
+    echo_result(result, json_output=json_output, show=print_result)
     raise typer.Exit(int(result["exit_code"]))
 
 
@@ -134,7 +119,7 @@ def accept(
     tier: Annotated[str | None, typer.Option(help="Only this tier (default: every stored tier of the release)")] = None,
     by: Annotated[str | None, typer.Option(help="Who accepts it (default: the current user)")] = None,
     note: Annotated[str | None, typer.Option(help="Why, for the record")] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Mark a release as the baseline later releases of its tier(s) are compared with."""
     from judgewatch.storage.db import session_scope
@@ -154,7 +139,7 @@ def accept(
 @baseline_app.command("list")
 def list_releases(
     tier: Annotated[str | None, typer.Option(help="Only this tier")] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Every stored release tier, newest first; `*` marks each tier's current baseline."""
     from judgewatch.storage.db import session_scope

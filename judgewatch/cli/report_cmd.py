@@ -18,7 +18,7 @@ import typer
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from judgewatch.cli._store import CannotRun, open_store
+from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
 from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
 
@@ -63,7 +63,7 @@ def tiers(
     compute: Annotated[
         bool, typer.Option("--compute", help="Compute from the store instead of reading the calibration snapshot")
     ] = False,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Per tier and criterion: judge raw mean, corrected estimate and interval, tier difference, agreement,
     trends, open drift alerts and the labels each number rests on.
@@ -172,7 +172,7 @@ def calibrate(
     anchors: Annotated[bool, typer.Option(help="Re-judge the anchor set with the judge when it has not yet")] = True,
     webhook_url: Annotated[str | None, typer.Option(help="POST new drift alerts to this URL")] = None,
     lookback_days: Annotated[int, typer.Option(min=1, help="Days of verdicts the estimates and drift use")] = 90,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Run the daily calibration once: tier estimates, agreement, drift alerts, anchor set (Prefect flow)."""
     from flows.calibration import calibration

@@ -11,7 +11,7 @@ import typer
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from judgewatch.cli._store import open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope, table
 
@@ -21,10 +21,6 @@ reviewer_app = typer.Typer(help="Reviewer accounts for the review app.", no_args
 review_app = typer.Typer(
     help="Human review: route verdicts to people, replay labels, show the queue.", no_args_is_help=True
 )
-
-DatabaseUrl = Annotated[
-    str | None, typer.Option("--database-url", help="SQLAlchemy URL (default: the settings' database).")
-]
 
 
 def _fail(message: str) -> typer.Exit:

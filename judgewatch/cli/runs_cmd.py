@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.runs import RunKind, RunStatus, expire_runs, list_runs
@@ -30,7 +30,7 @@ def runs_list(
     status: Annotated[RunStatus | None, typer.Option(help="Only runs with this status")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many runs")] = 50,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table")] = False,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Recorded runs, newest first: id, kind, status, name, start, last heartbeat and counts."""
     engine = open_store_or_exit(database_url)

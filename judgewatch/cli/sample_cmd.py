@@ -9,7 +9,6 @@ held by another run, database or judge failure).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.cli.regress_cmd import prefect_defaults
+from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
+from judgewatch.cli._store import DatabaseUrl
 
 logger = logging.getLogger(__name__)
 
@@ -29,10 +29,7 @@ def run_sampling(*, dry_run: bool, **params: Any) -> dict[str, Any]:
 
     if dry_run:
         return asyncio.run(traffic_sampling.fn(dry_run=True, **params))
-    result = asyncio.run(traffic_sampling(dry_run=False, **params))
-    if not isinstance(result, dict):
-        raise RuntimeError(f"the sampling flow returned {type(result).__name__}, not a report")
-    return result
+    return flow_result(traffic_sampling(dry_run=False, **params), flow="sampling", result="a report")
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -108,7 +105,7 @@ def sample(
         str | None,
         typer.Option(help="'reference' or judge URL(s), comma-separated (default: the configured judge)"),
     ] = None,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store")] = None,
+    database_url: DatabaseUrl = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
     review_share: Annotated[
         float | None, typer.Option(min=0.0, max=1.0, help="Share of scored verdicts sent to review (default 0.1)")
@@ -126,8 +123,9 @@ def sample(
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
-    try:
-        report = run_sampling(
+
+    def sampled() -> dict[str, Any]:
+        return run_sampling(
             source=str(source),
             since=since,
             dry_run=dry_run,
@@ -140,15 +138,15 @@ def sample(
             database_url=database_url,
             partitions=partitions,
         )
-    except Exception as exc:  # one line, not a traceback: config errors, a busy source, a dead database
-        logger.debug("sampling failed", exc_info=True)
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-    if json_output:
-        typer.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        for line in report_lines(report):
-            typer.echo(line)
+
+    # one line, not a traceback: config errors, a busy source, a dead database
+    report = run_or_exit(sampled, what="sampling", failure=lambda exc: f"error: {exc}")
+    echo_result(report, json_output=json_output, show=_echo_report)
+
+
+def _echo_report(report: dict[str, Any]) -> None:
+    for line in report_lines(report):
+        typer.echo(line)
 
 
 def standalone_app() -> typer.Typer:

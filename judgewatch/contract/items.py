@@ -7,9 +7,25 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 Language = Literal["en", "zh"]
-# What a judge reads of an item; every record that carries judged content (a stored interaction, a traffic
-# row, the review screen) has these fields under these names.
-CONTENT_FIELDS = ("question", "answer", "reference_answer", "reference_facts", "context", "language")
+
+
+class JudgedContent(BaseModel):
+    """What a judge reads of an item; every record that carries judged content (a stored interaction, a traffic
+    row, the review screen) has these fields under these names."""
+
+    question: str
+    answer: str
+    reference_answer: str | None = None
+    reference_facts: list[str] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    language: str | None = None
+
+    @property
+    def has_references(self) -> bool:
+        return bool(self.reference_answer or self.reference_facts or self.context)
+
+
+CONTENT_FIELDS = tuple(JudgedContent.model_fields)
 
 
 def judged_content(record: BaseModel) -> dict[str, Any]:
@@ -30,17 +46,12 @@ def detect_language(*texts: str | None) -> Language:
     return "zh" if letters and cjk / letters >= 0.2 else "en"
 
 
-class JudgeItem(BaseModel):
+class JudgeItem(JudgedContent):
     """One row of `judgewatch judge --input`: the input contract of every judge."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: str = Field(min_length=1)
-    question: str
-    answer: str
-    reference_answer: str | None = None
-    reference_facts: list[str] = Field(default_factory=list)
-    context: list[str] = Field(default_factory=list)
     language: Language | None = None
 
     @classmethod
@@ -66,7 +77,3 @@ class JudgeItem(BaseModel):
     @property
     def lang(self) -> Language:
         return self.language or detect_language(self.question, self.answer)
-
-    @property
-    def has_references(self) -> bool:
-        return bool(self.reference_answer or self.reference_facts or self.context)

@@ -44,7 +44,7 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import interaction_id
 from judgewatch.storage.runs import RunKind, RunStatus, beat_run, expire_runs, finish_run, get_run, start_run
 from judgewatch.storage.runs import run_id as make_run_id
-from judgewatch.storage.verdicts import judged_interactions, stored_verdicts, verdict_id
+from judgewatch.storage.verdicts import get_verdicts, judged_interactions, verdict_id
 
 logger = logging.getLogger(__name__)
 
@@ -313,13 +313,15 @@ class JudgingRun:
         source = iter(keyed)
         while chunk := list(islice(source, RESUME_CHUNK)):
             with session_scope(self.engine) as session:
-                found = stored_verdicts(
+                judged = judged_interactions(
                     session=session,
                     interaction_ids=[key for key, _ in chunk],
                     rubric_hash=self.rubric.content_hash,
                     judge_config_hash=self.judge_config_hash,
                     retry_reasons=retry,
                 )
+                records = get_verdicts(session=session, verdict_ids=list(judged.values())) if judged else []
+                found = {record.interaction_id: record.to_verdict() for record in records}
             reuse.update(found)
             self.reused += len(found)
             yield from chunk

@@ -70,7 +70,7 @@ class Adjudication:
                 raise LeaseError(f"your lease on case {item_id} expired: take the next case")
             view = self.queue.view(session, item_id)
             rubric = self.queue.rubrics.get(item.rubric_name)
-            clean = validate_scores(rubric, final_scores, has_refs=_has_references(view))
+            clean = validate_scores(rubric, final_scores, has_refs=view.has_references)
             final = {**clean, "_note": note.strip()} if note.strip() else dict(clean)
             result = session.execute(
                 update(ITEMS)
@@ -131,7 +131,3 @@ class Adjudication:
         item = session.get(ReviewItem, item_id)
         assert item is not None
         return AdjudicationCase(item=view, state=item.state, labels=labels, split=disagreement(scored))
-
-
-def _has_references(view: LeasedItem) -> bool:
-    return bool(view.reference_answer or view.reference_facts or view.context)

@@ -10,8 +10,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
+from judgewatch.contract.items import JudgedContent
 from judgewatch.contract.rubric import Rubric
 
 
@@ -59,16 +60,10 @@ class CriterionView(BaseModel):
     applicable: bool
 
 
-class LeasedItem(BaseModel):
-    """The blind review screen's content for one leased item."""
+class LeasedItem(JudgedContent):
+    """The blind review screen's content for one leased item: its judged content and the rubric to label it by."""
 
     item_id: str
-    question: str
-    answer: str
-    reference_answer: str | None = None
-    reference_facts: list[str] = Field(default_factory=list)
-    context: list[str] = Field(default_factory=list)
-    language: str | None = None
     rubric_name: str
     rubric_version: str  # the version of the rubric shown now (recorded with the label)
     scale_min: int

@@ -15,7 +15,7 @@ from judgewatch.stats.drift import DriftTest, WindowStats, agreement_series, dri
 from judgewatch.stats.estimate import Estimate, two_sided_p
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
-from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_paired, ppi_diff_unpaired, ppi_mean
+from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_unpaired, ppi_mean
 from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_human_mean, survey_ppi_mean
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "exact_agreement",
     "krippendorff_alpha",
     "paired_mean_diff",
-    "ppi_diff_paired",
     "ppi_diff_unpaired",
     "ppi_mean",
     "regressed",

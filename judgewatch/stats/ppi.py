@@ -142,28 +142,10 @@ def classical_mean(y: ArrayLike, *, inclusion_prob: ArrayLike | None = None, lev
 
 
 def ppi_diff_unpaired(a: PPIEstimate, b: PPIEstimate, *, level: float = 0.95) -> Estimate:
-    """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature."""
+    """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature.
+
+    When the same items were answered by both tiers, `ppi_mean` of the per-item differences (labels, labeled
+    judge scores, all judge scores) is the paired estimate, and a far narrower one when items drive the scores.
+    """
     se = float(np.hypot(a.se, b.se))
     return normal_interval(a.estimate - b.estimate, se, a.n + b.n, level)
-
-
-def ppi_diff_paired(
-    y_a: ArrayLike,
-    y_b: ArrayLike,
-    yhat_a: ArrayLike,
-    yhat_b: ArrayLike,
-    yhat_all_a: ArrayLike,
-    yhat_all_b: ArrayLike,
-    *,
-    inclusion_prob: ArrayLike | None = None,
-    lam: float | None = None,
-    level: float = 0.95,
-) -> PPIEstimate:
-    """Mean of tier a minus tier b when the same items were answered by both tiers: PPI on the differences.
-
-    Arrays are aligned item by item across tiers: labeled items labeled on both tiers, all items judged on both.
-    """
-    diff_y = _finite(y_a, "y_a") - _finite(y_b, "y_b")
-    diff_f = _finite(yhat_a, "yhat_a") - _finite(yhat_b, "yhat_b")
-    diff_all = _finite(yhat_all_a, "yhat_all_a") - _finite(yhat_all_b, "yhat_all_b")
-    return ppi_mean(diff_y, diff_f, diff_all, inclusion_prob=inclusion_prob, lam=lam, level=level)

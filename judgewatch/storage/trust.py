@@ -13,6 +13,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from pydantic import BaseModel
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.storage.db import select_matching, table
@@ -26,6 +27,16 @@ class TrustEvidence(StrEnum):
     pairwise = "pairwise"  # the same answers compared A vs B, in both orders
     human_labels = "human_labels"  # agreement with human labels (calibration), per tier
     bias_probes = "bias_probes"  # answers changed in ways that must not matter (length, confidence...): shifts
+
+
+class TrustBasis(BaseModel):
+    """What one trust measurement rests on: the kind of evidence, its data set and revision, the tier, the size."""
+
+    evidence: str  # a TrustEvidence value
+    dataset: str | None = None  # golden set name, or the label source for human labels
+    dataset_revision: str | None = None
+    tier: str | None = None
+    n_items: int = 0
 
 
 def trust_record_id(
@@ -53,8 +64,8 @@ class TrustRecord(SQLModel, table=True):
     rubric_name: str = Field(index=True)
     rubric_version: str
     rubric_hash: str
-    evidence: str  # a TrustEvidence value
-    dataset: str | None = None  # golden set name, or the label source for human labels
+    evidence: str  # the TrustBasis fields, kept in this place so the columns and JSON keep their order
+    dataset: str | None = None
     dataset_revision: str | None = None
     tier: str | None = None
     n_items: int = 0
@@ -63,6 +74,10 @@ class TrustRecord(SQLModel, table=True):
     figures: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
     policy: dict[str, Any] = Field(default_factory=dict, sa_type=JSONValue)
     measured_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
+
+    def basis(self) -> TrustBasis:
+        """What this record rests on."""
+        return TrustBasis.model_validate(self, from_attributes=True)
 
 
 def save_trust_record(*, session: Session, record: TrustRecord) -> TrustRecord:

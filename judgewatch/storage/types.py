@@ -1,4 +1,5 @@
-"""Column types and ids shared by every table: UTC timestamps, portable JSON, deterministic ids."""
+"""Column types and ids shared by every table: UTC timestamps, portable JSON, deterministic ids, and the
+judge and rubric identity columns that verdict and trust rows both carry."""
 
 from __future__ import annotations
 
@@ -12,9 +13,24 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 from typing_extensions import override
 
+from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def identity_columns(judge: JudgeIdentity, rubric: RubricIdentity) -> dict[str, Any]:
+    """The `judge_*` and `rubric_*` columns of a row measured by `judge` under `rubric`."""
+    return {
+        "judge_kind": judge.kind,
+        "judge_name": judge.name,
+        "judge_endpoint": judge.endpoint,
+        "judge_config_hash": judge.config_hash,
+        "rubric_name": rubric.name,
+        "rubric_version": rubric.version,
+        "rubric_hash": rubric.hash,
+    }
 
 
 def stable_id(*parts: object) -> str:

@@ -35,7 +35,7 @@ from judgewatch.contract.verdicts import (
 )
 from judgewatch.storage.db import CHUNK, select_matching, table, upsert
 from judgewatch.storage.interactions import interaction_id, upsert_item_rows
-from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
+from judgewatch.storage.types import JSONValue, UTCDateTime, identity_columns, stable_id, utcnow
 
 
 def verdict_id(interaction_id: str, rubric_hash: str, judge_config_hash: str) -> str:
@@ -144,13 +144,7 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         "reason": verdict.reason,
         "scores": verdict.scores,
         "not_applicable": verdict.not_applicable,
-        "judge_kind": judge.kind,
-        "judge_name": judge.name,
-        "judge_endpoint": judge.endpoint,
-        "judge_config_hash": judge.config_hash,
-        "rubric_name": rubric.name,
-        "rubric_version": rubric.version,
-        "rubric_hash": rubric.hash,
+        **identity_columns(judge, rubric),
         "latency_ms": verdict.latency_ms,
         "prompt_tokens": tokens.prompt,
         "completion_tokens": tokens.completion,
@@ -282,33 +276,6 @@ def judged_interactions(
     return found
 
 
-def stored_verdicts(
-    *,
-    session: Session,
-    interaction_ids: Sequence[str],
-    rubric_hash: str,
-    judge_config_hash: str,
-    retry_reasons: Collection[str] = (),
-) -> dict[str, Verdict]:
-    """{interaction id: Verdict} stored under this rubric and judge, as `judged_interactions` selects them.
-
-    What a resumed run delivers for the items it does not send to the judge again.
-    """
-    tbl = table(VerdictRecord)
-    found: dict[str, Verdict] = {}
-    ids = list(dict.fromkeys(interaction_ids))
-    for start in range(0, len(ids), CHUNK):
-        query = select(VerdictRecord).where(
-            tbl.c.interaction_id.in_(ids[start : start + CHUNK]),
-            tbl.c.rubric_hash == rubric_hash,
-            tbl.c.judge_config_hash == judge_config_hash,
-        )
-        for record in session.scalars(query):
-            if record.unscored_reason is None or record.unscored_reason not in retry_reasons:
-                found[record.interaction_id] = record.to_verdict()
-    return found
-
-
 def get_verdicts(
     *,
     session: Session,
@@ -316,12 +283,15 @@ def get_verdicts(
     interaction_ids: Sequence[str] | None = None,
     rubric_hash: str | None = None,
     judge_config_hash: str | None = None,
+    verdict_ids: Sequence[str] | None = None,
 ) -> list[VerdictRecord]:
     """Stored verdicts matching every given filter, oldest first; `record.to_verdict()` gives the Verdict."""
     tbl = table(VerdictRecord)
     query = select_matching(VerdictRecord, run_id=run_id, rubric_hash=rubric_hash, judge_config_hash=judge_config_hash)
     if interaction_ids is not None:
         query = query.where(tbl.c.interaction_id.in_(list(interaction_ids)))
+    if verdict_ids is not None:
+        query = query.where(tbl.c.id.in_(list(verdict_ids)))
     return list(session.scalars(query.order_by(tbl.c.created_at, tbl.c.id)))
 
 

@@ -429,15 +429,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     async def serve() -> None:
-        async with serve_simulator(
-            host=args.host,
-            port=args.port,
-            latency_ms=args.latency_ms,
-            max_concurrency=args.max_concurrency,
-            mode=args.mode,
-            model=args.model,
-            max_model_len=args.max_model_len,
-        ) as sim:
+        async with serve_simulator(**vars(args)) as sim:  # every option is the parameter of its name
             typer.echo(f"judgewatch simulator listening on {sim.base_url}")  # flushed: bench/ reads this line
             await asyncio.Event().wait()
 

@@ -110,6 +110,14 @@ class LeaderboardRow(BaseModel):
         ]
 
 
+# The figures of the shown criterion a row copies from the record, by their name in both.
+_CRITERION_FIGURES = ("auroc", "low", "high", "kappa", "unscored_rate", "position_consistency")
+
+
+def _criterion_figures(figures: dict[str, Any]) -> dict[str, Any]:
+    return {name: figures.get(name) for name in _CRITERION_FIGURES}
+
+
 def _reference_key(record: TrustRecord) -> tuple[str, str, str | None, str | None, str | None]:
     return (record.rubric_hash, record.evidence, record.dataset, record.dataset_revision, record.tier)
 
@@ -128,39 +136,38 @@ def _with_probes(row: LeaderboardRow, probes: TrustRecord | None, policy: TrustP
     return row.model_copy(update={"probes": label, "probes_passed": passed, "trustworthy": trust})
 
 
+def _criterion_auroc(figures: dict[str, Any], name: str) -> Any:
+    return figures.get("criteria", {}).get(name, {}).get("auroc")
+
+
+def _against_reference(record: TrustRecord, name: str, references: dict[Any, TrustRecord]) -> dict[str, Any]:
+    """The reference judge's AUROC on the same evidence, and the record's agreement with its scores."""
+    embedded = record.figures.get("reference", {})
+    reference_auroc = _criterion_auroc(embedded, name)
+    agreement = embedded.get("agreement", {}).get(name, {}).get("exact_agreement")
+    if record.judge_kind == "reference":
+        reference_auroc, agreement = _criterion_auroc(record.figures, name), 1.0
+    elif reference_auroc is None and (ref := references.get(_reference_key(record))) is not None:
+        reference_auroc = _criterion_auroc(ref.figures, name)
+    return {"reference_auroc": reference_auroc, "agreement_with_reference": agreement}
+
+
 def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRecord]) -> LeaderboardRow:
     criteria: dict[str, Any] = record.figures.get("criteria", {})
     name = policy.criterion if policy.criterion in criteria else next(iter(criteria), policy.criterion)
     figures: dict[str, Any] = criteria.get(name, {})
     passed, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
-    embedded = record.figures.get("reference", {})
-    reference_auroc = embedded.get("criteria", {}).get(name, {}).get("auroc")
-    agreement = embedded.get("agreement", {}).get(name, {}).get("exact_agreement")
-    if record.judge_kind == "reference":
-        reference_auroc, agreement = figures.get("auroc"), 1.0
-    elif reference_auroc is None and (ref := references.get(_reference_key(record))) is not None:
-        reference_auroc = ref.figures.get("criteria", {}).get(name, {}).get("auroc")
     return LeaderboardRow(
         judge=f"{record.judge_kind}:{record.judge_name}",
         endpoint=record.judge_endpoint,
         config_hash=record.judge_config_hash,
         rubric=f"{record.rubric_name} {record.rubric_version}",
-        evidence=record.evidence,
-        dataset=record.dataset,
-        dataset_revision=record.dataset_revision,
-        tier=record.tier,
-        n_items=record.n_items,
+        **record.basis().model_dump(),
         criterion=name,
-        auroc=figures.get("auroc"),
-        low=figures.get("low"),
-        high=figures.get("high"),
-        kappa=figures.get("kappa"),
-        unscored_rate=figures.get("unscored_rate"),
-        position_consistency=figures.get("position_consistency"),
+        **_criterion_figures(figures),
         trustworthy=passed,
         detail=detail,
-        reference_auroc=reference_auroc,
-        agreement_with_reference=agreement,
+        **_against_reference(record, name, references),
         measured_at=record.measured_at,
         other_criteria={k: v.get("auroc", v.get("kappa")) for k, v in criteria.items() if k != name},
     )

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.settings import Settings
-from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
 from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes
 
 logger = logging.getLogger(__name__)
@@ -65,14 +65,9 @@ def policy_from_settings(settings: Settings, **overrides: Any) -> TrustPolicy:
     return TrustPolicy(**values)
 
 
-class EvidenceRef(BaseModel):
+class EvidenceRef(TrustBasis):
     """One stored measurement a verdict rests on."""
 
-    evidence: str
-    dataset: str | None
-    dataset_revision: str | None
-    tier: str | None
-    n_items: int
     measured_at: datetime
     passed: bool | None
     detail: str
@@ -189,11 +184,7 @@ def evaluate(
         ok, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
         refs.append(
             EvidenceRef(
-                evidence=record.evidence,
-                dataset=record.dataset,
-                dataset_revision=record.dataset_revision,
-                tier=record.tier,
-                n_items=record.n_items,
+                **record.basis().model_dump(),
                 measured_at=record.measured_at,
                 passed=ok,
                 detail=f"{_where(record)}: {detail}",

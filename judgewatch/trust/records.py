@@ -18,7 +18,8 @@ from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
 from judgewatch.stats.agreement import weighted_kappa
 from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records, save_trust_record
+from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord, get_trust_records, save_trust_record
+from judgewatch.storage.types import identity_columns
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, evaluate, evaluate_record
 
 logger = logging.getLogger(__name__)
@@ -28,30 +29,16 @@ def build_record(
     *,
     judge: JudgeIdentity,
     rubric: RubricIdentity,
-    evidence: TrustEvidence,
+    basis: TrustBasis,
     figures: dict[str, Any],
-    n_items: int,
     policy: TrustPolicy,
-    dataset: str | None = None,
-    dataset_revision: str | None = None,
-    tier: str | None = None,
 ) -> TrustRecord:
     """A record carrying its figures and the policy's verdict on it at measurement time."""
-    passed, detail = evaluate_record(evidence.value, figures, n_items, policy)
+    passed, detail = evaluate_record(basis.evidence, figures, basis.n_items, policy)
     return TrustRecord(
         id="",  # derived from the identity when saved
-        judge_kind=judge.kind,
-        judge_name=judge.name,
-        judge_endpoint=judge.endpoint,
-        judge_config_hash=judge.config_hash,
-        rubric_name=rubric.name,
-        rubric_version=rubric.version,
-        rubric_hash=rubric.hash,
-        evidence=evidence.value,
-        dataset=dataset,
-        dataset_revision=dataset_revision,
-        tier=tier,
-        n_items=n_items,
+        **identity_columns(judge, rubric),
+        **basis.model_dump(),
         trustworthy=passed,
         summary=detail,
         figures=figures,
@@ -121,15 +108,10 @@ def record_tier_agreement(
         name: {"kappa": _clean(e.estimate), "low": _clean(e.low), "high": _clean(e.high), "n": e.n}
         for name, e in kappas.items()
     }
+    n_items = max((e.n for e in kappas.values()), default=0)
+    basis = TrustBasis(evidence=TrustEvidence.human_labels.value, dataset=source, tier=tier, n_items=n_items)
     record = build_record(
-        judge=judge,
-        rubric=rubric,
-        evidence=TrustEvidence.human_labels,
-        figures={"criteria": criteria},
-        n_items=max((e.n for e in kappas.values()), default=0),
-        policy=policy or TrustPolicy(),
-        dataset=source,
-        tier=tier,
+        judge=judge, rubric=rubric, basis=basis, figures={"criteria": criteria}, policy=policy or TrustPolicy()
     )
     return store_record(engine, record)
 

@@ -26,7 +26,7 @@ from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
-from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
 from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc, trim_figures
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
@@ -95,16 +95,8 @@ def pairs_record(
     policy: TrustPolicy,
 ) -> TrustRecord:
     """The record of one measurement on `pairs` (its set and revision), stored when `engine` is given."""
-    record = build_record(
-        evidence=evidence,
-        figures=figures,
-        dataset=pairs.dataset,
-        dataset_revision=pairs.revision,
-        judge=judge,
-        rubric=rubric.identity,
-        n_items=n_items,
-        policy=policy,
-    )
+    basis = TrustBasis(evidence=evidence.value, dataset=pairs.dataset, dataset_revision=pairs.revision, n_items=n_items)
+    record = build_record(judge=judge, rubric=rubric.identity, basis=basis, figures=figures, policy=policy)
     return store_record(engine, record) if engine is not None else record
 
 

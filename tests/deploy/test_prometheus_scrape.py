@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,26 +17,11 @@ import yaml
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.testing.metrics_store import seed_store
+from judgewatch.testing.processes import free_port, stop_process
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.slow]
 
 N = 200
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 @pytest.fixture
@@ -50,7 +32,7 @@ def metrics_server(tmp_path: Path) -> Iterator[str]:
     migrate(engine)
     seed_store(engine, verdicts=N)
     engine.dispose()
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "judgewatch", "metrics", "serve", "--port", str(port), "--database-url", url],
         stdout=subprocess.DEVNULL,
@@ -71,7 +53,7 @@ def metrics_server(tmp_path: Path) -> Iterator[str]:
             pytest.fail("judgewatch metrics serve did not answer within 120 s")
         yield f"127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop_process(proc)
     assert proc.returncode == 0, "SIGTERM must stop the server cleanly"
 
 
@@ -90,7 +72,7 @@ def test_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules(
         "scrape_configs": [{"job_name": "judgewatch", "static_configs": [{"targets": [metrics_server]}]}],
     }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [
             prometheus_bin,
@@ -132,5 +114,5 @@ def test_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules(
             rules = {rule["name"]: rule for group in groups for rule in group["rules"]}
         assert rules["JudgewatchDriftAlertOpen"]["state"] == "firing"
     finally:
-        _stop(proc)
+        stop_process(proc)
     assert not re.search(r"level=(error|ERROR)", proc.stderr.read() if proc.stderr else "")

@@ -32,6 +32,7 @@ from judgewatch.storage.releases import (
     record_release_tier,
 )
 from judgewatch.testing.openai_stub import chat_completion, openai_stub
+from judgewatch.testing.quick_demo import QuickDemo
 
 SET = "halueval_qa_mini"
 Files = dict[str, Path]
@@ -370,25 +371,8 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     assert broken.exit_code == 2 and "is not an http(s) URL" in broken.output
 
 
-def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(tmp_path: Path) -> None:
-    import asyncio
-
-    from flows.regression import post_release_regression
-    from judgewatch.cli.demo_run import run_demo
-    from judgewatch.settings import Settings
-
-    db = f"sqlite:///{tmp_path / 'jw.db'}"
-    engine = make_engine(db)
-    migrate(engine)
-
-    def run_gate(**params: Any) -> dict[str, Any]:
-        params.setdefault("report", str(tmp_path / f"{params['release']}.md"))
-        result = asyncio.run(post_release_regression(**params, database_url=db, fail_on_gate=False))
-        assert isinstance(result, dict)
-        return result
-
-    lines: list[str] = []
-    outcomes = run_demo(engine, Settings(data_dir=tmp_path), run_gate, lines.append, quick=True, judge_trust=False)
+def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(quick_demo: QuickDemo) -> None:
+    engine, outcomes, lines = quick_demo.engine, quick_demo.outcomes, quick_demo.lines
     assert [(o.release, o.result["exit_code"]) for o in outcomes] == [("r1", 0), ("r2", 0), ("r3", 1), ("r4", 2)]
     assert all(o.as_expected for o in outcomes)
     text_out = "\n".join(lines)

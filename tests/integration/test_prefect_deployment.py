@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +24,7 @@ from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
+from judgewatch.testing.processes import free_port, stop_process
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.slow]
 
@@ -38,24 +37,6 @@ from prefect.deployments import run_deployment
 run = run_deployment(sys.argv[1], parameters=json.loads(sys.argv[2]), timeout=300)
 print(json.dumps({"id": str(run.id), "type": run.state.type.value, "message": run.state.message}))
 """
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the process group we started, SIGKILL if it lingers."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path, timeout_s: float = 120) -> None:
@@ -120,7 +101,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, object
         yield {"env": env, "home": home, "db": env["JUDGEWATCH_DATABASE_URL"], "serve_log": serve_log}
     finally:
         for process in reversed(started):
-            stop(process)
+            stop_process(process, group=True, timeout_s=20)
 
 
 def trigger(stack: dict[str, object], parameters: dict[str, object]) -> dict[str, str]:

@@ -54,13 +54,20 @@ def _remote(url: str, model: str = "sim-judge") -> OpenAIJudge:
     return OpenAIJudge(EndpointConfig(url, model, max_retries=0, backoff_s=0.01, timeout_s=5.0))
 
 
+async def judge_once(links: list[Judge], item: JudgeItem, rubric: Rubric) -> Verdict:
+    """One item through a new chain over `links`, closed afterwards."""
+    chain = FallbackJudge(links)
+    try:
+        return await chain.judge(item, rubric)
+    finally:
+        await chain.aclose()
+
+
 async def test_first_link_down_second_serves_and_the_verdict_names_both(
     closed_port_url: str, sim2: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
     dead, alive = _remote(closed_port_url, "primary"), _remote(sim2.base_url, "sim-judge-2")
-    chain = FallbackJudge([dead, alive])
-    verdict = await chain.judge(make_item("1"), rubric)
-    await chain.aclose()
+    verdict = await judge_once([dead, alive], make_item("1"), rubric)
 
     assert verdict.status is VerdictStatus.scored
     assert verdict.judge == alive.identity(rubric)
@@ -71,9 +78,7 @@ async def test_first_link_down_second_serves_and_the_verdict_names_both(
 async def test_a_healthy_first_link_serves_alone_with_no_fallback_recorded(
     sim: SimulatorHandle, sim2: SimulatorHandle, rubric: Rubric, make_item: MakeItem
 ) -> None:
-    chain = FallbackJudge([_remote(sim.base_url), _remote(sim2.base_url)])
-    verdict = await chain.judge(make_item("1"), rubric)
-    await chain.aclose()
+    verdict = await judge_once([_remote(sim.base_url), _remote(sim2.base_url)], make_item("1"), rubric)
     assert verdict.fallback_from == [] and verdict.judge.endpoint == sim.base_url
     assert sim2.state.requests == 0
 
@@ -96,9 +101,8 @@ async def test_the_judges_own_failures_are_kept_never_replaced_by_the_next_link(
     make_item: MakeItem,
 ) -> None:
     reference = FakeReferenceJudge()
-    chain = FallbackJudge([_remote(sim.base_url), _remote(sim2.base_url), reference])
-    verdict = await chain.judge(make_item("p", marker), rubric)
-    await chain.aclose()
+    links: list[Judge] = [_remote(sim.base_url), _remote(sim2.base_url), reference]
+    verdict = await judge_once(links, make_item("p", marker), rubric)
 
     assert verdict.unscored_reason is reason
     assert verdict.judge.endpoint == sim.base_url and verdict.fallback_from == []
@@ -190,9 +194,7 @@ async def test_every_link_down_gives_the_last_links_unscored_verdict_listing_the
 ) -> None:
     sim2.state.mode = Fault("503")
     first, last = _remote(closed_port_url, "a"), _remote(sim2.base_url, "b")
-    chain = FallbackJudge([first, last])
-    verdict = await chain.judge(make_item("1"), rubric)
-    await chain.aclose()
+    verdict = await judge_once([first, last], make_item("1"), rubric)
     assert verdict.unscored_reason is UnscoredReason.endpoint_down
     assert verdict.judge == last.identity(rubric)
     assert verdict.fallback_from == [link_label(first)]

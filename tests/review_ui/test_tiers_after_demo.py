@@ -5,10 +5,6 @@ labelled `dataset_annotation`, on the series the latest gate used; checked in th
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -16,10 +12,9 @@ import pytest
 from sqlalchemy import Engine, select
 
 from judgewatch.review.accounts import add_reviewer
-from judgewatch.settings import Settings
-from judgewatch.storage.db import make_engine, session_scope, table
-from judgewatch.storage.migrations import migrate
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.testing.quick_demo import QuickDemo
 from review_ui.tiers_page import tiers_view
 
 from .conftest import tiers_tab_open
@@ -29,40 +24,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """The quick demo's releases, labels and calibration snapshot, in a temporary Prefect server and store."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from prefect.testing.utilities import prefect_test_harness
-
-    from flows.regression import post_release_regression
-    from judgewatch.cli.demo_run import run_demo
-
-    folder = tmp_path_factory.mktemp("demo")
-    db = f"sqlite:///{folder / 'jw.db'}"
-    engine = make_engine(db)
-    migrate(engine)
-
-    def run_gate(**params: Any) -> dict[str, Any]:
-        params.setdefault("report", str(folder / f"{params['release']}.md"))
-        result = asyncio.run(post_release_regression(**params, database_url=db, fail_on_gate=False))
-        assert isinstance(result, dict)
-        return result
-
-    lines: list[str] = []
-
-    def load() -> list[Any]:
-        with prefect_test_harness(server_startup_timeout=120):
-            return run_demo(engine, Settings(data_dir=folder), run_gate, lines.append, quick=True, judge_trust=False)
-
-    # a thread of its own: run alone, the browser test would build this inside playwright's running event loop
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        outcomes = pool.submit(load).result()
-    assert all(o.as_expected for o in outcomes), lines
+def demo_store(quick_demo: QuickDemo) -> Engine:
+    """The quick demo's releases, labels and calibration snapshot, with an owner account to open the pages."""
+    lines = quick_demo.lines
+    assert all(o.as_expected for o in quick_demo.outcomes), lines
     assert any("label_via=dataset_annotation, not a reviewer's" in line for line in lines), lines
-    with session_scope(engine, write=True) as session:
+    with session_scope(quick_demo.engine, write=True) as session:
         add_reviewer(session=session, name="owner", password=PASSWORD, role="owner")
-    yield engine
-    engine.dispose()
+    return quick_demo.engine
 
 
 def test_the_demo_leaves_release_estimates_corrected_by_dataset_annotations_and_no_trust_records(

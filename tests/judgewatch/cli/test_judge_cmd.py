@@ -7,15 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
 from typer.testing import CliRunner, Result
 
 from judgewatch.cli import get_app
-from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.quarantine import QuarantinedRow
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.simulator import run_simulator_in_thread
+from judgewatch.testing.store import count_rows
 
 GOOD: list[dict[str, Any]] = [
     {"id": "g1", "question": "What is the capital of France?", "answer": "Paris.", "reference_answer": "Paris."},
@@ -44,26 +43,19 @@ def items_file(tmp_path: Path) -> Path:
     return path
 
 
-def run_judge(*args: str) -> Result:
-    return CliRunner().invoke(get_app(), ["judge", "--rubric", "answer_quality", *args])
-
-
-def count(db_url: str, model: type) -> int:
-    engine = make_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(table(model))).scalar_one()
-    finally:
-        engine.dispose()
+def run_judge(
+    input_path: Path, output: Path, judge: str, db_url: str, *extra: str, rubric: str = "answer_quality"
+) -> Result:
+    """`judgewatch judge` on one input file; `extra` are further options."""
+    args = ["--input", str(input_path), "--output", str(output), "--judge", judge, "--database-url", db_url]
+    return CliRunner().invoke(get_app(), ["judge", "--rubric", rubric, *args, *extra])
 
 
 def test_judge_writes_one_row_per_good_row_and_lists_quarantined_lines(
     items_file: Path, tmp_path: Path, db_url: str
 ) -> None:
     out = tmp_path / "verdicts.jsonl"
-    result = run_judge(
-        "--input", str(items_file), "--output", str(out), "--judge", "reference", "--database-url", db_url
-    )
+    result = run_judge(items_file, out, "reference", db_url)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [g["id"] for g in GOOD]
@@ -72,81 +64,38 @@ def test_judge_writes_one_row_per_good_row_and_lists_quarantined_lines(
     assert "line 5: field 'answer': required field is missing" in result.output
     assert "line 7: field 'reference_facts': expected a list of strings" in result.output
     assert "3 quarantined" in result.output
-    assert count(db_url, VerdictRecord) == len(GOOD)
-    assert count(db_url, QuarantinedRow) == 3
+    assert count_rows(db_url, VerdictRecord) == len(GOOD)
+    assert count_rows(db_url, QuarantinedRow) == 3
     assert not (tmp_path / "verdicts.jsonl.partial").exists()
 
 
 def test_a_second_identical_run_stores_no_duplicate_verdicts(items_file: Path, tmp_path: Path, db_url: str) -> None:
     for _ in range(2):
-        result = run_judge(
-            "--input",
-            str(items_file),
-            "--output",
-            str(tmp_path / "v.jsonl"),
-            "--judge",
-            "reference",
-            "--database-url",
-            db_url,
-        )
+        result = run_judge(items_file, tmp_path / "v.jsonl", "reference", db_url)
         assert result.exit_code == 0, result.output
-    assert count(db_url, VerdictRecord) == len(GOOD)
-    assert count(db_url, QuarantinedRow) == 3
-    assert count(db_url, EvalRun) == 1
+    assert count_rows(db_url, VerdictRecord) == len(GOOD)
+    assert count_rows(db_url, QuarantinedRow) == 3
+    assert count_rows(db_url, EvalRun) == 1
 
 
-def test_an_unknown_rubric_exits_2_with_a_one_line_message(items_file: Path, tmp_path: Path) -> None:
-    result = CliRunner().invoke(
-        get_app(),
-        [
-            "judge",
-            "--rubric",
-            "no_such_rubric",
-            "--input",
-            str(items_file),
-            "--output",
-            str(tmp_path / "v.jsonl"),
-            "--judge",
-            "reference",
-            "--database-url",
-            f"sqlite:///{tmp_path / 'db.sqlite'}",
-        ],
-    )
+def test_an_unknown_rubric_exits_2_with_a_one_line_message(items_file: Path, tmp_path: Path, db: str) -> None:
+    result = run_judge(items_file, tmp_path / "v.jsonl", "reference", db, rubric="no_such_rubric")
     assert result.exit_code == 2
     assert "error: unknown rubric 'no_such_rubric'" in result.output
     assert "Traceback" not in result.output
 
 
-def test_an_unreadable_input_file_exits_2(tmp_path: Path) -> None:
-    result = run_judge(
-        "--input",
-        str(tmp_path / "missing.jsonl"),
-        "--output",
-        str(tmp_path / "v.jsonl"),
-        "--judge",
-        "reference",
-        "--database-url",
-        f"sqlite:///{tmp_path / 'db.sqlite'}",
-    )
+def test_an_unreadable_input_file_exits_2(tmp_path: Path, db: str) -> None:
+    result = run_judge(tmp_path / "missing.jsonl", tmp_path / "v.jsonl", "reference", db)
     assert result.exit_code == 2
     assert "error: cannot read input file" in result.output and "missing.jsonl" in result.output
     assert "Traceback" not in result.output
 
 
 def test_a_down_judge_without_fallback_exits_2_and_says_so(
-    items_file: Path, tmp_path: Path, closed_port_url: str
+    items_file: Path, tmp_path: Path, db: str, closed_port_url: str
 ) -> None:
-    result = run_judge(
-        "--input",
-        str(items_file),
-        "--output",
-        str(tmp_path / "v.jsonl"),
-        "--judge",
-        closed_port_url,
-        "--no-fallback-reference",
-        "--database-url",
-        f"sqlite:///{tmp_path / 'db.sqlite'}",
-    )
+    result = run_judge(items_file, tmp_path / "v.jsonl", closed_port_url, db, "--no-fallback-reference")
     assert result.exit_code == 2
     assert f"judge at {closed_port_url} is not reachable" in result.output
     assert "no fallback is configured" in result.output
@@ -154,19 +103,10 @@ def test_a_down_judge_without_fallback_exits_2_and_says_so(
 
 
 def test_a_down_judge_falls_back_to_the_reference_judge_in_a_degraded_run(
-    items_file: Path, tmp_path: Path, closed_port_url: str
+    items_file: Path, tmp_path: Path, db: str, closed_port_url: str
 ) -> None:
     out = tmp_path / "v.jsonl"
-    result = run_judge(
-        "--input",
-        str(items_file),
-        "--output",
-        str(out),
-        "--judge",
-        closed_port_url,
-        "--database-url",
-        f"sqlite:///{tmp_path / 'db.sqlite'}",
-    )
+    result = run_judge(items_file, out, closed_port_url, db)
     assert result.exit_code == 3, result.output  # judged, but not by the configured judge: never a silent success
     assert result.stdout.startswith("DEGRADED run (exit 3): 4 of 4 verdicts (100.0%)"), result.output
     assert f"warning: judge at {closed_port_url} is not reachable" in result.output
@@ -174,40 +114,18 @@ def test_a_down_judge_falls_back_to_the_reference_judge_in_a_degraded_run(
     assert len(rows) == len(GOOD) and {r["judge"]["kind"] for r in rows} == {"reference"}
 
 
-def test_a_url_judge_grades_every_good_row(items_file: Path, tmp_path: Path) -> None:
+def test_a_url_judge_grades_every_good_row(items_file: Path, tmp_path: Path, db: str) -> None:
     out = tmp_path / "v.jsonl"
     with run_simulator_in_thread(latency_ms=1) as sim:
-        result = run_judge(
-            "--input",
-            str(items_file),
-            "--output",
-            str(out),
-            "--judge",
-            sim.base_url,
-            "--model",
-            "sim-judge",
-            "--concurrency",
-            "4",
-            "--database-url",
-            f"sqlite:///{tmp_path / 'db.sqlite'}",
-        )
+        result = run_judge(items_file, out, sim.base_url, db, "--model", "sim-judge", "--concurrency", "4")
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [g["id"] for g in GOOD]
     assert {r["judge"]["kind"] for r in rows} == {"openai"}
 
 
-def test_a_malformed_judge_spec_exits_2_before_touching_the_store(items_file: Path, tmp_path: Path) -> None:
-    result = run_judge(
-        "--input",
-        str(items_file),
-        "--output",
-        str(tmp_path / "v.jsonl"),
-        "--judge",
-        "bogus",
-        "--database-url",
-        f"sqlite:///{tmp_path / 'db.sqlite'}",
-    )
+def test_a_malformed_judge_spec_exits_2_before_touching_the_store(items_file: Path, tmp_path: Path, db: str) -> None:
+    result = run_judge(items_file, tmp_path / "v.jsonl", "bogus", db)
     assert result.exit_code == 2
     assert "error: --judge: expected 'reference' or an http(s):// URL, got 'bogus'" in result.output
-    assert not (tmp_path / "db.sqlite").exists()
+    assert not (tmp_path / "jw.db").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -31,16 +32,21 @@ def no_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()
 
 
-def write_items(path: Path) -> None:
+@pytest.fixture
+def items(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
     rows = [
         {"id": f"d{n}", "question": f"Outage question {n}: what is {n} times 3?", "answer": str(3 * n)}
         for n in range(ROWS)
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
 
 
-def fail_after(sim: SimulatorHandle, requests: int, stop: threading.Event) -> threading.Thread:
+@contextmanager
+def outage_after(sim: SimulatorHandle, requests: int) -> Iterator[None]:
     """The endpoint starts answering 503 once it has served `requests` requests: an outage mid-run."""
+    stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
@@ -51,7 +57,11 @@ def fail_after(sim: SimulatorHandle, requests: int, stop: threading.Event) -> th
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    return thread
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def judge(items: Path, out: Path, sim: SimulatorHandle, db_url: str) -> Result:
@@ -75,17 +85,12 @@ def run_record(db_url: str) -> dict[str, object]:
     return row
 
 
-def test_an_outage_mid_run_makes_a_degraded_run_with_exit_3(tmp_path: Path, db_url: str, no_retries: None) -> None:
-    items, out = tmp_path / "items.jsonl", tmp_path / "verdicts.jsonl"
-    write_items(items)
-    stop = threading.Event()
-    with run_simulator_in_thread(latency_ms=5) as sim:
-        watcher = fail_after(sim, 10, stop)
-        try:
-            result = judge(items, out, sim, db_url)
-        finally:
-            stop.set()
-            watcher.join()
+def test_an_outage_mid_run_makes_a_degraded_run_with_exit_3(
+    items: Path, tmp_path: Path, db_url: str, no_retries: None
+) -> None:
+    out = tmp_path / "verdicts.jsonl"
+    with run_simulator_in_thread(latency_ms=5) as sim, outage_after(sim, 10):
+        result = judge(items, out, sim, db_url)
     assert result.exit_code == 3, result.output
     first = result.stdout.splitlines()[0]
     assert first.startswith("DEGRADED run (exit 3): "), result.output
@@ -98,10 +103,9 @@ def test_an_outage_mid_run_makes_a_degraded_run_with_exit_3(tmp_path: Path, db_u
 
 
 def test_a_few_fallback_verdicts_under_the_threshold_still_complete(
-    tmp_path: Path, db_url: str, no_retries: None
+    items: Path, tmp_path: Path, db_url: str, no_retries: None
 ) -> None:
-    items, out = tmp_path / "items.jsonl", tmp_path / "verdicts.jsonl"
-    write_items(items)
+    out = tmp_path / "verdicts.jsonl"
     lines = items.read_text(encoding="utf-8").splitlines()
     row = json.loads(lines[0])
     row["answer"] += " [[sim:503]]"  # one row of 40 (2.5%, under the default 5%) fails over to the reference judge
@@ -116,18 +120,12 @@ def test_a_few_fallback_verdicts_under_the_threshold_still_complete(
 
 
 def test_a_rerun_after_the_outage_supersedes_the_fallback_verdicts_and_routes_each_interaction_once(
-    tmp_path: Path, db_url: str, no_retries: None
+    items: Path, tmp_path: Path, db_url: str, no_retries: None
 ) -> None:
-    items, out = tmp_path / "items.jsonl", tmp_path / "verdicts.jsonl"
-    write_items(items)
-    stop = threading.Event()
+    out = tmp_path / "verdicts.jsonl"
     with run_simulator_in_thread(latency_ms=5) as sim:
-        watcher = fail_after(sim, 10, stop)
-        try:
+        with outage_after(sim, 10):
             assert judge(items, out, sim, db_url).exit_code == 3
-        finally:
-            stop.set()
-            watcher.join()
         fallback = sum(json.loads(line)["judge"]["kind"] == "reference" for line in out.read_text().splitlines())
         assert f"{ROWS} routed (uniform {ROWS}), {ROWS} new items" in route(
             db_url

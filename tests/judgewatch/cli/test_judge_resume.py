@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
@@ -21,6 +21,7 @@ from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.simulator import run_simulator_in_thread
+from judgewatch.testing.store import count_rows
 
 ROWS = 60
 
@@ -38,15 +39,6 @@ def stored_item_ids(db_url: str) -> set[str]:
         with engine.connect() as conn:
             tbl = table(VerdictRecord)
             return set(conn.execute(select(tbl.c.item_id)).scalars())
-    finally:
-        engine.dispose()
-
-
-def verdict_rows(db_url: str) -> int:
-    engine = make_engine(db_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(select(func.count()).select_from(table(VerdictRecord))).scalar_one()
     finally:
         engine.dispose()
 
@@ -117,7 +109,7 @@ def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
 
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in rows] == [f"r{n}" for n in range(ROWS)]
-    assert verdict_rows(db_url) == ROWS
+    assert count_rows(db_url, VerdictRecord) == ROWS
     [rerun] = runs_json(db_url)
     assert rerun["id"] == killed["id"] and rerun["status"] == "completed"
     assert rerun["counts"] == {

@@ -67,28 +67,22 @@ def test_recorded_answers_load_by_id_and_accept_integer_ids(tmp_path: Path) -> N
     assert load_recorded_answers(path, expected_ids={"q1", "2"}) == {"q1": "Paris", "2": ""}
 
 
-def test_invalid_json_names_file_and_line(tmp_path: Path) -> None:
-    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', '{"id": "q2", "answer": ')
-    with pytest.raises(TierError, match=rf"{path}:2: invalid JSON"):
-        load_recorded_answers(path)
-
-
-def test_a_missing_answer_names_file_line_and_id(tmp_path: Path) -> None:
-    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', '{"id": "q2"}')
-    with pytest.raises(TierError, match=rf"{path}:2: id q2: 'answer' must be a string, got missing"):
-        load_recorded_answers(path)
-
-
-def test_a_duplicate_id_names_both_lines(tmp_path: Path) -> None:
-    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', '{"id": "q1", "answer": "y"}')
-    with pytest.raises(TierError, match=rf"{path}:2: id q1: duplicate of line 1"):
-        load_recorded_answers(path)
-
-
-def test_an_unknown_id_is_an_error_naming_it(tmp_path: Path) -> None:
-    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', '{"id": "q9", "answer": "y"}')
-    with pytest.raises(TierError, match=rf"{path}:2: id q9: unknown id"):
-        load_recorded_answers(path, expected_ids={"q1", "q2"})
+@pytest.mark.parametrize(
+    ("second_line", "expected_ids", "message"),
+    [
+        ('{"id": "q2", "answer": ', None, "invalid JSON"),
+        ('{"id": "q2"}', None, "id q2: 'answer' must be a string, got missing"),
+        ('{"id": "q1", "answer": "y"}', None, "id q1: duplicate of line 1"),
+        ('{"id": "q9", "answer": "y"}', {"q1", "q2"}, "id q9: unknown id"),
+    ],
+    ids=["invalid-json", "missing-answer", "duplicate-id", "unknown-id"],
+)
+def test_a_bad_second_line_is_an_error_naming_file_line_and_id(
+    tmp_path: Path, second_line: str, expected_ids: set[str] | None, message: str
+) -> None:
+    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', second_line)
+    with pytest.raises(TierError, match=rf"{path}:2: {message}"):
+        load_recorded_answers(path, expected_ids=expected_ids)
 
 
 def test_a_golden_id_without_an_answer_is_an_error_naming_it(tmp_path: Path) -> None:
