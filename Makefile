@@ -24,8 +24,9 @@ judge-up: judge-setup  ## start the local vLLM judge on 127.0.0.1:8011
 judge-down:
 	bash scripts/judge_serve.sh stop
 
-demo: setup judge-up  ## the main job on the embedded defaults: two releases, two tiers, the gate
-	$(BIN)/judgewatch demo
+demo: setup judge-setup  ## the main job on the embedded defaults: the gate's three outcomes, then the vLLM judge measured
+	bash scripts/judge_serve.sh spawn
+	$(BIN)/judgewatch demo --judge-wait 300
 
 test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and a real browser
 	bash scripts/run_tests.sh

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Annotated, Any
 
 import typer
@@ -15,6 +16,13 @@ def demo(
     judge_trust: Annotated[
         bool, typer.Option(help="Also measure the vLLM judge and show the gate refusing an untrustworthy judge")
     ] = True,
+    judge_wait: Annotated[
+        int,
+        typer.Option(
+            help="Seconds to wait for the vLLM judge to come up before measuring it (make demo starts it beside the "
+            "gate steps, which need no vLLM)"
+        ),
+    ] = 0,
 ) -> None:
     """The gate's three outcomes, then the vLLM judge measured: r1 passes (baseline), r2 passes, r3 regresses,
     r4 cannot be evaluated (a tier endpoint is down), and the gate refuses the untrustworthy judge. Exit 1 if any
@@ -28,6 +36,7 @@ def demo(
     from judgewatch.cli.regress_cmd import run_regression
 
     prefect_defaults()
+    warm_up = _start_prefect_in_background()
     from sqlalchemy.engine import make_url
 
     from judgewatch.cli.demo_run import run_demo
@@ -39,9 +48,12 @@ def demo(
     migrate(engine)
 
     def run_gate(**params: Any) -> dict[str, Any]:
+        warm_up.join()  # Prefect's ephemeral server, started while the answers were built and the judge measured
         return run_regression(**params, database_url=url)
 
-    outcomes = run_demo(engine, settings, run_gate, typer.echo, quick=quick, judge_trust=judge_trust)
+    outcomes = run_demo(
+        engine, settings, run_gate, typer.echo, quick=quick, judge_trust=judge_trust, judge_wait_s=judge_wait
+    )
     typer.echo("")
     for o in outcomes:
         status = "ok" if o.as_expected else f"UNEXPECTED, expected {o.expected}"
@@ -56,6 +68,26 @@ def demo(
     typer.echo("          .venv/bin/judgewatch review-ui                 # then open http://127.0.0.1:7860 and log in")
     typer.echo("          (the Judges and Tiers pages of the same app show the trust figures and tier estimates)")
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+def _start_prefect_in_background() -> threading.Thread:
+    """Start Prefect's ephemeral server (a new data folder migrates its database: the first run's slow part) in a
+    thread, so it overlaps with building the answer files and measuring the reference judge. Joined before the first
+    flow run: the server's `start()` marks itself running before it is healthy, so two callers must not race."""
+
+    def start() -> None:
+        if os.environ.get("PREFECT_API_URL"):
+            return
+        from prefect.server.api.server import SubprocessASGIServer
+
+        try:
+            SubprocessASGIServer().start()
+        except Exception as exc:  # the flow's own start will try again and report it
+            typer.echo(f"   (Prefect's ephemeral server did not start in the background: {exc})", err=True)
+
+    thread = threading.Thread(target=start, name="prefect-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def _open_review_items(engine: Any) -> int:

@@ -145,12 +145,37 @@ def endpoint_down_step(files: dict[str, Path], datasets: tuple[str, ...], run_ga
     return Outcome("r4", "reference judge", 2, result, time.monotonic() - started)
 
 
+def wait_for_judge(healthy: Callable[[], bool], *, wait_s: float, echo: Echo, poll_s: float = 2.0) -> bool:
+    """True once `healthy()` is; polls for up to `wait_s` seconds (0: asks once), saying once that it waits."""
+    deadline = time.monotonic() + wait_s
+    if healthy():
+        return True
+    if wait_s <= 0:
+        return False
+    echo(f"   waiting up to {wait_s:.0f} s for it to come up (vLLM loads beside the gate steps)")
+    started = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+        if healthy():
+            echo(f"   up after {time.monotonic() - started:.0f} s more")
+            return True
+    return False
+
+
 def demo_judge_trust_step(
-    engine: Engine, settings: Settings, files: dict[str, Path], datasets: tuple[str, ...], run_gate: RunGate, echo: Echo
+    engine: Engine,
+    settings: Settings,
+    files: dict[str, Path],
+    datasets: tuple[str, ...],
+    run_gate: RunGate,
+    echo: Echo,
+    *,
+    judge_wait_s: float = 0.0,
 ) -> Outcome | None:
     """HOOK (judge trust): measure the SmolLM2 vLLM judge, then ask the gate to rest on it: it must refuse (exit 2).
 
-    Skipped, with the reason, when the judge at `settings.judge_url` does not answer. The gate runs only when
+    Skipped, with the reason, when the judge at `settings.judge_url` does not answer (within `judge_wait_s`, for a
+    judge that `make demo` started beside the gate steps). The gate runs only when
     the measurement says "not trustworthy" (it then exits before judging): judging 1,900 answers with SmolLM2
     would take a quarter of an hour on 2 cores.
     """
@@ -168,7 +193,7 @@ def demo_judge_trust_step(
         finally:
             await client.aclose()
 
-    if not asyncio.run(healthy()):
+    if not wait_for_judge(lambda: asyncio.run(healthy()), wait_s=judge_wait_s, echo=echo):
         echo(f"   skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
         return None
     started = time.monotonic()
@@ -217,7 +242,14 @@ def calibration_step(engine: Engine, echo: Echo) -> None:
 
 
 def run_demo(
-    engine: Engine, settings: Settings, run_gate: RunGate, echo: Echo, *, quick: bool = False, judge_trust: bool = True
+    engine: Engine,
+    settings: Settings,
+    run_gate: RunGate,
+    echo: Echo,
+    *,
+    quick: bool = False,
+    judge_trust: bool = True,
+    judge_wait_s: float = 0.0,
 ) -> list[Outcome]:
     """The demo's releases in order; each Outcome says whether the gate did what the demo expects."""
     datasets = MINI_DATASETS if quick else DATASETS
@@ -248,7 +280,9 @@ def run_demo(
     echo(f"\nthe gate's three outcomes (pass 0, regression 1, cannot evaluate 2) in {time.monotonic() - started:.0f} s")
     annotation_labels_step(engine, settings, echo)
     if judge_trust:
-        trust_outcome = demo_judge_trust_step(engine, settings, files, datasets, run_gate, echo)
+        trust_outcome = demo_judge_trust_step(
+            engine, settings, files, datasets, run_gate, echo, judge_wait_s=judge_wait_s
+        )
         if trust_outcome is not None:
             outcomes.append(trust_outcome)
             _show(echo, trust_outcome)

@@ -1,0 +1,56 @@
+"""`judgewatch demo --judge-wait`: the demo waits for a vLLM judge that `make demo` started beside the gate steps."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from judgewatch.cli.demo_run import wait_for_judge
+from judgewatch.settings import REPO_ROOT
+
+
+def answers_after(calls: int) -> tuple[list[int], Callable[[], bool]]:
+    seen: list[int] = []
+
+    def healthy() -> bool:
+        seen.append(len(seen))
+        return len(seen) > calls
+
+    return seen, healthy
+
+
+def test_a_judge_that_comes_up_while_waiting_is_used_and_the_wait_is_said_once() -> None:
+    seen, healthy = answers_after(3)
+    lines: list[str] = []
+    assert wait_for_judge(healthy, wait_s=5, echo=lines.append, poll_s=0.01)
+    assert len(seen) == 4
+    assert len(lines) == 2 and lines[0].startswith("   waiting up to 5 s") and lines[1].startswith("   up after")
+
+
+def test_a_judge_that_never_comes_up_is_given_up_after_the_wait() -> None:
+    seen, healthy = answers_after(10**9)
+    lines: list[str] = []
+    assert not wait_for_judge(healthy, wait_s=0.05, echo=lines.append, poll_s=0.01)
+    assert len(seen) >= 2 and len(lines) == 1
+
+
+def test_without_a_wait_the_judge_is_asked_once() -> None:
+    seen, healthy = answers_after(1)
+    lines: list[str] = []
+    assert not wait_for_judge(healthy, wait_s=0, echo=lines.append)
+    assert seen == [0] and lines == []
+
+
+def test_judge_serve_wait_fails_fast_when_nothing_was_started(tmp_path: Path) -> None:
+    """`scripts/judge_serve.sh wait` says the judge was not started instead of polling for minutes."""
+    env = {"PATH": "/usr/bin:/bin", "JUDGEWATCH_JUDGE_HOME": str(tmp_path), "JUDGEWATCH_JUDGE_PORT": "1"}
+    done = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "judge_serve.sh"), "wait", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    assert "not started on 127.0.0.1:1" in done.stderr
