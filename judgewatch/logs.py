@@ -13,35 +13,22 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from judgewatch.redact import mask_urls_in
+
 logger = logging.getLogger(__name__)
 
-MASK = "***"
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.\-]*://)(?P<user>[^:/@\s]*):(?P<secret>[^@/\s]+)@")
-_SECRET_PARAMS = re.compile(
-    r"(?P<key>[?&](?:api[_-]?key|access[_-]?token|token|password|passwd|secret|sig|signature)=)(?P<value>[^&#\s'\"]+)",
-    re.IGNORECASE,
-)
 # Attributes a record may carry (via `extra=`) that the JSON format lifts into top-level fields.
 CONTEXT_FIELDS = ("run_id", "flow", "flow_run_id", "judge", "rubric", "release", "tier", "source", "counts")
 _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
-def mask_secrets(text: str) -> str:
-    """`text` with URL passwords and secret query parameter values replaced by `***`."""
-    if "://" not in text and "=" not in text:
-        return text
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
-    return _SECRET_PARAMS.sub(lambda m: f"{m['key']}{MASK}", text)
-
-
 def _mask_value(value: Any) -> Any:
     if isinstance(value, str):
-        return mask_secrets(value)
+        return mask_urls_in(value)
     if isinstance(value, dict):
         return {k: _mask_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -83,7 +70,7 @@ class JsonFormatter(logging.Formatter):
             if isinstance(value, str | int | float | bool | type(None)):
                 body.setdefault(key, _mask_value(value))
         if record.exc_info:
-            body["exc_info"] = mask_secrets(self.formatException(record.exc_info))
+            body["exc_info"] = mask_urls_in(self.formatException(record.exc_info))
         return json.dumps(body, default=str, ensure_ascii=False)
 
 
@@ -91,7 +78,7 @@ class MaskingFormatter(logging.Formatter):
     """The plain text format, with the formatted line (traceback included) masked."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return mask_secrets(super().format(record))
+        return mask_urls_in(super().format(record))
 
 
 def _masking_factory(base: Any) -> Any:
@@ -101,7 +88,7 @@ def _masking_factory(base: Any) -> Any:
             message = record.getMessage()
         except Exception:  # a broken format string: leave it to the handler to report, as logging does
             return record
-        masked = mask_secrets(message)
+        masked = mask_urls_in(message)
         if masked != message or record.args:
             record.msg, record.args = masked, None
         return record

@@ -11,9 +11,18 @@ import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
-_SECRET_QUERY_KEYS = frozenset({"api_key", "apikey", "key", "token", "access_token", "password", "secret", "sig"})
-# scheme://userinfo@ inside free text (a comma-separated --judge list, an exception message)
-_USERINFO_IN_TEXT = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s,]+)@")
+_SECRET_QUERY_KEYS = frozenset(
+    {"api_key", "api-key", "apikey", "key", "token", "access_token", "access-token", "accesstoken"}
+    | {"password", "passwd", "secret", "sig", "signature"}
+)
+# scheme://userinfo@ inside free text (a comma-separated --judge list, an exception message, a log line)
+_USERINFO_IN_TEXT = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s,]+)@")
+# ?key=value or &key=value inside free text, for the keys above
+_SECRET_PARAM_IN_TEXT = re.compile(
+    r"(?P<key>[?&](?:api[_-]?key|key|access[_-]?token|token|password|passwd|secret|sig|signature)=)"
+    r"(?P<value>[^&#\s'\"]+)",
+    re.IGNORECASE,
+)
 
 
 def mask_url(url: str) -> str:
@@ -38,10 +47,14 @@ def mask_url(url: str) -> str:
 
 
 def mask_urls_in(text: str) -> str:
-    """Free text with the userinfo of every URL in it masked (for messages that quote one or more URLs)."""
+    """Free text with every URL's password (or lone user token) and secret query values masked: for messages
+    and log lines that quote one or more URLs."""
+    if "://" not in text and "=" not in text:
+        return text
 
     def repl(match: re.Match[str]) -> str:
         user, sep, _ = match.group("userinfo").partition(":")
         return f"{match.group('scheme')}{user}:{MASK}@" if sep else f"{match.group('scheme')}{MASK}@"
 
-    return _USERINFO_IN_TEXT.sub(repl, text)
+    text = _USERINFO_IN_TEXT.sub(repl, text)
+    return _SECRET_PARAM_IN_TEXT.sub(lambda m: f"{m['key']}{MASK}", text)

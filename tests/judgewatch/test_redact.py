@@ -26,9 +26,21 @@ def test_mask_url_hides_passwords_tokens_and_secret_query_values(url: str, maske
     assert mask_url(url) == masked
 
 
-def test_mask_urls_in_text_masks_every_url_of_a_list() -> None:
-    text = "http://a:pw1@h1/v1,http://tok@h2/v1 and reference"
-    assert mask_urls_in(text) == "http://a:***@h1/v1,http://***@h2/v1 and reference"
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("http://a:pw1@h1/v1,http://tok@h2/v1 and reference", "http://a:***@h1/v1,http://***@h2/v1 and reference"),
+        ("judge http://judge:s3cret@10.0.0.5:8000/v1 down", "judge http://judge:***@10.0.0.5:8000/v1 down"),
+        ("postgresql+psycopg://jw:pa%40ss@db:5432/jw", "postgresql+psycopg://jw:***@db:5432/jw"),
+        ("https://:tok3n@host/x and https://a:b@c/d", "https://:***@host/x and https://a:***@c/d"),
+        ("https://hooks.example/alert?token=abc123&x=1", "https://hooks.example/alert?token=***&x=1"),
+        ("GET /v1?api_key=sk-123 done", "GET /v1?api_key=*** done"),
+        ("http://127.0.0.1:8012/v1 and user@example.com", "http://127.0.0.1:8012/v1 and user@example.com"),
+    ],
+)
+def test_mask_urls_in_text_masks_every_url_and_secret_parameter_and_keeps_the_rest(text: str, masked: str) -> None:
+    """One masker for messages, stored options and log lines (judgewatch.logs masks every record with it)."""
+    assert mask_urls_in(text) == masked
 
 
 def test_judge_descriptions_and_identities_carry_no_secret() -> None:
