@@ -1,8 +1,8 @@
 """The offline reference judge: scores from where the references support the answer's words, and how.
 
-No language model and no I/O: deterministic, thousands of verdicts a second on one core. It is the last link of the
-fallback chain when the vLLM judge is down and the fast judge of the tests. Its quality is measured, not
-assumed: see bench/reference_judge_quality.py and bench/README.md.
+No language model and no I/O but its coefficients, read once: deterministic, thousands of verdicts a second on
+one core. It is the last link of the fallback chain when the vLLM judge is down and the fast judge of the
+tests. Its quality is measured, not assumed: see bench/reference_judge_quality.py and bench/README.md.
 
 Raw scores (continuous, in [0, 1]):
 - faithfulness: the probability that the answer is faithful to the references, from a logistic regression
