@@ -15,8 +15,9 @@ Data (in the repository as released upstream, real and labeled by others; see ea
     URL as evidence and nothing else to compare with, so they are left out. The HalluQA figure therefore
     speaks for misleading-premise questions (244 of the 267 measured) and says little about knowledge ones.
 AUROC = P(score of a right answer > score of a wrong one), ties 1/2; 95% intervals from a seeded bootstrap
-that resamples questions (both answers of a question stay together). The judge was tuned on a development
-half (HaluEval items 0-249, HalluQA question_id <= 225); the other half is reported separately as held out.
+that resamples questions (both answers of a question stay together). The judge was tuned, and its faithfulness
+model fitted (scripts/fit_reference_judge.py), on a development half (HaluEval items 0-249, HalluQA question_id
+<= 225); the other half is reported separately as held out, and issue 17's limits are read there only.
 
 Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """
@@ -34,8 +35,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from judges import _text
-from judges.reference import ReferenceJudge
+from judges import _evidence, _text
+from judges.reference import ReferenceJudge, coverage
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT
@@ -46,6 +47,10 @@ LEXICAL_OVERLAP = {"halueval": 0.92, "halluqa": 0.86}  # JUDGE_RUNTIME.md, 200 x
 SMOLLM2 = {"halueval": 0.52, "halluqa": 0.50}  # the same page: the real LLM judge on these machines
 SHORTER_IS_RIGHT = 0.95  # JUDGE_RUNTIME.md: HaluEval QA's length confound
 SPEED_LIMIT = 1000.0  # verdicts per second on one core, as the issue asks
+# Issue 17's limits, on the held-out halves only.
+HELD_OUT_LIMITS = {"halueval": 0.96, "length-controlled": 0.93, "halluqa": 0.90}
+SWAP_SHARE_LIMIT = 0.5  # share of the word-for-word supported hallucinations that must get 1-2
+SWAP_SUPPORT = 0.95  # 1.1.0's level-5 cut on this share: the hallucinated answers 1.1.0 scored 5
 SEED = 20261129
 
 
@@ -159,18 +164,25 @@ def report(label: str, cases: list[Case], score: Callable[[Case], float], n_boot
 
 
 def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem]) -> tuple[float, float]:
-    """(cold, warm) verdicts per second: cold = tokenizer caches emptied first; every answer is judged once."""
-    _text.tokenize.cache_clear()
-    _text._union_cached.cache_clear()
-    _text.negated.cache_clear()
-    start = time.perf_counter()
+    """(cold, warm) verdicts per CPU second of this process (one thread, so one core, and not inflated or deflated
+    by other processes on a shared machine): cold = tokenizer and sentence caches emptied first."""
+    for clear in (
+        _text.tokenize.cache_clear,
+        _text._union_cached.cache_clear,
+        _text.negated.cache_clear,
+        _text.latin_words.cache_clear,
+        _evidence.sentences.cache_clear,
+        _evidence.ordered_pairs.cache_clear,
+    ):
+        clear()
+    start = time.process_time()
     for item in items:
         judge.judge_sync(item, rubric)
-    cold = len(items) / (time.perf_counter() - start)
-    start = time.perf_counter()
+    cold = len(items) / (time.process_time() - start)
+    start = time.process_time()
     for item in items:
         judge.judge_sync(item, rubric)
-    warm = len(items) / (time.perf_counter() - start)
+    warm = len(items) / (time.process_time() - start)
     return cold, warm
 
 
@@ -199,11 +211,26 @@ def main() -> None:
     he = report("faithfulness, raw", halueval, raw("faithfulness"), n)
     report("faithfulness, integer 1-5", halueval, level("faithfulness"), n)
     report("  development half (items 0-249), raw", [c for c in halueval if c.dev], raw("faithfulness"), n)
-    report("  held-out half (items 250-499), raw", [c for c in halueval if not c.dev], raw("faithfulness"), n)
+    held_he = report("  held-out half (items 250-499), raw", [c for c in halueval if not c.dev], raw("faithfulness"), n)
     shorter = report("baseline: the shorter answer is right", halueval, lambda c: -len(c.item.answer), n)
     length = {(c.group, c.right): len(c.item.answer) for c in halueval}
     matched = [c for c in halueval if length[c.group, False] <= length[c.group, True]]
     report("  length-controlled: wrong answer not longer, raw", matched, raw("faithfulness"), n)
+    held_matched = [c for c in matched if not c.dev]
+    held = {
+        "halueval": held_he,
+        "length-controlled": report("  length-controlled, held-out half, raw", held_matched, raw("faithfulness"), n),
+    }
+    report("  baseline on the same: the shorter answer is right", held_matched, lambda c: -len(c.item.answer), n)
+    swaps = [c for c in halueval if not c.right and coverage(c.item).support >= SWAP_SUPPORT]
+    swap_levels = [float(judge.judge_sync(c.item, rubric).scores["faithfulness"] or 0) for c in swaps]
+    held_swaps = [level for c, level in zip(swaps, swap_levels, strict=True) if not c.dev]
+    low = sum(1 for level in held_swaps if level <= 2)
+    print(
+        f"  entity swaps (hallucinated, >= {SWAP_SUPPORT:.0%} of it in the knowledge: 1.1.0 scored them 5): "
+        f"{len(swaps)}; integer 1-2 now: {sum(1 for level in swap_levels if level <= 2)}, held-out "
+        f"{low}/{len(held_swaps)} = {low / len(held_swaps):.0%} (limit >= {SWAP_SHARE_LIMIT:.0%})"
+    )
     print(
         f"  faithfulness {he:.3f} vs lexical overlap {LEXICAL_OVERLAP['halueval']:.2f} (JUDGE_RUNTIME.md): "
         f"ratio {he / LEXICAL_OVERLAP['halueval']:.2f}; vs shorter-is-right {shorter:.3f}: ratio {he / shorter:.2f}; "
@@ -223,7 +250,9 @@ def main() -> None:
     hq = report("faithfulness, raw", halluqa, raw("faithfulness"), n)
     report("faithfulness, integer 1-5", halluqa, level("faithfulness"), n)
     report("  development half (question_id <= 225), raw", [c for c in halluqa if c.dev], raw("faithfulness"), n)
-    report("  held-out half (question_id > 225), raw", [c for c in halluqa if not c.dev], raw("faithfulness"), n)
+    held_hq = [c for c in halluqa if not c.dev]
+    held["halluqa"] = report("  held-out half (question_id > 225), raw", held_hq, raw("faithfulness"), n)
+    report("  baseline on the same: the shorter answer is right", held_hq, lambda c: -len(c.item.answer), n)
     report("completeness, raw (leave-one-out part)", loo, raw("completeness"), n)
     report("baseline: the shorter answer is right", halluqa, lambda c: -len(c.item.answer), n)
     print(
@@ -240,10 +269,20 @@ def main() -> None:
 
     items = [c.item for c in halueval + halluqa]
     cold, warm = measure_speed(judge, rubric, items)
-    print(f"\nspeed, one core, {len(items)} full verdicts (rubric {rubric.name}, 3 criteria)")
+    print(f"\nspeed, one core, CPU time, {len(items)} full verdicts (rubric {rubric.name}, 3 criteria)")
     for label, rate in (("cold", cold), ("warm", warm)):
         ratio = rate / SPEED_LIMIT
         print(f"  verdicts/s {label} caches {rate:,.0f} (ratio {ratio:.1f} over the {SPEED_LIMIT:,.0f}/s asked)")
+
+    print("\nissue 17's limits, held-out halves")
+    for name, limit in HELD_OUT_LIMITS.items():
+        verdict = "met" if held[name] >= limit else "NOT met"
+        print(
+            f"  {name:<18} AUROC {held[name]:.3f} (ratio {held[name] / limit:.3f} of the {limit:.2f} asked): {verdict}"
+        )
+    share = low / len(held_swaps)
+    verdict = "met" if share >= SWAP_SHARE_LIMIT else "NOT met"
+    print(f"  entity swaps at 1-2 {share:.0%} of {len(held_swaps)} (limit {SWAP_SHARE_LIMIT:.0%}): {verdict}")
 
 
 if __name__ == "__main__":

@@ -105,6 +105,21 @@ def _numbers(raw: str) -> list[str]:
     return [part for part in raw.split(",") if part]
 
 
+@lru_cache(maxsize=16384)
+def latin_words(text: str) -> tuple[str, ...]:
+    """The text's Latin-script content words and numbers in order, normalized as `tokenize` does (no CJK)."""
+    words: list[str] = []
+    for match in _TOKEN_RE.finditer(text):
+        if num := match.group("num"):
+            words.extend(_numbers(num))
+        elif word := match.group("word"):
+            token = normalize_word(word)
+            token = _NUMBER_WORDS.get(token, token)
+            if token and token not in ENGLISH_STOPWORDS:
+                words.append(token)
+    return tuple(words)
+
+
 def _add(weights: dict[str, float], token: str, weight: float) -> None:
     if weights.get(token, 0.0) < weight:
         weights[token] = weight

@@ -1,14 +1,19 @@
-"""The offline reference judge: scores from lexical coverage between answer, question and references.
+"""The offline reference judge: scores from where the references support the answer's words, and how.
 
-No model and no I/O: deterministic, thousands of verdicts a second on one core. It is the last link of the
-fallback chain when the vLLM judge is down and the fast judge of the tests. Its quality is measured, not
-assumed: see bench/reference_judge_quality.py and bench/README.md.
+No language model and no I/O but its coefficients, read once: deterministic, thousands of verdicts a second on
+one core. It is the last link of the fallback chain when the vLLM judge is down and the fast judge of the
+tests. Its quality is measured, not assumed: see bench/reference_judge_quality.py and bench/README.md.
 
 Raw scores (continuous, in [0, 1]):
-- faithfulness: weighted share of the answer's content tokens found in the references (reference answer,
-  facts, context). Numbers weigh 3, capitalized names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question
-  is not evidence (it may carry a false premise). Halved when the answer's polarity (says no/not or not)
-  differs from the reference answer's.
+- faithfulness: the probability that the answer is faithful to the references, from a logistic regression
+  (judges/reference_model.py, coefficients in reference_model.json, fitted on the development halves of the
+  golden sets) over where the references support it (judges/_evidence.py): the share of its content tokens
+  found in one sentence per reference text, whether its words keep the order of that sentence, and whether it
+  says no / refuses where short references affirm (or the reverse). For LEXICAL_LANGUAGES (Chinese), the
+  weighted share of its content tokens found anywhere in the references, halved when its polarity (says
+  no/not or not) differs from the reference answer's (algorithm 1.1.0). Token weights: numbers 3, capitalized
+  names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question is not evidence (it may carry a false premise).
+  A leading hedge or confidence formula ("I am not certain, but") is not part of the claim.
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
   contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
   of that recall over the reference facts; with context only, not applicable (nothing says what is required).
@@ -29,11 +34,13 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from judges._evidence import Evidence, evidence, without_preamble
 from judges._text import Tokens, is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
+from judges.reference_model import FaithfulnessModel, load_model
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
@@ -41,11 +48,15 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "1.1.0"
+ALGORITHM_VERSION = "2.0.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
 POLARITY_FACTOR = 0.5  # answer says no/not and the reference answer does not, or the reverse
+# Languages whose faithfulness stays the lexical coverage of 1.1.0 (support x polarity), not the fitted model:
+# HalluQA's development half holds only "Misleading" questions, and the model fitted on it did not carry over to
+# the held-out "Misleading-hard" and "Knowledge" ones (AUROC 0.839 against 1.1.0's 0.878; bench/README.md).
+LEXICAL_LANGUAGES = frozenset({"zh"})
 RELEVANCE_SATURATION = 0.5  # repeating half of the question's content words is fully on-topic
 ON_TOPIC_FLOOR = 0.6  # relevance floor = this x support, when the references are on-topic
 ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share of the question's tokens
@@ -54,15 +65,18 @@ CLAIM_MAX_ECHO = 0.8  # ...and at most this share of it is the question's words
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 # Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
-#   faithfulness: 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >= half, 2 = >= a quarter,
-#                 1 = less (mostly invented). A faithful paraphrase shares fewer tokens than a copied span
+#   faithfulness (a probability): 5 = >= 0.8 (an answer supported as written by one sentence of a passage,
+#                 with nothing against it, reaches 0.84), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
+#   faithfulness_coverage (LEXICAL_LANGUAGES, a share): 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >=
+#                 half, 2 = >= a quarter, 1 = less. A faithful paraphrase shares fewer tokens than a copied span
 #                 (Chinese correct answers against other correct answers: median 0.61), hence the low cuts.
 #   completeness: 5 = >= 85% of the reference covered, 4 = >= 60%, 3 = >= 35% (about half), 2 = >= 15%.
 #   relevance:    5 = >= 0.8, 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2.
 # Other scales: the cuts define a piecewise-linear map of [0, 1] onto [0, 1] (cut k -> k/5), and that position
 # is split into equal bins, one per level; on a 1-5 scale this gives exactly the cuts above.
 CUTS: Mapping[str, tuple[float, float, float, float]] = {
-    "faithfulness": (0.25, 0.5, 0.75, 0.95),
+    "faithfulness": (0.2, 0.4, 0.6, 0.8),
+    "faithfulness_coverage": (0.25, 0.5, 0.75, 0.95),
     "completeness": (0.15, 0.35, 0.6, 0.85),
     "relevance": (0.2, 0.4, 0.6, 0.8),
 }
@@ -81,6 +95,9 @@ class Coverage:
     empty_answer: bool = False
     bare_yes_no: bool = False
     completeness_target: str = ""  # "reference answer" | "reference facts" | ""
+    support: float = 0.0  # share of the answer found anywhere in the references (one bag of words)
+    evidence: Evidence | None = None
+    costs: Mapping[str, float] = field(default_factory=dict)  # log-odds each evidence feature cost
 
     def raw(self) -> dict[str, float]:
         values = {"relevance": self.relevance, "faithfulness": self.faithfulness, "completeness": self.completeness}
@@ -119,24 +136,58 @@ def claims(text: str, question: Tokens, references: Tokens) -> str:
     return " ".join(kept) if kept else max(scored, key=lambda pair: pair[0])[1]
 
 
-def coverage(item: JudgeItem) -> Coverage:
-    """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
-    answer = tokenize(item.answer)
+def reference_texts(item: JudgeItem) -> list[str]:
+    """Every reference text of the item: reference answer, facts, context."""
+    return [text for text in (item.reference_answer, *item.reference_facts, *item.context) if text]
+
+
+def features(ev: Evidence) -> dict[str, float]:
+    """The faithfulness model's inputs (see judges/reference_model.py)."""
+    return {
+        "sentence_support": ev.sentence_support,
+        "span_support": ev.span_support,
+        "consistency": ev.consistency,
+        "shared_negation": ev.shared_negation,
+    }
+
+
+def item_evidence(item: JudgeItem) -> Evidence:
+    """The evidence features of an item with references, as `coverage` computes them (for the refit script)."""
+    answer_text = without_preamble(item.answer)
     question = tokenize(item.question)
-    references = union([item.reference_answer, *item.reference_facts, *item.context])
-    claim_text = claims(item.answer, question, references)
+    texts = reference_texts(item)
+    return evidence(answer_text, claims(answer_text, question, union(texts)), texts)
+
+
+def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverage:
+    """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
+    model = model or load_model()
+    answer_text = without_preamble(item.answer)  # "I am not certain, but X" claims X
+    answer = tokenize(answer_text)
+    question = tokenize(item.question)
+    texts = reference_texts(item)
+    references = union(texts)
+    claim_text = claims(answer_text, question, references)
     # Polarity from the claims: a filler sentence's "not" ("if anything is not clear...") answers nothing.
     flip = bool(item.reference_answer) and negated(claim_text) != negated(item.reference_answer or "")
-    bare = not answer and is_bare_yes_no(item.answer)  # "No.": nothing to check but the polarity
+    bare = not answer and is_bare_yes_no(answer_text)  # "No.": nothing to check but the polarity
     empty = not answer and not bare
 
     faithfulness: float | None = None
     numbers: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     support = 0.0
+    ev: Evidence | None = None
+    costs: dict[str, float] = {}
     if item.has_references:
         support = 1.0 if not answer else (_share(answer, references) or 0.0)
-        faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
+        if item.lang in LEXICAL_LANGUAGES:
+            faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
+        else:
+            ev = evidence(answer_text, claim_text, texts)
+            values = features(ev)
+            faithfulness = model.probability(values)
+            costs = model.costs(values)
         numbers = tuple(sorted(n for n in answer.numbers if n not in references.weights))
         names = tuple(sorted(word for n, word in answer.names.items() if n not in references.weights))
 
@@ -166,6 +217,9 @@ def coverage(item: JudgeItem) -> Coverage:
         empty_answer=empty,
         bare_yes_no=bare,
         completeness_target=target,
+        support=support,
+        evidence=ev,
+        costs=costs,
     )
 
 
@@ -188,26 +242,51 @@ def _listed(label: str, values: tuple[str, ...]) -> str:
     return f"{len(values)} unsupported {label}{'' if len(values) == 1 else 's'}: {shown}"
 
 
+DECISIVE_COST = 0.5  # log-odds: a feature that costs less than this is not named as the decisive evidence
+
+
+def _decisive(cov: Coverage) -> str:
+    """The evidence feature that lowered faithfulness most, in words, or "" when none mattered."""
+    ev = cov.evidence
+    if ev is None or not cov.costs:
+        return ""
+    name, cost = max(cov.costs.items(), key=lambda pair: pair[1])
+    if cost < DECISIVE_COST:
+        return ""
+    if name == "consistency":
+        said = "says no" if ev.answer_negates else "affirms"
+        return f"decisive: it {said} where the references {'affirm' if ev.answer_negates else 'say no'}"
+    quote = ev.best_sentence if len(ev.best_sentence) <= 60 else ev.best_sentence[:57].rstrip() + "..."
+    if name == "sentence_support":
+        return f'decisive: no one reference sentence supports it ({ev.sentence_support * 100:.0f}%; best "{quote}")'
+    return (
+        f'decisive: its words are not in the order of one reference sentence ({ev.span_support * 100:.0f}%; "{quote}")'
+    )
+
+
 def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
-    """A short human sentence: what share is supported/covered and which numbers or names are not."""
+    """A short human sentence: how the answer is supported, the decisive evidence, unsupported numbers/names."""
     parts: list[str] = []
     if cov.empty_answer:
         parts.append("the answer has no content words")
     if cov.bare_yes_no:
         parts.append("a bare yes/no answer")
-    if "faithfulness" in scored and cov.faithfulness is not None and not (cov.empty_answer or cov.bare_yes_no):
-        parts.append(f"references support {cov.faithfulness * 100:.0f}% of the answer")
+    faithful = "faithfulness" in scored and cov.faithfulness is not None
+    if faithful and not (cov.empty_answer or cov.bare_yes_no):
+        parts.append(f"references support {cov.support * 100:.0f}% of the answer")
+    if "faithfulness" in scored:
+        if cov.unsupported_numbers:
+            parts.append(_listed("number", cov.unsupported_numbers))
+        if cov.unsupported_names:
+            parts.append(_listed("name", cov.unsupported_names))
+    if faithful and (decisive := _decisive(cov)):
+        parts.append(decisive)
     if "completeness" in scored and cov.completeness is not None:
         parts.append(f"answer covers {cov.completeness * 100:.0f}% of the {cov.completeness_target}")
     if "relevance" in scored:
         parts.append(f"relevance {cov.relevance:.2f}")
     if cov.polarity_flip:
         parts.append("its yes/no polarity differs from the reference answer")
-    if "faithfulness" in scored:
-        if cov.unsupported_numbers:
-            parts.append(_listed("number", cov.unsupported_numbers))
-        if cov.unsupported_names:
-            parts.append(_listed("name", cov.unsupported_names))
     text = "; ".join(parts)
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
@@ -224,7 +303,10 @@ class ReferenceJudge:
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         key = rubric.content_hash
         if key not in self._identities:
-            digest = config_hash(rubric, algorithm="overlap", version=ALGORITHM_VERSION)
+            model = load_model()
+            digest = config_hash(
+                rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=model.version, coefficients=model.digest
+            )
             self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
         return self._identities[key]
 
@@ -283,7 +365,8 @@ class ReferenceJudge:
                 scores={c.name: None for c in rubric.criteria},
             )
         low, high = rubric.scale.min, rubric.scale.max
-        scores = {name: to_level(raw[name], CUTS[name], low, high) for name in measurable}
+        cuts = {**CUTS, "faithfulness": CUTS["faithfulness_coverage" if cov.evidence is None else "faithfulness"]}
+        scores = {name: to_level(raw[name], cuts[name], low, high) for name in measurable}
         not_applicable = not_applicable + [name for name in to_score if name not in raw]
         reason = reason_for(cov, measurable, rubric.reason_max_chars)
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason)

@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import rankdata
 
 import judges.reference as reference
+import judges.reference_model as reference_model
 from judges._text import negated, tokenize
 from judges.base import Judge
 from judges.reference import CUTS, ReferenceJudge, to_level
@@ -220,3 +221,60 @@ def test_faithfulness_separates_right_from_hallucinated_answers_on_the_first_100
         n_pos * (len(labels) - n_pos)
     )
     assert auroc >= FIRST_100_AUROC_FLOOR
+
+
+STANFORD_FACTS = [
+    "Boston College is a private Jesuit Catholic research university located in the affluent village of "
+    "Chestnut Hill, Massachusetts, United States.Stanford University is a private research university in "
+    "Stanford, California, adjacent to Palo Alto."
+]
+
+
+def test_an_entity_swapped_from_another_sentence_loses_faithfulness_and_the_reason_says_why(quality: Rubric) -> None:
+    question = "Which private research university is located in Chestnut Hill, Boston College or Stanford University?"
+    judge = ReferenceJudge()
+    right = item("Boston College", question=question, reference_facts=STANFORD_FACTS)
+    swapped = item(
+        "Stanford University is located in Chestnut Hill.", question=question, reference_facts=STANFORD_FACTS
+    )
+    assert reference.coverage(swapped).support == 1.0  # every word is in the facts: a bag of words sees nothing
+    right_verdict, swapped_verdict = judge.judge_sync(right, quality), judge.judge_sync(swapped, quality)
+    assert right_verdict.scores["faithfulness"] == 5
+    assert (swapped_verdict.scores["faithfulness"] or 5) < 5  # 1.1.0 gave it 5 (a sentence holds 78% of it)
+    assert "decisive: no one reference sentence supports it" in swapped_verdict.reason
+
+
+def test_words_out_of_the_order_of_their_sentence_cost_faithfulness() -> None:
+    facts = ["Presque Isle State Park is a 3112 acre Pennsylvania state park that juts into Lake Erie."]
+    question = "What is the 3112 acre Pennsylvania state park on Lake Erie called?"
+    judge = ReferenceJudge()
+    right = judge.raw_scores(item("Presque Isle State Park", question=question, reference_facts=facts))
+    scrambled = judge.raw_scores(item("Lake Erie State Park.", question=question, reference_facts=facts))
+    assert scrambled["faithfulness"] < right["faithfulness"]
+
+
+def test_a_hedge_or_a_confident_preamble_neither_costs_nor_earns_faithfulness() -> None:
+    judge = ReferenceJudge()
+    plain = judge.raw_scores(item("It was completed in 1889.", reference_facts=EIFFEL_FACTS))
+    hedged = judge.raw_scores(item("I am not certain, but it was completed in 1889.", reference_facts=EIFFEL_FACTS))
+    sure = judge.raw_scores(item("As is well established, it was completed in 1889.", reference_facts=EIFFEL_FACTS))
+    assert plain["faithfulness"] == hedged["faithfulness"] == sure["faithfulness"]
+
+
+def test_sentences_do_not_end_at_initials_titles_or_dotted_abbreviations() -> None:
+    from judges._evidence import sentences
+
+    text = "He joined Metro of S.A. Smash and El-P.Jaime Meline met Dr. Who. St. Olaf College was founded in 1874."
+    assert sentences(text) == (
+        "He joined Metro of S.A. Smash and El-P.",
+        "Jaime Meline met Dr. Who.",
+        "St. Olaf College was founded in 1874.",
+    )
+
+
+def test_the_faithfulness_model_is_part_of_the_judge_identity(quality: Rubric, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = ReferenceJudge().identity(quality).config_hash
+    model = reference.load_model()
+    changed = reference_model.FaithfulnessModel(model.version, model.coefficients, model.intercept + 0.1)
+    monkeypatch.setattr(reference, "load_model", lambda: changed)
+    assert ReferenceJudge().identity(quality).config_hash != before

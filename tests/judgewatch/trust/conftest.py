@@ -123,15 +123,20 @@ class ReferenceIgnoringJudge(FakeJudge):
 
 
 class ImpressedJudge(FakeJudge):
-    """The reference judge, except that an answer opening with confidence gets the top score everywhere."""
+    """The reference judge, except that an answer opening with confidence gets the top score everywhere and one
+    opening with a hedge the bottom score (the reference judge itself reads past both preambles)."""
 
     name = "impressed"
 
     async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
         verdict = ReferenceJudge().judge_sync(item, rubric).model_copy(update={"judge": self.identity(rubric)})
-        if not item.answer.startswith(("As is well established", "众所周知")):
+        if item.answer.startswith(("As is well established", "众所周知")):
+            level = rubric.scale.max
+        elif item.answer.startswith(("I am not certain", "我不太确定")):
+            level = rubric.scale.min
+        else:
             return verdict
-        scores = {name: None if score is None else rubric.scale.max for name, score in verdict.scores.items()}
+        scores = {name: None if score is None else level for name, score in verdict.scores.items()}
         return verdict.model_copy(update={"scores": scores})
 
 
