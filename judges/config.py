@@ -38,6 +38,10 @@ class EndpointConfig:
     fit_prompt: bool = True
     context_window: int = 4096
     chars_per_token: float = 3.0
+    # Probability-weighted scores (judges.score_logprobs): ask for the `top_logprobs` most likely tokens at every
+    # position of a verdict reply. vLLM serves at most its `--max-logprobs` (default 20) per position.
+    logprobs: bool = False
+    top_logprobs: int = 20
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -54,6 +58,8 @@ class EndpointConfig:
             raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
         if self.context_window < 1:
             raise ValueError(f"context_window must be >= 1, got {self.context_window}")
+        if not 1 <= self.top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be between 1 and 20, got {self.top_logprobs}")
         if self.chars_per_token <= 0:
             raise ValueError(f"chars_per_token must be > 0, got {self.chars_per_token}")
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
@@ -63,8 +69,20 @@ class EndpointConfig:
         return replace(self, **changes)
 
     def scoring_params(self) -> dict[str, object]:
-        """The fields that can change what the model answers: part of every judge configuration hash."""
-        return {"model": self.model, "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+        """The fields that can change what the model answers: part of every judge configuration hash.
+
+        Log-probabilities leave the integers alone but add the floats a verdict stores: a judge that reads them
+        is another configuration (and the hash of one that does not is what it always was).
+        """
+        params: dict[str, object] = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+        if self.logprobs:
+            params["top_logprobs"] = self.top_logprobs
+        return params
 
 
 def judge_endpoint(
@@ -86,4 +104,6 @@ def judge_endpoint(
         fit_prompt=settings.judge_fit_prompt,
         context_window=settings.judge_context_window,
         chars_per_token=settings.judge_chars_per_token,
+        logprobs=settings.judge_logprobs,
+        top_logprobs=settings.judge_top_logprobs,
     )
