@@ -23,7 +23,7 @@ from typing import Any
 
 from judgewatch.contract.rubric import Rubric
 
-# vLLM clamps the log-probability of a token the grammar masked to this (entrypoints/openai/serving_chat.py).
+# vLLM clamps the log-probability of a token the grammar masked to this (entrypoints/openai/chat_completion/serving.py).
 MASKED_LOGPROB = -9999.0
 
 
