@@ -53,7 +53,7 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
             if weighted:
                 typer.echo(
                     f"  {'':<13} AUROC {_num(weighted.get('auroc'))} [{_num(weighted.get('low'))}, "
-                    f"{_num(weighted.get('high'))}] probability-weighted  gap {_num(weighted.get('gap'))}  "
+                    f"{_num(weighted.get('high'))}] probability-weighted  gap {_signed(weighted.get('gap'))}  "
                     f"without a float {_pct(weighted.get('unscored_rate'))}"
                 )
         reasons = record.figures.get("unscored_reasons") or {}
@@ -71,6 +71,10 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
 
 def _num(value: Any) -> str:
     return "n/a" if value is None else f"{value:.2f}"
+
+
+def _signed(value: Any) -> str:
+    return "n/a" if value is None else f"{value:+.2f}"
 
 
 def _pct(value: Any) -> str:
