@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, update
+from typer.testing import CliRunner
 
 from judgewatch.calibration.agreement import agreement_table
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.tiers import tier_estimates
+from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.verdicts import CriterionScore
@@ -64,3 +68,23 @@ def test_agreement_reads_the_floats_for_bias_and_the_integers_for_kappa(engine: 
         assert b.weighted_kappa == a.weighted_kappa and b.exact == a.exact
         assert b.bias.estimate == pytest.approx(a.bias.estimate - SHIFT)
         assert b.spearman.estimate == pytest.approx(a.spearman.estimate)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_report_tiers_with_the_expected_reading_computes_on_the_floats_and_says_so(
+    engine: Engine, rubric: Rubric, db_url: str, tmp_path: Path
+) -> None:
+    _weighted_store(engine, rubric)
+    docs = {}
+    for reading in ("integer", "expected"):
+        out = tmp_path / f"{reading}.json"
+        args = ["tiers", "--database-url", db_url, "--format", "json", "--output", str(out), "--score-reading", reading]
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        docs[reading] = json.loads(out.read_text(encoding="utf-8"))
+    assert "probability-weighted" in docs["expected"]["provenance"]
+    assert "probability-weighted" not in docs["integer"]["provenance"]
+    for a, b in zip(docs["integer"]["traffic"], docs["expected"]["traffic"], strict=True):
+        assert (a["tier"], a["criterion"]) == (b["tier"], b["criterion"])
+        assert b["judge_mean"] == pytest.approx(a["judge_mean"] - SHIFT)
+        assert b["estimate"] == pytest.approx(a["estimate"])  # PPI: the labels correct the shift
