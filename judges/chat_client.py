@@ -85,10 +85,12 @@ class ChatClient:
         max_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
         extra_body: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
     ) -> ChatResult:
         """One chat completion, retried on transient errors; raises CallError when it fails for good.
 
-        Sampling follows the endpoint's configuration; `max_tokens` overrides its budget for one call.
+        Sampling follows the endpoint's configuration; `max_tokens` overrides its budget for one call;
+        `top_logprobs` asks for that many alternatives' log-probabilities at every token of the reply.
         """
         client, semaphore = self._bind()
         cfg = self.endpoint
@@ -97,6 +99,8 @@ class ChatClient:
             params["seed"] = cfg.seed
         if response_format is not None:
             params["response_format"] = response_format
+        if top_logprobs is not None:
+            params["logprobs"], params["top_logprobs"] = True, top_logprobs
         if extra_body:
             params["extra_body"] = dict(extra_body)  # merged into the JSON body as is (stop, top_p, vendor fields)
         started: float | None = None

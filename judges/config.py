@@ -50,6 +50,10 @@ class EndpointConfig:
     fit_prompt: bool = True
     context_window: int = 4096
     chars_per_token: float = 3.0
+    # Probability-weighted scores (judges.score_logprobs): ask for the `top_logprobs` most likely tokens at every
+    # position of a verdict reply. vLLM serves at most its `--max-logprobs` (default 20) per position.
+    logprobs: bool = False
+    top_logprobs: int = 20
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -60,6 +64,8 @@ class EndpointConfig:
             value = getattr(self, name)
             if value < bound or (value == bound and not inclusive):
                 raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {bound}, got {value}")
+        if not 1 <= self.top_logprobs <= 20:
+            raise ValueError(f"top_logprobs must be between 1 and 20, got {self.top_logprobs}")
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
@@ -67,8 +73,20 @@ class EndpointConfig:
         return replace(self, **changes)
 
     def scoring_params(self) -> dict[str, object]:
-        """The fields that can change what the model answers: part of every judge configuration hash."""
-        return {"model": self.model, "temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens}
+        """The fields that can change what the model answers: part of every judge configuration hash.
+
+        Log-probabilities leave the integers alone but add the floats a verdict stores: a judge that reads them
+        is another configuration (and the hash of one that does not is what it always was).
+        """
+        params: dict[str, object] = {
+            "model": self.model,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        }
+        if self.logprobs:
+            params["top_logprobs"] = self.top_logprobs
+        return params
 
 
 # The fields `judge_endpoint` takes from the settings as they are, each from `judge_<field>`
@@ -82,6 +100,8 @@ _FROM_SETTINGS = (
     "fit_prompt",
     "context_window",
     "chars_per_token",
+    "logprobs",
+    "top_logprobs",
 )
 
 

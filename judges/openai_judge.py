@@ -19,12 +19,13 @@ from judges.config import EndpointConfig
 from judges.errors import CallError
 from judges.fit import Fitted, TooLong, fit_messages
 from judges.replies import Unusable, read_reply
+from judges.score_logprobs import expected_scores, readable_scale, token_logprobs
 from judges.window import TokenCounter
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_messages
 from judgewatch.contract.reply import parse_reply, response_format
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, TokenUsage, UnscoredReason, Verdict
+from judgewatch.contract.verdicts import JudgeIdentity, ScoreReading, TokenUsage, UnscoredReason, Verdict
 from judgewatch.redact import mask_url
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ class OpenAIJudge:
         # Per rubric content hash: identities and response formats are the same for every item.
         self._identities: dict[str, JudgeIdentity] = {}
         self._formats: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
+        self._warned_reading = False  # "no usable log-probabilities" is logged once per judge, i.e. once per run
 
     @property
     def model(self) -> str:
@@ -106,7 +108,9 @@ class OpenAIJudge:
             )
         messages = fitted.messages
         try:
-            result = await self.client.chat(messages, response_format=self._response_format(rubric, to_score))
+            result = await self.client.chat(
+                messages, response_format=self._response_format(rubric, to_score), top_logprobs=self._top_logprobs()
+            )
         except CallError as exc:
             return Verdict.unscored(
                 item.id,
@@ -151,7 +155,37 @@ class OpenAIJudge:
             )
         scores, reason = outcome
         cost.pop("not_applicable")
+        cost.update(self._reading(rubric, scores, result))
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason, **cost)
+
+    def _top_logprobs(self) -> int | None:
+        return self.endpoint.top_logprobs if self.endpoint.logprobs else None
+
+    def _reading(self, rubric: Rubric, scores: dict[str, int], result: ChatResult) -> dict[str, Any]:
+        """`expected_scores` and `score_reading` of a scored reply (integers only unless logprobs were asked)."""
+        if not self.endpoint.logprobs:
+            return {}
+        choices = result.completion.choices
+        entries = token_logprobs(choices[0]) if choices else None
+        read = expected_scores(rubric, scores, entries) if entries else None
+        if read is None:
+            self._warn_once(rubric, "no log-probabilities in the reply" if not entries else "no score token found")
+            return {"score_reading": ScoreReading.no_logprobs}
+        expected = {name: round(levels.expected, 4) for name, levels in read.items()}
+        return {"score_reading": ScoreReading.expected, "expected_scores": expected}
+
+    def _warn_once(self, rubric: Rubric, why: str) -> None:
+        if self._warned_reading:
+            return
+        self._warned_reading = True
+        if not readable_scale(rubric):
+            why = f"the scale {rubric.scale.min}-{rubric.scale.max} has levels of more than one digit"
+        logger.warning(
+            "%s: probability-weighted scores asked for, but %s: verdicts carry the integers only "
+            "(score_reading=no_logprobs); said once per run",
+            self,
+            why,
+        )
 
     async def complete(self, messages: list[dict[str, str]], max_tokens: int = 512) -> str:
         """Plain generation through the same client (tier answers); raises CallError on failure."""

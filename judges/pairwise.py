@@ -73,7 +73,9 @@ class OpenAIPairwiseJudge:
         return self.endpoint.model
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
-        digest = config_hash(rubric, **self.endpoint.scoring_params(), prompt_format=PAIRWISE_FORMAT)
+        # A pairwise reply names a winner and reads no log-probabilities: that setting is not part of its hash.
+        params = self.endpoint.with_changes(logprobs=False).scoring_params()
+        digest = config_hash(rubric, **params, prompt_format=PAIRWISE_FORMAT)
         return JudgeIdentity(kind=self.kind, name=self.model, endpoint=self.endpoint.base_url, config_hash=digest)
 
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:

@@ -39,6 +39,10 @@ class Settings(BaseSettings):
     judge_chars_per_token: float = Field(
         default=3.0, gt=0, description="Characters per token of the estimate when the endpoint cannot count tokens"
     )
+    # Probability-weighted verdicts: ask the judge for token log-probabilities and store each score's expected
+    # value over the scale beside the integer (judges.score_logprobs). Off: verdicts are read as integers only.
+    judge_logprobs: bool = Field(default=False, description="Store probability-weighted scores beside the integers")
+    judge_top_logprobs: int = Field(default=20, ge=1, le=20, description="Alternatives asked for per token position")
 
     max_field_bytes: int = Field(
         default=256 * 1024, gt=0, description="Input rows with a text field larger than this are quarantined"

@@ -3,6 +3,9 @@
 Agreement is measured on the uniformly routed labels only: they are a simple random sample of the scored
 verdicts, so the agreement they show is the population's. Targeted picks (borderline, unscored) are chosen
 where the judge is least sure and would understate it; they still count in the PPI estimates, weighted.
+Kappas, exact agreement and the confusion matrices compare categories: they read the integer the judge wrote
+(`judge_integer`) whatever the frame's reading; Spearman and bias read `judge`, the probability-weighted score
+when the frame was loaded with `reading="expected"`.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def agreement_table(
     """One row per (tier, criterion) that has labels, in sorted order."""
     rows = []
     for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
-        j, h = group["judge"].to_numpy(), group["human"].to_numpy()
+        j, h = _integers(group), group["human"].to_numpy()
+        read = group["judge"].to_numpy()
         cats = categories if categories is not None else np.union1d(j, h).tolist()
         rows.append(
             AgreementRow(
@@ -76,8 +80,8 @@ def agreement_table(
                 n=len(group),
                 weighted_kappa=weighted_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
                 cohen_kappa=cohen_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
-                spearman=spearman(j, h),
-                bias=bias(j, h),
+                spearman=spearman(read, h),
+                bias=bias(read, h),
                 exact=exact_agreement(j, h),
             )
         )
@@ -90,8 +94,13 @@ def confusion_tables(
     """(tier, criterion) -> judge (rows) x human (columns) counts over the agreement sample."""
     out = {}
     for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
-        out[(str(tier), str(criterion))] = confusion_matrix(group["judge"], group["human"], categories)
+        out[(str(tier), str(criterion))] = confusion_matrix(_integers(group), group["human"], categories)
     return out
+
+
+def _integers(group: pd.DataFrame) -> np.ndarray:
+    """The integer scores the judge wrote (frames built without `judge_integer` carry them in `judge`)."""
+    return group["judge_integer" if "judge_integer" in group else "judge"].to_numpy()
 
 
 def confusion_frame(cm: ConfusionMatrix) -> pd.DataFrame:

@@ -1,6 +1,8 @@
 """The calibration data: every scored verdict's per-criterion judge score, with the human label where one exists.
 
-One long pandas frame, one row per (verdict, criterion): `judge` is the judge's score; `human`, `inclusion_prob`,
+One long pandas frame, one row per (verdict, criterion): `judge` is the judge's score (`judge_integer` the integer
+it wrote, `judge_expected` its probability-weighted score when the verdict has one; `load_scores(reading=...)`
+says which of the two `judge` is, so estimates switch reading by a choice, never silently); `human`, `inclusion_prob`,
 `pick_reason` and `label_via` are set on the rows whose interaction was routed to people and labeled (NaN/None
 elsewhere). A human label belongs to the interaction, not to the verdict that routed it (reviewers never see
 the verdict), so a new judge configuration's verdicts meet the labels already given. When an item has several
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -27,6 +30,7 @@ from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, is_curren
 logger = logging.getLogger(__name__)
 
 NO_TIER = "(no tier)"
+ScoreReadingChoice = Literal["integer", "expected"]
 LABEL_COLUMNS = ["human", "inclusion_prob", "pick_reason", "label_via", "reviewer"]
 
 
@@ -103,8 +107,12 @@ def load_scores(
     since: datetime | None = None,
     until: datetime | None = None,
     interaction_ids: list[str] | None = None,
+    reading: ScoreReadingChoice = "integer",
 ) -> pd.DataFrame:
     """Per (scored verdict, criterion with a score): judge score, tier, time, and the human label if any.
+
+    `reading="expected"`: `judge` is the probability-weighted score where the verdict carries one, the integer
+    elsewhere (`judge_reading` says which, per row); the default keeps the integers.
 
     `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it. `sample_prob` and
     `stratum` are the sampling pick's (traffic only, NaN/None elsewhere); `route`, `language` and
@@ -130,6 +138,7 @@ def load_scores(
             func.length(i.answer).label("answer_chars"),
             i["metadata"]["inclusion_probability"].as_float().label("sample_prob"),
             i["metadata"]["stratum"].as_string().label("stratum"),
+            c.expected.label("judge_expected"),
         )
         .join(scores_t, c.verdict_id == v.id)
         .join(interactions_t, i.id == v.interaction_id)
@@ -149,6 +158,11 @@ def load_scores(
         result = session.execute(query)
         frame = pd.DataFrame(result.all(), columns=list(result.keys()))
     frame["judge"] = frame["judge"].astype("float64")
+    frame["judge_integer"] = frame["judge"]
+    frame["judge_expected"] = pd.to_numeric(frame["judge_expected"], errors="coerce").astype("float64")
+    weighted = frame["judge_expected"].notna() if reading == "expected" else pd.Series(False, index=frame.index)
+    frame["judge"] = frame["judge"].where(~weighted, frame["judge_expected"])
+    frame["judge_reading"] = np.where(weighted, "expected", "integer")
     frame["sample_prob"] = pd.to_numeric(frame["sample_prob"], errors="coerce").astype("float64")
     frame["tier"] = frame["tier"].fillna(NO_TIER).astype(str)
     frame["at"] = pd.to_datetime(frame["at"], utc=True)

@@ -20,7 +20,14 @@ from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
 from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
-from judgewatch.calibration.score_frame import NO_TIER, Series, count_scored, current_series, load_scores
+from judgewatch.calibration.score_frame import (
+    NO_TIER,
+    ScoreReadingChoice,
+    Series,
+    count_scored,
+    current_series,
+    load_scores,
+)
 from judgewatch.calibration.series import default_series
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
@@ -163,8 +170,13 @@ def summarize(
     categories: Sequence[float] | None = None,
     n_boot: int = 1000,
     with_trust: bool = True,
+    reading: ScoreReadingChoice = "integer",
 ) -> CalibrationSummary:
-    """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`)."""
+    """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`).
+
+    `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the
+    verdicts carry them (see `score_frame.load_scores`).
+    """
     if judge_config_hash is None:
         choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)
         series, why = (choice.series, choice.reason) if choice else (None, "")
@@ -188,6 +200,7 @@ def summarize(
         rubric_version=series.rubric.version,
         judge_config_hash=series.judge.config_hash,
         since=since,
+        reading=reading,
     )
     tiered = frame["tier"] != NO_TIER
     mine = int(frame["verdict_id"].nunique())

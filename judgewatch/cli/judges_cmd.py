@@ -49,6 +49,13 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
             if name in reference and record.judge_kind != "reference":
                 line += f"  | reference judge AUROC {_num(reference[name].get('auroc'))}"
             typer.echo(line)
+            weighted = fig.get("expected")
+            if weighted:
+                typer.echo(
+                    f"  {'':<13} AUROC {_num(weighted.get('auroc'))} [{_num(weighted.get('low'))}, "
+                    f"{_num(weighted.get('high'))}] probability-weighted  gap {_signed(weighted.get('gap'))}  "
+                    f"without a float {_pct(weighted.get('unscored_rate'))}"
+                )
         reasons = record.figures.get("unscored_reasons") or {}
         if reasons:
             typer.echo("  unscored: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
@@ -66,6 +73,10 @@ def _num(value: Any) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
+def _signed(value: Any) -> str:
+    return "n/a" if value is None else f"{value:+.2f}"
+
+
 def _pct(value: Any) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
@@ -81,6 +92,13 @@ def validate_cmd(
     model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Validate on the first N items of each set")] = None,
     concurrency: Annotated[int | None, typer.Option(min=1, help="Concurrent requests to the judge")] = None,
+    logprobs: Annotated[
+        bool | None,
+        typer.Option(
+            "--logprobs/--no-logprobs",
+            help="Read probability-weighted scores too and report both readings (default JUDGEWATCH_JUDGE_LOGPROBS)",
+        ),
+    ] = None,
     probes: Annotated[
         bool, typer.Option(help="Also run the bias probes (verbosity, confidence, reference-blindness, consistency)")
     ] = True,
@@ -93,6 +111,7 @@ def validate_cmd(
 ) -> None:
     """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion.
 
+    With `--logprobs` an LLM judge's probability-weighted scores get their own AUROC line under the integers'.
     Then the bias probes on the same sets (one line per probe); a judge over a probe's limit is untrustworthy.
     """
     from judgewatch.contract.rubric import RubricError, load_rubric
@@ -101,6 +120,8 @@ def validate_cmd(
     from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate
 
     settings = get_settings()
+    if logprobs is not None:
+        settings = settings.model_copy(update={"judge_logprobs": logprobs})
     policy = policy_from_settings(settings, min_auroc=min_auroc)
     try:
         rubrics = [load_rubric(name, settings.rubrics_dir) for name in (rubric or ["answer_quality"])]

@@ -43,6 +43,13 @@ class ReportFormat(StrEnum):
     json = "json"
 
 
+class ScoreReadingOption(StrEnum):
+    """Which judge score the estimates read (`calibration.score_frame.load_scores(reading=...)`)."""
+
+    integer = "integer"
+    expected = "expected"
+
+
 @app.command("tiers")
 def tiers(
     since: Annotated[
@@ -63,6 +70,13 @@ def tiers(
     compute: Annotated[
         bool, typer.Option("--compute", help="Compute from the store instead of reading the calibration snapshot")
     ] = False,
+    score_reading: Annotated[
+        ScoreReadingOption,
+        typer.Option(
+            help="expected: PPI, Spearman and bias on the probability-weighted scores where verdicts carry them "
+            "(computed from the store; snapshots hold the integer reading)"
+        ),
+    ] = ScoreReadingOption.integer,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Per tier and criterion: judge raw mean, corrected estimate and interval, tier difference, agreement,
@@ -77,7 +91,8 @@ def tiers(
     try:
         engine = open_store(database_url or settings.effective_database_url)
         try:
-            view = None if compute or baseline else stored_report(engine, rubric, since, judge_config)
+            fresh = compute or baseline or score_reading is not ScoreReadingOption.integer
+            view = None if fresh else stored_report(engine, rubric, since, judge_config)
             if view is not None:
                 content, document, title = view
             else:
@@ -86,7 +101,9 @@ def tiers(
                     f"(slow on a large store; `{FILL_COMMAND}` stores one)",
                     err=True,
                 )
-                content, document, title = computed_report(engine, rubric, since, judge_config, baseline, settings)
+                content, document, title = computed_report(
+                    engine, rubric, since, judge_config, baseline, settings, reading=score_reading
+                )
         finally:
             engine.dispose()
         stamp = utcnow().strftime("%Y-%m-%d")
@@ -133,9 +150,16 @@ def stored_report(engine: Engine, rubric: str, since: str | None, judge_config: 
 
 
 def computed_report(
-    engine: Engine, rubric: str, since: str | None, judge_config: str | None, baseline: str | None, settings: Any
+    engine: Engine,
+    rubric: str,
+    since: str | None,
+    judge_config: str | None,
+    baseline: str | None,
+    settings: Any,
+    *,
+    reading: ScoreReadingOption = ScoreReadingOption.integer,
 ) -> Report:
-    """The report computed from the store now (every verdict of the series is read)."""
+    """The report computed from the store now (every verdict of the series is read), in the scores' `reading`."""
     from judgewatch.calibration.report import blocks, blocks_title, report_document
     from judgewatch.calibration.summary import parse_since, summarize
 
@@ -155,10 +179,13 @@ def computed_report(
             since=start,
             baseline=baseline,
             categories=levels,
+            reading="expected" if reading is ScoreReadingOption.expected else "integer",
         )
     except (LookupError, ValueError) as exc:
         raise CannotRun(str(exc)) from exc
     text = f"Computed from the store at {summary.generated_at:%Y-%m-%d %H:%M} UTC (no calibration snapshot was used)."
+    if reading is ScoreReadingOption.expected:
+        text += " Judge scores: probability-weighted where the verdicts carry them, integers elsewhere."
     content, document = _with_provenance(blocks(summary), report_document(summary), text)
     return content, document, blocks_title(summary)
 

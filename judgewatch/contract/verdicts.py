@@ -26,6 +26,14 @@ class UnscoredReason(StrEnum):
     judge_error = "judge_error"  # anything else, with the message in `detail`
 
 
+class ScoreReading(StrEnum):
+    """How a verdict's scores were read: the integers only, or also their probability-weighted floats."""
+
+    integer = "integer"  # the integers the judge wrote; log-probabilities were not asked for
+    expected = "expected"  # plus `expected_scores`: each score's mean over the scale's tokens (G-Eval weighting)
+    no_logprobs = "no_logprobs"  # log-probabilities were asked for but the reply carried none usable: integers only
+
+
 class JudgeIdentity(BaseModel):
     """Which judge produced a verdict; `config_hash` changes with anything that can change its scores."""
 
@@ -71,11 +79,17 @@ class PromptTrim(BaseModel):
 
 
 class Verdict(BaseModel):
-    """Per-criterion integer scores (None = not applicable or not obtained), overall, reason, provenance."""
+    """Per-criterion integer scores (None = not applicable or not obtained), overall, reason, provenance.
+
+    `expected_scores` holds, when `score_reading` is `expected`, every scored criterion's probability-weighted
+    score (a float on the same scale); the integer in `scores` stays the most likely level the judge wrote.
+    """
 
     item_id: str
     status: VerdictStatus
     scores: dict[str, int | None] = Field(default_factory=dict)
+    expected_scores: dict[str, float] = Field(default_factory=dict)
+    score_reading: ScoreReading = ScoreReading.integer
     not_applicable: list[str] = Field(default_factory=list)
     overall: float | None = None
     reason: str = ""
@@ -117,6 +131,8 @@ class Verdict(BaseModel):
             "status": self.status.value,
             "unscored_reason": self.unscored_reason.value if self.unscored_reason else None,
             "scores": self.scores,
+            "expected_scores": self.expected_scores or None,
+            "score_reading": self.score_reading.value,
             "overall": self.overall,
             "reason": self.reason,
             "judge": self.judge.model_dump(),

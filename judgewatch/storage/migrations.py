@@ -149,6 +149,14 @@ def m014_drift_alert_release(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_drift_alert_release ON drift_alert (release)"))
 
 
+def m015_verdict_expected_scores(conn: Connection) -> None:
+    """Probability-weighted scores beside the integers: `verdict.expected_scores`, `verdict.score_reading`
+    and `criterion_score.expected` (None on older rows: read as integers)."""
+    add_column(conn, VerdictRecord, "expected_scores")
+    add_column(conn, VerdictRecord, "score_reading")
+    add_column(conn, CriterionScore, "expected")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -164,6 +172,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m012_verdict_trimmed,
     m013_verdict_counts,
     m014_drift_alert_release,
+    m015_verdict_expected_scores,
 )
 
 

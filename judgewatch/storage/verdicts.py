@@ -28,6 +28,7 @@ from judgewatch.contract.verdicts import (
     JudgeIdentity,
     PromptTrim,
     RubricIdentity,
+    ScoreReading,
     TokenUsage,
     UnscoredReason,
     Verdict,
@@ -56,6 +57,9 @@ class VerdictRecord(SQLModel, table=True):
     overall: float | None = None
     reason: str = ""
     scores: dict[str, int | None] = Field(default_factory=dict, sa_type=JSONValue)
+    # Probability-weighted scores (None: read as integers only) and how the scores were read (None: "integer").
+    expected_scores: dict[str, float] | None = Field(default=None, sa_type=JSONValue)
+    score_reading: str | None = None  # a ScoreReading value
     not_applicable: list[str] = Field(default_factory=list, sa_type=JSONValue)
     judge_kind: str
     judge_name: str
@@ -82,6 +86,8 @@ class VerdictRecord(SQLModel, table=True):
             item_id=self.item_id,
             status=VerdictStatus(self.status),
             scores=dict(self.scores),
+            expected_scores=dict(self.expected_scores or {}),
+            score_reading=ScoreReading(self.score_reading or ScoreReading.integer.value),
             not_applicable=list(self.not_applicable),
             overall=self.overall,
             reason=self.reason,
@@ -110,6 +116,7 @@ class CriterionScore(SQLModel, table=True):
     verdict_id: str = Field(foreign_key="verdict.id", primary_key=True, ondelete="CASCADE")
     criterion: str = Field(primary_key=True, index=True)
     score: int | None = None
+    expected: float | None = None  # the probability-weighted score, when the verdict was read that way
     not_applicable: bool = False
 
 
@@ -143,6 +150,8 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         "overall": verdict.overall,
         "reason": verdict.reason,
         "scores": verdict.scores,
+        "expected_scores": verdict.expected_scores or None,
+        "score_reading": verdict.score_reading.value,
         "not_applicable": verdict.not_applicable,
         **identity_columns(judge, rubric),
         "latency_ms": verdict.latency_ms,
@@ -166,6 +175,7 @@ def criterion_rows(verdict_row_id: str, verdict: Verdict) -> list[dict[str, Any]
             "verdict_id": verdict_row_id,
             "criterion": name,
             "score": verdict.scores.get(name),
+            "expected": verdict.expected_scores.get(name),
             "not_applicable": name in not_applicable,
         }
         for name in names

@@ -6,7 +6,8 @@ each takes a fixed latency. Faults are chosen per server (`--mode`) or per reque
 the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, `[[sim:reset]]`,
 `[[sim:garbage]]`, `[[sim:schema]]`, `[[sim:length]]` (cut after the scores), `[[sim:length_early]]` (cut
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
-attempts of this prompt, then a normal reply).
+attempts of this prompt, then a normal reply), `[[sim:no_logprobs]]` (no log-probabilities though asked).
+A request with `logprobs=True` gets plausible per-token log-probabilities (`judgewatch.testing.sim_logprobs`).
 
 Like vLLM 0.32, it can enforce a context window (`max_model_len`, reported in /v1/models): a prompt that fills
 it gets vLLM's HTTP 400 and message; a prompt that fits but leaves less than `max_tokens` gets a reply cut at
@@ -36,6 +37,7 @@ from typing import Any
 import typer
 from aiohttp import web
 
+from judgewatch.testing.sim_logprobs import choice_logprobs
 from judgewatch.testing.sim_tokens import prompt_tokens, text_tokens, window_error
 
 logger = logging.getLogger(__name__)
@@ -246,7 +248,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
                     "index": 0,
                     "message": {"role": "assistant", "content": content},
                     "finish_reason": finish_reason,
-                    "logprobs": None,
+                    "logprobs": choice_logprobs(body, content, prompt_key(messages), kind),
                 }
             ],
             "usage": _usage(state, messages, content),

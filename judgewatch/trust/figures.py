@@ -1,7 +1,10 @@
 """The figures of a known-answers validation: per criterion, how well the judge separates good from bad answers.
 
 Unscored answers are counted, never dropped silently: AUROC and the mean gap use the scored answers, and the
-unscored rate (answers the criterion applied to but the judge gave no score) stands beside them.
+unscored rate (answers the criterion applied to but the judge gave no score) stands beside them. When the
+judge's verdicts carry probability-weighted scores, each criterion also gets the same figures for that reading
+under `expected` (answers without a float count as unscored there), so a user sees which reading separates
+better; the trust policy keeps judging the integer reading.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ def _clean(value: float) -> float | None:
     return None if value is None or math.isnan(value) else round(float(value), 4)
 
 
-def _column(verdicts: Sequence[Verdict], criterion: str) -> np.ndarray:
-    values = [v.scores.get(criterion) for v in verdicts]
+def _column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
+    """The criterion's scores (the probability-weighted ones with `expected`), NaN where there is none."""
+    values = [(v.expected_scores if expected else v.scores).get(criterion) for v in verdicts]
     return np.array([np.nan if s is None else float(s) for s in values], dtype=float)
 
 
@@ -38,13 +42,18 @@ def criterion_figures(
     *,
     resamples: int,
     seed: int,
+    expected: bool = False,
 ) -> dict[str, Any] | None:
-    """AUROC with its paired bootstrap interval, mean gap and unscored rate; None when never applicable."""
+    """AUROC with its paired bootstrap interval, mean gap and unscored rate; None when never applicable.
+
+    `expected`: of the probability-weighted scores instead of the integers.
+    """
     applies = [criterion in plan(rubric, item)[0] for item, _ in [*good, *bad]]
     judged = sum(applies)
     if judged == 0:
         return None
-    g, b = _column([v for _, v in good], criterion), _column([v for _, v in bad], criterion)
+    g = _column([v for _, v in good], criterion, expected=expected)
+    b = _column([v for _, v in bad], criterion, expected=expected)
     n_good, n_bad = int(np.isfinite(g).sum()), int(np.isfinite(b).sum())
     unscored = judged - n_good - n_bad
     estimate = auroc_interval(g, b, paired=True, resamples=resamples, seed=seed)
@@ -73,20 +82,29 @@ def known_answer_figures(
     resamples: int = 2000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Figures of every criterion that applies, plus the unscored reasons over all answers."""
+    """Figures of every criterion that applies (and of its probability-weighted reading, when verdicts carry
+    one), the unscored reasons over all answers and how many verdicts were read each way."""
+    verdicts = [v for _, v in [*good, *bad]]
+    weighted = any(v.expected_scores for v in verdicts)
     criteria: dict[str, Any] = {}
     for criterion in rubric.criteria:
         figures = criterion_figures(rubric, criterion.name, good, bad, resamples=resamples, seed=seed)
-        if figures is not None:
-            criteria[criterion.name] = figures
-    verdicts = [v for _, v in [*good, *bad]]
+        if figures is None:
+            continue
+        if weighted:
+            figures["expected"] = criterion_figures(
+                rubric, criterion.name, good, bad, resamples=resamples, seed=seed, expected=True
+            )
+        criteria[criterion.name] = figures
     reasons = Counter(v.unscored_reason.value for v in verdicts if v.unscored_reason is not None)
+    readings = Counter(v.score_reading.value for v in verdicts if v.unscored_reason is None)
     return {
         "criteria": criteria,
         "items": len(good),
         "answers": len(verdicts),
         "unscored_verdicts": sum(reasons.values()),
         "unscored_reasons": dict(reasons),
+        "score_readings": dict(readings),
     }
 
 

@@ -40,6 +40,7 @@ def test_judge_endpoint_takes_every_client_knob_from_the_settings() -> None:
         ({"max_retries": -1}, "max_retries"),
         ({"timeout_s": 0}, "timeout_s"),
         ({"max_tokens": 0}, "max_tokens"),
+        ({"top_logprobs": 21}, "top_logprobs"),
     ],
 )
 def test_an_unusable_value_is_refused_when_the_config_is_built_or_changed(
@@ -59,3 +60,11 @@ def test_judges_hash_the_same_scoring_fields_as_before_the_config_object(rubric:
     assert pairwise.identity(rubric).config_hash == config_hash(
         rubric, model="m", temperature=0.0, seed=7, max_tokens=PAIR_REPLY_MAX_TOKENS, prompt_format=PAIRWISE_FORMAT
     )
+
+
+def test_the_logprobs_setting_reaches_the_endpoint_and_a_pairwise_judges_hash_ignores_it(rubric: Rubric) -> None:
+    endpoint = judge_endpoint(Settings(judge_logprobs=True, judge_top_logprobs=6))
+    assert (endpoint.logprobs, endpoint.top_logprobs) == (True, 6)
+    assert (judge_endpoint(Settings()).logprobs, judge_endpoint(Settings()).top_logprobs) == (False, 20)
+    pairwise = OpenAIPairwiseJudge(endpoint).identity(rubric).config_hash
+    assert pairwise == OpenAIPairwiseJudge(endpoint.with_changes(logprobs=False)).identity(rubric).config_hash

@@ -83,3 +83,15 @@ def test_judge_validate_is_not_a_second_spelling_of_judges_validate(db: str) -> 
     result = run("judge", "validate", "--judge", "reference", "--dataset", "halluqa_mini", "--database-url", db)
     assert result.exit_code == 2 and "Usage:" in result.output  # a usage error: one command, one name
     assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
+
+
+def test_validate_with_logprobs_prints_the_probability_weighted_reading_under_the_integer_one(db: str) -> None:
+    with run_simulator_in_thread(latency_ms=1) as sim:
+        options = ("--model", "sim-judge", "--dataset", "halluqa_mini", "--limit", "10", "--no-probes")
+        result = validate(db, sim.base_url, *options, "--logprobs")
+        plain = validate(db, sim.base_url, *options)
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  faithfulness  AUROC"))
+    assert lines[at + 1].strip().startswith("AUROC ") and "probability-weighted" in lines[at + 1], result.output
+    assert "without a float 0%" in lines[at + 1]
+    assert "probability-weighted" not in plain.output

@@ -12,6 +12,7 @@ from judgewatch.contract.verdicts import (
     JudgeIdentity,
     PromptTrim,
     RubricIdentity,
+    ScoreReading,
     TokenUsage,
     UnscoredReason,
     Verdict,
@@ -233,3 +234,23 @@ def test_already_judged_lists_the_interactions_with_a_verdict_under_this_rubric_
     assert done == {ids[0]: stored[ids[0]], ids[1]: stored[ids[1]]}
     assert retrying == {ids[0]: stored[ids[0]]}
     assert other_rubric == {}
+
+
+def test_probability_weighted_scores_read_back_and_sit_beside_each_criterions_integer(engine: Engine) -> None:
+    store_items(engine, ["a", "b"])
+    weighted = scored("a").model_copy(
+        update={"expected_scores": {"relevance": 3.72, "faithfulness": 3.05}, "score_reading": ScoreReading.expected}
+    )
+    plain = scored("b")
+    with session_scope(engine) as session:
+        pairs = [(interaction_id(SOURCE, v.item_id), v) for v in (weighted, plain)]
+        upsert_verdicts(session=session, run_id=None, verdicts=pairs)
+    with session_scope(engine) as session:
+        records = {r.item_id: r for r in get_verdicts(session=session)}
+        rows = get_criterion_scores(session=session, verdict_ids=[records["a"].id, records["b"].id])
+    assert records["a"].to_verdict() == weighted and records["b"].to_verdict() == plain
+    assert records["b"].to_verdict().score_reading is ScoreReading.integer
+    by_key = {(r.verdict_id, r.criterion): (r.score, r.expected) for r in rows}
+    assert by_key[(records["a"].id, "relevance")] == (4, 3.72)
+    assert by_key[(records["a"].id, "completeness")] == (None, None)
+    assert by_key[(records["b"].id, "relevance")] == (4, None)

@@ -1,0 +1,141 @@
+"""Probability-weighted scores: each criterion's expected value over the scale's tokens at its score position.
+
+A judge asked for token log-probabilities (`logprobs=True, top_logprobs=K`) gets, for every token it wrote, the
+K most likely tokens at that position. The score of criterion `c` is the digit after `"c":` in the JSON reply;
+the token that holds it is found by laying the reply's tokens end to end, and its alternatives that spell
+another level of the scale (with the same text before the digit, e.g. `":3` beside `":4`) give a distribution
+over the levels. Its mean is the G-Eval weighting (Liu et al. 2023, "G-Eval", EMNLP, section 2): a float that
+keeps what the argmax throws away. The integer the judge wrote stays the verdict's score.
+
+vLLM applies the structured-output grammar's mask to the logits before it computes log-probabilities, so at a
+score position the scale's digits carry (nearly) all the mass and masked tokens come back at -9999; both are
+handled here, and the mass the levels carried is returned beside the mean. Only one-digit scales (0-9) are
+read: on a 1-10 scale the token "1" could be the start of "10".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from judgewatch.contract.rubric import Rubric
+
+# vLLM clamps the log-probability of a token the grammar masked to this (entrypoints/openai/chat_completion/serving.py).
+MASKED_LOGPROB = -9999.0
+
+
+@dataclass(frozen=True, slots=True)
+class LevelProbs:
+    """The distribution over a scale's levels at one score position: its mean and the mass it covered."""
+
+    expected: float
+    mass: float  # total probability of the alternatives that spell a level (1.0 when the grammar masked the rest)
+    probs: dict[int, float]  # level -> probability, renormalized over the levels found
+
+
+def readable_scale(rubric: Rubric) -> bool:
+    """True when every level of the rubric's scale is one digit, so one token position holds the whole score."""
+    return rubric.scale.min >= 0 and rubric.scale.max <= 9
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def token_logprobs(choice: Any) -> list[Any] | None:
+    """The per-token entries of a completion choice's `logprobs.content` (None when the reply carried none)."""
+    logprobs = _field(choice, "logprobs")
+    content = _field(logprobs, "content") if logprobs is not None else None
+    return list(content) if content else None
+
+
+def _level_probs(entry: Any, prefix: str, levels: range) -> LevelProbs | None:
+    """The levels spelled by `entry`'s alternatives after `prefix` (the token's text before the digit)."""
+    alternatives = list(_field(entry, "top_logprobs") or [])
+    chosen = (_field(entry, "token"), _field(entry, "logprob"))
+    seen: set[str] = set()
+    probs: dict[int, float] = {}
+    for token, logprob in [chosen, *((_field(a, "token"), _field(a, "logprob")) for a in alternatives)]:
+        if not isinstance(token, str) or token in seen or logprob is None:
+            continue
+        seen.add(token)
+        if not math.isfinite(logprob) or logprob <= MASKED_LOGPROB or not token.startswith(prefix):
+            continue
+        match = re.match(r"\d+", token[len(prefix) :])
+        if match is None or int(match.group()) not in levels or len(match.group()) != 1:
+            continue
+        level = int(match.group())
+        probs[level] = probs.get(level, 0.0) + math.exp(logprob)
+    mass = sum(probs.values())
+    if mass <= 0.0:
+        return None
+    normalized = {level: p / mass for level, p in sorted(probs.items())}
+    return LevelProbs(sum(level * p for level, p in normalized.items()), min(mass, 1.0), normalized)
+
+
+def score_positions(entries: Sequence[Any], criteria: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """{criterion: (token index, offset of the score's digit inside that token)} for every score found.
+
+    The reply's text is the tokens laid end to end; the scores come before the reason, so a reason whose
+    tokens do not decode cleanly (a split multi-byte character) cannot shift them.
+    """
+    starts: list[int] = []
+    pieces: list[str] = []
+    at = 0
+    for entry in entries:
+        token = _field(entry, "token")
+        text = token if isinstance(token, str) else ""
+        starts.append(at)
+        pieces.append(text)
+        at += len(text)
+    joined = "".join(pieces)
+    positions: dict[str, tuple[int, int]] = {}
+    for name in criteria:
+        match = re.search(rf'"{re.escape(name)}"\s*:\s*(\d)', joined)
+        if match is None:
+            continue
+        char = match.start(1)
+        index = _token_at(starts, char)
+        positions[name] = (index, char - starts[index])
+    return positions
+
+
+def _token_at(starts: list[int], char: int) -> int:
+    """The index of the token whose text covers character `char` (binary search over the token starts)."""
+    low, high = 0, len(starts) - 1
+    while low < high:
+        mid = (low + high + 1) // 2
+        if starts[mid] <= char:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def expected_scores(rubric: Rubric, scores: dict[str, int], entries: Sequence[Any]) -> dict[str, LevelProbs] | None:
+    """Each scored criterion's distribution over the scale, or None unless every one of them could be read.
+
+    A criterion whose score token is not found, or whose alternatives spell no level, or whose token does not
+    hold the integer the reply carries (the tokens are not the reply's), makes the reading fail as a whole: a
+    verdict carries the float for all of its scores or for none.
+    """
+    if not readable_scale(rubric) or not scores:
+        return None
+    levels = range(rubric.scale.min, rubric.scale.max + 1)
+    positions = score_positions(entries, list(scores))
+    found: dict[str, LevelProbs] = {}
+    for name, value in scores.items():
+        if name not in positions:
+            return None
+        index, offset = positions[name]
+        token = _field(entries[index], "token")
+        if not isinstance(token, str) or token[offset : offset + 1] != str(value):
+            return None
+        level_probs = _level_probs(entries[index], token[:offset], levels)
+        if level_probs is None:
+            return None
+        found[name] = level_probs
+    return found
