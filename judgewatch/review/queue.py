@@ -54,7 +54,7 @@ from judgewatch.review.views import (
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.direct import is_direct
 from judgewatch.storage.review import ItemState
-from judgewatch.storage.review_hot import lease_next_row
+from judgewatch.storage.review_hot import lease_next_row, progress_row
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
@@ -217,6 +217,12 @@ class ReviewQueue:
         """Labels given today, and items left for this reviewer (counted up to `cap`)."""
         now = self.clock()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if self.direct:
+            row = progress_row(engine=self.engine, reviewer=reviewer, now=now, midnight=midnight, cap=cap)
+            left = row.free + (1 if row.holding else 0)
+            return Progress(
+                done_today=row.done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=row.holding
+            )
         with session_scope(self.engine) as session:
             done_today = session.execute(
                 select(func.count())

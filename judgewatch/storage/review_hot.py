@@ -32,7 +32,8 @@ held AS (
 claimed AS (
     UPDATE review_item SET state = 'leased', lease_owner = %(who)s, lease_expires_at = %(until)s,
         -- the clock is read before the statement: a lease never starts before the item's last label was stored
-        leased_at = GREATEST(%(now)s, (SELECT max(l.submitted_at) FROM review_label l WHERE l.review_item_id = review_item.id))
+        leased_at = GREATEST(
+            %(now)s, (SELECT max(l.submitted_at) FROM review_label l WHERE l.review_item_id = review_item.id))
     WHERE id = COALESCE(
             (SELECT e.id FROM review_item e
              WHERE e.state = 'leased' AND e.lease_expires_at <= %(now)s AND {NOT_LABELED_BY_ME.format(t="e")}
@@ -93,6 +94,20 @@ JOIN verdict v ON v.id = released.verdict_id
 JOIN interaction i ON i.id = released.interaction_id
 """
 
+PROGRESS = f"""
+SELECT (SELECT count(*) FROM review_label
+        WHERE reviewer = %(who)s AND submitted_at >= %(midnight)s AND skipped_reason IS NULL AND NOT flagged
+       ) AS done_today,
+       (SELECT count(*) FROM (SELECT 1 FROM review_item a
+                              WHERE a.state = 'available' AND {NOT_LABELED_BY_ME.format(t="a")} LIMIT %(limit)s) AS f
+       ) + (SELECT count(*) FROM (SELECT 1 FROM review_item e
+                                  WHERE e.state = 'leased' AND e.lease_expires_at <= %(now)s
+                                    AND {NOT_LABELED_BY_ME.format(t="e")} LIMIT %(limit)s) AS x
+       ) AS free,
+       (SELECT id FROM review_item
+        WHERE state = 'leased' AND lease_owner = %(who)s AND lease_expires_at > %(now)s LIMIT 1) AS holding
+"""
+
 
 def lease_next_row(*, engine: Engine, reviewer: str, now: datetime, until: datetime) -> Any | None:
     """One row: `active` (the account check) and the leased item's screen columns (id None when nothing was
@@ -136,3 +151,10 @@ def label_and_release(
     }
     rows = fetch(engine=engine, sql=LABEL_AND_RELEASE, params=params, repeatable=False)
     return rows[0] if rows else None
+
+
+def progress_row(*, engine: Engine, reviewer: str, now: datetime, midnight: datetime, cap: int) -> Any:
+    """One row: `done_today` (labels since `midnight`), `free` (leasable items, each kind counted up to
+    `cap` + 1 on its partial index) and `holding` (the item id of a live lease, or None)."""
+    params = {"who": reviewer, "now": now, "midnight": midnight, "limit": cap + 1}
+    return fetch(engine=engine, sql=PROGRESS, params=params, repeatable=True)[0]
