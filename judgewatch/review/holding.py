@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -107,6 +108,49 @@ class _DirectHeld(Held):
         if shown is None:
             raise LeaseError(f"your lease on item {self.item.id} is gone: take the next item")
         return shown
+
+
+class StaleLease(Exception):
+    """A remembered lease no longer matches the store (or cannot answer): read it instead."""
+
+
+@dataclass(frozen=True)
+class LeaseMemo:
+    """What "lease next" returned about the item it leased: enough to validate a label and guard its write
+    without reading the item again. Every fact the write depends on is re-checked by the write itself."""
+
+    id: str
+    rubric_name: str
+    rubric_version: str
+    labels_done: int
+    labels_needed: int
+    leased_at: datetime
+    has_refs: bool
+
+
+class _RememberedHeld(_DirectHeld):
+    """A lease known from "lease next": one write statement, StaleLease if the store disagrees."""
+
+    def __init__(self, engine: Engine, memo: LeaseMemo, now: datetime) -> None:
+        Held.__init__(self, memo, memo.has_refs, now)
+        self.engine = engine
+
+    def others(self) -> list[dict[str, int]]:
+        raise StaleLease("the other labels are not remembered")
+
+    def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        try:
+            return super().store(label, reviewer=reviewer, state=state, labels_done=labels_done)
+        except LeaseError as exc:
+            if isinstance(exc.__cause__, UniqueViolation):
+                raise
+            raise StaleLease(str(exc)) from exc
+
+
+def remembered(engine: Engine, memo: LeaseMemo, *, clock: Callable[[], datetime]) -> Held:
+    """The lease `memo` describes, unchecked: its write is guarded by the lease, the account and `memo`'s
+    label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
+    return _RememberedHeld(engine, memo, clock())
 
 
 class _SessionHeld(Held):

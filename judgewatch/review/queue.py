@@ -19,12 +19,12 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, func, select, update
 from sqlmodel import Session
 
-from judgewatch.review.holding import holding, label_row
+from judgewatch.review.holding import Held, LeaseMemo, StaleLease, holding, label_row, remembered
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
@@ -47,6 +47,7 @@ from judgewatch.review.views import (
     NotAllowed,
     Progress,
     Revealed,
+    has_references,
     leased_item,
     revealed,
     validate_scores,
@@ -58,6 +59,8 @@ from judgewatch.storage.review_hot import lease_next_row, progress_row
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class ReviewQueue:
@@ -76,6 +79,7 @@ class ReviewQueue:
         self.rubrics = RubricResolver(rubrics_dir)
         self.clock = clock
         self.direct = is_direct(engine)  # PostgreSQL: the key presses go straight through psycopg
+        self._memos: dict[str, LeaseMemo] = {}  # reviewer -> the lease "lease next" last gave them (PostgreSQL)
 
     # -- leasing ---------------------------------------------------------------------------------------------
 
@@ -97,7 +101,17 @@ class ReviewQueue:
                 raise NotAllowed(f"{reviewer!r} is not an active reviewer")
             if row.id is not None:
                 logger.debug("%s leased %s", reviewer, row.id)
-                return leased_item(row, self.rubrics.get(row.rubric_name))
+                shown = leased_item(row, self.rubrics.get(row.rubric_name))
+                self._memos[reviewer] = LeaseMemo(
+                    id=row.id,
+                    rubric_name=row.rubric_name,
+                    rubric_version=row.rubric_version,
+                    labels_done=row.labels_done,
+                    labels_needed=row.labels_needed,
+                    leased_at=row.leased_at,
+                    has_refs=has_references(row),
+                )
+                return shown
         return None
 
     def lease_item(self, reviewer: str, item_id: str) -> LeasedItem:
@@ -154,7 +168,8 @@ class ReviewQueue:
 
         `partial` accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the
         app never sends it (people score every criterion)."""
-        with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
+
+        def act(held: Held) -> Revealed:
             item = held.item
             rubric = self.rubrics.get(item.rubric_name)
             clean = validate_scores(rubric, scores, has_refs=held.has_refs, partial=partial)
@@ -168,8 +183,10 @@ class ReviewQueue:
                 state = ItemState.adjudication if split else ItemState.done
             label = label_row(item, reviewer, held.now, rubric_version_shown, via=via, scores=clean, comment=comment)
             shown = held.store(label, reviewer=reviewer, state=state, labels_done=done)
-        logger.info("%s labeled %s (%s)", reviewer, item_id, state.value)
-        return revealed(item_id, clean, shown, shown.tier, state.value)
+            logger.info("%s labeled %s (%s)", reviewer, item_id, state.value)
+            return revealed(item_id, clean, shown, shown.tier, state.value)
+
+        return self._labeling(reviewer, item_id, act)
 
     def skip(
         self, reviewer: str, item_id: str, reason: str, *, rubric_version_shown: str = "", via: str = "ui"
@@ -178,11 +195,14 @@ class ReviewQueue:
         reason = reason.strip()
         if not reason:
             raise LeaseError("say why you skip this item")
-        with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
+
+        def act(held: Held) -> None:
             item = held.item
             version = rubric_version_shown or item.rubric_version
             label = label_row(item, reviewer, held.now, version, via=via, skipped_reason=reason)
             held.store(label, reviewer=reviewer, state=ItemState.available, labels_done=item.labels_done)
+
+        self._labeling(reviewer, item_id, act)
 
     def flag(
         self,
@@ -195,13 +215,28 @@ class ReviewQueue:
         via: str = "ui",
     ) -> None:
         """Send the item to an expert (the adjudication view), keeping whatever scores were already given."""
-        with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
+
+        def act(held: Held) -> None:
             item = held.item
             rubric = self.rubrics.get(item.rubric_name)
             clean = validate_scores(rubric, scores or {}, has_refs=held.has_refs, partial=True)
             version = rubric_version_shown or item.rubric_version
             label = label_row(item, reviewer, held.now, version, via=via, scores=clean, comment=comment, flagged=True)
             held.store(label, reviewer=reviewer, state=ItemState.flagged, labels_done=item.labels_done)
+
+        self._labeling(reviewer, item_id, act)
+
+    def _labeling(self, reviewer: str, item_id: str, act: Callable[[Held], T]) -> T:
+        """Run one labeling action: on the lease "lease next" just returned (one write statement), or, when
+        there is none or the store no longer agrees with it, on the item read and checked again."""
+        memo = self._memos.pop(reviewer, None)
+        if memo is not None and memo.id == item_id:
+            try:
+                return act(remembered(self.engine, memo, clock=self.clock))
+            except StaleLease:
+                logger.debug("%s: the remembered lease on %s is stale, reading it", reviewer, item_id)
+        with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
+            return act(held)
 
     def release(self, reviewer: str, item_id: str) -> bool:
         """Give a held item back unlabeled (no skip recorded); False when the caller did not hold it."""

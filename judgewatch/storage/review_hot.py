@@ -20,7 +20,9 @@ from sqlalchemy import Engine
 from judgewatch.storage.direct import fetch
 
 NOT_LABELED_BY_ME = "NOT EXISTS (SELECT 1 FROM review_label l WHERE l.review_item_id = {t}.id AND l.reviewer = %(who)s)"
-LEASED_COLUMNS = "id, interaction_id, rubric_name, rubric_version, lease_expires_at"
+LEASED_COLUMNS = (
+    "id, interaction_id, rubric_name, rubric_version, lease_expires_at, leased_at, labels_done, labels_needed"
+)
 
 LEASE_NEXT = f"""
 WITH me AS (SELECT active FROM reviewer WHERE name = %(who)s),
@@ -49,7 +51,8 @@ claimed AS (
       AND xmin = (SELECT s.xmin FROM review_item s WHERE s.id = review_item.id)
     RETURNING {LEASED_COLUMNS}
 )
-SELECT me.active, got.id, got.rubric_name, got.rubric_version, got.lease_expires_at,
+SELECT me.active, got.id, got.rubric_name, got.rubric_version, got.lease_expires_at, got.leased_at, got.labels_done,
+       got.labels_needed,
        i.question, i.answer, i.reference_answer, i.reference_facts, i.context, i.language
 FROM me
 LEFT JOIN (SELECT * FROM held UNION ALL SELECT * FROM claimed) AS got ON true
@@ -110,8 +113,9 @@ SELECT (SELECT count(*) FROM review_label
 
 
 def lease_next_row(*, engine: Engine, reviewer: str, now: datetime, until: datetime) -> Any | None:
-    """One row: `active` (the account check) and the leased item's screen columns (id None when nothing was
-    free); None when there is no such account. Repeating it is harmless: a second run renews the same lease."""
+    """One row: `active` (the account check), the leased item's screen columns (id None when nothing was
+    free) and its lease and label counts (what a label is guarded by); None when there is no such account.
+    Repeating it is harmless: a second run renews the same lease."""
     params = {"who": reviewer, "now": now, "until": until}
     rows = fetch(engine=engine, sql=LEASE_NEXT, params=params, repeatable=True)
     return rows[0] if rows else None
