@@ -34,6 +34,8 @@ class DirectPool:
     def __init__(self, engine: Engine, *, size: int = PG_POOL_SIZE) -> None:
         _, params = engine.dialect.create_connect_args(engine.url)
         params.pop("context", None)  # SQLAlchemy's adapters: plain psycopg types here (jsonb -> dict, tz-aware)
+        # timestamps come back in UTC, as UTCDateTime returns them (set at connect: no round trip of its own)
+        params["options"] = f"{params.get('options', '')} -c TimeZone=UTC".strip()
         self._params = params
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
@@ -41,9 +43,7 @@ class DirectPool:
         self._closed = False
 
     def _open(self) -> psycopg.Connection[Any]:
-        conn = psycopg.connect(autocommit=True, row_factory=namedtuple_row, **self._params)
-        conn.execute("SET TIME ZONE 'UTC'")  # timestamps come back in UTC, as UTCDateTime returns them
-        return conn
+        return psycopg.connect(autocommit=True, row_factory=namedtuple_row, **self._params)
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
