@@ -2,10 +2,11 @@
 pool pre-ping, no BEGIN/COMMIT round trips.
 
 Each PostgreSQL engine gets one small pool of autocommit connections, opened on demand from the engine's URL
-(at most `PG_POOL_SIZE` open, closed when the engine is disposed). A statement run here is its own
-transaction, so a write of several rows must be one statement (a data-modifying CTE). Without a pre-ping a
-connection the server dropped is found out by the statement itself: it is thrown away, and the statement is
-run again once on a new connection when the caller says repeating it is harmless (`repeatable`).
+(at most `DIRECT_POOL_SIZE` in use at once, callers served in arrival order; closed with `engine.dispose()`).
+A statement run here is its own transaction, so a write of several rows must be one statement (a
+data-modifying CTE). Without a pre-ping a connection the server dropped is found out by the statement itself:
+it is thrown away, and the statement is run again once on a new connection when the caller says repeating it
+is harmless (`repeatable`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -21,17 +23,52 @@ import psycopg
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Engine, event
 
-from judgewatch.storage.db import PG_POOL_SIZE
-
 logger = logging.getLogger(__name__)
 
 CHECKOUT_TIMEOUT_S = 30.0  # as SQLAlchemy's pool: a caller waits this long for a free connection, then fails
+# Statements in flight at once per process. More than the database server has cores to run them only queue inside
+# PostgreSQL (and each new connection is a process to fork and warm); a waiting caller here is handed the next
+# free connection in arrival order, which costs microseconds. Measured in bench/README.md (review queue).
+DIRECT_POOL_SIZE = 8
+
+
+class FairSlots:
+    """A semaphore that serves waiters first come, first served: a caller that gives a slot back and asks again
+    at once (lease, then submit) queues behind those already waiting instead of taking it back."""
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._lock = threading.Lock()
+        self._waiters: deque[threading.Lock] = deque()
+
+    def acquire(self, *, timeout: float) -> bool:
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                return True
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiters.append(gate)
+        if gate.acquire(timeout=timeout):
+            return True  # release() handed its slot to this caller
+        with self._lock:
+            if gate in self._waiters:
+                self._waiters.remove(gate)
+                return False
+        return True  # handed over just as the wait ran out
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                self._waiters.popleft().release()  # the slot passes straight to the longest waiter
+            else:
+                self._free += 1
 
 
 class DirectPool:
     """Autocommit psycopg connections for one engine's database; safe to share between threads."""
 
-    def __init__(self, engine: Engine, *, size: int = PG_POOL_SIZE) -> None:
+    def __init__(self, engine: Engine, *, size: int = DIRECT_POOL_SIZE) -> None:
         _, params = engine.dialect.create_connect_args(engine.url)
         params.pop("context", None)  # SQLAlchemy's adapters: plain psycopg types here (jsonb -> dict, tz-aware)
         # timestamps come back in UTC, as UTCDateTime returns them (set at connect: no round trip of its own)
@@ -39,7 +76,7 @@ class DirectPool:
         self._params = params
         self._idle: list[psycopg.Connection[Any]] = []
         self._lock = threading.Lock()
-        self._slots = threading.BoundedSemaphore(size)
+        self._slots = FairSlots(size)
         self._closed = False
 
     def _open(self) -> psycopg.Connection[Any]:
