@@ -6,7 +6,10 @@ and the oldest 5,000 of those already labeled once (so "not labeled by me" has r
 threads call the real service (`ReviewQueue.lease_next` and `.submit`, the calls the app makes) until 1,000
 lease+submit cycles are done, and prints the median and p99 of each against the stated limit. A second
 concurrent run adds a think time between items: real reviewers read for 5-30 s (uniform), compressed here by
-`--time-scale` (default 20: 0.25-1.5 s), so the offered load is still 20x what 20 real reviewers make.
+`--time-scale` (default 20: 0.25-1.5 s), so the offered load is still 20x what 20 real reviewers make. Two
+more concurrent runs follow, the ones above unchanged: the same run again once every reviewer's connection is
+open (the first one opens and warms 20 connections at once, which a served app does once after it starts), and
+a run timing each key press as the app's handlers make it (lease or submit, then the progress line).
 
     .venv/bin/python bench/review_queue.py [--items 1000000] [--ops 1000] [--reviewers 20] [--url URL] [--keep]
         [--schema NAME]    # reuse a schema kept by --keep (no build), e.g. to run two versions on the same data
@@ -150,6 +153,13 @@ def run(engine: Engine, names: list[str], ops: int, think: tuple[float, float]) 
     report(queue, names, ops, f"{len(names)} concurrent reviewers, no think time")
     title = f"{len(names)} concurrent reviewers, think time {think[0]:.2f}-{think[1]:.2f} s (5-30 s compressed)"
     report(queue, names, max(1, ops // 3), title, think=think)
+    # Two more measures, the ones above unchanged: the first concurrent run opens a connection per reviewer
+    # (and plans every statement on it), which a served app pays once after it starts; and the app's handlers
+    # also redraw the progress line after each lease and each submit (review_ui.queue_page), so a key press
+    # waits for that as well.
+    report(queue, names, ops, f"{len(names)} concurrent reviewers, no think time, again (connections open)")
+    title = f"{len(names)} concurrent reviewers, no think time, as the app's handlers: lease/submit + progress"
+    report(queue, names, ops, title, with_progress=True)
     timings = []
     for _ in range(20):
         t0 = time.perf_counter()
@@ -190,10 +200,16 @@ def profile(queue: ReviewQueue, name: str, ops: int) -> None:
 
 
 def report(
-    queue: ReviewQueue, names: list[str], ops: int, title: str, *, think: tuple[float, float] = (0.0, 0.0)
+    queue: ReviewQueue,
+    names: list[str],
+    ops: int,
+    title: str,
+    *,
+    think: tuple[float, float] = (0.0, 0.0),
+    with_progress: bool = False,
 ) -> None:
     started = time.perf_counter()
-    lease_ms, submit_ms = cycles(queue, names, ops, think)
+    lease_ms, submit_ms = cycles(queue, names, ops, think, with_progress=with_progress)
     wall = time.perf_counter() - started
     print(f"{title}: {len(lease_ms)} lease+submit cycles in {wall:.1f} s ({len(lease_ms) / wall:.0f} cycles/s)")
     for label, values in (("lease next item", lease_ms), ("submit", submit_ms)):
@@ -205,10 +221,16 @@ def report(
 
 
 def cycles(
-    queue: ReviewQueue, names: list[str], ops: int, think: tuple[float, float] = (0.0, 0.0)
+    queue: ReviewQueue,
+    names: list[str],
+    ops: int,
+    think: tuple[float, float] = (0.0, 0.0),
+    *,
+    with_progress: bool = False,
 ) -> tuple[list[float], list[float]]:
     """`ops` lease+submit cycles shared by one thread per reviewer (reading for `think` seconds between the
-    lease and the submit, uniform); each call timed as the app sees it."""
+    lease and the submit, uniform); each call timed as the app sees it, with the progress line read after it
+    when `with_progress` (as the app's handlers do)."""
     lease_ms: list[float] = []
     submit_ms: list[float] = []
     remaining = [ops]
@@ -227,12 +249,16 @@ def cycles(
                     remaining[0] -= 1
                 t0 = time.perf_counter()
                 item = queue.lease_next(name)
+                if with_progress:
+                    queue.progress(name)
                 leased = time.perf_counter()
                 assert item is not None
                 if think[1] > 0:
                     time.sleep(rng.uniform(*think))
                 t1 = time.perf_counter()
                 queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
+                if with_progress:
+                    queue.progress(name)
                 t2 = time.perf_counter()
                 with guard:
                     lease_ms.append((leased - t0) * 1000)

@@ -6,9 +6,11 @@ conditional UPDATE on a row picked with `FOR UPDATE SKIP LOCKED` on PostgreSQL, 
 (BEGIN IMMEDIATE), so no item is ever leased to two reviewers at once; an expired lease simply makes the
 item leasable again.
 
-The hot path (a key press: lease next, submit) is few round trips and no ORM objects: picking, locking and
-leasing the next item is one statement, the screen's rows are plain columns read in one join, and submitting
-reads item, interaction, verdict and the account check in one locking query (`judgewatch.review.sql`).
+The hot path (a key press: lease next, submit) is few round trips and no ORM objects. On PostgreSQL it goes
+straight through psycopg (`judgewatch.storage.review_hot`): "lease next" is one statement (account check,
+renewal or pick-and-lease, the screen's columns), a labeling action one read and one guarded write
+(`judgewatch.review.holding`). On SQLite the same steps run through SQLAlchemy Core statements built once
+(`judgewatch.review.sql`) inside one write transaction.
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, bindparam, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Engine, func, select, update
 from sqlmodel import Session
 
+from judgewatch.review.holding import Held, LeaseMemo, StaleLease, holding, label_row, remembered
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
@@ -31,9 +33,7 @@ from judgewatch.review.sql import (
     FREE_AVAILABLE,
     FREE_EXPIRED,
     HELD,
-    HELD_ROWS,
     IS_ACTIVE,
-    ITEM,
     ITEMS,
     LABELS,
     PICK_GIVEN,
@@ -53,18 +53,14 @@ from judgewatch.review.views import (
     validate_scores,
 )
 from judgewatch.storage.db import session_scope
+from judgewatch.storage.direct import is_direct
 from judgewatch.storage.review import ItemState
+from judgewatch.storage.review_hot import lease_next_row, progress_row
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
 
-# End the caller's lease, guarded again by the lease condition.
-RELEASE = (
-    update(ITEMS)
-    .where(ITEMS.c.id == ITEM, HELD)
-    .values(state=bindparam("new_state"), labels_done=bindparam("done"))
-    .values(lease_owner=None, lease_expires_at=None, leased_at=None)
-)
+T = TypeVar("T")
 
 
 class ReviewQueue:
@@ -82,15 +78,41 @@ class ReviewQueue:
         self.lease = timedelta(seconds=lease_seconds)
         self.rubrics = RubricResolver(rubrics_dir)
         self.clock = clock
+        self.direct = is_direct(engine)  # PostgreSQL: the key presses go straight through psycopg
+        self._memos: dict[str, LeaseMemo] = {}  # reviewer -> the lease "lease next" last gave them (PostgreSQL)
 
     # -- leasing ---------------------------------------------------------------------------------------------
 
     def lease_next(self, reviewer: str) -> LeasedItem | None:
         """The item this reviewer already holds (lease renewed), else the oldest free one; None when empty."""
+        if self.direct:
+            return self._lease_next_direct(reviewer)
         with session_scope(self.engine, write=True) as session:
             self._require_active(session, reviewer)
             item_id = self._renew_held(session, reviewer) or self._claim(session, reviewer)
             return self.view(session, item_id) if item_id else None
+
+    def _lease_next_direct(self, reviewer: str) -> LeasedItem | None:
+        """PostgreSQL: account check, renewal or pick-and-lease, and the screen's columns in one statement."""
+        for _ in range(3):  # under contention a pick can come back empty while other rows are free: try again
+            now = self.clock()
+            row = lease_next_row(engine=self.engine, reviewer=reviewer, now=now, until=now + self.lease)
+            if row is None or not row.active:
+                raise NotAllowed(f"{reviewer!r} is not an active reviewer")
+            if row.id is not None:
+                logger.debug("%s leased %s", reviewer, row.id)
+                shown = leased_item(row, self.rubrics.get(row.rubric_name))
+                self._memos[reviewer] = LeaseMemo(
+                    id=row.id,
+                    rubric_name=row.rubric_name,
+                    rubric_version=row.rubric_version,
+                    labels_done=row.labels_done,
+                    labels_needed=row.labels_needed,
+                    leased_at=row.leased_at,
+                    has_refs=has_references(row),
+                )
+                return shown
+        return None
 
     def lease_item(self, reviewer: str, item_id: str) -> LeasedItem:
         """Lease one given item (replay, re-opening a link); LeaseError when it is not free for this reviewer."""
@@ -146,31 +168,25 @@ class ReviewQueue:
 
         `partial` accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the
         app never sends it (people score every criterion)."""
-        with session_scope(self.engine, write=True) as session:
-            item, interaction, verdict, now = self._held_item(session, reviewer, item_id)
+
+        def act(held: Held) -> Revealed:
+            item = held.item
             rubric = self.rubrics.get(item.rubric_name)
-            clean = validate_scores(rubric, scores, has_refs=has_references(interaction), partial=partial)
+            clean = validate_scores(rubric, scores, has_refs=held.has_refs, partial=partial)
             done = item.labels_done + 1
             if done < item.labels_needed:
                 state = ItemState.available
             elif item.labels_done == 0:
                 state = ItemState.done  # the only label: nothing to disagree with
             else:
-                others = session.execute(
-                    select(LABELS.c.scores).where(
-                        LABELS.c.review_item_id == item_id,
-                        LABELS.c.skipped_reason.is_(None),
-                        LABELS.c.flagged.is_(False),
-                    )
-                )
-                split = disagreement([*(dict(s) for s in others.scalars()), clean])
+                split = disagreement([*held.others(), clean])
                 state = ItemState.adjudication if split else ItemState.done
-            self._write_label(
-                session, item, reviewer, now, rubric_version_shown, via=via, scores=clean, comment=comment
-            )
-            self._release(session, item, reviewer, now, state=state, labels_done=done)
+            label = label_row(item, reviewer, held.now, rubric_version_shown, via=via, scores=clean, comment=comment)
+            shown = held.store(label, reviewer=reviewer, state=state, labels_done=done)
             logger.info("%s labeled %s (%s)", reviewer, item_id, state.value)
-            return revealed(item_id, clean, verdict, interaction.tier, state.value)
+            return revealed(item_id, clean, shown, shown.tier, state.value)
+
+        return self._labeling(reviewer, item_id, act)
 
     def skip(
         self, reviewer: str, item_id: str, reason: str, *, rubric_version_shown: str = "", via: str = "ui"
@@ -179,11 +195,14 @@ class ReviewQueue:
         reason = reason.strip()
         if not reason:
             raise LeaseError("say why you skip this item")
-        with session_scope(self.engine, write=True) as session:
-            item, _, _, now = self._held_item(session, reviewer, item_id)
+
+        def act(held: Held) -> None:
+            item = held.item
             version = rubric_version_shown or item.rubric_version
-            self._write_label(session, item, reviewer, now, version, via=via, skipped_reason=reason)
-            self._release(session, item, reviewer, now, state=ItemState.available, labels_done=item.labels_done)
+            label = label_row(item, reviewer, held.now, version, via=via, skipped_reason=reason)
+            held.store(label, reviewer=reviewer, state=ItemState.available, labels_done=item.labels_done)
+
+        self._labeling(reviewer, item_id, act)
 
     def flag(
         self,
@@ -196,15 +215,28 @@ class ReviewQueue:
         via: str = "ui",
     ) -> None:
         """Send the item to an expert (the adjudication view), keeping whatever scores were already given."""
-        with session_scope(self.engine, write=True) as session:
-            item, interaction, _, now = self._held_item(session, reviewer, item_id)
+
+        def act(held: Held) -> None:
+            item = held.item
             rubric = self.rubrics.get(item.rubric_name)
-            clean = validate_scores(rubric, scores or {}, has_refs=has_references(interaction), partial=True)
+            clean = validate_scores(rubric, scores or {}, has_refs=held.has_refs, partial=True)
             version = rubric_version_shown or item.rubric_version
-            self._write_label(
-                session, item, reviewer, now, version, via=via, scores=clean, comment=comment, flagged=True
-            )
-            self._release(session, item, reviewer, now, state=ItemState.flagged, labels_done=item.labels_done)
+            label = label_row(item, reviewer, held.now, version, via=via, scores=clean, comment=comment, flagged=True)
+            held.store(label, reviewer=reviewer, state=ItemState.flagged, labels_done=item.labels_done)
+
+        self._labeling(reviewer, item_id, act)
+
+    def _labeling(self, reviewer: str, item_id: str, act: Callable[[Held], T]) -> T:
+        """Run one labeling action: on the lease "lease next" just returned (one write statement), or, when
+        there is none or the store no longer agrees with it, on the item read and checked again."""
+        memo = self._memos.pop(reviewer, None)
+        if memo is not None and memo.id == item_id:
+            try:
+                return act(remembered(self.engine, memo, clock=self.clock))
+            except StaleLease:
+                logger.debug("%s: the remembered lease on %s is stale, reading it", reviewer, item_id)
+        with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
+            return act(held)
 
     def release(self, reviewer: str, item_id: str) -> bool:
         """Give a held item back unlabeled (no skip recorded); False when the caller did not hold it."""
@@ -220,6 +252,12 @@ class ReviewQueue:
         """Labels given today, and items left for this reviewer (counted up to `cap`)."""
         now = self.clock()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        if self.direct:
+            row = progress_row(engine=self.engine, reviewer=reviewer, now=now, midnight=midnight, cap=cap)
+            left = row.free + (1 if row.holding else 0)
+            return Progress(
+                done_today=row.done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=row.holding
+            )
         with session_scope(self.engine) as session:
             done_today = session.execute(
                 select(func.count())
@@ -253,63 +291,3 @@ class ReviewQueue:
         if row is None:
             raise LeaseError(f"no review item {item_id}")
         return leased_item(row, self.rubrics.get(row.rubric_name))
-
-    def _held_item(self, session: Session, reviewer: str, item_id: str) -> tuple[Any, Any, Any, datetime]:
-        """The item, locked, after checking that the caller is active and holds a running lease (clock read then).
-
-        One round trip: item, interaction, verdict and the account check in one row (FOR UPDATE OF review_item),
-        returned three times for the three roles it plays (item, interaction, verdict to reveal).
-        """
-        row = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
-        if row is None or not row.active:
-            self._require_active(session, reviewer)
-            raise LeaseError(f"no review item {item_id}")
-        item = row
-        now = self.clock()
-        if item.state != ItemState.leased or item.lease_owner != reviewer:
-            raise LeaseError(f"item {item_id} is not leased to {reviewer}")
-        if item.lease_expires_at is None or item.lease_expires_at <= now:
-            raise LeaseError(f"your lease on item {item_id} expired: take the next item")
-        return row, row, row, now
-
-    def _write_label(
-        self,
-        session: Session,
-        item: Any,
-        reviewer: str,
-        now: datetime,
-        rubric_version_shown: str,
-        *,
-        via: str,
-        scores: dict[str, int] | None = None,
-        comment: str = "",
-        skipped_reason: str | None = None,
-        flagged: bool = False,
-    ) -> None:
-        started = item.leased_at or now
-        row = {
-            "review_item_id": item.id,
-            "reviewer": reviewer,
-            "scores": scores or {},
-            "skipped_reason": skipped_reason,
-            "flagged": flagged,
-            "comment": comment.strip(),
-            "started_at": started,
-            "submitted_at": now,
-            "duration_ms": max(0, int((now - started).total_seconds() * 1000)),
-            "rubric_version_shown": rubric_version_shown,
-            "via": via,
-        }
-        try:
-            session.execute(insert(LABELS), [row])
-        except IntegrityError as exc:  # the whole transaction rolls back: no label, lease untouched
-            raise LeaseError(f"{reviewer} has already labeled item {item.id}") from exc
-
-    def _release(
-        self, session: Session, item: Any, reviewer: str, now: datetime, *, state: ItemState, labels_done: int
-    ) -> None:
-        """End the caller's lease, guarded again by the lease condition; nothing is stored if it fails."""
-        params = {"item": item.id, "who": reviewer, "now": now, "new_state": state.value, "done": labels_done}
-        result: Any = session.execute(RELEASE, params)
-        if result.rowcount != 1:
-            raise LeaseError(f"your lease on item {item.id} is gone: take the next item")

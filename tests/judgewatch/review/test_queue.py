@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import Engine, select
 
@@ -65,6 +67,25 @@ def test_a_lapsed_lease_nobody_took_still_refuses_the_submit(queue: ReviewQueue,
     clock.advance(600)
     with pytest.raises(LeaseError, match="expired"):
         queue.submit(alice, item.item_id, FULL, rubric_version_shown="1.0.0")
+
+
+def test_a_label_is_guarded_by_the_lease_the_store_holds_not_the_one_remembered(
+    queue: ReviewQueue, engine: Engine, seed, reviewers, clock
+) -> None:
+    """The lease lapsed and another app process leased the item again to the same reviewer: the label is stored
+    with the lease the store holds now (its start), not the one this process remembers from "lease next"."""
+    seed(1)
+    (alice,) = reviewers("alice")
+    item = queue.lease_next(alice)
+    assert item is not None
+    clock.advance(601)
+    again = ReviewQueue(engine, lease_seconds=600, clock=clock).lease_next(alice)
+    assert again is not None and again.item_id == item.item_id
+    clock.advance(5)
+    queue.submit(alice, item.item_id, FULL, rubric_version_shown="1.0.0")
+    with session_scope(engine) as session:
+        (label,) = session.scalars(select(ReviewLabel)).all()
+    assert label.started_at == clock.now - timedelta(seconds=5) and label.duration_ms == 5000
 
 
 def test_submit_for_an_item_leased_to_someone_else_is_refused(queue: ReviewQueue, seed, reviewers) -> None:

@@ -1,0 +1,201 @@
+"""One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the
+label is validated against, then store the label and end the lease together.
+
+On PostgreSQL that is a read and one guarded write statement straight through psycopg
+(`judgewatch.storage.review_hot`): the write re-checks the lease and the very state the read returned, so
+nothing changed in between is ever overwritten. On SQLite it is one write transaction through SQLAlchemy, the
+write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect has it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg.errors import UniqueViolation
+from sqlalchemy import Engine, bindparam, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from judgewatch.review.sql import HELD, HELD_ROWS, IS_ACTIVE, ITEM, ITEMS, LABELS
+from judgewatch.review.views import LeaseError, NotAllowed, has_references
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.direct import is_direct
+from judgewatch.storage.review import ItemState
+from judgewatch.storage.review_hot import held_row, label_and_release
+
+# End the caller's lease, guarded again by the lease condition.
+RELEASE = (
+    update(ITEMS)
+    .where(ITEMS.c.id == ITEM, HELD)
+    .values(state=bindparam("new_state"), labels_done=bindparam("done"))
+    .values(lease_owner=None, lease_expires_at=None, leased_at=None)
+)
+OTHER_LABELS = select(LABELS.c.scores).where(
+    LABELS.c.review_item_id == ITEM, LABELS.c.skipped_reason.is_(None), LABELS.c.flagged.is_(False)
+)
+
+
+def check_lease(item: Any, reviewer: str, item_id: str, now: datetime) -> None:
+    """Refuse unless the account is active and `item` is leased to `reviewer` with time left on the lease."""
+    if not item.active:
+        raise NotAllowed(f"{reviewer!r} is not an active reviewer")
+    if item.id is None:
+        raise LeaseError(f"no review item {item_id}")
+    if item.state != ItemState.leased or item.lease_owner != reviewer:
+        raise LeaseError(f"item {item_id} is not leased to {reviewer}")
+    if item.lease_expires_at is None or item.lease_expires_at <= now:
+        raise LeaseError(f"your lease on item {item_id} expired: take the next item")
+
+
+def label_row(item: Any, reviewer: str, now: datetime, rubric_version_shown: str, **fields: Any) -> dict[str, Any]:
+    """A review_label row for `item`; `fields` are scores, skipped_reason, flagged, comment, via."""
+    started = item.leased_at or now
+    return {
+        "review_item_id": item.id,
+        "reviewer": reviewer,
+        "scores": fields.get("scores") or {},
+        "skipped_reason": fields.get("skipped_reason"),
+        "flagged": fields.get("flagged", False),
+        "comment": fields.get("comment", "").strip(),
+        "started_at": started,
+        "submitted_at": now,
+        "duration_ms": max(0, int((now - started).total_seconds() * 1000)),
+        "rubric_version_shown": rubric_version_shown,
+        "via": fields["via"],
+    }
+
+
+class Held:
+    """A checked lease: `item` (id, rubric, labels, lease), `has_refs`, `now` (the clock after the check)."""
+
+    def __init__(self, item: Any, has_refs: bool, now: datetime) -> None:
+        self.item, self.has_refs, self.now = item, has_refs, now
+
+    def others(self) -> list[dict[str, int]]:
+        """The scores of the item's other counting labels (needed only when this label completes the item)."""
+        raise NotImplementedError
+
+    def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        """Store the label and end the lease; the verdict row to reveal (with `tier`). LeaseError if refused."""
+        raise NotImplementedError
+
+
+class _DirectHeld(Held):
+    def __init__(self, engine: Engine, item: Any, now: datetime) -> None:
+        super().__init__(item, bool(item.has_refs), now)
+        self.engine = engine
+
+    def others(self) -> list[dict[str, int]]:
+        return [dict(s) for s in self.item.others or []]
+
+    def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        try:
+            shown = label_and_release(
+                engine=self.engine,
+                held=self.item,
+                reviewer=reviewer,
+                now=self.now,
+                state=state.value,
+                labels_done=labels_done,
+                label=label,
+            )
+        except UniqueViolation as exc:
+            raise LeaseError(f"{reviewer} has already labeled item {self.item.id}") from exc
+        if shown is None:
+            raise LeaseError(f"your lease on item {self.item.id} is gone: take the next item")
+        return shown
+
+
+class StaleLease(Exception):
+    """A remembered lease no longer matches the store (or cannot answer): read it instead."""
+
+
+@dataclass(frozen=True)
+class LeaseMemo:
+    """What "lease next" returned about the item it leased: enough to validate a label and guard its write
+    without reading the item again. Every fact the write depends on is re-checked by the write itself."""
+
+    id: str
+    rubric_name: str
+    rubric_version: str
+    labels_done: int
+    labels_needed: int
+    leased_at: datetime
+    has_refs: bool
+
+
+class _RememberedHeld(_DirectHeld):
+    """A lease known from "lease next": one write statement, StaleLease if the store disagrees."""
+
+    def __init__(self, engine: Engine, memo: LeaseMemo, now: datetime) -> None:
+        Held.__init__(self, memo, memo.has_refs, now)
+        self.engine = engine
+
+    def others(self) -> list[dict[str, int]]:
+        raise StaleLease("the other labels are not remembered")
+
+    def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        try:
+            return super().store(label, reviewer=reviewer, state=state, labels_done=labels_done)
+        except LeaseError as exc:
+            if isinstance(exc.__cause__, UniqueViolation):
+                raise
+            raise StaleLease(str(exc)) from exc
+
+
+def remembered(engine: Engine, memo: LeaseMemo, *, clock: Callable[[], datetime]) -> Held:
+    """The lease `memo` describes, unchecked: its write is guarded by the lease, the account and `memo`'s
+    label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
+    return _RememberedHeld(engine, memo, clock())
+
+
+class _SessionHeld(Held):
+    def __init__(self, session: Session, item: Any, now: datetime) -> None:
+        super().__init__(item, has_references(item), now)
+        self.session = session
+
+    def others(self) -> list[dict[str, int]]:
+        return [dict(s) for s in self.session.execute(OTHER_LABELS, {"item": self.item.id}).scalars()]
+
+    def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        try:
+            self.session.execute(insert(LABELS), [label])
+        except IntegrityError as exc:  # the whole transaction rolls back: no label, lease untouched
+            raise LeaseError(f"{reviewer} has already labeled item {self.item.id}") from exc
+        params = {"item": self.item.id, "who": reviewer, "now": self.now, "new_state": state.value}
+        result: Any = self.session.execute(RELEASE, {**params, "done": labels_done})
+        if result.rowcount != 1:
+            raise LeaseError(f"your lease on item {self.item.id} is gone: take the next item")
+        return self.item  # HELD_ROWS carries the verdict and the tier
+
+
+@contextmanager
+def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], datetime]) -> Iterator[Held]:
+    """The checked lease of `item_id` for one labeling action (NotAllowed, LeaseError when refused)."""
+    if is_direct(engine):
+        row = held_row(engine=engine, reviewer=reviewer, item_id=item_id)
+        now = clock()
+        check_lease(row, reviewer, item_id, now)
+        yield _DirectHeld(engine, row, now)
+        return
+    with session_scope(engine, write=True) as session:
+        found: Any = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
+        if found is None:  # no such item: the account check still comes first
+            active = session.execute(IS_ACTIVE, {"who": reviewer}).scalar()
+            found = _Missing(active=active)
+        now = clock()
+        check_lease(found, reviewer, item_id, now)
+        yield _SessionHeld(session, found, now)
+
+
+class _Missing:
+    """What HELD_ROWS would say of an item that does not exist."""
+
+    id = None
+
+    def __init__(self, *, active: bool | None) -> None:
+        self.active = active
