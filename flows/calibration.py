@@ -26,7 +26,7 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
 from flows.serving import serve_declared, serve_main
-from judges.factory import build_judge, describe, is_healthy
+from judges.factory import chain, describe, is_healthy, judge_links
 from judgewatch.calibration import model_change
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.anchors import (
@@ -191,7 +191,7 @@ async def anchors(
     new_hash = summary.series.judge.config_hash if summary.series else None
     before = None  # the anchors' scores before the endpoint changed under the same configuration
     if rejudge:
-        judge = build_judge(judge_spec, settings, fallback_reference=False)
+        judge = chain(judge_links(judge_spec, settings, fallback_reference=False))
         try:
             new_hash = judge.identity(rubric).config_hash
             out.update(endpoint_fingerprint(engine, judge))

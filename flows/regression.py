@@ -39,7 +39,7 @@ from flows.regression_tasks import (
 )
 from flows.serving import serve_declared, serve_main
 from judges.base import Judge
-from judges.factory import build_judge
+from judges.factory import chain, judge_links
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.report import RegressionReport, write_report
@@ -126,7 +126,7 @@ async def post_release_regression(
     judge_obj = None
     if inputs is not None:
         try:
-            judge_obj = build_judge(judge, settings, fallback_reference=False)
+            judge_obj = chain(judge_links(judge, settings, fallback_reference=False))
         except ValueError as exc:
             problems.append(str(exc))
     try:

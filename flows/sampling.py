@@ -34,7 +34,7 @@ from flows.sampling_tasks import (
     store_quarantined,
 )
 from flows.serving import serve_declared, serve_main
-from judges.factory import build_judge
+from judges.factory import chain, judge_links
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
@@ -211,7 +211,7 @@ async def traffic_sampling(
             read_config, start, report.started_from = starting_point(config, since, stored_json)
             identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
             rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-            judge_obj = build_judge(judge, settings)
+            judge_obj = chain(judge_links(judge, settings))
             judging = JudgingRun(
                 engine,
                 kind=RunKind.sampling,

@@ -66,18 +66,6 @@ def chain(links: list[Judge]) -> Judge:
     return FallbackJudge(links)
 
 
-def build_judge(
-    spec: str | None,
-    settings: Settings,
-    model: str | None = None,
-    concurrency: int | None = None,
-    *,
-    fallback_reference: bool = True,
-) -> Judge:
-    """The judge `--judge SPEC` names (see `judge_links`), unchecked: use `healthy_links` to drop dead ends."""
-    return chain(judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference))
-
-
 def describe(judge: Judge) -> str:
     url = getattr(judge, "base_url", None)
     return f"judge at {mask_url(url)}" if url else f"{judge.kind} judge"

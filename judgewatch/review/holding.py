@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -126,6 +126,12 @@ class LeaseMemo:
     labels_needed: int
     leased_at: datetime
     has_refs: bool
+
+    @classmethod
+    def of(cls, row: Any) -> LeaseMemo:
+        """The memo of a "lease next" row: its columns of the same names, and whether it carries references."""
+        taken = {f.name: getattr(row, f.name) for f in fields(cls) if f.name != "has_refs"}
+        return cls(**taken, has_refs=has_references(row))
 
 
 class _RememberedHeld(_DirectHeld):

@@ -47,7 +47,6 @@ from judgewatch.review.views import (
     NotAllowed,
     Progress,
     Revealed,
-    has_references,
     leased_item,
     revealed,
     validate_scores,
@@ -102,15 +101,7 @@ class ReviewQueue:
             if row.id is not None:
                 logger.debug("%s leased %s", reviewer, row.id)
                 shown = leased_item(row, self.rubrics.get(row.rubric_name))
-                self._memos[reviewer] = LeaseMemo(
-                    id=row.id,
-                    rubric_name=row.rubric_name,
-                    rubric_version=row.rubric_version,
-                    labels_done=row.labels_done,
-                    labels_needed=row.labels_needed,
-                    leased_at=row.leased_at,
-                    has_refs=has_references(row),
-                )
+                self._memos[reviewer] = LeaseMemo.of(row)
                 return shown
         return None
 

@@ -150,7 +150,7 @@ async def ademo_trust_step(
     """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first).
 
     Returns the vLLM judge's verdict under the `answer_quality` rubric, the one a gate with that judge states
-    (its configuration hash is the one `build_judge(judge_url, settings, model)` produces); its record states
+    (its configuration hash is the one `chain(judge_links(judge_url, settings, model))` produces); its record states
     n and the AUROC interval. Pairwise validation (both orders, `pairwise_limit` pairs of `pairwise_datasets`)
     is stored beside it for the Judges page. An unreachable judge is not measured: the verdict is then whatever
     was stored before (unmeasured if nothing). With `echo`, a progress line (calls done, calls/s, time left)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from judges.config import EndpointConfig
-from judges.factory import build_judge, healthy_links, judge_links
+from judges.factory import chain, healthy_links, judge_links
 from judges.fallback import FallbackJudge
 from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
@@ -18,11 +18,11 @@ def settings() -> Settings:
 
 
 def test_reference_alone_is_the_reference_judge(settings: Settings) -> None:
-    assert isinstance(build_judge("reference", settings), ReferenceJudge)
+    assert isinstance(chain(judge_links("reference", settings)), ReferenceJudge)
 
 
 def test_a_url_gets_the_reference_judge_as_its_last_link_by_default(settings: Settings) -> None:
-    judge = build_judge("http://a/v1", settings, model="x", concurrency=3)
+    judge = chain(judge_links("http://a/v1", settings, model="x", concurrency=3))
     assert isinstance(judge, FallbackJudge)
     first, last = judge.links
     assert isinstance(first, OpenAIJudge) and first.model == "x" and first.base_url.startswith("http://a")
@@ -30,7 +30,7 @@ def test_a_url_gets_the_reference_judge_as_its_last_link_by_default(settings: Se
 
 
 def test_without_fallback_a_url_is_just_that_judge(settings: Settings) -> None:
-    assert isinstance(build_judge("http://a/v1", settings, fallback_reference=False), OpenAIJudge)
+    assert isinstance(chain(judge_links("http://a/v1", settings, fallback_reference=False)), OpenAIJudge)
 
 
 def test_no_spec_means_the_configured_url_then_its_fallback_urls(settings: Settings) -> None:

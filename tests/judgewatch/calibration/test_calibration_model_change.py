@@ -160,7 +160,7 @@ async def test_the_calibration_anchors_step_rejudges_when_the_endpoint_fingerpri
     freeze_anchor_set(engine, name="anchors", rubric_name="answer_quality", size=10)
     judge = Swappable(JUDGE_A, score=1)
     fingerprint: dict[str, Any] = {"fingerprint": "new", "previous_fingerprint": "old", "fingerprint_changed": True}
-    monkeypatch.setattr(calibration_flow, "build_judge", lambda *_args, **_kwargs: judge)
+    monkeypatch.setattr(calibration_flow, "judge_links", lambda *_args, **_kwargs: [judge])
     monkeypatch.setattr(calibration_flow, "endpoint_fingerprint", lambda *_args: fingerprint)
     summary = summarize(engine, rubric_name="answer_quality", with_trust=False)
     out = await calibration_flow.anchors.fn(

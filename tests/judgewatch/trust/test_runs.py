@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from judges.factory import build_judge
+from judges.factory import chain, judge_links
 from judgewatch.contract.rubric import Rubric
 from judgewatch.settings import REPO_ROOT, Settings
 from judgewatch.testing.simulator import run_simulator_in_thread
@@ -21,7 +21,7 @@ def test_the_validated_judge_has_the_identity_of_the_judge_a_gate_builds(answer_
     settings = _settings()
     url = "http://127.0.0.1:9/v1"
     [under_test] = judges_under_test(url, settings, "smollm2-135m-instruct")
-    gate_judge = build_judge(url, settings, "smollm2-135m-instruct")  # a chain with the reference judge last
+    gate_judge = chain(judge_links(url, settings, "smollm2-135m-instruct"))  # a chain with the reference judge last
     assert under_test.pointwise.identity(answer_quality) == gate_judge.identity(answer_quality)
     assert under_test.pairwise.identity(answer_quality).config_hash != gate_judge.identity(answer_quality).config_hash
 
@@ -34,7 +34,7 @@ async def test_demo_step_measures_both_judges_and_returns_the_endpoint_judges_ve
         verdict = await ademo_trust_step(engine, sim.base_url, "sim-judge", settings=settings, limit=20)
     assert verdict.trustworthy is False and verdict.judge_name == "openai:sim-judge"
     assert {e.dataset for e in verdict.evidence} == {"halueval_qa_mini", "halluqa_mini"}
-    identity = build_judge(sim.base_url, settings, "sim-judge").identity(answer_quality)
+    identity = chain(judge_links(sim.base_url, settings, "sim-judge")).identity(answer_quality)
     assert trust_for(engine, identity, answer_quality.identity).trustworthy is False
     rows = leaderboard(engine)
     assert {(r.judge, r.evidence) for r in rows} == {
