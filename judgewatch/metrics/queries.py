@@ -14,19 +14,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import case, func, literal_column, select
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
 
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, AlertState, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import table
-from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import GateDecision
-from judgewatch.storage.review import ItemState, ReviewItem, ReviewLabel
+from judgewatch.storage.review import ItemState, ReviewItem
+from judgewatch.storage.review_counts import LABEL, OPEN, QUEUE, ReviewCount
 from judgewatch.storage.runs import EvalRun, RunStatus
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.storage.verdict_counts import NO_VALUE, VerdictCount
+from judgewatch.storage.verdict_counts import VerdictCount
 
 logger = logging.getLogger(__name__)
+
+
+# A literal, not a bound value, so both planners match the partial index of leased items.
+LEASED: ColumnElement[str] = literal_column(f"'{ItemState.leased.value}'")
 
 
 @dataclass(frozen=True)
@@ -43,34 +48,27 @@ def verdict_counts(*, session: Session) -> list[VerdictCount]:
 
 
 def review_queue(*, session: Session, now: datetime) -> list[Count]:
-    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it."""
-    r = table(ReviewItem).c
-    expired = (r.state == ItemState.leased.value) & (r.lease_expires_at < now)
-    state = case((expired, literal(ItemState.available.value)), else_=r.state)
-    query = select(state, func.count()).group_by(state)
-    return [Count((str(s),), float(n)) for s, n in session.execute(query)]
+    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it.
 
-
-def review_labels(*, session: Session, after_id: int = 0) -> tuple[list[Count], int]:
-    """Labels with an id above `after_id` that score an item (no skips, no bare flags), per tier; and the top id.
-
-    Labels are only ever added, so a collector counts each once by remembering the highest id it has read.
+    The kept bucket counts (`review_count`) say how many items are open (available or leased), done, in
+    adjudication or flagged; which open items are leased, and whose lease ran out, is counted on the partial
+    index of leased items (as many rows as there are leases, not items).
     """
-    lab, item, i = table(ReviewLabel).c, table(ReviewItem).c, table(Interaction).c
-    top = session.execute(select(func.max(lab.id)).where(lab.id > after_id)).scalar()
-    if top is None:
-        return [], after_id
-    query = (
-        select(i.tier, func.count())
-        .select_from(
-            table(ReviewLabel)
-            .join(table(ReviewItem), item.id == lab.review_item_id)
-            .join(table(Interaction), i.id == item.interaction_id)
-        )
-        .where(lab.id > after_id, lab.id <= top, lab.skipped_reason.is_(None), lab.flagged.is_(False))
-        .group_by(i.tier)
-    )
-    return [Count((tier or NO_VALUE,), float(n)) for tier, n in session.execute(query)], int(top)
+    c, r = table(ReviewCount).c, table(ReviewItem).c
+    kept = {str(v): float(n) for v, n in session.execute(select(c.value, c.n).where(c.kind == QUEUE, c.n != 0))}
+    expired = func.coalesce(func.sum(case((r.lease_expires_at < now, 1), else_=0)), 0)
+    leased, lapsed = session.execute(select(func.count(), expired).where(r.state == LEASED)).one()
+    running = float(leased - lapsed)
+    kept[ItemState.available.value] = kept.pop(OPEN, 0.0) - running
+    kept[ItemState.leased.value] = running
+    return [Count((state,), n) for state, n in kept.items()]
+
+
+def review_labels(*, session: Session) -> list[Count]:
+    """Labels that score an item (no skips, no bare flags) written so far, per tier (kept by `review_count`)."""
+    c = table(ReviewCount).c
+    query = select(c.value, c.n).where(c.kind == LABEL, c.n != 0).order_by(c.value)
+    return [Count((str(tier),), float(n)) for tier, n in session.execute(query)]
 
 
 def latest_tier_snapshots(*, session: Session) -> list[CalibrationSnapshot]:

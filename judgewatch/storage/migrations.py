@@ -18,6 +18,7 @@ from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, T
 from sqlalchemy.schema import CreateColumn
 from sqlmodel import Session, SQLModel
 
+from judgewatch.storage import review_counts
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
@@ -149,6 +150,16 @@ def m014_drift_alert_release(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_drift_alert_release ON drift_alert (release)"))
 
 
+def m015_review_counts(conn: Connection) -> None:
+    """`review_count`: labels per tier and items per queue bucket, kept by triggers for the metrics; backfilled."""
+    SQLModel.metadata.create_all(conn, tables=[table(review_counts.ReviewCount)])
+    review_counts.install_triggers(conn)
+    with Session(bind=conn) as session:
+        rows = review_counts.rebuild(session=session)
+        session.flush()
+    logger.info("m015: %d review count rows backfilled", rows)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -164,6 +175,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m012_verdict_trimmed,
     m013_verdict_counts,
     m014_drift_alert_release,
+    m015_review_counts,
 )
 
 
