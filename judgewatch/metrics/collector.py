@@ -31,26 +31,32 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_INTERVAL_S = 5.0
 STATEMENT_TIMEOUT_MS = 60_000  # a query stuck longer than this fails the reading (store_up 0), not the server
+# PostgreSQL: the reading's transaction is read-only, bounded in time, in UTC (hour buckets are UTC hours) and
+# without JIT (compiling costs more than these small queries run): one round trip.
+SESSION_SETTINGS = text(
+    "SELECT set_config('transaction_read_only', 'on', true), "
+    f"set_config('statement_timeout', '{STATEMENT_TIMEOUT_MS}', true), "
+    "set_config('TimeZone', 'UTC', true), set_config('jit', 'off', true)"
+)
 
 
 def read_store(engine: Engine) -> StoreReading:
     """Every value the endpoint exports, read in one read-only transaction."""
     with Session(engine) as session:
         if engine.dialect.name == "postgresql":
-            session.execute(text("SET TRANSACTION READ ONLY"))
-            session.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
-            session.execute(text("SET LOCAL TIME ZONE 'UTC'"))  # hour buckets are UTC hours
-            session.execute(text("SET LOCAL jit = off"))  # compiling costs more than these small queries run
+            session.execute(SESSION_SETTINGS)
+        counts = queries.bounded_counts(session=session, now=utcnow())
+        successes, gate_success = queries.last_successes(session=session)
         reading = StoreReading(
             verdicts=queries.verdict_counts(session=session),
-            queue=queries.review_queue(session=session, now=utcnow()),
-            labels=queries.review_labels(session=session),
+            queue=queries.review_queue(buckets=counts["queue"], leases=counts["leases"]),
+            labels=counts["label"],
             snapshots=queries.latest_tier_snapshots(session=session),
-            drift=queries.open_drift_alerts(session=session),
-            model_change=queries.open_model_change_alerts(session=session),
-            gates=queries.gate_decisions(session=session),
-            successes=queries.last_successes(session=session),
-            gate_success=queries.last_gate_evaluated(session=session),
+            drift=counts["drift"],
+            model_change=counts["model_change"],
+            gates=counts["gate"],
+            successes=successes,
+            gate_success=gate_success,
             trust=queries.trust_records(session=session),
         )
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
