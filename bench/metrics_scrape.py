@@ -72,8 +72,11 @@ def _scrape(registry: CollectorRegistry) -> float:
 
 def _first_scrape(url: str) -> float:
     """Seconds of the first scrape in a new Python process (its start-up and imports not counted)."""
+    # Run from this file's folder: `-c` puts the working directory first on sys.path, and a checkout there
+    # would shadow the judgewatch this process imported (PYTHONPATH), so the two could measure different code.
+    here = os.path.dirname(os.path.abspath(__file__))
     done = subprocess.run(
-        [sys.executable, "-c", FIRST_SCRAPE, url], capture_output=True, text=True, timeout=600, check=True
+        [sys.executable, "-c", FIRST_SCRAPE, url], capture_output=True, text=True, timeout=600, check=True, cwd=here
     )
     return float(done.stdout.strip().splitlines()[-1])
 
