@@ -3,7 +3,7 @@
 For each size: a throwaway schema, migrated, filled with `judgewatch.testing.metrics_store.seed_store`
 (COPY; every verdict with its interaction, a review item per ten verdicts, labels, gate decisions, a
 calibration snapshot, a drift alert, a trust record; verdicts spread over the last 24 hours; the verdict
-counts rebuilt from the table, as migration m013 backfills them; the review counts kept by m015's triggers),
+counts rebuilt from the table, as migration m013 backfills them; the review counts kept by m016's triggers),
 then:
 - first: the first scrape of a fresh process (as `judgewatch metrics serve` right after it opened the store:
   nothing imported, compiled or configured for the scrape yet), median and worst of 3 such processes;
@@ -14,7 +14,7 @@ then:
 The schema is dropped afterwards. Limit: 1 s per scrape (the issue's budget).
 
 `--store-schema NAME` measures a kept store instead (one size): the schema NAME of `--url`'s database is
-seeded only if it holds no verdicts, migrated (a store made before m015 is backfilled then, and timed), and
+seeded only if it holds no verdicts, migrated (a store made before m016 is backfilled then, and timed), and
 never dropped; the steady and re-judge rounds still write to it.
 
     .venv/bin/python bench/metrics_scrape.py [--sizes 10000,100000,1000000] [--url URL] [--store-schema NAME]

@@ -150,14 +150,14 @@ def m014_drift_alert_release(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX IF NOT EXISTS ix_drift_alert_release ON drift_alert (release)"))
 
 
-def m015_review_counts(conn: Connection) -> None:
+def m016_review_counts(conn: Connection) -> None:
     """`review_count`: labels per tier and items per queue bucket, kept by triggers for the metrics; backfilled."""
     SQLModel.metadata.create_all(conn, tables=[table(review_counts.ReviewCount)])
     review_counts.install_triggers(conn)
     with Session(bind=conn) as session:
         rows = review_counts.rebuild(session=session)
         session.flush()
-    logger.info("m015: %d review count rows backfilled", rows)
+    logger.info("m016: %d review count rows backfilled", rows)
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -175,7 +175,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     m012_verdict_trimmed,
     m013_verdict_counts,
     m014_drift_alert_release,
-    m015_review_counts,
+    # m015 is main's m015_verdict_expected_scores (branch logprobs), merged while this one was written
+    m016_review_counts,
 )
 
 

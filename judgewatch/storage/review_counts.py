@@ -12,7 +12,7 @@ Triggers keep the rows, in the writing statement's transaction, whoever writes: 
 adjudication, bulk COPY loaders and tests alike. On PostgreSQL inserts and deletes are counted once per
 statement from its transition table (a COPY of a million items is one counter update, not a million); an
 item moving between buckets is counted per row, and only when its bucket changes (a lease fires nothing).
-`recount` computes the same rows from the tables (migration m015's backfill, the tests' oracle).
+`recount` computes the same rows from the tables (migration m016's backfill, the tests' oracle).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ END""",
 
 
 def install_triggers(conn: Connection) -> None:
-    """Create (or replace) the triggers that keep `review_count` (migration m015)."""
+    """Create (or replace) the triggers that keep `review_count` (migration m016)."""
     for ddl in _POSTGRES if conn.dialect.name == "postgresql" else _SQLITE:
         conn.execute(text(ddl))
 
@@ -164,7 +164,7 @@ def stored_counts(*, session: Session) -> dict[CountKey, int]:
 
 
 def rebuild(*, session: Session) -> int:
-    """Replace the kept counts with a recount (m015's backfill); returns the number of rows."""
+    """Replace the kept counts with a recount (m016's backfill); returns the number of rows."""
     session.execute(delete(table(ReviewCount)))
     counts = recount(session=session)
     if counts:

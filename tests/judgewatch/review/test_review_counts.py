@@ -1,6 +1,6 @@
 """The review counts the triggers keep equal a recount from the tables after every kind of write: routing,
 leases (which change no count), submits, skips, flags, releases, a split and its adjudication, bulk and direct
-inserts and deletes, concurrent reviewers; and m015 backfills a store that had items and labels before it."""
+inserts and deletes, concurrent reviewers; and m016 backfills a store that had items and labels before it."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def test_concurrent_reviewers_are_each_counted_once(seed, reviewers, engine: Eng
     assert assert_kept_equals_recount(engine) == {("queue", "open"): 6, ("queue", "done"): 18, ("label", "none"): 18}
 
 
-def test_m015_backfills_the_counts_of_an_existing_store(seed, reviewers, queue: ReviewQueue, engine: Engine) -> None:
+def test_m016_backfills_the_counts_of_an_existing_store(seed, reviewers, queue: ReviewQueue, engine: Engine) -> None:
     seed(5)
     (alice,) = reviewers("alice")
     item = queue.lease_next(alice)
@@ -129,6 +129,6 @@ def test_m015_backfills_the_counts_of_an_existing_store(seed, reviewers, queue: 
             on_table = f" ON {on}" if conn.dialect.name != "sqlite" else ""
             conn.execute(text(f"DROP TRIGGER IF EXISTS {name}{on_table}"))
         conn.execute(text("DROP TABLE review_count"))
-        conn.execute(text("DELETE FROM _migrations WHERE name = 'm015_review_counts'"))
-    assert migrate(engine, MIGRATIONS) == ["m015_review_counts"]
+        conn.execute(text("DELETE FROM _migrations WHERE name = 'm016_review_counts'"))
+    assert migrate(engine, MIGRATIONS) == ["m016_review_counts"]
     assert assert_kept_equals_recount(engine) == {("queue", "open"): 4, ("queue", "done"): 1, ("label", "none"): 1}
