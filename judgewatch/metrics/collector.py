@@ -1,9 +1,10 @@
 """A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
 
 No worker keeps counters and nothing is pushed: each scrape reads the store in one read-only transaction
-(with a statement timeout on PostgreSQL) and exports what it holds. The verdict figures come from the counts
-kept at write time (`judgewatch.storage.verdict_counts`, a few hundred rows whatever the store's size); labels
-are counted from the ones added since the last scrape (`judgewatch.metrics.labels`). Scrapes closer
+(with a statement timeout on PostgreSQL) and exports what it holds. Nothing read grows with the store: the
+verdict figures come from the counts kept at write time (`judgewatch.storage.verdict_counts`, a few hundred rows
+whatever the store's size), the review labels and queue from the counts the database's triggers keep
+(`judgewatch.storage.review_counts`) plus the partial index of leased items. Scrapes closer
 together than `min_interval_s` share one reading, so several Prometheus servers (or a scrape and the review
 UI's endpoint) never multiply the database load. When the database cannot be read the scrape still answers,
 with `judgewatch_store_up 0` and the error logged.
@@ -24,34 +25,38 @@ from sqlmodel import Session
 
 from judgewatch.metrics import names, queries
 from judgewatch.metrics.families import StoreReading, families
-from judgewatch.metrics.labels import LabelCounter
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MIN_INTERVAL_S = 5.0
 STATEMENT_TIMEOUT_MS = 60_000  # a query stuck longer than this fails the reading (store_up 0), not the server
+# PostgreSQL: the reading's transaction is read-only, bounded in time, in UTC (hour buckets are UTC hours) and
+# without JIT (compiling costs more than these small queries run): one round trip.
+SESSION_SETTINGS = text(
+    "SELECT set_config('transaction_read_only', 'on', true), "
+    f"set_config('statement_timeout', '{STATEMENT_TIMEOUT_MS}', true), "
+    "set_config('TimeZone', 'UTC', true), set_config('jit', 'off', true)"
+)
 
 
-def read_store(engine: Engine, labels: LabelCounter) -> StoreReading:
-    """Every value the endpoint exports, read in one read-only transaction (the label counter refreshed in place)."""
+def read_store(engine: Engine) -> StoreReading:
+    """Every value the endpoint exports, read in one read-only transaction."""
     with Session(engine) as session:
         if engine.dialect.name == "postgresql":
-            session.execute(text("SET TRANSACTION READ ONLY"))
-            session.execute(text(f"SET LOCAL statement_timeout = {STATEMENT_TIMEOUT_MS}"))
-            session.execute(text("SET LOCAL TIME ZONE 'UTC'"))  # hour buckets are UTC hours
-            session.execute(text("SET LOCAL jit = off"))  # compiling costs more than these small queries run
-        labels.refresh(session=session)
+            session.execute(SESSION_SETTINGS)
+        counts = queries.bounded_counts(session=session, now=utcnow())
+        successes, gate_success = queries.last_successes(session=session)
         reading = StoreReading(
             verdicts=queries.verdict_counts(session=session),
-            queue=queries.review_queue(session=session, now=utcnow()),
-            labels=labels.rows(),
+            queue=queries.review_queue(buckets=counts["queue"], leases=counts["leases"]),
+            labels=counts["label"],
             snapshots=queries.latest_tier_snapshots(session=session),
-            drift=queries.open_drift_alerts(session=session),
-            model_change=queries.open_model_change_alerts(session=session),
-            gates=queries.gate_decisions(session=session),
-            successes=queries.last_successes(session=session),
-            gate_success=queries.last_gate_evaluated(session=session),
+            drift=counts["drift"],
+            model_change=counts["model_change"],
+            gates=counts["gate"],
+            successes=successes,
+            gate_success=gate_success,
             trust=queries.trust_records(session=session),
         )
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
@@ -75,17 +80,15 @@ class StoreCollector(Collector):
         self._read_at = float("-inf")
         self._seconds = 0.0
         self._up = False
-        self._labels = LabelCounter()
 
     def _fresh_reading(self) -> tuple[StoreReading | None, float, bool]:
         with self._lock:  # one reader at a time; the others wait and share its result
             if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
                 started = time.perf_counter()
                 try:
-                    self._reading, self._up = read_store(self.engine, self._labels), True
+                    self._reading, self._up = read_store(self.engine), True
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
-                    # The label counter changes only after its queries succeeded: the next scrape retries.
                     self._reading, self._up = None, False
                 self._seconds = time.perf_counter() - started
                 self._read_at = self._clock()

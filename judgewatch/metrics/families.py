@@ -10,18 +10,23 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from sqlalchemy import Row
 
 from judgewatch.metrics import names
 from judgewatch.metrics.queries import Count
-from judgewatch.storage.calibration import CalibrationSnapshot
 from judgewatch.storage.review import ItemState
-from judgewatch.storage.trust import TrustRecord
-from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE, VerdictCount
+from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE
+
+# The rows a reading holds: plain result rows (attribute access by column name) of `verdict_count` (every
+# column), `calibration_snapshot` (rubric_name, payload) and `trust_record` (judge_name, dataset, figures).
+VerdictRow: TypeAlias = Row[Any]
+SnapshotRow: TypeAlias = Row[Any]
+TrustRow: TypeAlias = Row[Any]
 
 logger = logging.getLogger(__name__)
 
@@ -46,16 +51,16 @@ RUN_FLOWS: dict[str, str] = {
 class StoreReading:
     """What one scrape read from the store; every list holds bounded, aggregated values only."""
 
-    verdicts: list[VerdictCount] = field(default_factory=list)
+    verdicts: Sequence[VerdictRow] = field(default_factory=list)
     queue: list[Count] = field(default_factory=list)
     labels: list[Count] = field(default_factory=list)
-    snapshots: list[CalibrationSnapshot] = field(default_factory=list)
+    snapshots: Sequence[SnapshotRow] = field(default_factory=list)
     drift: list[Count] = field(default_factory=list)
     model_change: list[Count] = field(default_factory=list)
     gates: list[Count] = field(default_factory=list)
     successes: list[Count] = field(default_factory=list)
     gate_success: float | None = None
-    trust: list[TrustRecord] = field(default_factory=list)
+    trust: Sequence[TrustRow] = field(default_factory=list)
 
 
 def _counter(spec: names.MetricSpec) -> CounterMetricFamily:
@@ -88,7 +93,7 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     yield _trust_family(reading.trust)
 
 
-def _verdict_families(rows: list[VerdictCount]) -> Iterator[Metric]:
+def _verdict_families(rows: Sequence[VerdictRow]) -> Iterator[Metric]:
     """Counters from what was written (they never go down: a re-judge adds), one gauge from what is current."""
     written: dict[tuple[str, ...], float] = defaultdict(float)
     current: dict[tuple[str, ...], float] = defaultdict(float)
@@ -156,7 +161,7 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _calibration_families(snapshots: list[CalibrationSnapshot]) -> Iterator[Metric]:
+def _calibration_families(snapshots: Sequence[SnapshotRow]) -> Iterator[Metric]:
     agreement, scores = _gauge(names.AGREEMENT), _gauge(names.TIER_SCORE)
     for snapshot in snapshots:
         rubric = snapshot.rubric_name or NO_VALUE
@@ -194,7 +199,7 @@ def _success_family(reading: StoreReading) -> Metric:
     return family
 
 
-def _trust_family(records: list[TrustRecord]) -> Metric:
+def _trust_family(records: Sequence[TrustRow]) -> Metric:
     """The newest AUROC per (judge, dataset, criterion); records arrive newest first."""
     family = _gauge(names.TRUST_AUROC)
     seen: set[tuple[str, str, str]] = set()

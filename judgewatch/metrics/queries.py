@@ -1,30 +1,37 @@
-"""The store reads behind a scrape: a few grouped queries whose results have bounded size.
+"""The store reads behind a scrape: five statements, built once, whose results have bounded size.
 
-Each function is keyword-only, takes a session and returns typed rows grouped by bounded values only (judge
-names, rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person
-or a model wrote. No read grows with the verdict table: the verdict figures come from `verdict_count`, kept at
-write time (`judgewatch.storage.verdict_counts`); the others read small tables or partial indexes.
+Each function is keyword-only, takes a session and returns rows grouped by bounded values only (judge names,
+rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person or a
+model wrote. No read grows with the store: the verdict figures come from `verdict_count`, kept at write time
+(`judgewatch.storage.verdict_counts`), the review labels and queue buckets from `review_count`, kept by
+triggers (`judgewatch.storage.review_counts`); the rest read small tables or the partial index of leases.
+
+A first scrape in a new process is mostly fixed cost, so the reads are few and cheap to start: the small
+counts are one UNION ALL, the last successes another; every statement is Core (plain rows: no ORM mapper to
+configure) and built at import, so each is compiled once per process.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import case, func, literal, select
+from sqlalchemy import Row, String, bindparam, cast, func, literal_column, select, union_all
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
 
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, AlertState, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import table
-from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import GateDecision
-from judgewatch.storage.review import ItemState, ReviewItem, ReviewLabel
+from judgewatch.storage.review import ItemState, ReviewItem
+from judgewatch.storage.review_counts import LABEL, OPEN, QUEUE, ReviewCount
 from judgewatch.storage.runs import EvalRun, RunStatus
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.storage.verdict_counts import NO_VALUE, VerdictCount
+from judgewatch.storage.verdict_counts import VerdictCount
 
 logger = logging.getLogger(__name__)
 
@@ -37,107 +44,104 @@ class Count:
     value: float
 
 
-def verdict_counts(*, session: Session) -> list[VerdictCount]:
+def _text(value: str) -> ColumnElement[str]:
+    """A string constant inlined in the SQL (static text; the planners match partial indexes on literals)."""
+    return literal_column(f"'{value}'", String)
+
+
+_NONE = _text("")
+_ITEMS, _KEPT, _ALERTS, _GATES = table(ReviewItem).c, table(ReviewCount).c, table(DriftAlert).c, table(GateDecision).c
+_NOW = bindparam("now", type_=_ITEMS.lease_expires_at.type)
+_LEASED = _ITEMS.state == _text(ItemState.leased.value)
+_OPEN_ALERT = _ALERTS.state == _text(AlertState.open.value)
+_IS_MODEL_CHANGE = _ALERTS.kind == _text(SERVED_MODEL_CHANGE)
+
+# (family, a, b, c, n): every small count of a scrape in one round trip.
+COUNTS = union_all(
+    select(_text("queue").label("family"), _KEPT.value.label("a"), _NONE.label("b"), _NONE.label("c"),
+           _KEPT.n.label("n")).where(_KEPT.kind == _text(QUEUE), _KEPT.n != 0),
+    select(_text("label"), _KEPT.value, _NONE, _NONE, _KEPT.n).where(_KEPT.kind == _text(LABEL), _KEPT.n != 0),
+    select(_text("leases"), _text("held"), _NONE, _NONE, func.count()).where(_LEASED),
+    select(_text("leases"), _text("lapsed"), _NONE, _NONE, func.count()).where(_LEASED, _ITEMS.lease_expires_at < _NOW),
+    select(_text("drift"), _ALERTS.tier, _ALERTS.criterion, _ALERTS.kind, func.count())
+    .where(_OPEN_ALERT, ~_IS_MODEL_CHANGE).group_by(_ALERTS.tier, _ALERTS.criterion, _ALERTS.kind),
+    select(_text("model_change"), _ALERTS.tier, _ALERTS.criterion, func.coalesce(_ALERTS.release, _NONE), func.count())
+    .where(_OPEN_ALERT, _IS_MODEL_CHANGE).group_by(_ALERTS.tier, _ALERTS.criterion, _ALERTS.release),
+    select(_text("gate"), cast(_GATES.exit_code, String), _NONE, _NONE, func.count()).group_by(_GATES.exit_code),
+).order_by("family", "a", "b", "c")  # fmt: skip
+
+_RUNS, _SNAPSHOTS = table(EvalRun).c, table(CalibrationSnapshot).c
+# (what, kind, at): the newest completed run of each kind, calibration snapshot and evaluated gate decision.
+LAST_TIMES = union_all(
+    select(_text("run").label("what"), _RUNS.kind.label("kind"), func.max(_RUNS.finished_at).label("at"))
+    .where(_RUNS.status == _text(RunStatus.completed.value)).group_by(_RUNS.kind),
+    select(_text("calibration"), _NONE, func.max(_SNAPSHOTS.computed_at)),
+    select(_text("gate"), _NONE, func.max(_GATES.decided_at)).where(_GATES.exit_code.in_([0, 1])),
+)  # fmt: skip
+
+VERDICT_COUNTS = select(*table(VerdictCount).c)
+
+_NEWEST = (
+    select(_SNAPSHOTS.rubric_name, func.max(_SNAPSHOTS.computed_at).label("at"))
+    .where(_SNAPSHOTS.kind == _text("tiers"))
+    .group_by(_SNAPSHOTS.rubric_name)
+    .subquery()
+)
+TIER_SNAPSHOTS = (
+    select(_SNAPSHOTS.rubric_name, _SNAPSHOTS.payload)
+    .join(_NEWEST, (_SNAPSHOTS.rubric_name == _NEWEST.c.rubric_name) & (_SNAPSHOTS.computed_at == _NEWEST.c.at))
+    .where(_SNAPSHOTS.kind == _text("tiers"))
+    .order_by(_SNAPSHOTS.rubric_name, _SNAPSHOTS.scope)
+)
+_TRUST = table(TrustRecord).c
+TRUST = (
+    select(_TRUST.judge_name, _TRUST.dataset, _TRUST.figures)
+    .where(_TRUST.evidence.in_(bindparam("evidence", expanding=True)))
+    .order_by(_TRUST.measured_at.desc(), _TRUST.id)
+)
+
+
+def verdict_counts(*, session: Session) -> list[Row[Any]]:
     """Every row of the write-time verdict counts: one per combination of label values, a few hundred at most."""
-    return list(session.scalars(select(VerdictCount)))
+    return list(session.execute(VERDICT_COUNTS))
 
 
-def review_queue(*, session: Session, now: datetime) -> list[Count]:
-    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it."""
-    r = table(ReviewItem).c
-    expired = (r.state == ItemState.leased.value) & (r.lease_expires_at < now)
-    state = case((expired, literal(ItemState.available.value)), else_=r.state)
-    query = select(state, func.count()).group_by(state)
-    return [Count((str(s),), float(n)) for s, n in session.execute(query)]
+def bounded_counts(*, session: Session, now: datetime) -> dict[str, list[Count]]:
+    """The small counts, by family: queue buckets, labels, leases, open drift and model-change alerts, gates."""
+    found: dict[str, list[Count]] = defaultdict(list)
+    for family, a, b, c, n in session.execute(COUNTS, {"now": now}):
+        labels = (a,) if family in ("queue", "label", "leases", "gate") else (a, b, c)
+        found[family].append(Count(labels, float(n)))
+    return found
 
 
-def review_labels(*, session: Session, after_id: int = 0) -> tuple[list[Count], int]:
-    """Labels with an id above `after_id` that score an item (no skips, no bare flags), per tier; and the top id.
+def review_queue(*, buckets: Sequence[Count], leases: Sequence[Count]) -> list[Count]:
+    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it.
 
-    Labels are only ever added, so a collector counts each once by remembering the highest id it has read.
+    The kept buckets say how many items are open (available or leased), done, in adjudication or flagged; the
+    leases (held, and lapsed: run out) are counted on the partial index of leased items.
     """
-    lab, item, i = table(ReviewLabel).c, table(ReviewItem).c, table(Interaction).c
-    top = session.execute(select(func.max(lab.id)).where(lab.id > after_id)).scalar()
-    if top is None:
-        return [], after_id
-    query = (
-        select(i.tier, func.count())
-        .select_from(
-            table(ReviewLabel)
-            .join(table(ReviewItem), item.id == lab.review_item_id)
-            .join(table(Interaction), i.id == item.interaction_id)
-        )
-        .where(lab.id > after_id, lab.id <= top, lab.skipped_reason.is_(None), lab.flagged.is_(False))
-        .group_by(i.tier)
-    )
-    return [Count((tier or NO_VALUE,), float(n)) for tier, n in session.execute(query)], int(top)
+    kept = {row.labels[0]: row.value for row in buckets}
+    lease = {row.labels[0]: row.value for row in leases}
+    running = lease.get("held", 0.0) - lease.get("lapsed", 0.0)
+    kept[ItemState.available.value] = kept.pop(OPEN, 0.0) - running
+    kept[ItemState.leased.value] = running
+    return [Count((state,), n) for state, n in kept.items()]
 
 
-def latest_tier_snapshots(*, session: Session) -> list[CalibrationSnapshot]:
-    """The newest "tiers" snapshot of each rubric (one row per rubric name)."""
-    s = table(CalibrationSnapshot).c
-    newest = (
-        select(s.rubric_name, func.max(s.computed_at).label("at")).where(s.kind == "tiers").group_by(s.rubric_name)
-    ).subquery()
-    query = (
-        select(CalibrationSnapshot)
-        .join(newest, (s.rubric_name == newest.c.rubric_name) & (s.computed_at == newest.c.at))
-        .where(s.kind == "tiers")
-        .order_by(s.rubric_name, s.scope)
-    )
-    seen: dict[str | None, CalibrationSnapshot] = {}
-    for snapshot in session.scalars(query):
-        seen.setdefault(snapshot.rubric_name, snapshot)
-    return list(seen.values())
-
-
-def open_drift_alerts(*, session: Session) -> list[Count]:
-    """Open judge drift alerts per tier, criterion and test kind (agreement drop, bias shift)."""
-    a = table(DriftAlert).c
-    query = (
-        select(a.tier, a.criterion, a.kind, func.count())
-        .where(a.state == AlertState.open.value, a.kind != SERVED_MODEL_CHANGE)
-        .group_by(a.tier, a.criterion, a.kind)
-    )
-    return [Count((tier, criterion, kind), float(n)) for tier, criterion, kind, n in session.execute(query)]
-
-
-def open_model_change_alerts(*, session: Session) -> list[Count]:
-    """Open served-model change alerts per tier, criterion and release ("" for traffic without one)."""
-    a = table(DriftAlert).c
-    query = (
-        select(a.tier, a.criterion, a.release, func.count())
-        .where(a.state == AlertState.open.value, a.kind == SERVED_MODEL_CHANGE)
-        .group_by(a.tier, a.criterion, a.release)
-    )
-    return [Count((tier, criterion, release or ""), float(n)) for tier, criterion, release, n in session.execute(query)]
-
-
-def gate_decisions(*, session: Session) -> list[Count]:
-    """Stored gate decisions per exit code (0 pass, 1 regression, 2 could not evaluate)."""
-    g = table(GateDecision).c
-    query = select(g.exit_code, func.count()).group_by(g.exit_code)
-    return [Count((str(code),), float(n)) for code, n in session.execute(query)]
-
-
-def last_successes(*, session: Session) -> list[Count]:
-    """Unix time of the last completed run of each run kind, and of the last calibration snapshot."""
-    r, s = table(EvalRun).c, table(CalibrationSnapshot).c
-    rows: list[tuple[str, Any]] = [
-        (str(kind), at)
-        for kind, at in session.execute(
-            select(r.kind, func.max(r.finished_at)).where(r.status == RunStatus.completed.value).group_by(r.kind)
-        )
-    ]
-    rows.append(("calibration", session.execute(select(func.max(s.computed_at))).scalar()))
-    return [Count((name,), _unix(at)) for name, at in rows if at is not None]
-
-
-def last_gate_evaluated(*, session: Session) -> float | None:
-    """Unix time of the last gate decision that evaluated the release (exit 0 or 1), None if none did."""
-    g = table(GateDecision).c
-    at = session.execute(select(func.max(g.decided_at)).where(g.exit_code.in_([0, 1]))).scalar()
-    return None if at is None else _unix(at)
+def last_successes(*, session: Session) -> tuple[list[Count], float | None]:
+    """Unix time of the last completed run of each run kind and of the last calibration snapshot; and of the
+    last gate decision that evaluated the release (exit 0 or 1), None if none did."""
+    runs: list[Count] = []
+    gate: float | None = None
+    for what, kind, at in session.execute(LAST_TIMES):
+        if at is None:
+            continue
+        if what == "gate":
+            gate = _unix(at)
+        else:
+            runs.append(Count((str(kind) if what == "run" else "calibration",), _unix(at)))
+    return runs, gate
 
 
 def _unix(at: datetime | str) -> float:
@@ -146,10 +150,16 @@ def _unix(at: datetime | str) -> float:
     return value.timestamp() if value.tzinfo else value.replace(tzinfo=UTC).timestamp()
 
 
+def latest_tier_snapshots(*, session: Session) -> list[Row[Any]]:
+    """The newest "tiers" snapshot of each rubric (one row per rubric name: its name and payload)."""
+    seen: dict[str | None, Row[Any]] = {}
+    for snapshot in session.execute(TIER_SNAPSHOTS):
+        seen.setdefault(snapshot.rubric_name, snapshot)
+    return list(seen.values())
+
+
 def trust_records(
     *, session: Session, evidence: Sequence[str] = (TrustEvidence.known_answers.value,)
-) -> list[TrustRecord]:
-    """Known-answer trust records, newest measurement first (the caller keeps the newest per judge, dataset)."""
-    t = table(TrustRecord).c
-    query = select(TrustRecord).where(t.evidence.in_(list(evidence))).order_by(t.measured_at.desc(), t.id)
-    return list(session.scalars(query))
+) -> list[Row[Any]]:
+    """Known-answer trust records (judge, dataset, figures), newest measurement first."""
+    return list(session.execute(TRUST, {"evidence": list(evidence)}))

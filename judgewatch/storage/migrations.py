@@ -18,6 +18,7 @@ from sqlalchemy import Column, Connection, DateTime, Engine, MetaData, String, T
 from sqlalchemy.schema import CreateColumn
 from sqlmodel import Session, SQLModel
 
+from judgewatch.storage import review_counts
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
@@ -157,6 +158,16 @@ def m015_verdict_expected_scores(conn: Connection) -> None:
     add_column(conn, CriterionScore, "expected")
 
 
+def m016_review_counts(conn: Connection) -> None:
+    """`review_count`: labels per tier and items per queue bucket, kept by triggers for the metrics; backfilled."""
+    SQLModel.metadata.create_all(conn, tables=[table(review_counts.ReviewCount)])
+    review_counts.install_triggers(conn)
+    with Session(bind=conn) as session:
+        rows = review_counts.rebuild(session=session)
+        session.flush()
+    logger.info("m016: %d review count rows backfilled", rows)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -173,6 +184,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m013_verdict_counts,
     m014_drift_alert_release,
     m015_verdict_expected_scores,
+    m016_review_counts,
 )
 
 

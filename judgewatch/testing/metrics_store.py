@@ -7,7 +7,8 @@ for every tenth verdict in every queue state, labels, gate decisions, runs, a ca
 alert and a trust record. Criterion rows are not written: the metrics never read them.
 
 `seed_store` bulk-loads past the verdict writer (COPY), so it rebuilds the verdict counts from the table at the
-end; `add_verdicts` and `rejudge` go through the real writer (`upsert_verdicts`), which keeps them.
+end; `add_verdicts` and `rejudge` go through the real writer (`upsert_verdicts`), which keeps them. The review
+counts need no rebuild: the database's triggers (m016) count COPY and INSERT alike.
 """
 
 from __future__ import annotations

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, select
 
 from judgewatch.metrics.collector import StoreCollector
 from judgewatch.storage.db import make_engine, table
-from judgewatch.storage.review import ReviewLabel
+from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.types import utcnow
 from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store
 
@@ -161,6 +162,17 @@ def test_labels_are_counted_once_and_new_labels_add_up(seeded: Engine) -> None:
             ],
         )  # fmt: skip
     assert total(scrape(collector), "judgewatch_review_labels_total") == 9  # the skip does not count
+
+
+def test_a_lease_that_ran_out_counts_as_waiting_and_a_submit_moves_the_item(seeded: Engine) -> None:
+    items = table(ReviewItem)
+    with seeded.begin() as conn:  # three of the eight leases run out; one leased item is labeled done
+        leased = list(conn.execute(select(items.c.id).where(items.c.state == "leased").order_by(items.c.id)).scalars())
+        conn.execute(items.update().where(items.c.id.in_(leased[:3])).values(lease_expires_at=utcnow() - timedelta(1)))
+        conn.execute(items.update().where(items.c.id == leased[-1]).values(state="done", lease_expires_at=None))
+    samples = scrape(StoreCollector(seeded, min_interval_s=0))
+    queue = {dict(ls)["state"]: v for (n, ls), v in samples.items() if n == "judgewatch_review_queue_items"}
+    assert queue == {"waiting": 8 + 3, "leased": 8 - 3 - 1, "labeled": 8 + 1, "adjudication": 8, "flagged": 8}
 
 
 def test_scrapes_within_the_interval_share_one_reading(seeded: Engine) -> None:
