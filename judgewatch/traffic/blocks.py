@@ -58,11 +58,17 @@ class RowBlock:
         self.table = table
         self.n = table.num_rows
         self.position = positions  # (position text, line or row number) of row i
-        self.fallback_id: Callable[[int], str] = lambda i: self.position(i)[0]  # the id of a row without one
+        self.key_of: Callable[[int], str] | None = None  # the id of a row without one (None: its position)
         self.item = item
         self.prefetch: Callable[[list[int]], None] = lambda _rows: None  # rows item() will be asked for soon
         self.mark = mark
         self.line_sizes = line_sizes
+
+    # No attribute refers back to the block (a lambda over `self` would): a block is freed as soon as it is
+    # done, not at the next full garbage collection, so its Arrow buffers never pile up.
+    def fallback_id(self, i: int) -> str:
+        """The id of row i when it has none: its key column (SQL), else its position ("path:line")."""
+        return self.key_of(i) if self.key_of is not None else self.position(i)[0]
 
 
 Block = RowBlock | Item
@@ -99,7 +105,7 @@ def sql_blocks(mapper: RowMapper, state: WatermarkState, engine: Engine | None) 
                 yield item(i)
             continue
         block = RowBlock(table, position, item, mark)
-        block.fallback_id = partial(_sql_id, batch)
+        block.key_of = partial(_sql_id, batch)
         yield block
 
 
