@@ -250,7 +250,7 @@ def _id_inputs(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: 
         return [id_input(mapper.source, block.fallback_id(i)) for i in rows.tolist()]
     ids = _take(cols.ids, rows, block.n)
     inputs = id_inputs(mapper.source, ids)
-    if ids.null_count:
-        for j in np.flatnonzero(ids.is_null().to_numpy(zero_copy_only=False)).tolist():
-            inputs[j] = id_input(mapper.source, block.fallback_id(int(rows[j])))
+    missing = pc.fill_null(pc.equal(pc.binary_length(ids), 0), True)  # null or empty
+    for j in np.flatnonzero(np.asarray(missing.to_numpy(zero_copy_only=False), dtype=bool)).tolist():
+        inputs[j] = id_input(mapper.source, block.fallback_id(int(rows[j])))
     return inputs  # type: ignore[return-value]

@@ -29,7 +29,7 @@ class Unsupported(Exception):
 class DecisionColumns:
     """What the rule reads of one batch, as whole columns (index = row of the batch); None: not mapped."""
 
-    ids: pa.Array | None  # binary: the id as UTF-8 text (an integer in decimal), null when absent or empty
+    ids: pa.Array | None  # binary: the id as UTF-8 text (an integer in decimal); null or empty: no id
     model: pa.Array | None  # text columns from here to department
     tier: pa.Array | None  # the mapped tier field; null: the model's tier decides
     route: pa.Array | None
@@ -48,20 +48,20 @@ def _is_list(t: pa.DataType) -> bool:
     return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
-def _element(arr: pa.Array, index: int) -> pa.Array:
-    """`arr[i][index]` for every row, null where the list is null or too short (as `resolve` does)."""
-    shortest = pc.min(pc.list_value_length(arr)).as_py()
-    if shortest is None or shortest > index:  # every list long enough: the direct kernel
-        return pc.list_element(arr, index)
-    sliced = pc.list_slice(arr, index, index + 1)
-    parents = pc.list_parent_indices(sliced).to_numpy(zero_copy_only=False)
-    take = np.full(len(arr), -1, dtype=np.int64)
-    take[parents] = np.arange(len(parents))
-    return pc.list_flatten(sliced).take(pa.array(take, mask=take < 0))
+def _element_positions(arr: pa.Array, index: int) -> np.ndarray:
+    """Where `arr[i][index]` sits in `arr.values`, per row; -1 where the list is null or too short."""
+    offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & (lengths > index)
+    return np.where(valid, starts + index, -1)
 
 
 def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
-    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row)."""
+    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row).
+
+    A list index is not applied where it is met: the path goes on in the lists' values and only the value it
+    ends at is taken per row (`resolve`'s `value[int(seg)]`, null where the list is null or too short), so
+    the structs around it are never copied."""
     if segments[0] not in table.column_names:
         return None
     column = table.column(segments[0])
@@ -70,6 +70,7 @@ def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) ->
         raise Unsupported(f"column {segments[0]} is binary")  # the row path decodes it first
     if len(segments) > 1 and _is_text(arr.type) and segments[0] in nested_keys:
         raise Unsupported(f"column {segments[0]} holds JSON text")
+    rows: np.ndarray | None = None  # per row, where its value is in `arr` (None: row i is at i)
     for seg in segments[1:]:
         t = arr.type
         if pa.types.is_struct(t):
@@ -79,9 +80,13 @@ def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) ->
         elif _is_list(t):
             if not seg.isdigit():
                 raise Unsupported(f"list index {seg!r}")
-            arr = _element(arr, int(seg))
+            at = _element_positions(arr, int(seg))
+            rows = at if rows is None else np.where(rows >= 0, at[np.maximum(rows, 0)], -1)
+            arr = arr.values
         else:  # walking into a scalar or a null column gives None, as `resolve` does
             return None
+    if rows is not None:
+        arr = arr.take(pa.array(rows, mask=rows < 0))
     return arr
 
 
@@ -235,8 +240,7 @@ def decision_columns(
     if raw_id is not None:
         if not (_is_text(raw_id.type) or pa.types.is_integer(raw_id.type)):
             raise Unsupported(f"id: {raw_id.type}")
-        text = pc.cast(raw_id, pa.string())  # an integer as `str(int)` writes it
-        ids = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.binary())
+        ids = pc.cast(pc.cast(raw_id, pa.string()), pa.binary())  # an integer as `str(int)` writes it
     answer = _text_field(col("answer"), "answer", flags, sizes)
     flags.rows(np.ones(n, dtype=bool) if answer is None else pc.is_null(answer))  # missing_response
     question = _text_field(col("question"), "question", flags, sizes)

@@ -219,3 +219,25 @@ def test_small_blocks_an_overlong_line_and_a_resumed_read_match_the_row_path(
     assert rest["picks"] == [
         p for p, r in zip(whole["picks"], whole["rows"], strict=True) if int(r.source_id[-6:]) >= 25
     ]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_list_index_past_a_short_or_null_list_reads_as_missing_as_in_the_row_path(
+    tmp_path: Path, make_config: Any, gateway_row: Any, kind: str
+) -> None:
+    rows = [gateway_row(i) for i in range(12)]
+    rows[2]["response"]["choices"] = []
+    rows[4]["response"]["choices"] = None
+    rows[6]["response"]["choices"] = [None, {"message": {"content": "the second"}}]
+    rows[8]["response"]["choices"] = [{"message": None}]
+    rows[9]["response"] = None
+    rows[10]["response"]["choices"].append({"message": {"content": "a second choice"}})
+    path = tmp_path / f"log.{kind}"
+    if kind == "parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=5)
+    else:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    got = _same(make_config(kind=kind, paths=[str(path)], sampling={"default_rate": 1.0}))
+    assert [q[2] for q in got["quarantined"]] == ["missing_response"] * 5
+    first_choices = [r["response"]["choices"][0]["message"]["content"] for r in rows[10:]]
+    assert [r.answer for r in got["rows"]][-2:] == first_choices
