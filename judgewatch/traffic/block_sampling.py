@@ -96,7 +96,7 @@ def _decide(sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: Ro
             sampler.count("filtered", k, reason=REASONS[code])
     admitted = np.flatnonzero(~out & (reasons == 0))
     if sampler.dedup is not None and cols.content is not None and len(admitted):
-        keys = list(map(content_hash, _take(cols.content, admitted, n).to_pylist()))
+        keys = list(map(content_hash, _take(cols.content, admitted, n).to_pylist()))  # C calls only
         for j, i in _positions(admitted, mapped):
             keys[j] = content_key(mapped[i])
         duplicate = sampler.dedup.seen_many(keys, micros[admitted] / 1e6)

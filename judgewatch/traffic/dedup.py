@@ -9,20 +9,16 @@ block, and every row whose content may repeat, goes through `seen` itself.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
+from itertools import islice, repeat, starmap
 
 import numpy as np
 import xxhash
 
 from judgewatch.traffic.records import TrafficRow
 
-_content_hash = xxhash.xxh3_128_digest  # 128 bits: equal keys mean equal content, and ~30 ns a row
-
-
-def content_hash(content: bytes) -> bytes:
-    """The window's key of a call's content bytes (`content_bytes`)."""
-    return _content_hash(content)
+content_hash = xxhash.xxh3_128_digest  # a call's key from its `content_bytes`: 128 bits, ~30 ns a row
 
 
 def content_bytes(row: TrafficRow) -> bytes:
@@ -36,7 +32,7 @@ def content_bytes(row: TrafficRow) -> bytes:
 
 def content_key(row: TrafficRow) -> bytes:
     """The row's key in the de-duplication window."""
-    return _content_hash(content_bytes(row))
+    return content_hash(content_bytes(row))
 
 
 class DedupWindow:
@@ -48,6 +44,7 @@ class DedupWindow:
         self._seen: OrderedDict[bytes, float] = OrderedDict()
         self._latest = float("-inf")
         self._front: tuple[bytes, float] | None = None  # the oldest entry, cached: read once per change, not per row
+        self._ordered = True  # known: the entries' times rise from oldest to newest (see `_in_order`)
 
     def __len__(self) -> int:
         return len(self._seen)
@@ -57,6 +54,8 @@ class DedupWindow:
         window = self._seen
         if at > self._latest:
             self._latest = at
+        elif at < self._latest:
+            self._ordered = False  # this entry may now be older than the one before it
         before = window.get(key)
         if before is None:
             duplicate = False
@@ -111,8 +110,10 @@ class DedupWindow:
             return True
         if ats[0] < self._latest or bool(np.any(ats[1:] < ats[:-1])):
             return False
-        held = np.fromiter(self._seen.values(), dtype=np.float64, count=len(self._seen))
-        return not bool(np.any(held[1:] < held[:-1]))
+        if not self._ordered:  # a time went backwards once: look whether the entries are in order again
+            held = np.fromiter(self._seen.values(), dtype=np.float64, count=len(self._seen))
+            self._ordered = not bool(np.any(held[1:] < held[:-1]))
+        return self._ordered
 
     def _insert_new(self, keys: Sequence[bytes], times: list[float]) -> None:
         """`seen` for keys absent from the window and from each other, times in order (see `_in_order`)."""
@@ -122,14 +123,15 @@ class DedupWindow:
         window.update(zip(keys, times, strict=True))
         self._front = None
         self._latest = max(self._latest, max(times))
-        if self.seconds is not None:
-            horizon = self._latest - self.seconds
-            expired = 0
-            for at in window.values():
-                if at >= horizon:
-                    break
-                expired += 1
-            for _ in range(expired):
-                window.popitem(last=False)
-        for _ in range(len(window) - self.max_rows):
-            window.popitem(last=False)
+        if self.seconds is not None:  # the times are in order: the expired entries are the oldest ones
+            older = (self._latest - self.seconds).__gt__
+            values, expired, chunk = iter(window.values()), 0, len(keys) + 1
+            while (found := sum(map(older, islice(values, chunk)))) == chunk:
+                expired += found
+            _pop_oldest(window, expired + found)
+        _pop_oldest(window, len(window) - self.max_rows)
+
+
+def _pop_oldest(window: OrderedDict[bytes, float], k: int) -> None:
+    if k > 0:
+        deque(starmap(window.popitem, repeat((False,), k)), maxlen=0)  # k pops, no Python loop
