@@ -7,7 +7,11 @@ RSS(all shards)/RSS(one shard) <= 1.2 (memory does not grow with the log), peak 
 rows over the process's CPU seconds (one core's work, not the shared machine's wall clock; wall is printed
 too). The ceiling is pyarrow reading the same file (same columns) and doing nothing.
 
-    .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--row-path]
+    .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
+
+`--keep` leaves the generated logs under bench/out/; `--logs DIR` measures the logs a `--keep` run left there
+instead of generating them again. The measured process imports its modules before its clock starts (a
+sampling worker imports once and reads for hours), so the rates are the steady reading rate.
 
 The last line is `parquet P rows/s jsonl J rows/s rss_ratio R` (the largest run's rates, the larger RSS ratio).
 """
@@ -56,6 +60,11 @@ def _one_core() -> None:
 def child(mode: str, kind: str, paths: list[str]) -> None:
     """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only)."""
     _one_core()
+    import pyarrow.compute
+    import pyarrow.json
+    import pyarrow.parquet  # noqa: F401  (imported before the clock starts, as a long-running worker has them)
+
+    import judgewatch.traffic.block_sampling  # noqa: F401
     from judgewatch.traffic import Sampler, parse_source_config, read_source
 
     config = parse_source_config(
@@ -137,6 +146,7 @@ def main() -> int:
     parser.add_argument("--shard-rows", type=int, default=500_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--keep", action="store_true", help="keep the generated logs under bench/out/")
+    parser.add_argument("--logs", type=Path, help="measure the logs a --keep run left in this folder")
     parser.add_argument("--row-path", action="store_true", help="also time the row-by-row path (slow)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -146,13 +156,14 @@ def main() -> int:
     from judgewatch.testing.gateway_log import write_gateway_logs
 
     (HERE / "out").mkdir(exist_ok=True)
-    folder = Path(tempfile.mkdtemp(prefix="sampling-", dir=HERE / "out"))
+    folder = args.logs or Path(tempfile.mkdtemp(prefix="sampling-", dir=HERE / "out"))
     try:
-        t0 = time.perf_counter()
-        write_gateway_logs(folder, args.shards, args.shard_rows)
-        print(
-            f"generated {args.shards} x {args.shard_rows:,} rows (JSONL + Parquet) in {time.perf_counter() - t0:.0f}s"
-        )
+        if args.logs is None:
+            t0 = time.perf_counter()
+            write_gateway_logs(folder, args.shards, args.shard_rows)
+            took = time.perf_counter() - t0
+            print(f"generated {args.shards} x {args.shard_rows:,} rows (JSONL + Parquet) in {took:.0f}s")
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) before measuring")
         print(f"{'format':8} {'path':8} {'rows':>10} {'rows/s cpu':>11} {'rows/s wall':>12} {'picks':>7} "
               f"{'dups':>7} {'peak RSS MiB':>13}  PII scrubbed")  # fmt: skip
         ok, final, growths = True, {}, []
@@ -177,11 +188,12 @@ def main() -> int:
             ok = ok and rate >= LIMITS[kind] and growth <= RSS_GROWTH_LIMIT and of_gib <= RSS_GIB_LIMIT
             final[kind] = rate
             growths.append(growth)
+        print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) after measuring")
         print("PASS" if ok else "FAIL")
         print(f"parquet {final['parquet']:.0f} rows/s jsonl {final['jsonl']:.0f} rows/s rss_ratio {max(growths):.3f}")
         return 0 if ok else 1
     finally:
-        if not args.keep:
+        if not args.keep and args.logs is None:
             shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -1,47 +1,43 @@
 """Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks.
 
-Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content from
-whole columns; the rule (`Sampler.admit`, `Sampler.choose`) runs on those in source order, and only a picked
-row, or one the column checks could not vouch for, is mapped into a `TrafficRow` by the row path's own code.
-The watermark is moved to a row before its pick (or quarantine record) is handed out, and to the block's end
-once the block is done, so it never covers a pick not yet handed out.
+Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content as
+whole columns, and the rule runs on them as arrays: filters on label codes and epoch microseconds, the
+de-duplication window in source order (`DedupWindow.seen_many`), the hash decision on every eligible row
+(`unit_hashes`). Only a picked row, or one the column checks could not vouch for, is mapped into a
+`TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved to a row
+before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so it
+never covers a pick not yet handed out.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from judgewatch.traffic.blocks import RowBlock
 from judgewatch.traffic.columns import DecisionColumns, Unsupported, decision_columns
+from judgewatch.traffic.dedup import content_hash, content_key
 from judgewatch.traffic.mapping import BadRow, RowMapper
 from judgewatch.traffic.records import TrafficRow
-from judgewatch.traffic.sampling import Pick, Sampler, content_key, value_reason
+from judgewatch.traffic.sampling import Pick, Sampler
 from judgewatch.traffic.sources import SourceRead
+from judgewatch.traffic.times import epoch_micros, micros_of
+from judgewatch.traffic.unit_hashes import id_input, id_inputs, id_matrix, units_of_ids, units_of_inputs
 
 logger = logging.getLogger(__name__)
 
-
-class _InteractionIds:
-    """`records.interaction_id(source, source_id)`, with the hash of the constant prefix computed once."""
-
-    def __init__(self, source: str) -> None:
-        self.prefix = b"interaction\x1f" + source.encode() + b"\x1f"
-
-    def __call__(self, source_id: bytes) -> str:
-        return hashlib.sha256(self.prefix + source_id + b"\x1f").hexdigest()[:32]
+REASONS = (None, "route", "department", "time", "answer_length")  # filter reason codes 0-4; 0: in scope
+_CODE = {reason: code for code, reason in enumerate(REASONS)}
 
 
 def sample_blocks(sampler: Sampler, read: SourceRead) -> Iterator[Pick]:
-    """`Sampler.run` over a file source's blocks: the same picks, counts and quarantine as row by row."""
+    """`Sampler.run` over a source's blocks: the same picks, counts and quarantine as row by row."""
     filters = sampler.config.filters
     lengths = filters.min_answer_chars > 0 or filters.max_answer_chars is not None
-    ids = _InteractionIds(read.mapper.source)
     for block in read.blocks():
         if not isinstance(block, RowBlock):
             pick = sampler.take(block)
@@ -60,12 +56,9 @@ def sample_blocks(sampler: Sampler, read: SourceRead) -> Iterator[Pick]:
             logger.debug("block of %d rows mapped row by row: %s", block.n, exc)
             yield from _row_by_row(sampler, block, range(block.n))
         else:
-            yield from _decide(sampler, block, cols, read.mapper, ids)
+            yield from _decide(sampler, block, cols, read.mapper)
         if block.n:
             block.mark(block.n - 1)
-
-
-blake2b = hashlib.blake2b
 
 
 def _row_by_row(sampler: Sampler, block: RowBlock, rows: range | list[int]) -> Iterator[Pick]:
@@ -78,54 +71,127 @@ def _row_by_row(sampler: Sampler, block: RowBlock, rows: range | list[int]) -> I
                 yield pick
 
 
-def _decide(
-    sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: RowMapper, ids: _InteractionIds
-) -> Iterator[Pick]:
+def _decide(sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: RowMapper) -> Iterator[Pick]:
     """The rule on one block: full mapping for the flagged rows, filters, de-duplication in source order,
     then the hash decision on every eligible row at once; only the picks are mapped (and scrubbed)."""
-    n, filters = block.n, sampler.config.filters
+    n = block.n
     full = cols.full.copy()
-    ats = _times(cols.timestamp, mapper, full)
+    micros = _micros(cols.timestamp, mapper, full)
     mapped: dict[int, TrafficRow] = {}
     out = np.zeros(n, dtype=bool)  # quarantined rows
     for i in np.flatnonzero(full).tolist():
         item = block.item(i)
         if isinstance(item, TrafficRow):
             mapped[i] = item
+            micros[i] = micros_of(item.timestamp)
             continue
         out[i] = True
         if item is not None:
             sampler.count("read")
             sampler.quarantine(item)
-    route, department, tier, chars = cols.route, cols.department, cols.tier, cols.answer_chars
-    keys = [blake2b(c, digest_size=16).digest() for c in cols.content] if cols.content is not None else None
-    for i, row in mapped.items():  # what the full mapping says wins
-        route[i], department[i], tier[i], ats[i] = row.route, row.department, row.tier, row.timestamp
-        if chars is not None:
-            chars[i] = len(row.answer)
-        if keys is not None:
-            keys[i] = content_key(row)
     sampler.count("read", n - int(out.sum()))
-    pairs = list(zip(route, department, strict=True))
-    reason_of = {pair: sampler.labels_reason(*pair) for pair in set(pairs)}
-    reasons = list(map(reason_of.__getitem__, pairs))
-    timed = filters.since is not None or filters.until is not None or chars is not None
-    seen = sampler.dedup.seen if sampler.dedup is not None and keys is not None else None
-    stamps = list(map(datetime.timestamp, ats)) if seen is not None else None
-    eligible, duplicates, skip = [], 0, out.tolist()
-    for i in range(n):
-        if skip[i]:
-            continue
-        reason = reasons[i] or (value_reason(filters, ats[i], chars[i] if chars else None) if timed else None)
-        if reason is not None:
-            sampler.count("filtered", reason=reason)
-        elif seen is not None and seen(keys[i], stamps[i]):  # type: ignore[index]
-            duplicates += 1
-        else:
-            eligible.append(i)
-    sampler.count("duplicate", duplicates)
-    sampler.count("eligible", len(eligible))
-    yield from _choose(sampler, block, cols, mapper, ids, eligible, mapped)
+    reasons = _reasons(sampler, cols, micros, mapped)
+    for code, k in enumerate(np.bincount(reasons[~out], minlength=len(REASONS)).tolist()):
+        if code and k:
+            sampler.count("filtered", k, reason=REASONS[code])
+    admitted = np.flatnonzero(~out & (reasons == 0))
+    if sampler.dedup is not None and cols.content is not None and len(admitted):
+        keys = list(map(content_hash, _take(cols.content, admitted, n).to_pylist()))  # C calls only
+        for j, i in _positions(admitted, mapped):
+            keys[j] = content_key(mapped[i])
+        duplicate = sampler.dedup.seen_many(keys, micros[admitted] / 1e6)
+        sampler.count("duplicate", int(duplicate.sum()))
+        admitted = admitted[~duplicate]
+    sampler.count("eligible", len(admitted))
+    if len(admitted):
+        yield from _choose(sampler, block, cols, mapper, admitted, mapped)
+
+
+def _take(arr: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
+    return arr if len(rows) == n else arr.take(pa.array(rows))
+
+
+def _positions(rows: np.ndarray, mapped: dict[int, TrafficRow]) -> list[tuple[int, int]]:
+    """(index in `rows`, row) of the fully mapped rows among `rows` (sorted)."""
+    if not mapped:
+        return []
+    wanted = np.fromiter(mapped, dtype=np.int64, count=len(mapped))
+    at = np.searchsorted(rows, wanted)
+    hit = (at < len(rows)) & (rows[np.minimum(at, len(rows) - 1)] == wanted)
+    return list(zip(at[hit].tolist(), wanted[hit].tolist(), strict=True))
+
+
+def _micros(values: pa.Array | None, mapper: RowMapper, full: np.ndarray) -> np.ndarray:
+    """Each row's timestamp as epoch microseconds, as `RowMapper.timestamp` reads it; a row it rejects is
+    flagged for full mapping. Columns `times` does not cover are read row by row by the mapper itself."""
+    if values is None:  # no timestamp: every row is flagged already
+        return np.zeros(len(full), dtype=np.int64)
+    micros, covered = epoch_micros(values, mapper.tz)
+    rest = np.flatnonzero(~covered & ~full)
+    if len(rest):
+        for i, value in zip(rest.tolist(), values.take(pa.array(rest)).to_pylist(), strict=True):
+            try:
+                micros[i] = micros_of(mapper.timestamp(value))
+            except BadRow:
+                full[i] = True
+    return micros
+
+
+def _codes(arr: pa.Array | None, n: int) -> tuple[np.ndarray, list[str | None]]:
+    """(per row an index into the values, the values: None first, for a null or a missing column)."""
+    if arr is None:
+        return np.zeros(n, dtype=np.int64), [None]
+    encoded = pc.dictionary_encode(arr)
+    indices = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return indices + 1, [None, *encoded.dictionary.to_pylist()]
+
+
+def _combine(*columns: tuple[np.ndarray, list[str | None]]) -> tuple[np.ndarray, list[tuple[str | None, ...]]]:
+    """(per row an index into the distinct value tuples, those tuples in order of first appearance)."""
+    code = np.zeros(len(columns[0][0]), dtype=np.int64)
+    for indices, values in columns:
+        code = code * len(values) + indices
+    distinct, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    combos = []
+    for value in distinct[order].tolist():
+        parts = []
+        for _, values in reversed(columns):
+            value, k = divmod(value, len(values))
+            parts.append(values[k])
+        combos.append(tuple(reversed(parts)))
+    return rank[inverse.reshape(-1)], combos
+
+
+def _reasons(sampler: Sampler, cols: DecisionColumns, micros: np.ndarray, mapped: dict[int, TrafficRow]) -> np.ndarray:
+    """Per row the filter reason code (`REASONS`): labels, then time, then answer length, as `Sampler.admit`."""
+    n, filters = len(micros), sampler.config.filters
+    reasons = np.zeros(n, dtype=np.int64)
+    if (
+        filters.routes is not None
+        or filters.exclude_routes
+        or filters.departments is not None
+        or (filters.exclude_departments)
+    ):
+        rows, pairs = _combine(_codes(cols.route, n), _codes(cols.department, n))
+        table = np.array([_CODE[sampler.labels_reason(route, dept)] for route, dept in pairs], dtype=np.int64)
+        reasons = table[rows]
+        for i, row in mapped.items():
+            reasons[i] = _CODE[sampler.labels_reason(row.route, row.department)]
+    if filters.since is not None or filters.until is not None:
+        late = micros >= micros_of(filters.until) if filters.until is not None else False
+        early = micros < micros_of(filters.since) if filters.since is not None else False
+        reasons = np.where((reasons == 0) & (early | late), _CODE["time"], reasons)
+    if cols.answer_chars is not None:
+        chars = cols.answer_chars.copy()
+        for i, row in mapped.items():
+            chars[i] = len(row.answer)
+        short = chars < filters.min_answer_chars
+        long = chars > filters.max_answer_chars if filters.max_answer_chars is not None else False
+        reasons = np.where((reasons == 0) & (short | long), _CODE["answer_length"], reasons)
+    return reasons
 
 
 def _choose(
@@ -133,74 +199,58 @@ def _choose(
     block: RowBlock,
     cols: DecisionColumns,
     mapper: RowMapper,
-    ids: _InteractionIds,
-    eligible: list[int],
+    eligible: np.ndarray,
     mapped: dict[int, TrafficRow],
 ) -> Iterator[Pick]:
-    """`decide` on all eligible rows at once (the same blake2b rule and float arithmetic), then the picks."""
-    if not eligible:
-        return
-    tier_of = mapper.tier_of_model
-    triples = [(cols.tier[i], cols.model[i], cols.route[i]) for i in eligible]
-    stratum_of = {t: sampler.stratum(t[0] or tier_of(t[1]), t[2]) for t in set(triples)}
-    strata = list(map(stratum_of.__getitem__, triples))
-    salt = sampler.config.sampling.salt.encode()
-    source_ids = [cols.ids[i] or _fallback_id(block, i) for i in eligible]
-    sha256, prefix = hashlib.sha256, ids.prefix  # `ids(sid)` inlined: this line runs for every eligible row
-    digests = bytearray(
-        b"".join(
-            [
-                blake2b(salt + sha256(prefix + sid + b"\x1f").hexdigest()[:32].encode()).digest()[:8]
-                for sid in source_ids
-            ]
-        )
-    )
-    if mapped:
-        for j, i in enumerate(eligible):
-            if i in mapped:  # a fully mapped row: its own interaction id and stratum
-                row = mapped[i]
-                strata[j] = sampler.stratum(row.tier, row.route)
-                digests[8 * j : 8 * j + 8] = blake2b(salt + row.interaction_id.encode()).digest()[:8]
-    units = np.frombuffer(digests, dtype=">u8").astype(np.float64) / _TWO_64
-    picked = units < np.fromiter((rate for _, rate in strata), dtype=np.float64, count=len(strata))
+    """`decide` on all eligible rows at once (the same sha256 and blake2b rule and float arithmetic), then
+    the picks; a fully mapped row uses its own interaction id and stratum."""
+    n, k, salt = block.n, len(eligible), sampler.config.sampling.salt
+    columns = [_codes(_take(c, eligible, n) if c is not None else None, k) for c in (cols.tier, cols.model, cols.route)]
+    rows, combos = _combine(*columns)
+    of_combo = [sampler.stratum(tier or mapper.tier_of_model(model), route) for tier, model, route in combos]
+    table = list(dict.fromkeys(of_combo))  # (stratum, rate), in order of first appearance
+    index = {s: t for t, s in enumerate(table)}
+    strata = np.array([index[s] for s in of_combo], dtype=np.int64)[rows]
+    units = units_of_inputs(_id_inputs(block, cols, mapper, eligible), salt)
+    fixed = _positions(eligible, mapped)
+    if fixed:
+        at = np.array([j for j, _ in fixed], dtype=np.int64)
+        own = [mapped[i] for _, i in fixed]
+        units[at] = units_of_ids(id_matrix([row.interaction_id for row in own]), salt)
+        for j, row in zip(at.tolist(), own, strict=True):
+            s = sampler.stratum(row.tier, row.route)
+            if s not in index:
+                index[s] = len(table)
+                table.append(s)
+            strata[j] = index[s]
+    rates = np.array([rate for _, rate in table], dtype=np.float64)
+    picked = units < rates[strata]
+    totals = np.bincount(strata, minlength=len(table)).tolist()
+    chosen = np.bincount(strata[picked], minlength=len(table)).tolist()
+    for t, (stratum, rate) in enumerate(table):
+        if totals[t]:
+            sampler.count_stratum(stratum, rate, totals[t], chosen[t])
     picks = np.flatnonzero(picked).tolist()
-    chosen = Counter(strata[j] for j in picks)
-    for (stratum, rate), count in Counter(strata).items():
-        sampler.count_stratum(stratum, rate, count, chosen.get((stratum, rate), 0))
-    block.prefetch([eligible[j] for j in picks if eligible[j] not in mapped])
-    for j in picks:
-        i = eligible[j]
+    picked_rows = eligible[picks].tolist()
+    block.prefetch([i for i in picked_rows if i not in mapped])
+    for j, i in zip(picks, picked_rows, strict=True):
         block.mark(i)
+        stratum, rate = table[strata[j]]
         item = mapped.get(i) or block.item(i)
         if isinstance(item, TrafficRow):
-            yield sampler.pick(item, *strata[j])
+            yield sampler.pick(item, stratum, rate)
         elif item is not None:  # a defect only the full mapping sees
-            sampler.unpick(strata[j][0], item)
+            sampler.unpick(stratum, item)
 
 
-def _fallback_id(block: RowBlock, i: int) -> bytes:
-    """A row without an id is keyed as the row path keys it ("path:line" in a file)."""
-    return block.fallback_id(i).encode()
-
-
-def _times(values: list[object], mapper: RowMapper, full: np.ndarray) -> list[datetime]:
-    """Each row's timestamp as `RowMapper.timestamp` reads it; a row it rejects is flagged for full mapping."""
-    try:
-        times = list(map(datetime.fromisoformat, values))  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        pass
-    else:
-        tz = mapper.tz
-        return [t if t.tzinfo is not None else t.replace(tzinfo=tz) for t in times]
-    out: list[datetime] = []
-    for i, value in enumerate(values):
-        try:
-            out.append(mapper.timestamp(value))
-        except BadRow:
-            full[i] = True
-            out.append(_NO_TIME)
-    return out
-
-
-_NO_TIME = datetime.min.replace(tzinfo=UTC)
-_TWO_64 = float(2**64)
+def _id_inputs(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: np.ndarray) -> list[bytes]:
+    """What each row's interaction id hashes; a row without an id is keyed as the row path keys it
+    ("path:line" in a file)."""
+    if cols.ids is None:
+        return [id_input(mapper.source, block.fallback_id(i)) for i in rows.tolist()]
+    ids = _take(cols.ids, rows, block.n)
+    inputs = id_inputs(mapper.source, ids)
+    missing = pc.fill_null(pc.equal(pc.binary_length(ids), 0), True)  # null or empty
+    for j in np.flatnonzero(np.asarray(missing.to_numpy(zero_copy_only=False), dtype=bool)).tolist():
+        inputs[j] = id_input(mapper.source, block.fallback_id(int(rows[j])))
+    return inputs  # type: ignore[return-value]

@@ -13,16 +13,12 @@ import logging
 import zlib
 from collections.abc import Callable, Iterator
 from functools import partial
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.json as pa_json
 
-from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
 from judgewatch.traffic.files import (
-    BOM,
     Item,
     OpenLog,
     drain,
@@ -32,6 +28,7 @@ from judgewatch.traffic.files import (
     open_jsonl,
     parquet_batches,
 )
+from judgewatch.traffic.line_blocks import LineBlock
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.watermark import WatermarkState
@@ -61,11 +58,17 @@ class RowBlock:
         self.table = table
         self.n = table.num_rows
         self.position = positions  # (position text, line or row number) of row i
-        self.fallback_id: Callable[[int], str] = lambda i: self.position(i)[0]  # the id of a row without one
+        self.key_of: Callable[[int], str] | None = None  # the id of a row without one (None: its position)
         self.item = item
         self.prefetch: Callable[[list[int]], None] = lambda _rows: None  # rows item() will be asked for soon
         self.mark = mark
         self.line_sizes = line_sizes
+
+    # No attribute refers back to the block (a lambda over `self` would): a block is freed as soon as it is
+    # done, not at the next full garbage collection, so its Arrow buffers never pile up.
+    def fallback_id(self, i: int) -> str:
+        """The id of row i when it has none: its key column (SQL), else its position ("path:line")."""
+        return self.key_of(i) if self.key_of is not None else self.position(i)[0]
 
 
 Block = RowBlock | Item
@@ -102,7 +105,7 @@ def sql_blocks(mapper: RowMapper, state: WatermarkState, engine: Engine | None) 
                 yield item(i)
             continue
         block = RowBlock(table, position, item, mark)
-        block.fallback_id = partial(_sql_id, batch)
+        block.key_of = partial(_sql_id, batch)
         yield block
 
 
@@ -166,81 +169,49 @@ def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState
                         state.files[path] = (line_no + 1, None if gz else offset + len(buf))
                         yield item
                 return
-            lines = buf.split(b"\n")
-            carry = lines.pop()
-            lengths = [len(line) + 1 for line in lines]
+            cut = buf.rfind(b"\n") + 1
+            carry = buf[cut:]
             if len(carry) > limit + 2:  # a line longer than any row may be: quarantined, the rest skipped
-                lines.append(carry[: limit + 2])
-                lengths.append(drain(f, carry))
+                lines = LineBlock(buf[:cut], carry[: limit + 2], drain(f, carry))
                 carry = b""
-            if line_no + len(lines) <= skip:  # gzip: lines read by an earlier run
-                line_no += len(lines)
-                offset += sum(lengths)
+            else:
+                lines = LineBlock(buf[:cut])
+            if line_no + lines.n <= skip:  # gzip: lines read by an earlier run
+                line_no, offset = line_no + lines.n, offset + lines.total
                 continue
             if line_no < skip:
-                cut = skip - line_no
-                line_no, offset = skip, offset + sum(lengths[:cut])
-                lines, lengths = lines[cut:], lengths[cut:]
-            yield from _jsonl_block(path, mapper, state, lines, lengths, line_no, None if gz else offset)
-            line_no += len(lines)
-            offset += sum(lengths)
+                head = skip - line_no
+                line_no, offset = skip, offset + int(lines.lengths[:head].sum())
+                lines = lines.after(head)
+            yield from _jsonl_block(path, mapper, state, lines, line_no, None if gz else offset)
+            line_no, offset = line_no + lines.n, offset + lines.total
     except (EOFError, OSError, zlib.error) as exc:
         detail = f"stopped reading: {exc}"
         yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
 
 
 def _jsonl_block(
-    path: str,
-    mapper: RowMapper,
-    state: WatermarkState,
-    lines: list[bytes],
-    lengths: list[int],
-    before: int,
-    offset: int | None,
+    path: str, mapper: RowMapper, state: WatermarkState, lines: LineBlock, before: int, offset: int | None
 ) -> Iterator[Block]:
     """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly."""
-    ends = list(accumulate(lengths, initial=offset)) if offset is not None else None
+    ends = np.cumsum(lines.lengths) + offset if offset is not None else None
 
     def position(i: int) -> tuple[str, int]:
         return f"{path}:{before + i + 1}", before + i + 1
 
     def item(i: int) -> Item | None:
         where, line = position(i)
-        return line_item(lines[i].rstrip(b"\r\n"), where, line, mapper, partial_ok=False)
+        return line_item(lines.body(i), where, line, mapper, partial_ok=False)
 
     def mark(i: int) -> None:
-        state.files[path] = (before + i + 1, None if ends is None else ends[i + 1])
+        state.files[path] = (before + i + 1, None if ends is None else int(ends[i]))
 
-    table = _parse_block(lines, mapper.config.max_row_bytes, first_line=before == 0)
+    table = lines.table(mapper.config.max_row_bytes, first_line=before == 0)
     if table is None:
-        for i in range(len(lines)):
+        for i in range(lines.n):
             mark(i)
             found = item(i)
             if found is not None:
                 yield found
         return
-    sizes = np.fromiter(lengths, dtype=np.int64, count=len(lengths))
-    yield RowBlock(table, position, item, mark, line_sizes=sizes)
-
-
-def _parse_block(lines: list[bytes], limit: int, *, first_line: bool) -> pa.Table | None:
-    """The lines as an Arrow table, one row per line; None when any line needs the row path's own reading."""
-    if not lines or (first_line and lines[0].startswith(BOM)):
-        return None
-    sizes = list(map(len, lines))
-    if min(sizes) < 3 or max(sizes) > limit:
-        return None  # a blank or overlong line
-    text = b"\n".join(lines)
-    openers = text.translate(None, _NOT_OPENERS).split(b"\n")  # per line, its "{" and "[" only: C speed
-    if max(map(len, openers)) > MAX_JSON_DEPTH:
-        return None  # deep enough that the depth guard must look at it
-    options = pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, 2 * len(text)))
-    try:
-        table = pa_json.read_json(pa.BufferReader(text), read_options=options)
-    except (pa.ArrowException, OverflowError) as exc:
-        logger.debug("block read row by row: %s", exc)
-        return None
-    return table if table.num_rows == len(lines) else None
-
-
-_NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[\n")
+    yield RowBlock(table, position, item, mark, line_sizes=lines.lengths)

@@ -27,16 +27,16 @@ class Unsupported(Exception):
 
 @dataclass
 class DecisionColumns:
-    """Per-row values of one batch, as Python lists (index = row of the batch)."""
+    """What the rule reads of one batch, as whole columns (index = row of the batch); None: not mapped."""
 
-    ids: list[bytes | None]  # the id as UTF-8 text (an integer in decimal), None when absent or empty
-    model: list[str | None]
-    tier: list[str | None]  # the mapped tier field; None: the model's tier decides
-    route: list[str | None]
-    department: list[str | None]
-    timestamp: list[object]  # raw values, read by `RowMapper.timestamp`
-    answer_chars: list[int] | None  # only when an answer-length filter is set
-    content: list[bytes] | None  # what `sampling.content_key` hashes; only when de-duplication is on
+    ids: pa.Array | None  # binary: the id as UTF-8 text (an integer in decimal); null or empty: no id
+    model: pa.Array | None  # text columns from here to department
+    tier: pa.Array | None  # the mapped tier field; null: the model's tier decides
+    route: pa.Array | None
+    department: pa.Array | None
+    timestamp: pa.Array | None  # raw values, read by `times.epoch_micros` or `RowMapper.timestamp`
+    answer_chars: np.ndarray | None  # only when an answer-length filter is set
+    content: pa.Array | None  # binary: what `dedup.content_hash` hashes; only when de-duplication is on
     full: np.ndarray  # bool: map this row with RowMapper.map before deciding
 
 
@@ -48,20 +48,20 @@ def _is_list(t: pa.DataType) -> bool:
     return bool(pa.types.is_list(t) or pa.types.is_large_list(t))
 
 
-def _element(arr: pa.Array, index: int) -> pa.Array:
-    """`arr[i][index]` for every row, null where the list is null or too short (as `resolve` does)."""
-    shortest = pc.min(pc.list_value_length(arr)).as_py()
-    if shortest is None or shortest > index:  # every list long enough: the direct kernel
-        return pc.list_element(arr, index)
-    sliced = pc.list_slice(arr, index, index + 1)
-    parents = pc.list_parent_indices(sliced).to_numpy(zero_copy_only=False)
-    take = np.full(len(arr), -1, dtype=np.int64)
-    take[parents] = np.arange(len(parents))
-    return pc.list_flatten(sliced).take(pa.array(take, mask=take < 0))
+def _element_positions(arr: pa.Array, index: int) -> np.ndarray:
+    """Where `arr[i][index]` sits in `arr.values`, per row; -1 where the list is null or too short."""
+    offsets = arr.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    starts, lengths = offsets[:-1], np.diff(offsets)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool) & (lengths > index)
+    return np.where(valid, starts + index, -1)
 
 
 def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
-    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row)."""
+    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row).
+
+    A list index is not applied where it is met: the path goes on in the lists' values and only the value it
+    ends at is taken per row (`resolve`'s `value[int(seg)]`, null where the list is null or too short), so
+    the structs around it are never copied."""
     if segments[0] not in table.column_names:
         return None
     column = table.column(segments[0])
@@ -70,6 +70,7 @@ def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) ->
         raise Unsupported(f"column {segments[0]} is binary")  # the row path decodes it first
     if len(segments) > 1 and _is_text(arr.type) and segments[0] in nested_keys:
         raise Unsupported(f"column {segments[0]} holds JSON text")
+    rows: np.ndarray | None = None  # per row, where its value is in `arr` (None: row i is at i)
     for seg in segments[1:]:
         t = arr.type
         if pa.types.is_struct(t):
@@ -79,9 +80,13 @@ def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) ->
         elif _is_list(t):
             if not seg.isdigit():
                 raise Unsupported(f"list index {seg!r}")
-            arr = _element(arr, int(seg))
+            at = _element_positions(arr, int(seg))
+            rows = at if rows is None else np.where(rows >= 0, at[np.maximum(rows, 0)], -1)
+            arr = arr.values
         else:  # walking into a scalar or a null column gives None, as `resolve` does
             return None
+    if rows is not None:
+        arr = arr.take(pa.array(rows, mask=rows < 0))
     return arr
 
 
@@ -101,12 +106,10 @@ def resolve_column(table: pa.Table, path: Path, nested_keys: list[str]) -> pa.Ar
     return result
 
 
-def _labels(arr: pa.Array | None, n: int, field: str) -> list[str | None]:
-    if arr is None:
-        return [None] * n
-    if not _is_text(arr.type):
+def _labels(arr: pa.Array | None, field: str) -> pa.Array | None:
+    if arr is not None and not _is_text(arr.type):
         raise Unsupported(f"{field}: {arr.type}")
-    return arr.to_pylist()
+    return arr
 
 
 class _Flags:
@@ -233,13 +236,11 @@ def decision_columns(
         return resolve_column(table, p[name], keys) if p[name] else None
 
     raw_id = col("id")
-    if raw_id is None:
-        ids: list[bytes | None] = [None] * n
-    elif _is_text(raw_id.type) or pa.types.is_integer(raw_id.type):
-        text = pc.cast(raw_id, pa.string())  # an integer as `str(int)` writes it
-        ids = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.binary()).to_pylist()
-    else:
-        raise Unsupported(f"id: {raw_id.type}")
+    ids: pa.Array | None = None
+    if raw_id is not None:
+        if not (_is_text(raw_id.type) or pa.types.is_integer(raw_id.type)):
+            raise Unsupported(f"id: {raw_id.type}")
+        ids = pc.cast(pc.cast(raw_id, pa.string()), pa.binary())  # an integer as `str(int)` writes it
     answer = _text_field(col("answer"), "answer", flags, sizes)
     flags.rows(np.ones(n, dtype=bool) if answer is None else pc.is_null(answer))  # missing_response
     question = _text_field(col("question"), "question", flags, sizes)
@@ -254,12 +255,9 @@ def decision_columns(
     stamp = col("timestamp")
     if stamp is None:
         flags.rows(np.ones(n, dtype=bool))  # no timestamp
-        stamps: list[object] = [None] * n
-    elif any(f(stamp.type) for f in (_is_text, pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp)):
-        stamps = stamp.to_pylist()
-    else:
+    elif not any(f(stamp.type) for f in (_is_text, pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp)):
         raise Unsupported(f"timestamp: {stamp.type}")
-    model = _labels(col("model"), n, "model")
+    model = _labels(col("model"), "model")
     release = col("release")
     if release is not None and not _is_text(release.type):
         raise Unsupported(f"release: {release.type}")
@@ -273,21 +271,25 @@ def decision_columns(
     return DecisionColumns(
         ids=ids,
         model=model,
-        tier=_labels(col("tier"), n, "tier"),
-        route=_labels(col("route"), n, "route"),
-        department=_labels(col("department"), n, "department"),
-        timestamp=stamps,
-        answer_chars=pc.fill_null(pc.utf8_length(answer), 0).to_pylist() if answer_chars and answer else None,
+        tier=_labels(col("tier"), "tier"),
+        route=_labels(col("route"), "route"),
+        department=_labels(col("department"), "department"),
+        timestamp=stamp,
+        answer_chars=_numbers(pc.fill_null(pc.utf8_length(answer), 0)) if answer_chars and answer is not None else None,
         content=_content(model, joined, question, answer) if content and answer is not None else None,
         full=flags.full,
     )
 
 
-def _content(model: list[str | None], joined: pa.Array, question: pa.Array | None, answer: pa.Array) -> list[bytes]:
-    """Per row the bytes `sampling.content_key` hashes: model, messages (or question), answer."""
+def _numbers(arr: pa.Array) -> np.ndarray:
+    return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _content(model: pa.Array | None, joined: pa.Array, question: pa.Array | None, answer: pa.Array) -> pa.Array:
+    """Per row the bytes `dedup.content_bytes` builds: model, messages (or question), answer."""
     has_messages = pc.greater(pc.binary_length(joined), 0)
     asked = pc.binary_join_element_wise("\x1e", pc.fill_null(question, ""), "") if question is not None else None
     middle = joined if asked is None else pc.if_else(has_messages, joined, asked)
-    models = pc.fill_null(pa.array(model, pa.string()), "")
+    models = pc.cast(pc.fill_null(model, ""), pa.string()) if model is not None else pa.array([""] * len(answer))
     whole = pc.binary_join_element_wise(models, middle, "\x1d", pc.fill_null(answer, ""), "")
-    return pc.cast(whole, pa.binary()).to_pylist()
+    return pc.cast(whole, pa.binary())

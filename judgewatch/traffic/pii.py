@@ -129,7 +129,18 @@ def cn_id_valid(body17: str, check: str) -> bool:
     return date(1900, 1, 1) <= born <= date.today()
 
 
+# What a text must hold for a pattern to match at all (placeholders hold none of it, so a text that lacks it
+# before a step lacks it after): the literal a token starts with, "=" or a colon for key=value, "@" for an
+# e-mail, and for the numbers as many ASCII digits as the shortest form has (ID 17, card 13, phone 8: +1 and 7).
+_TOKEN_STARTS = re.compile("sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ")
+_ASSIGN = re.compile("[:=\uff1a]")
+_ANY_HINT = re.compile("[0-9@:=\uff1a]|-----BEGIN |(?i:bearer)|" + _TOKEN_STARTS.pattern)
+_DIGIT = re.compile("[0-9]")
+_MIN_DIGITS = {PiiKind.cn_id: 17, PiiKind.card: 13, PiiKind.phone: 8}
+
+
 def _sub_secret(text: str, counts: Counter[str]) -> str:
+    """Each pattern runs only on text holding what it needs: the same result, without five scans of plain text."""
     placeholder = PLACEHOLDERS[PiiKind.secret]
 
     def whole(_match: re.Match[str]) -> str:
@@ -140,11 +151,16 @@ def _sub_secret(text: str, counts: Counter[str]) -> str:
         counts[PiiKind.secret.value] += 1
         return m.group(1) + placeholder
 
-    text = _PEM.sub(whole, text)
-    text = _SECRET_TOKENS.sub(whole, text)
-    text = _BEARER.sub(value, text)
-    text = _KEY_VALUE.sub(value, text)
-    return _PASSWORD.sub(value, text)
+    if "-----BEGIN " in text:
+        text = _PEM.sub(whole, text)
+    if _TOKEN_STARTS.search(text):
+        text = _SECRET_TOKENS.sub(whole, text)
+    if "bearer" in text.lower():  # (?i) folds no other character onto b, e, a or r
+        text = _BEARER.sub(value, text)
+    if _ASSIGN.search(text):
+        text = _KEY_VALUE.sub(value, text)
+        text = _PASSWORD.sub(value, text)
+    return text
 
 
 _Substituter = Callable[[str, Counter[str]], str]
@@ -193,6 +209,12 @@ _SUBSTITUTERS: dict[PiiKind, _Substituter] = {
 }
 
 
+def _may_hold(kind: PiiKind, text: str, digits: int) -> bool:
+    if kind is PiiKind.email:
+        return "@" in text
+    return digits >= _MIN_DIGITS.get(kind, 0)
+
+
 class ScrubResult(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -209,10 +231,12 @@ class Scrubber:
 
     def scrub_into(self, text: str, counts: Counter[str]) -> str:
         """Scrub `text`, adding what was replaced to `counts` (cheap to call for many fields)."""
-        if not text:
+        if not text or not _ANY_HINT.search(text):  # one scan: most text holds nothing any pattern needs
             return text
+        digits = len(_DIGIT.findall(text))
         for kind in self.kinds:
-            text = _SUBSTITUTERS[kind](text, counts)
+            if _may_hold(kind, text, digits):
+                text = _SUBSTITUTERS[kind](text, counts)
         return text
 
     def scrub(self, text: str) -> ScrubResult:

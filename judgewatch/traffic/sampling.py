@@ -10,13 +10,14 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
+from judgewatch.traffic.dedup import DedupWindow, content_key
 from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import Message, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
@@ -114,64 +115,6 @@ def value_reason(filters: FilterConfig, timestamp: datetime, answer_chars: int |
     ):
         return "answer_length"
     return None
-
-
-def content_key(row: TrafficRow) -> bytes:
-    """Hash of what makes two calls identical: model, request messages (or question) and response."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update((row.model or "").encode())
-    if row.messages:
-        for m in row.messages:
-            h.update(b"\x1e" + m.role.encode() + b"\x1f" + m.content.encode())
-    else:
-        h.update(b"\x1e" + row.question.encode())
-    h.update(b"\x1d" + row.answer.encode())
-    return h.digest()
-
-
-class DedupWindow:
-    """Bounded LRU of content hashes: at most `max_rows` entries, and only matches within `seconds`."""
-
-    def __init__(self, max_rows: int, seconds: float | None) -> None:
-        self.max_rows = max_rows
-        self.seconds = seconds
-        self._seen: OrderedDict[bytes, float] = OrderedDict()
-        self._latest = float("-inf")
-        self._front: tuple[bytes, float] | None = None  # the oldest entry, cached: read once per change, not per row
-
-    def __len__(self) -> int:
-        return len(self._seen)
-
-    def seen(self, key: bytes, at: float) -> bool:
-        """True when `key` was seen within the window; records it either way."""
-        window = self._seen
-        if at > self._latest:
-            self._latest = at
-        before = window.get(key)
-        if before is None:
-            duplicate = False
-            if not window:
-                self._front = None
-            window[key] = at
-        else:
-            duplicate = self.seconds is None or abs(at - before) <= self.seconds
-            window[key] = at if at > before else before
-            window.move_to_end(key)
-            if self._front is not None and self._front[0] == key:
-                self._front = None
-        if self.seconds is not None:
-            horizon = self._latest - self.seconds
-            while window:
-                if self._front is None:
-                    self._front = next(iter(window.items()))
-                if self._front[1] >= horizon:
-                    break
-                window.popitem(last=False)
-                self._front = None
-        while len(window) > self.max_rows:
-            window.popitem(last=False)
-            self._front = None
-        return duplicate
 
 
 class Sampler:

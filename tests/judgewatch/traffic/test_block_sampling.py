@@ -15,7 +15,7 @@ import pytest
 import judgewatch.traffic.block_sampling as block_sampling
 from judgewatch.testing.gateway_log import write_gateway_logs
 from judgewatch.traffic import Sampler, SourceConfig, load_source_config, parse_source_config, read_source
-from judgewatch.traffic.watermark import Watermark
+from judgewatch.traffic.watermark import FileMark, Watermark
 
 REPO = Path(__file__).resolve().parents[3]
 STORED = json.loads((Path(__file__).parent / "data" / "picks_before_columnar.json").read_text())
@@ -192,3 +192,52 @@ def test_a_pick_moves_the_watermark_to_its_own_line_and_a_resumed_read_picks_the
     rest = _run(config, since=read.watermark)
     assert [p.row.interaction_id for p in first] + [p[0] for p in rest["picks"]] == [p[0] for p in whole["picks"]]
     assert rest["watermark"] == whole["watermark"] == _run(config, rows=True)["watermark"]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_small_blocks_an_overlong_line_and_a_resumed_read_match_the_row_path(
+    tmp_path: Path, make_config: Any, gateway_row: Any, monkeypatch: pytest.MonkeyPatch, gz: bool
+) -> None:
+    import gzip
+
+    import judgewatch.traffic.blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 3000)  # lines straddle block ends; carries of every length
+    rows = [json.dumps(gateway_row(i), ensure_ascii=False) for i in range(60)]
+    rows[17] = json.dumps(gateway_row(17, answer="长" * 4000), ensure_ascii=False)  # longer than a row may be
+    rows[40] = rows[40].replace("\n", "") + "\r"  # a CRLF line
+    data = ("\n".join(rows) + "\n").encode()
+    path = tmp_path / ("log.jsonl.gz" if gz else "log.jsonl")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    config = make_config(paths=[str(path)], max_row_bytes=5000, sampling={"default_rate": 0.5})
+    whole = _same(config)
+    assert [q[1:3] for q in whole["quarantined"]] == [(18, "oversize")]
+    offset = None if gz else sum(len(r.encode()) + 1 for r in rows[:25])
+    since = Watermark(files={str(path): FileMark(rows=25, offset=offset)})  # a run stopped after line 25
+    rest = _run(config, since=since)
+    assert rest == _run(config, rows=True, since=since)
+    assert rest["picks"] == [
+        p for p, r in zip(whole["picks"], whole["rows"], strict=True) if int(r.source_id[-6:]) >= 25
+    ]
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+def test_a_list_index_past_a_short_or_null_list_reads_as_missing_as_in_the_row_path(
+    tmp_path: Path, make_config: Any, gateway_row: Any, kind: str
+) -> None:
+    rows = [gateway_row(i) for i in range(12)]
+    rows[2]["response"]["choices"] = []
+    rows[4]["response"]["choices"] = None
+    rows[6]["response"]["choices"] = [None, {"message": {"content": "the second"}}]
+    rows[8]["response"]["choices"] = [{"message": None}]
+    rows[9]["response"] = None
+    rows[10]["response"]["choices"].append({"message": {"content": "a second choice"}})
+    path = tmp_path / f"log.{kind}"
+    if kind == "parquet":
+        pq.write_table(pa.Table.from_pylist(rows), path, row_group_size=5)
+    else:
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    got = _same(make_config(kind=kind, paths=[str(path)], sampling={"default_rate": 1.0}))
+    assert [q[2] for q in got["quarantined"]] == ["missing_response"] * 5
+    first_choices = [r["response"]["choices"][0]["message"]["content"] for r in rows[10:]]
+    assert [r.answer for r in got["rows"]][-2:] == first_choices

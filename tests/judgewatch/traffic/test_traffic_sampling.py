@@ -20,8 +20,8 @@ from judgewatch.traffic import (
     hash_unit,
     interaction_id,
 )
+from judgewatch.traffic.dedup import DedupWindow
 from judgewatch.traffic.mapping import RowMapper
-from judgewatch.traffic.sampling import DedupWindow
 
 IDS = [interaction_id("traffic:src", f"row-{i}") for i in range(100_000)]
 
