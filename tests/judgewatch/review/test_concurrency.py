@@ -15,29 +15,10 @@ from judgewatch.review.views import LeaseError
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.types import utcnow
+from judgewatch.testing.threads import run_together
 
 REVIEWERS = 20
 FULL = {"relevance": 3, "faithfulness": 3, "completeness": 3}
-
-
-def _run(workers: list[Callable[[], None]]) -> list[BaseException]:
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(workers))
-
-    def wrap(work: Callable[[], None]) -> None:
-        try:
-            barrier.wait()
-            work()
-        except BaseException as exc:  # reported by the test
-            errors.append(exc)
-
-    threads = [threading.Thread(target=wrap, args=(w,)) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in threads), "a reviewer thread hung"
-    return errors
 
 
 def _labels_and_items(engine: Engine) -> tuple[list[ReviewLabel], list[ReviewItem]]:
@@ -80,7 +61,7 @@ def test_twenty_reviewers_pulling_and_submitting_at_once(engine: Engine, seed, r
 
         return work
 
-    errors = _run([reviewer(n) for n in names])
+    errors = run_together([reviewer(n) for n in names])
     assert errors == [] and double_leases == [] and stolen == []
     labels, items = _labels_and_items(engine)
     assert sorted((lb.review_item_id, lb.reviewer) for lb in labels) == sorted(accepted)  # none lost, none extra
@@ -125,7 +106,7 @@ def test_late_submits_after_expiry_are_refused_while_others_take_over(engine: En
 
         return work
 
-    errors = _run([late(n) for n in first] + [takeover(n) for n in second])
+    errors = run_together([late(n) for n in first] + [takeover(n) for n in second])
     assert errors == [] and sorted(refused) == sorted(first)
     labels, items = _labels_and_items(engine)
     assert sorted(lb.reviewer for lb in labels) == sorted(second)

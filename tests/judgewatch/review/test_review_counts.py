@@ -4,7 +4,7 @@ inserts and deletes, concurrent reviewers; and m016 backfills a store that had i
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, insert, text
 
@@ -15,6 +15,7 @@ from judgewatch.storage.migrations import MIGRATIONS, migrate
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.review_counts import CountKey, recount, stored_counts
 from judgewatch.storage.types import utcnow
+from judgewatch.testing.threads import run_together
 
 FULL = {"relevance": 4, "faithfulness": 4, "completeness": 4}
 TRIGGERS = {
@@ -96,25 +97,19 @@ def test_direct_and_bulk_writes_and_deletes_are_counted(seed, reviewers, engine:
 def test_concurrent_reviewers_are_each_counted_once(seed, reviewers, engine: Engine) -> None:
     seed(24)
     names = reviewers("r0", "r1", "r2")
-    errors: list[BaseException] = []
 
-    def work(reviewer: str) -> None:
-        queue = ReviewQueue(engine, lease_seconds=600)
-        try:
+    def work(reviewer: str) -> Callable[[], None]:
+        def run() -> None:
+            queue = ReviewQueue(engine, lease_seconds=600)
             for _ in range(6):
                 item = queue.lease_next(reviewer)
                 if item is None:
                     return
                 queue.submit(reviewer, item.item_id, FULL, rubric_version_shown="1.0.0")
-        except BaseException as exc:  # reported by the assertion below
-            errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(name,)) for name in names]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not errors and not any(t.is_alive() for t in threads)
+        return run
+
+    assert run_together([work(name) for name in names], timeout_s=120) == []
     assert assert_kept_equals_recount(engine) == {("queue", "open"): 6, ("queue", "done"): 18, ("label", "none"): 18}
 
 
