@@ -1,4 +1,5 @@
-"""The store reads behind a scrape: five statements, built once, whose results have bounded size.
+"""The store reads behind a scrape: five statements (six round trips with the session settings), built once,
+whose results have bounded size.
 
 Each function is keyword-only, takes a session and returns rows grouped by bounded values only (judge names,
 rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person or a
