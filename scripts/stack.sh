@@ -119,6 +119,11 @@ wait_for() {  # wait_for NAME URL SECONDS
 }
 
 up() {
+  if [ "$GIT_BRANCH" = HEAD ]; then  # the workers' pull step clones a branch, and a detached HEAD names none
+    echo "[stack] $here is on a detached HEAD: check out a branch, or set JUDGEWATCH_GIT_BRANCH to the one the" \
+      "workers should clone" >&2
+    exit 2
+  fi
   local t0=$SECONDS
   mkdir -p "$STATE" "$DATA_DIR"
   say "PostgreSQL databases $PREFECT_DB and $STORE_DB on ${PG_URL#*@}"
