@@ -23,9 +23,12 @@ PASSWORD = "a long test password"
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def demo_store(quick_demo: QuickDemo) -> Engine:
-    """The quick demo's releases, labels and calibration snapshot, with an owner account to open the pages."""
+    """The quick demo's releases, labels and calibration snapshot, with an owner account to open the pages.
+
+    Session-scoped like `quick_demo`: the browser test runs after every other test (tests/conftest.py), so this
+    module's two tests are not adjacent, and a module fixture would be set up twice on the one shared store."""
     lines = quick_demo.lines
     assert all(o.as_expected for o in quick_demo.outcomes), lines
     assert any("label_via=dataset_annotation, not a reviewer's" in line for line in lines), lines
