@@ -74,6 +74,31 @@ def loads_bounded(text: str | bytes) -> Any:
     return value
 
 
+class RowError(ValueError):
+    """Why one JSONL line is not a JSON object; the caller adds the file and line."""
+
+
+def json_object(line: str | bytes) -> dict[str, Any]:
+    """One JSONL line as an object, or RowError with the reason every reader words the same way.
+
+    The reasons: not valid UTF-8 (with the byte), not valid JSON (with the column), not usable JSON (nested too
+    deeply, a number too long to convert) and expected a JSON object (with the type it got).
+    """
+    try:
+        text = line.decode("utf-8") if isinstance(line, bytes) else line
+    except UnicodeDecodeError as exc:
+        raise RowError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    try:
+        value = loads_bounded(text)
+    except json.JSONDecodeError as exc:
+        raise RowError(f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise RowError(f"not usable JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise RowError(f"expected a JSON object, got {'null' if value is None else type(value).__name__}")
+    return value
+
+
 def _depth(value: dict[str, Any] | list[Any]) -> int:
     """Nesting depth of dicts and lists (1 for a flat one), by an explicit stack."""
     deepest = 0

@@ -8,7 +8,6 @@ change reported) so every database can store the text. A file unusable as a whol
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +16,14 @@ from typing import IO, Any
 from pydantic import ValidationError
 
 from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.raw_rows import loads_bounded, oversize_field, sniff_jsonl_file, storable_excerpt, strip_nul
+from judgewatch.contract.raw_rows import (
+    RowError,
+    json_object,
+    oversize_field,
+    sniff_jsonl_file,
+    storable_excerpt,
+    strip_nul,
+)
 from judgewatch.settings import get_settings
 from judgewatch.storage.quarantine import RAW_EXCERPT_BYTES, QuarantineRecord
 
@@ -154,12 +160,9 @@ def _rows(
             if not text.strip():
                 continue
             try:
-                row = loads_bounded(text)
-            except json.JSONDecodeError as exc:
-                yield quarantine(line, f"not valid JSON: {exc.msg} (column {exc.colno})", text)
-                continue
-            except (ValueError, RecursionError) as exc:  # nested too deeply, or a number too long to convert
-                yield quarantine(line, f"not usable JSON: {exc}", text)
+                row = json_object(text)
+            except RowError as exc:
+                yield quarantine(line, str(exc), text)
                 continue
             problem = row_problem(row)
             if problem is None:

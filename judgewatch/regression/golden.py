@@ -24,7 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic_core import ErrorDetails
 
 from judgewatch.contract.items import JudgeItem, Language
-from judgewatch.contract.raw_rows import InputFileError, loads_bounded, oversize_field, sniff_jsonl_file, strip_nul
+from judgewatch.contract.raw_rows import (
+    InputFileError,
+    RowError,
+    json_object,
+    oversize_field,
+    sniff_jsonl_file,
+    strip_nul,
+)
 from judgewatch.settings import get_settings
 
 logger = logging.getLogger(__name__)
@@ -349,18 +356,9 @@ def _scan_jsonl(name: str, files: list[Path]) -> tuple[list[tuple[str, dict[str,
             if not raw.strip():
                 continue
             try:
-                value = loads_bounded(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                problems.append(f"{name}: {label}: not valid UTF-8")
-                continue
-            except json.JSONDecodeError as exc:
-                problems.append(f"{name}: {label}: invalid JSON: {exc.msg} (column {exc.colno})")
-                continue
-            except (ValueError, RecursionError) as exc:
-                problems.append(f"{name}: {label}: unusable JSON: {exc}")
-                continue
-            if not isinstance(value, dict):
-                problems.append(f"{name}: {label}: expected a JSON object, got {_type_name(value)}")
+                value = json_object(raw)
+            except RowError as exc:
+                problems.append(f"{name}: {label}: {exc}")
                 continue
             if problem := oversize_field(value, _EXPECTED, limit) or _nul_field(value):
                 problems.append(f"{name}: {label}: {problem}")

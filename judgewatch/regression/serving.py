@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from judgewatch.contract.raw_rows import RowError, json_object
 from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.regression.answer_prompt import AnswerTemplate
 
@@ -186,13 +187,9 @@ def load_recorded_answers(path: Path, expected_ids: Collection[str] | None = Non
             continue
         where = f"{path}:{number}"
         try:
-            row = json.loads(line.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise TierError(f"{where}: not valid UTF-8") from exc
-        except json.JSONDecodeError as exc:
-            raise TierError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from exc
-        if not isinstance(row, dict):
-            raise TierError(f"{where}: expected a JSON object with 'id' and 'answer', got {type(row).__name__}")
+            row = json_object(line)
+        except RowError as exc:
+            raise TierError(f"{where}: {exc} (one object per line with 'id' and 'answer')") from None
         item_id, answer = row.get("id"), row.get("answer")
         if isinstance(item_id, int) and not isinstance(item_id, bool):
             item_id = str(item_id)

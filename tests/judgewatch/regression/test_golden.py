@@ -181,10 +181,10 @@ def test_bad_json_line_is_reported_with_its_line_number(tmp_path: Path) -> None:
     error = load_error(tmp_path)
 
     assert error.problems == [
-        "bad: row 3: invalid JSON: Expecting ',' delimiter (column 19)",
+        "bad: row 3: not valid JSON: Expecting ',' delimiter (column 19)",
         "bad: row 4: expected a JSON object, got list",
     ]
-    assert str(error) == "bad: row 3: invalid JSON: Expecting ',' delimiter (column 19) (and 1 more problems)"
+    assert str(error) == "bad: row 3: not valid JSON: Expecting ',' delimiter (column 19) (and 1 more problems)"
 
 
 def test_duplicate_id_points_at_the_first_occurrence(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_recorded_answers_load_by_id_and_accept_integer_ids(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("second_line", "expected_ids", "message"),
     [
-        ('{"id": "q2", "answer": ', None, "invalid JSON"),
+        ('{"id": "q2", "answer": ', None, "not valid JSON"),
         ('{"id": "q2"}', None, "id q2: 'answer' must be a string, got missing"),
         ('{"id": "q1", "answer": "y"}', None, "id q1: duplicate of line 1"),
         ('{"id": "q9", "answer": "y"}', {"q1", "q2"}, "id q9: unknown id"),
