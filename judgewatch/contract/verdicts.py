@@ -56,7 +56,14 @@ class RubricIdentity(BaseModel):
 class TokenUsage(BaseModel):
     prompt: int = 0
     completion: int = 0
-    cached: int = 0
+    cached: int = 0  # of the prompt tokens, those the endpoint served from its prefix cache
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt=self.prompt + other.prompt,
+            completion=self.completion + other.completion,
+            cached=self.cached + other.cached,
+        )
 
 
 class PromptTrim(BaseModel):

@@ -81,9 +81,7 @@ class Tally:
     reasons: Counter[str] = field(default_factory=Counter)
     judges: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
-    prompt: int = 0
-    completion: int = 0
-    cached: int = 0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
 
     def add(self, verdict: Verdict) -> None:
         self.status[verdict.status.value] += 1
@@ -91,9 +89,7 @@ class Tally:
             self.reasons[verdict.unscored_reason.value] += 1
         self.judges[f"{verdict.judge.kind}:{verdict.judge.name}"] += 1
         self.latencies.append(verdict.latency_ms)
-        self.prompt += verdict.tokens.prompt
-        self.completion += verdict.tokens.completion
-        self.cached += verdict.tokens.cached
+        self.tokens += verdict.tokens
 
     def summary(self, stored: int, wall_s: float) -> JudgingSummary:
         return JudgingSummary(
@@ -102,7 +98,7 @@ class Tally:
             by_unscored_reason=dict(self.reasons),
             by_judge=dict(self.judges),
             latency_ms=percentiles(self.latencies),
-            tokens=TokenUsage(prompt=self.prompt, completion=self.completion, cached=self.cached),
+            tokens=self.tokens.model_copy(),
             stored=stored,
             wall_s=round(wall_s, 3),
         )

@@ -6,14 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from judgewatch.stats.agreement import (
-    bias,
-    cohen_kappa,
-    confusion_matrix,
-    exact_agreement,
-    spearman,
-    weighted_kappa,
-)
+from judgewatch.stats.agreement import bias, cohen_kappa, confusion_matrix, exact_agreement, spearman, weighted_kappa
 
 
 def ratings_from_table(table: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
