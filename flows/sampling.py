@@ -222,7 +222,9 @@ async def traffic_sampling(
                 params={"source": report.source, "started_from": report.started_from},
                 lazy=True,  # recorded on the first batch or quarantined row: a run that reads nothing leaves none
             )
-            policy = _policy(settings, review_share, unscored_share, borderline_share)
+            policy = RoutingPolicy.from_settings(
+                settings, review_share=review_share, unscored_share=unscored_share, borderline_share=borderline_share
+            )
             run = _Run(engine, lease, report, judging)
             try:
                 with judging:
@@ -244,15 +246,6 @@ async def traffic_sampling(
     finally:
         engine.dispose()
     return report.model_dump(mode="json")
-
-
-def _policy(settings: Settings, review_share: float | None, unscored: float, borderline: float) -> RoutingPolicy:
-    return RoutingPolicy(
-        review_share=settings.review_share if review_share is None else review_share,
-        double_label_share=settings.double_label_share,
-        unscored_share=unscored,
-        borderline_share=borderline,
-    )
 
 
 def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:

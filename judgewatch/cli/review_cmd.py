@@ -11,6 +11,7 @@ import typer
 from sqlalchemy import func, select
 from sqlmodel import Session
 
+from judgewatch.cli._options import BorderlineShare, UnscoredShare
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope, table
@@ -142,8 +143,8 @@ def route(
     ] = None,
     share: Annotated[float | None, typer.Option(help="Uniform share of scored verdicts (default: settings).")] = None,
     double_share: Annotated[float | None, typer.Option(help="Share of routed items labeled twice.")] = None,
-    unscored_share: Annotated[float, typer.Option(help="Targeted share of unscored verdicts.")] = 0.0,
-    borderline_share: Annotated[float, typer.Option(help="Targeted share of borderline scores.")] = 0.0,
+    unscored_share: UnscoredShare = 0.0,
+    borderline_share: BorderlineShare = 0.0,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Turn stored verdicts into review items (deterministic: routing again creates nothing new)."""
@@ -152,9 +153,10 @@ def route(
 
     settings = get_settings()
     try:
-        policy = RoutingPolicy(
-            review_share=settings.review_share if share is None else share,
-            double_label_share=settings.double_label_share if double_share is None else double_share,
+        policy = RoutingPolicy.from_settings(
+            settings,
+            review_share=share,
+            double_label_share=double_share,
             unscored_share=unscored_share,
             borderline_share=borderline_share,
         )

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
+from judgewatch.cli._options import BorderlineShare, UnscoredShare
 from judgewatch.cli._store import DatabaseUrl
 
 logger = logging.getLogger(__name__)
@@ -110,12 +111,8 @@ def sample(
     review_share: Annotated[
         float | None, typer.Option(min=0.0, max=1.0, help="Share of scored verdicts sent to review (default 0.1)")
     ] = None,
-    unscored_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Targeted: share of unscored verdicts sent to review")
-    ] = 0.0,
-    borderline_share: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Targeted: share of borderline verdicts sent to review")
-    ] = 0.0,
+    unscored_share: UnscoredShare = 0.0,
+    borderline_share: BorderlineShare = 0.0,
     batch_size: Annotated[int, typer.Option(min=1, help="Picks stored, judged and checkpointed per batch")] = 500,
     partitions: Annotated[
         int, typer.Option(min=1, help="Split a source of several files into this many partitions read at once")

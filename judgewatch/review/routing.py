@@ -56,8 +56,22 @@ class RoutingPolicy:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides: float) -> RoutingPolicy:
-        return cls(review_share=settings.review_share, double_label_share=settings.double_label_share, **overrides)
+    def from_settings(
+        cls,
+        settings: Settings,
+        *,
+        review_share: float | None = None,
+        double_label_share: float | None = None,
+        unscored_share: float = 0.0,
+        borderline_share: float = 0.0,
+    ) -> RoutingPolicy:
+        """The settings' shares, each replaced by the one given (the CLI's and the sampling flow's options)."""
+        return cls(
+            review_share=settings.review_share if review_share is None else review_share,
+            double_label_share=settings.double_label_share if double_label_share is None else double_label_share,
+            unscored_share=unscored_share,
+            borderline_share=borderline_share,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,3 +52,23 @@ def test_route_replay_and_status(db_url: str, store_judged_items, tmp_path: Path
     status = runner.invoke(review_app, ["status", *db]).output
     assert "review items: 20" in status and "done          3" in status and "labels: 3" in status
     assert runner.invoke(review_app, ["replay", *db]).exit_code == 1  # neither --labels nor --pandalm
+
+
+@pytest.mark.usefixtures("engine")
+def test_route_takes_the_settings_shares_unless_given_and_refuses_a_share_over_one(
+    db_url: str, store_judged_items, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judgewatch.settings import get_settings
+
+    store_judged_items(20)
+    db = ["--database-url", db_url]
+    monkeypatch.setenv("JUDGEWATCH_REVIEW_SHARE", "1.0")
+    monkeypatch.setenv("JUDGEWATCH_DOUBLE_LABEL_SHARE", "0")
+    get_settings.cache_clear()
+    try:
+        over = runner.invoke(review_app, ["route", "--unscored-share", "1.5", *db])
+        assert over.exit_code == 2 and "--unscored-share" in over.output  # the option named, nothing routed
+        routed = runner.invoke(review_app, ["route", *db])
+        assert routed.exit_code == 0 and "20 routed (uniform 20), 20 new items" in routed.output
+    finally:
+        get_settings.cache_clear()
