@@ -117,6 +117,9 @@ def sample(
     partitions: Annotated[
         int, typer.Option(min=1, help="Split a source of several files into this many partitions read at once")
     ] = 1,
+    partition_processes: Annotated[
+        bool, typer.Option(help="Read the partitions on a pool of processes (one per core at most), not threads")
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
@@ -134,6 +137,7 @@ def sample(
             batch_size=batch_size,
             database_url=database_url,
             partitions=partitions,
+            partition_processes=partition_processes,
         )
 
     # one line, not a traceback: config errors, a busy source, a dead database
