@@ -182,9 +182,9 @@ async def traffic_sampling(
     watermark alone. `dry_run` reads and samples only: nothing is stored, nothing judged. `judge`: "reference",
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
-    `partitions` > 1 splits a source of several files into that many runs of files, read at once by mapped
-    `sample-partition` tasks (on a process pool with `partition_processes`); the watermark is saved per
-    partition, in order (docs/sampling.md, "Partitions").
+    `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
+    ranges of its (order, id) keys, read at once by mapped `sample-partition` tasks (on a process pool with
+    `partition_processes`); the watermark is saved per partition, in order (docs/sampling.md, "Partitions").
     Raises SourceBusy when another run holds the source.
     """
     if batch_size < 1 or partitions < 1:

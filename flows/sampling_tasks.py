@@ -88,8 +88,8 @@ def sample_partition(partition: SourcePartition) -> PartitionRead:
     sampler, read = partition_sampler(partition, on_quarantine=quarantined.append)
     picks = list(sampler.run(read))
     stats, watermark = sampler.stats, read.watermark
-    logger.info("partition %d: %d files, read %d, picked %d", partition.index, len(partition.config.paths),
-                stats.read, stats.picked)  # fmt: skip
+    logger.info("partition %d (%s): read %d, picked %d", partition.index, partition.describe(), stats.read,
+                stats.picked)  # fmt: skip
     return PartitionRead(picks, quarantined, lambda: stats, lambda: watermark, streamed=False)
 
 

@@ -115,7 +115,8 @@ def sample(
     borderline_share: BorderlineShare = 0.0,
     batch_size: Annotated[int, typer.Option(min=1, help="Picks stored, judged and checkpointed per batch")] = 500,
     partitions: Annotated[
-        int, typer.Option(min=1, help="Split a source of several files into this many partitions read at once")
+        int,
+        typer.Option(min=1, help="Split the source (its files, or a table's id/time ranges) into this many partitions"),
     ] = 1,
     partition_processes: Annotated[
         bool, typer.Option(help="Read the partitions on a pool of processes (one per core at most), not threads")

@@ -31,7 +31,7 @@ from judgewatch.traffic.files import (
 from judgewatch.traffic.line_blocks import LineBlock
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
-from judgewatch.traffic.watermark import WatermarkState
+from judgewatch.traffic.watermark import Watermark, WatermarkState
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -78,11 +78,13 @@ def read_file_blocks(mapper: RowMapper, state: WatermarkState) -> Iterator[Block
     return each_file(mapper, state, parquet_blocks, jsonl_blocks)
 
 
-def sql_blocks(mapper: RowMapper, state: WatermarkState, engine: Engine | None) -> Iterator[Block]:
-    """A table's keyset pages as blocks; a page pyarrow cannot hold as columns is mapped row by row."""
+def sql_blocks(
+    mapper: RowMapper, state: WatermarkState, engine: Engine | None, until: Watermark | None = None
+) -> Iterator[Block]:
+    """A table's keyset pages (up to `until`) as blocks; a page pyarrow cannot hold as columns is mapped row by row."""
     from judgewatch.traffic.sql import sql_batches
 
-    for batch in sql_batches(mapper, state, engine):
+    for batch in sql_batches(mapper, state, engine, until):
         rows = batch.rows
 
         def position(i: int, batch: SqlBatch = batch) -> tuple[str, int | None]:

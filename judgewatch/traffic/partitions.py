@@ -1,17 +1,19 @@
-"""Split a file source into partitions that separate workers read at once, and merge what they read.
+"""Split a source into partitions that separate workers read at once, and merge what they read.
 
 A partition is a contiguous run of the source's files (a glob, or every file of a partitioned Parquet folder,
-in name order). Sampling decisions depend only on the interaction id, so the picks do not depend on the split;
-the de-duplication window does depend on the rows before a row, so each partition's window is warmed with
-the `window_rows` rows that come before its first file (read again, never sampled or counted). A partition's
-watermark covers its own files; the caller merges them in partition order and saves the merged watermark only
-up to the last partition whose predecessors are all done.
+in name order), or of a table's rows in (order, id) order (`judgewatch.traffic.sql_ranges`). Sampling
+decisions depend only on the interaction id, so the picks do not depend on the split; the de-duplication
+window does depend on the rows before a row, so each partition's window is warmed with the `window_rows` rows
+that come before its first file or row (read again, never sampled or counted). A partition's watermark covers
+its own files or rows; the caller merges them in partition order and saves the merged watermark only up to the
+last partition whose predecessors are all done.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -20,26 +22,51 @@ from judgewatch.traffic.files import expand_paths
 from judgewatch.traffic.records import RejectedTrafficRow
 from judgewatch.traffic.sampling import Sampler
 from judgewatch.traffic.sources import SourceRead, read_source
+from judgewatch.traffic.sql_ranges import key_ranges
 from judgewatch.traffic.watermark import FileMark, Watermark
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 logger = logging.getLogger(__name__)
 
 
 class SourcePartition(BaseModel):
-    """Files `paths` of a source, read after `since`; `warmup` marks where the rows before them start."""
+    """Files `paths` of a source, or a table's rows up to `until`, read after `since`; `warmup` marks where the
+    rows before them start (SQL: the rows after it up to `since`)."""
 
     model_config = ConfigDict(frozen=True)
 
     index: int
     config: SourceConfig  # the source restricted to this partition's files
     since: Watermark | None = None
-    warmup: Watermark | None = None  # the files (and where in them) whose rows warm the dedup window
+    until: Watermark | None = None  # SQL: the partition's last row; None: to the table's end
+    warmup: Watermark | None = None  # the files (and where in them), or rows, whose rows warm the dedup window
+
+    def describe(self) -> str:
+        """What the partition reads, for the logs: its files, or its table's key range."""
+        if self.config.kind != "sql":
+            return f"{len(self.config.paths)} files"
+
+        def key(mark: Watermark | None, none: str) -> str:
+            return none if mark is None or mark.last_id is None else f"({mark.last_order}, {mark.last_id})"
+
+        return f"{self.config.table} after {key(self.since, 'its start')} up to {key(self.until, 'its end')}"
 
 
-def split_source(config: SourceConfig, since: Watermark | None, parts: int) -> list[SourcePartition]:
-    """At most `parts` partitions of contiguous files (one when the source is SQL or a single file)."""
-    if config.kind == "sql" or parts <= 1:
+def split_source(
+    config: SourceConfig, since: Watermark | None, parts: int, *, engine: Engine | None = None
+) -> list[SourcePartition]:
+    """At most `parts` partitions of contiguous files or key ranges (one for a single file); `engine`: SQL's."""
+    if parts <= 1:
         return [SourcePartition(index=0, config=config, since=since)]
+    window = config.sampling.dedup.window_rows if config.sampling.dedup.enabled else 0
+    if config.kind == "sql":
+        ranges = key_ranges(config, since, parts, window, engine)
+        return [
+            SourcePartition(index=k, config=config, since=r.since, until=r.until, warmup=r.warmup)
+            for k, r in enumerate(ranges)
+        ]
     files, missing = expand_paths(config.paths)
     if len(files) <= 1:
         return [SourcePartition(index=0, config=config, since=since)]
@@ -47,7 +74,6 @@ def split_source(config: SourceConfig, since: Watermark | None, parts: int) -> l
     bounds = [round(k * len(files) / parts) for k in range(parts + 1)]
     groups = [files[bounds[k] : bounds[k + 1]] for k in range(parts)]
     groups[0] = missing + groups[0]  # a missing literal path is still quarantined, by the first partition
-    window = config.sampling.dedup.window_rows if config.sampling.dedup.enabled else 0
     return [
         SourcePartition(
             index=k,
@@ -66,11 +92,15 @@ def _restrict(since: Watermark | None, paths: list[str]) -> Watermark | None:
 
 
 def merge_watermarks(marks: list[Watermark]) -> Watermark:
-    """One watermark over several partitions' files (a later mark of the same file wins)."""
+    """One watermark over partitions in order: a later mark of the same file wins, and so does a later row
+    (a SQL partition's mark is at or after the end of the ones before it)."""
     files: dict[str, FileMark] = {}
+    last_order, last_id = None, None
     for mark in marks:
         files.update(mark.files)
-    return Watermark(files=files)
+        if mark.last_id is not None:
+            last_order, last_id = mark.last_order, mark.last_id
+    return Watermark(files=files, last_order=last_order, last_id=last_id)
 
 
 def partition_sampler(
@@ -83,12 +113,16 @@ def partition_sampler(
     sampler = Sampler(partition.config, on_quarantine=on_quarantine)
     warm = partition.warmup
     if warm is not None and sampler.dedup is not None:
-        config = partition.config.model_copy(update={"paths": list(warm.files)})
+        if partition.config.kind == "sql":
+            config, rows = partition.config, read_source(partition.config, warm, until=partition.since)
+        else:
+            config = partition.config.model_copy(update={"paths": list(warm.files)})
+            rows = read_source(config, warm)
         warming = Sampler(config, on_quarantine=lambda _row: None)  # its rows belong to earlier partitions
-        for _ in warming.run(read_source(config, warm)):
+        for _ in warming.run(rows):
             pass
         sampler.dedup = warming.dedup
-    return sampler, read_source(partition.config, partition.since)
+    return sampler, read_source(partition.config, partition.since, until=partition.until)
 
 
 def _warmup(before: list[str], window_rows: int) -> Watermark | None:

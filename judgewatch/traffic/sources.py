@@ -24,11 +24,22 @@ class SourceRead:
 
     `watermark` always covers every row handed out so far (quarantined ones included): store it after the
     rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once.
+    `until` (SQL only: a partition's end) stops after that row.
     """
 
-    def __init__(self, config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        config: SourceConfig,
+        since: Watermark | None = None,
+        *,
+        engine: Engine | None = None,
+        until: Watermark | None = None,
+    ) -> None:
+        if until is not None and config.kind != "sql":
+            raise ValueError("`until` bounds a SQL source's read; a file source is split by its files")
         self.config = config
         self.since = since
+        self.until = until
         self.engine = engine
         self.rows = 0
         self.quarantined = 0
@@ -52,7 +63,7 @@ class SourceRead:
 
         mapper = self._start()
         if self.config.kind == "sql":
-            return sql_blocks(mapper, self._state, self.engine)
+            return sql_blocks(mapper, self._state, self.engine, self.until)
         return read_file_blocks(mapper, self._state)
 
     def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
@@ -61,7 +72,7 @@ class SourceRead:
         if self.config.kind == "sql":
             from judgewatch.traffic.sql import read_sql
 
-            items = read_sql(mapper, self._state, self.engine)
+            items = read_sql(mapper, self._state, self.engine, self.until)
         else:
             from judgewatch.traffic.files import read_files
 
@@ -76,6 +87,12 @@ class SourceRead:
         logger.info("source %s: %d rows, %d quarantined", self.config.name, self.rows, self.quarantined)
 
 
-def read_source(config: SourceConfig, since: Watermark | None = None, *, engine: Engine | None = None) -> SourceRead:
-    """Stream a source's rows after `since`; pass `engine` to reuse the caller's SQLAlchemy engine."""
-    return SourceRead(config, since, engine=engine)
+def read_source(
+    config: SourceConfig,
+    since: Watermark | None = None,
+    *,
+    engine: Engine | None = None,
+    until: Watermark | None = None,
+) -> SourceRead:
+    """Stream a source's rows after `since` (SQL: up to `until`); pass `engine` to reuse the caller's engine."""
+    return SourceRead(config, since, engine=engine, until=until)

@@ -8,13 +8,13 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, NamedTuple
 
-from sqlalchemy import Column, MetaData, Table, and_, create_engine, or_, select
+from sqlalchemy import Column, ColumnElement, MetaData, Table, and_, create_engine, false, or_, select
 from sqlalchemy.engine import Engine
 
 from judgewatch.traffic.config import SourceConfigError
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import RejectedTrafficRow, TrafficRow
-from judgewatch.traffic.watermark import WatermarkState
+from judgewatch.traffic.watermark import Watermark, WatermarkState
 
 logger = logging.getLogger(__name__)
 
@@ -32,50 +32,92 @@ class SqlBatch(NamedTuple):
 
 
 def read_sql(
-    mapper: RowMapper, state: WatermarkState, engine: Engine | None = None
+    mapper: RowMapper, state: WatermarkState, engine: Engine | None = None, until: Watermark | None = None
 ) -> Iterator[TrafficRow | RejectedTrafficRow]:
     """Every row of `sql_batches`, mapped."""
-    for batch in sql_batches(mapper, state, engine):
+    for batch in sql_batches(mapper, state, engine, until):
         for raw in batch.rows:
             row_id = raw[batch.id_column]
             state.advance_sql(raw[batch.order_column], row_id)
             yield mapper.map(raw, position=batch.position(raw), fallback_id=str(row_id))
 
 
-def sql_batches(mapper: RowMapper, state: WatermarkState, engine: Engine | None = None) -> Iterator[SqlBatch]:
+def sql_batches(
+    mapper: RowMapper, state: WatermarkState, engine: Engine | None = None, until: Watermark | None = None
+) -> Iterator[SqlBatch]:
     """Keyset pagination: each batch is one short query `WHERE (order, id) > watermark ORDER BY order, id`.
 
     The next query starts after the watermark as the caller left it, so advance it through a batch before
     asking for the next. Rows are read in the order they sort, so a row inserted later with a smaller id (or,
     in time order, an older timestamp) than the watermark is not read; rows with a NULL time are never read in
-    time order.
+    time order. `until` (a partition's end, `judgewatch.traffic.sql_ranges`) stops at that row, included.
     """
     config = mapper.config
     own_engine = engine is None
     engine = engine or create_engine(config.database_url())
     try:
-        table = _reflect(engine, config.table or "")
-        id_col = _column(table, str(config.mapping.id))
-        order_col = _time_column(table, mapper) if config.order_by == "time" else id_col
+        keys = keyset(engine, mapper)
+        upper = keys.up_to(until) if until is not None else []
         while True:
-            query = select(table).order_by(order_col, id_col).limit(config.batch_size)
-            if state.last_id is not None:
-                last_id = _typed(state.last_id, id_col)
-                if order_col is id_col:
-                    query = query.where(id_col > last_id)
-                else:
-                    last_order = _typed(state.last_order, order_col)
-                    query = query.where(or_(order_col > last_order, and_(order_col == last_order, id_col > last_id)))
-            elif order_col is not id_col:
-                query = query.where(order_col.is_not(None))
+            query = select(keys.table).where(*keys.after(state.last_order, state.last_id), *upper)
+            query = query.order_by(*keys.ascending).limit(config.batch_size)
             with engine.connect() as conn:
                 rows = [dict(record) for record in conn.execute(query).mappings()]
-            yield SqlBatch(table.name, id_col.name, order_col.name, rows)
+            yield SqlBatch(keys.table.name, keys.id.name, keys.order.name, rows)
             if len(rows) < config.batch_size:
                 return
     finally:
         if own_engine:
             engine.dispose()
+
+
+class Keyset(NamedTuple):
+    """The table and the (order, id) pair it is read in: the id alone, or a time column then the id."""
+
+    table: Table
+    order: Column[Any]
+    id: Column[Any]
+
+    @property
+    def by_id(self) -> bool:
+        return self.order is self.id
+
+    @property
+    def ascending(self) -> list[Column[Any]]:
+        return [self.id] if self.by_id else [self.order, self.id]
+
+    @property
+    def descending(self) -> list[Any]:
+        return [column.desc() for column in self.ascending]
+
+    def after(self, last_order: object, last_id: object) -> list[ColumnElement[bool]]:
+        """The rows after a watermark's (order, id); every row (with a time, in time order) without one."""
+        if last_id is None:
+            return [] if self.by_id else [self.order.is_not(None)]
+        row_id = _typed(last_id, self.id)
+        if self.by_id:
+            return [self.id > row_id]
+        order = _typed(last_order, self.order)
+        return [or_(self.order > order, and_(self.order == order, self.id > row_id))]
+
+    def up_to(self, mark: Watermark) -> list[ColumnElement[bool]]:
+        """The rows at or before a watermark's (order, id)."""
+        if mark.last_id is None:
+            return [false()]
+        row_id = _typed(mark.last_id, self.id)
+        if self.by_id:
+            return [self.id <= row_id]
+        order = _typed(mark.last_order, self.order)
+        return [or_(self.order < order, and_(self.order == order, self.id <= row_id))]
+
+
+def keyset(engine: Engine, mapper: RowMapper) -> Keyset:
+    """The source's table, reflected, and its (order, id) columns."""
+    config = mapper.config
+    table = _reflect(engine, config.table or "")
+    id_col = _column(table, str(config.mapping.id))
+    order_col = _time_column(table, mapper) if config.order_by == "time" else id_col
+    return Keyset(table, order_col, id_col)
 
 
 def _reflect(engine: Engine, name: str) -> Table:

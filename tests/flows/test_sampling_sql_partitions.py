@@ -1,0 +1,122 @@
+"""The `traffic-sampling` flow over a SQL source split into key ranges: mapped tasks, stored picks, watermark."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, text
+
+from judgewatch.storage.db import make_engine
+from judgewatch.traffic import load_source_config
+from judgewatch.traffic.partitions import split_source
+
+pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/conftest.py: one server per module
+
+T0 = datetime(2024, 6, 3, 8, 0, tzinfo=UTC)
+N = 400
+BAD = 250  # id of the row with no answer: inside the third of 4 ranges (ids cut at 100, 200, 300)
+KEYS = ("read", "picked", "quarantined", "quarantined_by", "duplicate", "filtered", "strata", "watermark")
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """A SQLite gateway table of N calls (ids 1..N, every 37th repeats the one before) and its source YAML."""
+    url = f"sqlite:///{tmp_path / 'gateway.db'}"
+    engine = create_engine(url)
+    table = Table(
+        "gateway_log",
+        MetaData(),
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("created_at", DateTime(timezone=True)),
+        *(Column(name, String(64)) for name in ("model", "tier")),
+        *(Column(name, Text) for name in ("question", "answer")),
+    )
+    table.create(engine)
+    rows = []
+    for i in range(1, N + 1):
+        j = i - 1 if i % 37 == 2 else i
+        rows.append({"id": i, "created_at": T0 + timedelta(seconds=i), "model": "qwen-14b-chat",
+                     "tier": ["full", "quantized"][j % 2], "question": f"长江有多长？（{j}）",
+                     "answer": None if i == BAD else f"长江全长约6300公里。（{j}）"})  # fmt: skip
+    with engine.begin() as conn:
+        conn.execute(table.insert(), rows)
+    engine.dispose()
+    mapping = {"id": "id", "timestamp": "created_at", "messages": None, "question": "question", "answer": "answer",
+               "model": "model", "tier": "tier", "route": None, "department": None, "release": None,
+               **dict.fromkeys(("prompt_tokens", "completion_tokens", "cached_tokens", "reference_answer")),
+               **dict.fromkeys(("reference_facts", "context", "language"))}  # fmt: skip
+    config = {"name": "gateway-table", "kind": "sql", "url": url, "table": "gateway_log", "batch_size": 64,
+              "mapping": mapping, "sampling": {"default_rate": 0.2}}  # fmt: skip
+    path = tmp_path / "source.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+async def sample(source: Path, db: str, **params: Any) -> dict[str, Any]:
+    from flows.sampling import traffic_sampling
+
+    result = await traffic_sampling(source=str(source), database_url=db, judge="reference", **params)
+    assert isinstance(result, dict)
+    return result
+
+
+def stored(db: str) -> dict[str, Any]:
+    engine = make_engine(db)
+    try:
+        with engine.connect() as conn:
+            return {
+                "interactions": sorted(conn.execute(text("SELECT id FROM interaction")).scalars()),
+                "quarantined": sorted(conn.execute(text("SELECT reason FROM quarantined_row")).scalars()),
+                "watermark": json.loads(conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one()),
+            }
+    finally:
+        engine.dispose()
+
+
+async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_whole_watermark(
+    source: Path, tmp_path: Path
+) -> None:
+    reports, saved = [], []
+    for parts in (1, 4):
+        db = f"sqlite:///{tmp_path / f'p{parts}.db'}"
+        reports.append(await sample(source, db, partitions=parts))
+        saved.append(stored(db))
+    one, four = reports
+    assert {k: one[k] for k in KEYS} == {k: four[k] for k in KEYS}
+    assert one["read"] == N and one["duplicate"] == 11 and one["quarantined_by"] == {"missing_response": 1}
+    assert saved[0] == saved[1] and len(saved[0]["interactions"]) == one["picked"] > 40
+    assert saved[0]["watermark"]["last_id"] == N and saved[0]["quarantined"][0].startswith("missing_response")
+    again = await sample(source, f"sqlite:///{tmp_path / 'p4.db'}", partitions=4)
+    assert again["read"] == 0 and again["started_from"] == "the stored watermark"
+
+
+async def test_a_failed_range_leaves_the_watermark_after_the_ranges_before_it_and_a_rerun_resumes(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.sampling_tasks as tasks
+
+    real = tasks.partition_sampler
+
+    def failing(partition: Any, **kwargs: Any) -> Any:
+        if partition.index == 2:
+            raise ConnectionError("the gateway database went away")
+        return real(partition, **kwargs)
+
+    ranges = split_source(load_source_config(source), None, 4)
+    db = f"sqlite:///{tmp_path / 'jw.db'}"
+    monkeypatch.setattr(tasks, "partition_sampler", failing)
+    with pytest.raises(ConnectionError, match="went away"):
+        await sample(source, db, partitions=4)
+    first = stored(db)
+    assert ranges[1].until is not None and first["watermark"]["last_id"] == ranges[1].until.last_id == 200
+    monkeypatch.setattr(tasks, "partition_sampler", real)
+    rerun = await sample(source, db, partitions=4)
+    assert rerun["started_from"] == "the stored watermark" and rerun["read"] == N - 200
+    one_pass = f"sqlite:///{tmp_path / 'one.db'}"
+    await sample(source, one_pass)
+    assert stored(db) == stored(one_pass)  # no retry straddles id 200: the two runs store what one pass does
