@@ -79,7 +79,7 @@ def split_source(
             index=k,
             config=config.model_copy(update={"paths": group}),
             since=_restrict(since, group),
-            warmup=_warmup(files[: bounds[k]], window) if k and window else None,
+            warmup=_warmup(files[: bounds[k]], window, since) if k and window else None,
         )
         for k, group in enumerate(groups)
     ]
@@ -125,20 +125,23 @@ def partition_sampler(
     return sampler, read_source(partition.config, partition.since, until=partition.until)
 
 
-def _warmup(before: list[str], window_rows: int) -> Watermark | None:
-    """Where the last `window_rows` rows before a partition start: whole files, then the tail of one."""
+def _warmup(before: list[str], window_rows: int, since: Watermark | None) -> Watermark | None:
+    """Where the last `window_rows` rows before a partition start: whole files, then the tail of one. Never
+    before `since`: a single pass from that watermark has not seen the rows it covers."""
     files: dict[str, FileMark] = {}
     needed = window_rows
+    done = since.files if since else {}
     for path in reversed(before):
+        start = done.get(path, FileMark())
         rows = _row_count(path)
-        if rows is None:  # gzip: no cheap count; the whole file warms the window
-            files[path] = FileMark()
+        if rows is None:  # gzip: no cheap count; the whole file (after the watermark) warms the window
+            files[path] = start
             continue
-        if rows > needed:
+        if rows - start.rows > needed:
             files[path] = _mark_at(path, rows - needed)
             break
-        files[path] = FileMark()
-        needed -= rows
+        files[path] = start
+        needed -= rows - start.rows
         if needed <= 0:
             break
     return Watermark(files=dict(reversed(list(files.items()))))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from judgewatch.testing.gateway_log import write_gateway_logs
-from judgewatch.traffic import SourceConfig, parse_source_config
+from judgewatch.traffic import SourceConfig, parse_source_config, read_source
 from judgewatch.traffic.partitions import merge_watermarks, partition_sampler, split_source
 from judgewatch.traffic.watermark import Watermark
 
@@ -75,3 +75,20 @@ def test_partitions_resume_from_a_watermark_like_one_pass(shards: Path) -> None:
     list(read)
     since = read.watermark  # the first two files read
     assert _sample(config, 4, since) == _sample(config, 1, since)
+
+
+def test_a_warm_window_never_reaches_back_past_the_watermark_the_run_started_from(
+    gateway_row: Any, write_jsonl: Any, tmp_path: Path
+) -> None:
+    """Row 15 repeats row 2, read by an earlier run: one pass from the watermark starts cold, so must partitions."""
+    same = {"question": "重复的问题", "answer": "重复的回答"}
+    first = write_jsonl("log-a.jsonl", [gateway_row(i, **(same if i == 2 else {})) for i in range(10)])
+    write_jsonl("log-b.jsonl", [gateway_row(i, **(same if i == 15 else {})) for i in range(10, 20)])
+    config = parse_source_config({"name": "t", "kind": "jsonl", "paths": [str(tmp_path / "log-*.jsonl")],
+                                  "sampling": {"default_rate": 1.0}})  # fmt: skip
+    read = read_source(config.model_copy(update={"paths": [str(first)]}))
+    list(read)
+    since = read.watermark  # the first file read by an earlier run
+    one, two = _sample(config, 1, since), _sample(config, 2, since)
+    assert one == two and one["counts"]["duplicate"] == 0 and len(one["picks"]) == 10
+    assert _sample(config, 1)["counts"]["duplicate"] == _sample(config, 2)["counts"]["duplicate"] == 1
