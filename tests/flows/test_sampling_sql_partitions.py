@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +20,7 @@ from judgewatch.traffic.partitions import split_source
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/conftest.py: one server per module
 
+POSTGRES_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 T0 = datetime(2024, 6, 3, 8, 0, tzinfo=UTC)
 N = 400
 BAD = 250  # id of the row with no answer: inside the third of 4 ranges (ids cut at 100, 200, 300)
@@ -24,12 +28,15 @@ KEYS = ("read", "picked", "quarantined", "quarantined_by", "duplicate", "filtere
 
 
 @pytest.fixture
-def source(tmp_path: Path) -> Path:
-    """A SQLite gateway table of N calls (ids 1..N, every 37th repeats the one before) and its source YAML."""
-    url = f"sqlite:///{tmp_path / 'gateway.db'}"
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+    """A gateway table of N calls (ids 1..N, every 37th repeats the one before) and its source YAML: in SQLite,
+    or (param "postgres") in a uniquely named table on the PostgreSQL server."""
+    on_postgres = getattr(request, "param", "sqlite") == "postgres"
+    url = POSTGRES_URL if on_postgres else f"sqlite:///{tmp_path / 'gateway.db'}"
+    name = f"jw_flow_partitions_{uuid.uuid4().hex[:10]}"
     engine = create_engine(url)
     table = Table(
-        "gateway_log",
+        name,
         MetaData(),
         Column("id", Integer, primary_key=True, autoincrement=False),
         Column("created_at", DateTime(timezone=True)),
@@ -45,16 +52,19 @@ def source(tmp_path: Path) -> Path:
                      "answer": None if i == BAD else f"长江全长约6300公里。（{j}）"})  # fmt: skip
     with engine.begin() as conn:
         conn.execute(table.insert(), rows)
-    engine.dispose()
     mapping = {"id": "id", "timestamp": "created_at", "messages": None, "question": "question", "answer": "answer",
                "model": "model", "tier": "tier", "route": None, "department": None, "release": None,
                **dict.fromkeys(("prompt_tokens", "completion_tokens", "cached_tokens", "reference_answer")),
                **dict.fromkeys(("reference_facts", "context", "language"))}  # fmt: skip
-    config = {"name": "gateway-table", "kind": "sql", "url": url, "table": "gateway_log", "batch_size": 64,
+    config = {"name": "gateway-table", "kind": "sql", "url": url, "table": name, "batch_size": 64,
               "mapping": mapping, "sampling": {"default_rate": 0.2}}  # fmt: skip
     path = tmp_path / "source.yaml"
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return path
+    try:
+        yield path
+    finally:
+        table.drop(engine)
+        engine.dispose()
 
 
 async def sample(source: Path, db: str, **params: Any) -> dict[str, Any]:
@@ -78,6 +88,7 @@ def stored(db: str) -> dict[str, Any]:
         engine.dispose()
 
 
+@pytest.mark.parametrize("source", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_whole_watermark(
     source: Path, tmp_path: Path
 ) -> None:

@@ -203,6 +203,7 @@ def test_a_rerun_after_a_failed_range_resumes_from_the_watermark_of_the_ranges_d
     rerun = sample(config, 4, saved)
     assert rerun == sample(config, 1, saved)  # a rerun's window starts at the watermark, as one pass's does
     assert read + rerun["counts"]["read"] == N and rerun["watermark"] == whole["watermark"]
+    assert len(split_source(config, whole["watermark"], 4)) == 1  # nothing after it: one (empty) range
     late = interaction_id(source_label(config.name), str(log_rows(layout)[-1]["id"]))
     # the late retry's original was read by the first run: the rerun's window cannot catch it, one pass's does
     assert [i for i in picks + rerun["picks"] if i != late] == [i for i in whole["picks"] if i != late]
