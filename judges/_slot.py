@@ -25,7 +25,9 @@ from judges._numbers import Quantity, quantities
 from judges._text import ENGLISH_STOPWORDS, normalize_word, share, tokenize
 
 WH_WORDS = frozenset({"who", "whom", "whose", "what", "which", "where", "when", "how"})
-NOT_RELATION = frozenset({"one", "name", "called", "known", "many", "much"})  # say what is asked, not the relation
+NOT_RELATION = frozenset(
+    {"one", "name", "called", "known", "many", "much", "year", "date"}
+)  # say what is asked, not the relation
 RELATION_WORDS = 2  # content words on one side of the wh-word that make the relation
 MIN_RELATION_SHARE = 0.3  # a slot sentence without every relation word must hold this share of the question's rest
 STEM = 6
@@ -112,7 +114,7 @@ def relation(question: str) -> tuple[str, ...]:
     if marks[0] <= 1:  # "Who ...", "In what year ..." (a preposition is a stopword, so "In" is not a word)
         return tuple(_run(seq[marks[0] + 1 :]))
     asking = [i for i in marks if seq[i].token in ("which", "what")]
-    return tuple(_run(seq[asking[-1] + 1 :])) if asking else ()
+    return tuple(_run(seq[asking[-1] + 1 :]) or _run(seq[: asking[-1]][::-1])) if asking else ()
 
 
 def _spans(seq: Sequence[Word], skip: frozenset[str]) -> list[tuple[int, int]]:
@@ -251,13 +253,14 @@ def _quantity(
     unsupported = [q for q in claimed if not any(q.agrees(r) for r in stated)]
     if not unsupported:
         return None
-    a_tokens = tokenize(answer)
-    supporting = max(
-        (s for text in references for s in sentences(text)),
-        key=lambda s: share(a_tokens, tokenize(s)) or 0.0,
-        default="",
+    # The slot sentence first, then the others by how much of the question they hold: a reference that states
+    # a value of the same kind where the answer states one no reference does contradicts it.
+    q_tokens = tokenize(question)
+    ranked = sorted(
+        ((share(q_tokens, tokenize(s)) or 0.0, s) for text in references for s in sentences(text)),
+        key=lambda pair: -pair[0],
     )
-    for sentence in dict.fromkeys(s for s in (slot_sentence, supporting) if s):
+    for sentence in dict.fromkeys([slot_sentence] * bool(slot_sentence) + [s for _, s in ranked]):
         candidates = [q for q in quantities(sentence) if not any(q.agrees(a) for a in asked)]
         for said in unsupported:
             same_kind = [q for q in candidates if said.comparable(q)]
