@@ -3,13 +3,15 @@
 An answer can be supported word for word and still be wrong: "directed by who?" answered "Neil Gaiman" when the
 facts say "directed by Robert Zemeckis and written by Neil Gaiman". The question's relation words (its content
 words next to the wh-word, "directed"; then all its words the answer does not repeat) pick the reference
-sentence the question is about, and in that sentence the name or number nearest the relation is the slot:
+sentence the question is about, and in that sentence the name nearest the relation is the slot:
 - entity: the answer's new words (those the question does not contain) are in that sentence, but another name
-  sits nearer the relation, or the answer's words are not in the sentence while a name sits right next to the
-  relation ("Who chaired the ceremony?" -> "The ceremony was chaired by Isabelle Mergault.");
+  sits nearer the relation (an answer absent from the sentence is not judged: in a two-hop question the right
+  answer is often the other hop's name);
+- choice: "X or Y?" answered with the option whose reference sentences hold less of the question's relation
+  ("which one is in Tennessee?");
 - quantity: a number, date or measure of the answer that no reference states (normalized by judges/_numbers.py:
-  "1,200" = "1200" = "一千二百") where that sentence, or the one that supports the answer best, states one of
-  the same kind ("answer says 1850, reference says 1852").
+  "1,200" = "1200" = "一千二百") where a reference sentence (the slot sentence first, then by the question's
+  words) states one of the same kind ("answer says 1850, reference says 1852").
 Latin-script text only: Chinese questions have no word boundaries to find the slot with.
 """
 
@@ -32,7 +34,8 @@ RELATION_WORDS = 2  # content words on one side of the wh-word that make the rel
 MIN_RELATION_SHARE = 0.3  # a slot sentence without every relation word must hold this share of the question's rest
 STEM = 6
 MARGIN = 2  # a name in the sentence conflicts when another sits at least this many content words nearer the relation
-NEXT_TO = 1  # an absent answer conflicts only with a name right next to a lowercase relation word
+_ADJUNCT_RE = re.compile(r"\W*(?:where|when|how)\b", re.IGNORECASE)
+_AGENT_RE = re.compile(r"\b(?:by|after|to|from|with|for)\s+(?:who|whom)\W*$", re.IGNORECASE)
 _PARENTHESES_RE = re.compile(r"\([^()]*\)")  # "Kelli Ward (née Kaznoski; born 1969) is": asides fill no slot
 _WORD_RE = re.compile(r"[^\W_]+(?:['’][^\W_]+)*|[?;:]")
 
@@ -43,6 +46,7 @@ class Word:
     name: bool = False  # written capitalized and not modifying a noun ("American country artist"): fills a slot
     mark: str = ""  # "wh" for a wh-word, "end" for a clause end ("?", ";", ":"), which a slot does not cross
     text: str = ""  # as written, for reasons
+    joined: bool = False  # follows the previous word with only a space, hyphen or initial's dot between
 
 
 @dataclass(frozen=True)
@@ -72,14 +76,16 @@ def words(text: str) -> tuple[Word, ...]:
             out.append(Word("" if raw in "?;:" else token, mark="end" if raw in "?;:" else "wh"))
             end = -1
         elif token and token not in ENGLISH_STOPWORDS:
-            if raw[0].islower() and out and out[-1].name and clean[end : match.start()] in (" ", "-"):
-                out[-1] = Word(out[-1].token, text=out[-1].text)  # a capitalized word right before a noun modifies it
-            out.append(Word(token, raw[0].isupper(), text=raw))
+            joined = end >= 0 and clean[end : match.start()] in (" ", "-", ". ")
+            if raw[0].islower() and out and out[-1].name and joined:
+                out[-1] = Word(out[-1].token, text=out[-1].text, joined=out[-1].joined)  # it modifies the noun
+            out.append(Word(token, raw[0].isupper(), text=raw, joined=joined))
             end = match.end()
         else:
             end = -1  # "Zemeckis and written": a stopword between, no modifier
     if len(out) > 1 and out[0].name and not out[1].name:  # "Founded in 1379 by": capitalized as the first word
         out[0] = Word(out[0].token, text=out[0].text)
+        out[1] = Word(out[1].token, out[1].name, text=out[1].text)
     return tuple(out)
 
 
@@ -118,16 +124,17 @@ def relation(question: str) -> tuple[str, ...]:
 
 
 def _spans(seq: Sequence[Word], skip: frozenset[str]) -> list[tuple[int, int]]:
-    """Maximal runs of names that the question does not contain: what could fill a slot."""
+    """Names written together ("Robert Zemeckis", not "Zemeckis and Neil"), without those holding a word of the
+    question ("Subrahmanyan Chandrasekhar" is the question's astrophysicist): what could fill a slot."""
     spans: list[tuple[int, int]] = []
     start = None
     for i, w in enumerate([*seq, Word("", mark="end")]):
-        if w.name and w.token not in skip:
-            start = i if start is None else start
-            continue
-        if start is not None:
-            spans.append((start, i))
+        if start is not None and not (w.name and w.joined):
+            if not any(seq[j].token in skip for j in range(start, i)):
+                spans.append((start, i))
             start = None
+        if w.name and start is None:
+            start = i
     return spans
 
 
@@ -158,16 +165,19 @@ def _slot_sentence(question: str, answer: str, references: Sequence[str]) -> str
 def _entity(question: str, answer: str, sentence: str) -> tuple[float, str, str]:
     """(consistency, answer's entity, slot's entity) of the answer's new words against the slot sentence."""
     q = tokenize(question)
-    q_tokens, q_names = frozenset(q.weights), frozenset(q.names)
+    q_tokens = frozenset(q.weights)
     new = [w for w in words(answer) if not w.mark and w.token not in q_tokens]
     if not new or not any(w.name for w in new):  # a number is the quantity check's; a common noun names nothing
+        return 1.0, "", ""
+    if _ADJUNCT_RE.match(question):  # "Where ...", "When ...": a place or a time, not the name next to the relation
         return 1.0, "", ""
     seq = words(sentence)
     rel = set(relation(question))
     rel_stems = {_stem(t) for t in rel}
     anchors = [i for i, w in enumerate(seq) if not w.mark and _stem(w.token) in rel_stems]
-    verbs = [i for i in anchors if not seq[i].name and seq[i].token not in q_names]
     spans = _spans(seq, q_tokens)
+    if anchors and _AGENT_RE.search(question):  # "published by who?": the slot follows the relation
+        spans = [span for span in spans if span[0] > min(anchors)]
     if not anchors or not spans:
         return 1.0, "", ""
     new_tokens = {w.token for w in new}
@@ -181,11 +191,15 @@ def _entity(question: str, answer: str, sentence: str) -> tuple[float, str, str]
     if placed:
         if placed[0] == 0:  # the sentence is about the answer: "Kamal Shalorus is an Iranian ... in the Lightweight"
             return 1.0, said, ""
+        between = seq[slot[1] : placed[0]] if slot[1] <= placed[0] else seq[placed[-1] + 1 : slot[0]]
+        if all(w.name for w in between):  # "Paul Lynde, Ronny Graham and Carol Lawrence": one list, one role
+            return 1.0, said, ""
         if _distance(slot, anchors) + MARGIN <= min(abs(a - p) for a in anchors for p in placed):
             return 0.0, said, slot_words
         return 1.0, said, ""
-    if verbs and _distance(slot, verbs) <= NEXT_TO and all(w.name for w in new):  # "chaired by Isabelle Mergault"
-        return 0.0, said, slot_words
+    # An answer absent from the slot sentence says nothing here: in a two-hop question the right answer is often
+    # the other hop's name ("Who represents the district that Gawthorpe is in?": the district's sentence names
+    # Burnley, the answer is its MP). Measured: this case flagged 12 right held-out answers for 2 wrong ones.
     return 1.0, said, ""
 
 
@@ -194,7 +208,7 @@ _OPTIONS_RE = re.compile(rf"(?P<a>{_NAME})\s*,?\s+(?P<joint>or|and)\s+(?P<b>{_NA
 _CHOICE_RE = re.compile(r"\b(?:or|which one|who|which)\b", re.IGNORECASE)
 # "born first", "more members": both options' sentences state the attribute; which wins is computed, not stated
 _COMPARATIVE_RE = re.compile(
-    r"\b(?:first|last|more|less|fewer|older|younger|earlier|later|larger|smaller|longer|shorter|higher|lower"
+    r"\b(?:first|second|third|last|more|less|fewer|older|younger|earlier|later|larger|smaller|longer|shorter|higher|lower"
     r"|bigger|taller|newer|greater|closer|further|farther)\b",
     re.IGNORECASE,
 )
