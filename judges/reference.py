@@ -8,8 +8,10 @@ Raw scores (continuous, in [0, 1]):
 - faithfulness: the probability that the answer is faithful to the references, from a logistic regression
   (judges/reference_model.py, coefficients in reference_model.json, fitted on the development halves of the
   golden sets) over where the references support it (judges/_evidence.py): the share of its content tokens
-  found in one sentence per reference text, whether its words keep the order of that sentence, and whether it
-  says no / refuses where short references affirm (or the reverse). For LEXICAL_LANGUAGES (Chinese), the
+  found in one sentence per reference text, whether its words keep the order of that sentence, whether it
+  says no / refuses where short references affirm (or the reverse), and whether the question's slot in the
+  references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
+  judges/_numbers.py). For LEXICAL_LANGUAGES (Chinese), the
   weighted share of its content tokens found anywhere in the references, halved when its polarity (says
   no/not or not) differs from the reference answer's (algorithm 1.1.0). Token weights: numbers 3, capitalized
   names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question is not evidence (it may carry a false premise).
