@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from judges import _evidence, _text
+from judges import _evidence, _numbers, _slot, _text
 from judges.reference import ReferenceJudge, coverage
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
@@ -174,6 +174,10 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
         _text.latin_words.cache_clear,
         _evidence.sentences.cache_clear,
         _evidence.ordered_pairs.cache_clear,
+        _numbers.quantities.cache_clear,
+        _numbers.spelled_dates.cache_clear,
+        _slot.words.cache_clear,
+        _slot.relation.cache_clear,
     ):
         clear()
     start = time.process_time()

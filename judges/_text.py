@@ -15,6 +15,8 @@ from functools import lru_cache
 from itertools import pairwise
 from types import MappingProxyType
 
+from judges._numbers import UNIT_WORDS, spelled_dates
+
 # Token weights: a number or a name the references do not contain is what a hallucination usually looks like.
 NUMBER_WEIGHT = 3.0
 NAME_WEIGHT = 2.0
@@ -25,6 +27,7 @@ CJK_UNIGRAM_WEIGHT = 0.5
 _CJK = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _TOKEN_RE = re.compile(
     rf"(?P<cjk>[{_CJK}]+)"
+    r"|(?P<date>\d{4}-\d{2}(?:-\d{2})?)"  # written by judges._numbers.spelled_dates
     r"|(?P<num>\d+(?:[.,]\d+)*)(?:(?:st|nd|rd|th|s)(?![A-Za-z]))?"
     rf"|(?P<word>(?:(?![{_CJK}])[^\W\d_])+(?:['’](?:(?![{_CJK}])[^\W\d_])+)*)"
 )
@@ -109,12 +112,14 @@ def _numbers(raw: str) -> list[str]:
 def latin_words(text: str) -> tuple[str, ...]:
     """The text's Latin-script content words and numbers in order, normalized as `tokenize` does (no CJK)."""
     words: list[str] = []
-    for match in _TOKEN_RE.finditer(text):
-        if num := match.group("num"):
+    for match in _TOKEN_RE.finditer(spelled_dates(text)):
+        if date := match.group("date"):
+            words.append(date)
+        elif num := match.group("num"):
             words.extend(_numbers(num))
         elif word := match.group("word"):
             token = normalize_word(word)
-            token = _NUMBER_WORDS.get(token, token)
+            token = UNIT_WORDS.get(token, _NUMBER_WORDS.get(token, token))
             if token and token not in ENGLISH_STOPWORDS:
                 words.append(token)
     return tuple(words)
@@ -144,15 +149,19 @@ def tokenize(text: str) -> Tokens:
     weights: dict[str, float] = {}
     numbers: set[str] = set()
     names: dict[str, str] = {}
-    for match in _TOKEN_RE.finditer(text):
+    for match in _TOKEN_RE.finditer(spelled_dates(text)):
         if cjk := match.group("cjk"):
             _add_cjk(weights, cjk)
+        elif date := match.group("date"):
+            numbers.add(date)
+            _add(weights, date, NUMBER_WEIGHT)
         elif num := match.group("num"):
             for token in _numbers(num):
                 numbers.add(token)
                 _add(weights, token, NUMBER_WEIGHT)
         elif word := match.group("word"):
             token = normalize_word(word)
+            token = UNIT_WORDS.get(token, token)
             if token in _NUMBER_WORDS:
                 token = _NUMBER_WORDS[token]
                 numbers.add(token)

@@ -8,8 +8,10 @@ Raw scores (continuous, in [0, 1]):
 - faithfulness: the probability that the answer is faithful to the references, from a logistic regression
   (judges/reference_model.py, coefficients in reference_model.json, fitted on the development halves of the
   golden sets) over where the references support it (judges/_evidence.py): the share of its content tokens
-  found in one sentence per reference text, whether its words keep the order of that sentence, and whether it
-  says no / refuses where short references affirm (or the reverse). For LEXICAL_LANGUAGES (Chinese), the
+  found in one sentence per reference text, whether its words keep the order of that sentence, whether it
+  says no / refuses where short references affirm (or the reverse), and whether the question's slot in the
+  references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
+  judges/_numbers.py). For LEXICAL_LANGUAGES (Chinese), the
   weighted share of its content tokens found anywhere in the references, halved when its polarity (says
   no/not or not) differs from the reference answer's (algorithm 1.1.0). Token weights: numbers 3, capitalized
   names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question is not evidence (it may carry a false premise).
@@ -37,6 +39,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from judges._evidence import Evidence, evidence, without_preamble
+from judges._slot import NO_SLOT, Slot, slot
 from judges._text import Tokens, is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
@@ -48,7 +51,7 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "2.0.0"
+ALGORITHM_VERSION = "2.1.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
@@ -97,6 +100,7 @@ class Coverage:
     completeness_target: str = ""  # "reference answer" | "reference facts" | ""
     support: float = 0.0  # share of the answer found anywhere in the references (one bag of words)
     evidence: Evidence | None = None
+    slot: Slot = NO_SLOT
     costs: Mapping[str, float] = field(default_factory=dict)  # log-odds each evidence feature cost
 
     def raw(self) -> dict[str, float]:
@@ -141,22 +145,25 @@ def reference_texts(item: JudgeItem) -> list[str]:
     return [text for text in (item.reference_answer, *item.reference_facts, *item.context) if text]
 
 
-def features(ev: Evidence) -> dict[str, float]:
+def features(ev: Evidence, sl: Slot) -> dict[str, float]:
     """The faithfulness model's inputs (see judges/reference_model.py)."""
     return {
         "sentence_support": ev.sentence_support,
         "span_support": ev.span_support,
         "consistency": ev.consistency,
         "shared_negation": ev.shared_negation,
+        "slot_entity": sl.entity_consistency,
+        "slot_quantity": sl.quantity_consistency,
     }
 
 
-def item_evidence(item: JudgeItem) -> Evidence:
-    """The evidence features of an item with references, as `coverage` computes them (for the refit script)."""
+def item_evidence(item: JudgeItem) -> tuple[Evidence, Slot]:
+    """The evidence and slot check of an item with references, as `coverage` computes them (for the refit script)."""
     answer_text = without_preamble(item.answer)
     question = tokenize(item.question)
     texts = reference_texts(item)
-    return evidence(answer_text, claims(answer_text, question, union(texts)), texts)
+    claim_text = claims(answer_text, question, union(texts))
+    return evidence(answer_text, claim_text, texts), slot(item.question, claim_text, texts)
 
 
 def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverage:
@@ -178,6 +185,7 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
     names: tuple[str, ...] = ()
     support = 0.0
     ev: Evidence | None = None
+    sl = NO_SLOT
     costs: dict[str, float] = {}
     if item.has_references:
         support = 1.0 if not answer else (_share(answer, references) or 0.0)
@@ -185,10 +193,13 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
             faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
         else:
             ev = evidence(answer_text, claim_text, texts)
-            values = features(ev)
+            sl = slot(item.question, claim_text, texts)
+            values = features(ev, sl)
             faithfulness = model.probability(values)
             costs = model.costs(values)
-        numbers = tuple(sorted(n for n in answer.numbers if n not in references.weights))
+        missing = [n for n in answer.numbers if n not in references.weights]
+        # "1850-05-03" stands for its own "1850" and "1850-05" (judges._numbers.spelled_dates)
+        numbers = tuple(sorted(n for n in missing if not any(m != n and m.startswith(n + "-") for m in missing)))
         names = tuple(sorted(word for n, word in answer.names.items() if n not in references.weights))
 
     completeness: float | None = None
@@ -219,6 +230,7 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
         completeness_target=target,
         support=support,
         evidence=ev,
+        slot=sl,
         costs=costs,
     )
 
@@ -251,8 +263,18 @@ def _decisive(cov: Coverage) -> str:
     if ev is None or not cov.costs:
         return ""
     name, cost = max(cov.costs.items(), key=lambda pair: pair[1])
+    # A contradiction names what is wrong, not only what is missing: it decides whenever it counted at all.
+    contradictions = [
+        (n, c) for n, c in cov.costs.items() if n in ("slot_quantity", "slot_entity") and c >= DECISIVE_COST
+    ]
+    if contradictions:
+        name, cost = max(contradictions, key=lambda pair: pair[1])
     if cost < DECISIVE_COST:
         return ""
+    if name in ("slot_entity", "slot_quantity"):
+        sl = cov.slot
+        asked = f' (the question asks "{sl.relation}")' if name == "slot_entity" and sl.relation else ""
+        return f"decisive: answer says {sl.answer_says}, reference says {sl.reference_says}{asked}"
     if name == "consistency":
         said = "says no" if ev.answer_negates else "affirms"
         return f"decisive: it {said} where the references {'affirm' if ev.answer_negates else 'say no'}"

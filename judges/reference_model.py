@@ -19,7 +19,14 @@ from pathlib import Path
 MODEL_PATH = Path(__file__).with_name("reference_model.json")
 # The features a clean answer has (fully supported by one sentence, as a span, agreeing in stance): each
 # feature's contribution to a verdict is measured from here, so the reason can name the one that cost most.
-CLEAN = {"sentence_support": 1.0, "span_support": 1.0, "consistency": 1.0, "shared_negation": 0.0}
+CLEAN = {
+    "sentence_support": 1.0,
+    "span_support": 1.0,
+    "consistency": 1.0,
+    "shared_negation": 0.0,
+    "slot_entity": 1.0,
+    "slot_quantity": 1.0,
+}
 
 
 @dataclass(frozen=True)

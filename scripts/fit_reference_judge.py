@@ -22,7 +22,7 @@ from bench.reference_judge_quality import DATASETS, auroc, halluqa_cases, haluev
 from judges.reference import features, item_evidence
 from judges.reference_model import CLEAN, MODEL_PATH, parse_model
 
-VERSION = "2.0.0"  # bump with every refit that changes the coefficients (it is in the judge's config hash)
+VERSION = "2.1.0"  # bump with every refit that changes the coefficients (it is in the judge's config hash)
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> np.ndarray:
@@ -73,7 +73,7 @@ def main() -> None:
     for label, cases in sets.items():
         start = len(rows)
         for case in cases:
-            values = features(item_evidence(case.item))
+            values = features(*item_evidence(case.item))
             rows.append([values[name] for name in names])
             labels.append(float(case.right))
             weights.append(1.0 / len(cases))

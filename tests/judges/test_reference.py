@@ -240,8 +240,45 @@ def test_an_entity_swapped_from_another_sentence_loses_faithfulness_and_the_reas
     assert reference.coverage(swapped).support == 1.0  # every word is in the facts: a bag of words sees nothing
     right_verdict, swapped_verdict = judge.judge_sync(right, quality), judge.judge_sync(swapped, quality)
     assert right_verdict.scores["faithfulness"] == 5
-    assert (swapped_verdict.scores["faithfulness"] or 5) < 5  # 1.1.0 gave it 5 (a sentence holds 78% of it)
-    assert "decisive: no one reference sentence supports it" in swapped_verdict.reason
+    assert (swapped_verdict.scores["faithfulness"] or 5) <= 2  # 1.1.0 gave it 5 (a sentence holds 78% of it)
+    assert reference.coverage(swapped).costs["sentence_support"] > 0  # no one sentence says it...
+    # ...and the option it picks is not the one whose sentence says "located in Chestnut Hill": that decides
+    assert "decisive: answer says Stanford, reference says Boston College" in swapped_verdict.reason
+
+
+BEOWULF_FACTS = [
+    "He wrote the screenplays for Silent Hill and Beowulf.Beowulf is a 2007 British-American epic fantasy film "
+    "directed by Robert Zemeckis and written by Neil Gaiman and Roger Avary."
+]
+
+
+def test_an_entity_of_the_right_sentence_in_another_role_gets_1_or_2_and_the_right_one_keeps_5(
+    quality: Rubric,
+) -> None:
+    question = "Roger Avary wrote the screenplay for Beowulf, a 2007 epic fantasy film, directed by who?"
+    judge = ReferenceJudge()
+    right = item("Robert Zemeckis", question=question, reference_facts=BEOWULF_FACTS)
+    swapped = item("Neil Gaiman", question=question, reference_facts=BEOWULF_FACTS)
+    assert reference.coverage(swapped).evidence.sentence_support == 1.0  # type: ignore[union-attr]
+    right_verdict, swapped_verdict = judge.judge_sync(right, quality), judge.judge_sync(swapped, quality)
+    assert right_verdict.scores["faithfulness"] == 5
+    assert (swapped_verdict.scores["faithfulness"] or 5) <= 2
+    assert "decisive: answer says Neil Gaiman, reference says Robert Zemeckis" in swapped_verdict.reason
+    assert '"directed' in swapped_verdict.reason
+
+
+def test_a_date_that_contradicts_the_reference_is_named_in_the_reason_whatever_its_format(quality: Rubric) -> None:
+    facts = ["The bridge was opened on 3 May 1852 by the mayor."]
+    question = "When was the bridge opened?"
+    judge = ReferenceJudge()
+    same = [item(text, question=question, reference_facts=facts) for text in ("May 3, 1852", "1852-05-03", "In 1852.")]
+    wrong = item("It was opened on May 3, 1850.", question=question, reference_facts=facts)
+    for right in same:
+        assert judge.judge_sync(right, quality).scores["faithfulness"] == 5, right.answer
+    wrong_verdict = judge.judge_sync(wrong, quality)
+    assert (wrong_verdict.scores["faithfulness"] or 5) <= 2
+    assert "answer says May 3, 1850, reference says 3 May 1852" in wrong_verdict.reason
+    assert reference.coverage(wrong).slot.quantity_consistency == 0.0
 
 
 def test_words_out_of_the_order_of_their_sentence_cost_faithfulness() -> None:
