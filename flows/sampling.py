@@ -236,17 +236,8 @@ async def traffic_sampling(
             try:
                 with judging:
                     try:
-                        await _sample(
-                            run,
-                            read_config,
-                            start,
-                            policy,
-                            settings,
-                            batch_size,
-                            save=since is None,
-                            partitions=partitions,
-                            processes=partition_processes,
-                        )
+                        parts = _partitions(read_config, start, partitions, processes=partition_processes)
+                        await _sample(run, parts, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=_RUN_COUNTS)
             finally:
@@ -291,23 +282,21 @@ def _api_for_subprocesses() -> AbstractContextManager[object]:
 
 async def _sample(
     run: _Run,
-    config: SourceConfig,
+    parts: Iterable[PartitionRead],
     start: Watermark | None,
     policy: RoutingPolicy,
     settings: Settings,
     batch_size: int,
     *,
     save: bool,
-    partitions: int = 1,
-    processes: bool = False,
 ) -> None:
-    """Read, sample and process batch by batch. One partition: checkpoint the watermark after each batch (when
-    `save`). Several: after each partition, once the partitions before it are done, so the stored watermark
-    never covers a pick not yet stored."""
+    """Process the partitions `parts` of a read that began at `start`, batch by batch. One partition: checkpoint
+    the watermark after each batch (when `save`). Several: after each partition, once the partitions before it
+    are done, so the stored watermark never covers a pick not yet stored."""
     report, judging = run.report, run.judging
     last_saved = start.model_dump_json() if start else None
     mark = start
-    for part in _partitions(config, start, partitions, processes=processes):
+    for part in parts:
 
         def quarantine(row: RejectedTrafficRow) -> None:
             _note_quarantine(report, row)

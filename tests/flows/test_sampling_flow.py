@@ -10,7 +10,6 @@ import json
 import shutil
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -21,6 +20,8 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.watermarks import SourceBusy, SourceLease, load_watermark
+from judgewatch.testing.sampling_runs import sample_flow as sample
+from judgewatch.testing.sampling_runs import stored_sample
 
 DEMO = REPO_ROOT / "examples" / "traffic"
 TABLES = ("interaction", "verdict", "review_item", "quarantined_row", "eval_run")
@@ -39,15 +40,6 @@ def source(tmp_path: Path) -> Path:
     path = tmp_path / "source.yaml"
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     return path
-
-
-async def sample(source: Path, db: str, **params: Any) -> dict[str, Any]:
-    from flows.sampling import traffic_sampling
-
-    params.setdefault("judge", "reference")
-    result = await traffic_sampling(source=str(source), database_url=db, **params)
-    assert isinstance(result, dict)
-    return result
 
 
 def counts(db: str) -> dict[str, int]:
@@ -257,18 +249,15 @@ def split_source(tmp_path: Path) -> Path:
 async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_watermark(
     split_source: Path, tmp_path: Path
 ) -> None:
-    reports, stored = [], []
-    for parts in (1, 4):
-        db = f"sqlite:///{tmp_path / f'p{parts}.db'}"
-        reports.append(await sample(split_source, db, partitions=parts))
-        with make_engine(db).connect() as conn:
-            stored.append(sorted(conn.execute(text("SELECT id FROM interaction")).scalars()))
-            saved = conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one()
-        assert {Path(p).name: m["rows"] for p, m in json.loads(saved)["files"].items()} == {
+    runs = {parts: await sample(split_source, f"sqlite:///{tmp_path / f'p{parts}.db'}", partitions=parts)
+            for parts in (1, 4)}  # fmt: skip
+    stored = [stored_sample(f"sqlite:///{tmp_path / f'p{parts}.db'}") for parts in (1, 4)]
+    for saved in stored:
+        assert {Path(p).name: m["rows"] for p, m in saved["watermark"]["files"].items()} == {
             "part-0.jsonl": 676, "part-1.jsonl": 676, "part-2.jsonl": 676, "part-3.jsonl": 674,
         }  # fmt: skip
-    one, four = reports
-    assert stored[0] == stored[1] and len(stored[0]) == one["picked"] == four["picked"] > 200
+    one, four = runs[1], runs[4]
+    assert stored[0] == stored[1] and len(stored[0]["interactions"]) == one["picked"] == four["picked"] > 200
     keys = ("read", "picked", "quarantined", "duplicate", "filtered", "strata", "quarantined_by", "watermark")
     assert {k: one[k] for k in keys} == {k: four[k] for k in keys}
     again = await sample(split_source, f"sqlite:///{tmp_path / 'p4.db'}", partitions=4)
@@ -280,12 +269,8 @@ async def test_partitions_read_on_a_process_pool_store_what_threads_store(split_
     for processes in (False, True):
         db = f"sqlite:///{tmp_path / f'proc-{processes}.db'}"
         report = await sample(split_source, db, partitions=4, partition_processes=processes)
-        with make_engine(db).connect() as conn:
-            ids = sorted(conn.execute(text("SELECT id FROM interaction")).scalars())
-            quarantined = sorted(conn.execute(text("SELECT position, reason FROM quarantined_row")).all())
-            saved = conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one()
-        runs[processes] = (ids, quarantined, json.loads(saved), {k: report[k] for k in ("read", "picked", "duplicate")})
-    assert runs[True] == runs[False] and len(runs[True][0]) > 200
+        runs[processes] = (stored_sample(db), {k: report[k] for k in ("read", "picked", "duplicate")})
+    assert runs[True] == runs[False] and len(runs[True][0]["interactions"]) > 200
 
 
 async def test_a_dry_run_over_partitions_reports_what_one_pass_reports(split_source: Path, db: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -12,9 +11,10 @@ from typing import Any
 
 import pytest
 import yaml
-from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text, create_engine, text
+from sqlalchemy import Column, DateTime, Integer, MetaData, String, Table, Text, create_engine
 
-from judgewatch.storage.db import make_engine
+from judgewatch.testing.sampling_runs import sample_flow as sample
+from judgewatch.testing.sampling_runs import stored_sample as stored
 from judgewatch.traffic import load_source_config
 from judgewatch.traffic.partitions import split_source
 
@@ -67,27 +67,6 @@ def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
         engine.dispose()
 
 
-async def sample(source: Path, db: str, **params: Any) -> dict[str, Any]:
-    from flows.sampling import traffic_sampling
-
-    result = await traffic_sampling(source=str(source), database_url=db, judge="reference", **params)
-    assert isinstance(result, dict)
-    return result
-
-
-def stored(db: str) -> dict[str, Any]:
-    engine = make_engine(db)
-    try:
-        with engine.connect() as conn:
-            return {
-                "interactions": sorted(conn.execute(text("SELECT id FROM interaction")).scalars()),
-                "quarantined": sorted(conn.execute(text("SELECT reason FROM quarantined_row")).scalars()),
-                "watermark": json.loads(conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one()),
-            }
-    finally:
-        engine.dispose()
-
-
 @pytest.mark.parametrize("source", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
 async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_whole_watermark(
     source: Path, tmp_path: Path
@@ -101,7 +80,7 @@ async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_who
     assert {k: one[k] for k in KEYS} == {k: four[k] for k in KEYS}
     assert one["read"] == N and one["duplicate"] == 11 and one["quarantined_by"] == {"missing_response": 1}
     assert saved[0] == saved[1] and len(saved[0]["interactions"]) == one["picked"] > 40
-    assert saved[0]["watermark"]["last_id"] == N and saved[0]["quarantined"][0].startswith("missing_response")
+    assert saved[0]["watermark"]["last_id"] == N and saved[0]["quarantined"][0][1].startswith("missing_response")
     again = await sample(source, f"sqlite:///{tmp_path / 'p4.db'}", partitions=4)
     assert again["read"] == 0 and again["started_from"] == "the stored watermark"
 

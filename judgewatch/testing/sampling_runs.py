@@ -1,0 +1,36 @@
+"""The traffic-sampling flow run from a test, and what it stored: its tests compare runs split differently."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from judgewatch.storage.db import make_engine
+
+
+async def sample_flow(source: Path, db: str, **params: Any) -> dict[str, Any]:
+    """The `traffic-sampling` flow's report for the source config `source`, stored in `db` (reference judge)."""
+    from flows.sampling import traffic_sampling
+
+    params.setdefault("judge", "reference")
+    result = await traffic_sampling(source=str(source), database_url=db, **params)
+    assert isinstance(result, dict)
+    return result
+
+
+def stored_sample(db: str) -> dict[str, Any]:
+    """What a sampling run left in `db`: interaction ids, quarantined (position, reason) and the watermark."""
+    engine = make_engine(db)
+    try:
+        with engine.connect() as conn:
+            saved = conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one_or_none()
+            return {
+                "interactions": sorted(conn.execute(text("SELECT id FROM interaction")).scalars()),
+                "quarantined": sorted(map(tuple, conn.execute(text("SELECT position, reason FROM quarantined_row")))),
+                "watermark": json.loads(saved) if saved else None,
+            }
+    finally:
+        engine.dispose()
