@@ -254,6 +254,7 @@ def _listed(label: str, values: tuple[str, ...]) -> str:
     return f"{len(values)} unsupported {label}{'' if len(values) == 1 else 's'}: {shown}"
 
 
+_CONTRADICTIONS = ("slot_quantity", "slot_entity")  # features that name what is wrong, not what is missing
 DECISIVE_COST = 0.5  # log-odds: a feature that costs less than this is not named as the decisive evidence
 
 
@@ -264,14 +265,12 @@ def _decisive(cov: Coverage) -> str:
         return ""
     name, cost = max(cov.costs.items(), key=lambda pair: pair[1])
     # A contradiction names what is wrong, not only what is missing: it decides whenever it counted at all.
-    contradictions = [
-        (n, c) for n, c in cov.costs.items() if n in ("slot_quantity", "slot_entity") and c >= DECISIVE_COST
-    ]
+    contradictions = [(n, c) for n, c in cov.costs.items() if n in _CONTRADICTIONS and c >= DECISIVE_COST]
     if contradictions:
         name, cost = max(contradictions, key=lambda pair: pair[1])
     if cost < DECISIVE_COST:
         return ""
-    if name in ("slot_entity", "slot_quantity"):
+    if name in _CONTRADICTIONS:
         sl = cov.slot
         asked = f' (the question asks "{sl.relation}")' if name == "slot_entity" and sl.relation else ""
         return f"decisive: answer says {sl.answer_says}, reference says {sl.reference_says}{asked}"

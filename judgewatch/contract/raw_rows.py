@@ -95,8 +95,13 @@ def json_object(line: str | bytes) -> dict[str, Any]:
     except (ValueError, RecursionError) as exc:
         raise RowError(f"not usable JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise RowError(f"expected a JSON object, got {'null' if value is None else type(value).__name__}")
+        raise RowError(f"expected a JSON object, got {json_type_name(value)}")
     return value
+
+
+def json_type_name(value: Any) -> str:
+    """A decoded JSON value's type as an error message names it ("null" for None)."""
+    return "null" if value is None else type(value).__name__
 
 
 def _depth(value: dict[str, Any] | list[Any]) -> int:

@@ -73,10 +73,8 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
 }
 
 
-def row_problem(row: Any) -> str | None:
-    """Why this decoded JSON value cannot be an item (naming the field), or None."""
-    if not isinstance(row, dict):
-        return f"expected a JSON object, got {type(row).__name__}"
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why this JSON object cannot be an item (naming the field), or None."""
     for name, (required, check, expected) in _FIELDS.items():
         if name not in row:
             if required:

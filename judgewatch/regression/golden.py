@@ -28,6 +28,7 @@ from judgewatch.contract.raw_rows import (
     InputFileError,
     RowError,
     json_object,
+    json_type_name,
     oversize_field,
     sniff_jsonl_file,
     strip_nul,
@@ -247,7 +248,7 @@ def _read_card(folder: Path) -> dict[str, Any]:
     if card is None:
         return {}
     if not isinstance(card, dict):
-        raise GoldenSetError([f"{folder.name}: {where}: expected a mapping, got {_type_name(card)}"])
+        raise GoldenSetError([f"{folder.name}: {where}: expected a mapping, got {json_type_name(card)}"])
     return card
 
 
@@ -415,8 +416,4 @@ def _describe(value: Any, *, text_expected: bool) -> str:
     """A string where a string belongs is quoted (its content is the problem); anything else is named by type."""
     if isinstance(value, str) and text_expected:
         return "an empty string" if not value.strip() else repr(value if len(value) <= 40 else value[:37] + "...")
-    return _type_name(value)
-
-
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    return json_type_name(value)
