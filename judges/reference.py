@@ -11,10 +11,11 @@ Raw scores (continuous, in [0, 1]):
   found in one sentence per reference text, whether its words keep the order of that sentence, whether it
   says no / refuses where short references affirm (or the reverse), and whether the question's slot in the
   references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
-  judges/_numbers.py). For LEXICAL_LANGUAGES (Chinese), the
-  weighted share of its content tokens found anywhere in the references, halved when its polarity (says
-  no/not or not) differs from the reference answer's (algorithm 1.1.0). Token weights: numbers 3, capitalized
-  names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question is not evidence (it may carry a false premise).
+  judges/_numbers.py). For UNSEGMENTED_LANGUAGES (Chinese), a second fitted model (2.2.0) over the weighted
+  share of its content tokens found anywhere in the references, whether its polarity (says no/not or not)
+  agrees with the reference answer's, and how much of each reference answer and fact its claims recall (the
+  three inputs 1.1.0 combined by hand). Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1,
+  unigrams 0.5). The question is not evidence (it may carry a false premise).
   A leading hedge or confidence formula ("I am not certain, but") is not part of the claim.
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
   contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
@@ -43,7 +44,7 @@ from judges._slot import NO_SLOT, Slot, slot
 from judges._text import Tokens, is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
-from judges.reference_model import FaithfulnessModel, load_model
+from judges.reference_model import FaithfulnessModels, load_models
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
@@ -51,15 +52,15 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "2.1.0"
+ALGORITHM_VERSION = "2.2.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
-POLARITY_FACTOR = 0.5  # answer says no/not and the reference answer does not, or the reverse
-# Languages whose faithfulness stays the lexical coverage of 1.1.0 (support x polarity), not the fitted model:
-# HalluQA's development half holds only "Misleading" questions, and the model fitted on it did not carry over to
-# the held-out "Misleading-hard" and "Knowledge" ones (AUROC 0.839 against 1.1.0's 0.878; bench/README.md).
-LEXICAL_LANGUAGES = frozenset({"zh"})
+POLARITY_FACTOR = 0.5  # completeness: answer says no/not and the reference answer does not, or the reverse
+# Languages without word boundaries (no sentence order, no slot): faithfulness is the `zh` model over coverage,
+# polarity and recall of the references (judges/reference_model.py), fitted on a development half that holds
+# every HalluQA category (bench/README.md, 2.2.0: a model fitted on "Misleading" questions alone did not carry over).
+UNSEGMENTED_LANGUAGES = frozenset({"zh"})
 RELEVANCE_SATURATION = 0.5  # repeating half of the question's content words is fully on-topic
 ON_TOPIC_FLOOR = 0.6  # relevance floor = this x support, when the references are on-topic
 ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share of the question's tokens
@@ -70,16 +71,12 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 # Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
 #   faithfulness (a probability): 5 = >= 0.8 (an answer supported as written by one sentence of a passage,
 #                 with nothing against it, reaches 0.84), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
-#   faithfulness_coverage (LEXICAL_LANGUAGES, a share): 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >=
-#                 half, 2 = >= a quarter, 1 = less. A faithful paraphrase shares fewer tokens than a copied span
-#                 (Chinese correct answers against other correct answers: median 0.61), hence the low cuts.
 #   completeness: 5 = >= 85% of the reference covered, 4 = >= 60%, 3 = >= 35% (about half), 2 = >= 15%.
 #   relevance:    5 = >= 0.8, 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2.
 # Other scales: the cuts define a piecewise-linear map of [0, 1] onto [0, 1] (cut k -> k/5), and that position
 # is split into equal bins, one per level; on a 1-5 scale this gives exactly the cuts above.
 CUTS: Mapping[str, tuple[float, float, float, float]] = {
     "faithfulness": (0.2, 0.4, 0.6, 0.8),
-    "faithfulness_coverage": (0.25, 0.5, 0.75, 0.95),
     "completeness": (0.15, 0.35, 0.6, 0.85),
     "relevance": (0.2, 0.4, 0.6, 0.8),
 }
@@ -102,6 +99,7 @@ class Coverage:
     evidence: Evidence | None = None
     slot: Slot = NO_SLOT
     costs: Mapping[str, float] = field(default_factory=dict)  # log-odds each evidence feature cost
+    inputs: Mapping[str, float] = field(default_factory=dict)  # the faithfulness model's feature values
 
     def raw(self) -> dict[str, float]:
         values = {"relevance": self.relevance, "faithfulness": self.faithfulness, "completeness": self.completeness}
@@ -166,9 +164,34 @@ def item_evidence(item: JudgeItem) -> tuple[Evidence, Slot]:
     return evidence(answer_text, claim_text, texts), slot(item.question, claim_text, texts)
 
 
-def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverage:
+def item_unsegmented(item: JudgeItem) -> dict[str, float]:
+    """The `zh` model's inputs of an item with references, as `coverage` computes them (for the refit script)."""
+    answer_text = without_preamble(item.answer)
+    answer, question = tokenize(answer_text), tokenize(item.question)
+    references = union(reference_texts(item))
+    claim_text = claims(answer_text, question, references)
+    flip = bool(item.reference_answer) and negated(claim_text) != negated(item.reference_answer or "")
+    support = 1.0 if not answer else (_share(answer, references) or 0.0)
+    return unsegmented_features(support, flip, fact_recall(item, tokenize(claim_text), question))
+
+
+def unsegmented_features(support: float, flip: bool, fact_recall: float) -> dict[str, float]:
+    """The `zh` model's inputs (see judges/reference_model.py)."""
+    return {"support": support, "polarity": 0.0 if flip else 1.0, "fact_recall": fact_recall}
+
+
+def fact_recall(item: JudgeItem, claimed: Tokens, question: Tokens) -> float:
+    """Mean share of each reference answer and fact (minus the question's words) that the answer's claims recall:
+    1.0 without them (context says what is true, not what an answer must say)."""
+    targets = list(dict.fromkeys(text for text in (item.reference_answer, *item.reference_facts) if text))
+    if not targets:
+        return 1.0
+    return sum(_recall(text, claimed, question, False) for text in targets) / len(targets)
+
+
+def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Coverage:
     """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
-    model = model or load_model()
+    models = models or load_models()
     answer_text = without_preamble(item.answer)  # "I am not certain, but X" claims X
     answer = tokenize(answer_text)
     question = tokenize(item.question)
@@ -187,16 +210,19 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
     ev: Evidence | None = None
     sl = NO_SLOT
     costs: dict[str, float] = {}
+    values: dict[str, float] = {}
+    claimed = tokenize(claim_text)
     if item.has_references:
         support = 1.0 if not answer else (_share(answer, references) or 0.0)
-        if item.lang in LEXICAL_LANGUAGES:
-            faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
+        if item.lang in UNSEGMENTED_LANGUAGES:
+            values = unsegmented_features(support, flip, fact_recall(item, claimed, question))
         else:
             ev = evidence(answer_text, claim_text, texts)
             sl = slot(item.question, claim_text, texts)
             values = features(ev, sl)
-            faithfulness = model.probability(values)
-            costs = model.costs(values)
+        model = models.for_language(item.lang if item.lang in UNSEGMENTED_LANGUAGES else "default")
+        faithfulness = model.probability(values)
+        costs = model.costs(values)
         missing = [n for n in answer.numbers if n not in references.weights]
         # "1850-05-03" stands for its own "1850" and "1850-05" (judges._numbers.spelled_dates)
         numbers = tuple(sorted(n for n in missing if not any(m != n and m.startswith(n + "-") for m in missing)))
@@ -204,7 +230,6 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
 
     completeness: float | None = None
     target = ""
-    claimed = tokenize(claim_text)
     if item.reference_answer:
         completeness, target = _recall(item.reference_answer, claimed, question, flip), "reference answer"
     elif item.reference_facts:
@@ -232,6 +257,7 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
         evidence=ev,
         slot=sl,
         costs=costs,
+        inputs=values,
     )
 
 
@@ -324,9 +350,9 @@ class ReferenceJudge:
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         key = rubric.content_hash
         if key not in self._identities:
-            model = load_model()
+            models = load_models()
             digest = config_hash(
-                rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=model.version, coefficients=model.digest
+                rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=models.version, coefficients=models.digest
             )
             self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
         return self._identities[key]
@@ -386,8 +412,7 @@ class ReferenceJudge:
                 scores={c.name: None for c in rubric.criteria},
             )
         low, high = rubric.scale.min, rubric.scale.max
-        cuts = {**CUTS, "faithfulness": CUTS["faithfulness_coverage" if cov.evidence is None else "faithfulness"]}
-        scores = {name: to_level(raw[name], cuts[name], low, high) for name in measurable}
+        scores = {name: to_level(raw[name], CUTS[name], low, high) for name in measurable}
         not_applicable = not_applicable + [name for name in to_score if name not in raw]
         reason = reason_for(cov, measurable, rubric.reason_max_chars)
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason)
