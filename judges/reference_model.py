@@ -23,14 +23,16 @@ MODEL_PATH = Path(__file__).with_name("reference_model.json")
 # The features a clean answer has (fully supported by one sentence, as a span, agreeing in stance), per model:
 # each feature's contribution to a verdict is measured from here, so the reason can name the one that cost most.
 FEATURE_SETS: Mapping[str, Mapping[str, float]] = {
-    "default": MappingProxyType({
-        "sentence_support": 1.0,
-        "span_support": 1.0,
-        "consistency": 1.0,
-        "shared_negation": 0.0,
-        "slot_entity": 1.0,
-        "slot_quantity": 1.0,
-    }),
+    "default": MappingProxyType(
+        {
+            "sentence_support": 1.0,
+            "span_support": 1.0,
+            "consistency": 1.0,
+            "shared_negation": 0.0,
+            "slot_entity": 1.0,
+            "slot_quantity": 1.0,
+        }
+    ),
     "zh": MappingProxyType({"support": 1.0, "polarity": 1.0, "fact_recall": 1.0}),
 }
 CLEAN = FEATURE_SETS["default"]

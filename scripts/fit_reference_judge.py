@@ -111,7 +111,9 @@ def main() -> None:
         "models": {
             "default": {
                 "used_for": "faithfulness of items outside judges.reference.UNSEGMENTED_LANGUAGES",
-                **fit_model(default_sets, lambda c: features(*item_evidence(c.item)), tuple(FEATURE_SETS["default"]), args.l2),
+                **fit_model(
+                    default_sets, lambda c: features(*item_evidence(c.item)), tuple(FEATURE_SETS["default"]), args.l2
+                ),
             },
             "zh": {
                 "used_for": "faithfulness of Chinese items (judges.reference.UNSEGMENTED_LANGUAGES)",

@@ -313,7 +313,9 @@ def test_the_faithfulness_model_is_part_of_the_judge_identity(quality: Rubric, m
     before = ReferenceJudge().identity(quality).config_hash
     models = reference.load_models()
     for name, model in models.models.items():  # a refit of either model is a new judge
-        changed = reference_model.FaithfulnessModel(model.version, model.coefficients, model.intercept + 0.1, model.clean)
+        changed = reference_model.FaithfulnessModel(
+            model.version, model.coefficients, model.intercept + 0.1, model.clean
+        )
         refit = reference_model.FaithfulnessModels(models.version, {**models.models, name: changed})
         monkeypatch.setattr(reference, "load_models", lambda refit=refit: refit)
         assert ReferenceJudge().identity(quality).config_hash != before

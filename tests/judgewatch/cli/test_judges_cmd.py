@@ -59,7 +59,9 @@ def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
     listed = run("judges", "list", "--database-url", db)
     assert listed.exit_code == 0 and "openai:sim-judge" in listed.output and "NOT TRUSTED" in listed.output
     rows = json.loads(run("judges", "list", "--json", "--database-url", db).output)
-    assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [("openai:sim-judge", False, 0.9359)]
+    assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [
+        ("openai:sim-judge", False, 0.9437)
+    ]  # 2.2.0 (2.1.0: 0.9359)
 
 
 def test_an_unreachable_judge_is_not_measured(db: str, closed_port_url: str) -> None:
