@@ -39,7 +39,8 @@ import numpy as np
 from scipy.stats import rankdata
 
 from judges import _evidence, _numbers, _slot, _text
-from judges.reference import POLARITY_FACTOR, ReferenceJudge, coverage
+from judges._claims import POLARITY_FACTOR
+from judges.reference import ReferenceJudge, coverage
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT

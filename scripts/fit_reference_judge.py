@@ -16,15 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import json as _json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-import json as _json
-from collections.abc import Callable, Mapping, Sequence
-
 from bench.reference_judge_quality import DATASETS, Case, auroc, by_category_dev, halluqa_cases, halueval_cases
-from judges.reference import features, item_evidence, item_unsegmented
+from judges._claims import features, item_evidence, item_unsegmented
 from judges.reference_model import FEATURE_SETS, MODEL_PATH, parse_models
 
 VERSION = "2.2.0"  # bump with every refit that changes the coefficients (it is in the judge's config hash)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import rankdata
 
+import judges._claims as _claims
 import judges.reference as reference
 import judges.reference_model as reference_model
 from judges._text import negated, tokenize
@@ -336,15 +337,15 @@ def test_fact_recall_is_the_mean_share_of_each_reference_text_that_the_claims_re
     both = zh_item("明长城全长约8851公里，长城修建于明朝。", reference_facts=facts)
     one = zh_item("明长城全长约8851公里。", reference_facts=facts)
     question = tokenize(ZH_QUESTION)
-    full = reference.fact_recall(both, tokenize(both.answer), question)
-    half = reference.fact_recall(one, tokenize(one.answer), question)
+    full = _claims.fact_recall(both, tokenize(both.answer), question)
+    half = _claims.fact_recall(one, tokenize(one.answer), question)
     assert full == pytest.approx(1.0)
     assert 0.4 < half < 0.7  # the first fact whole, little of the second
     # The reference answer counts once even when it is also a fact; context alone asks for nothing.
     repeated = zh_item("明长城全长约8851公里。", reference_answer=facts[0], reference_facts=facts)
-    assert reference.fact_recall(repeated, tokenize(repeated.answer), question) == pytest.approx(half)
+    assert _claims.fact_recall(repeated, tokenize(repeated.answer), question) == pytest.approx(half)
     context_only = zh_item("明长城全长约8851公里。", context=[ZH_REFERENCE])
-    assert reference.fact_recall(context_only, tokenize(context_only.answer), question) == 1.0
+    assert _claims.fact_recall(context_only, tokenize(context_only.answer), question) == 1.0
 
 
 def test_chinese_faithfulness_is_the_zh_model_over_support_polarity_and_recall() -> None:
@@ -355,7 +356,7 @@ def test_chinese_faithfulness_is_the_zh_model_over_support_polarity_and_recall()
     cov = reference.coverage(right)
     assert set(cov.inputs) == set(models.models["zh"].coefficients)
     assert cov.faithfulness == pytest.approx(models.for_language("zh").probability(cov.inputs))
-    assert cov.inputs == reference.item_unsegmented(right)  # what the refit script fits on
+    assert cov.inputs == _claims.item_unsegmented(right)  # what the refit script fits on
     assert reference.coverage(flipped).inputs["polarity"] == 0.0
     assert cov.faithfulness > (reference.coverage(wrong).faithfulness or 1.0)
     assert cov.faithfulness > (reference.coverage(flipped).faithfulness or 1.0)
