@@ -241,6 +241,8 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
     faithful = "faithfulness" in scored and cov.faithfulness is not None
     if faithful and not (cov.empty_answer or cov.bare_yes_no):
         parts.append(f"references support {cov.support * 100:.0f}% of the answer")
+        if "fact_recall" in cov.inputs:  # the zh model's strongest input: say how much of the references it restates
+            parts.append(f"it recalls {cov.inputs['fact_recall'] * 100:.0f}% of the reference answer and facts")
     if "faithfulness" in scored:
         if cov.unsupported_numbers:
             parts.append(_listed("number", cov.unsupported_numbers))

@@ -362,6 +362,15 @@ def test_chinese_faithfulness_is_the_zh_model_over_support_polarity_and_recall()
     assert cov.faithfulness > (reference.coverage(flipped).faithfulness or 1.0)
 
 
+def test_a_chinese_reason_says_how_much_of_the_references_the_answer_recalls(quality: Rubric) -> None:
+    it = zh_item("明长城全长约8851公里。", reference_facts=["明长城全长约8851公里。", "长城修建于明朝。"])
+    recalled = _claims.fact_recall(it, tokenize(it.answer), tokenize(ZH_QUESTION))
+    verdict = ReferenceJudge().judge_sync(it, quality)
+    assert f"it recalls {recalled * 100:.0f}% of the reference answer and facts" in (verdict.reason or "")
+    english = ReferenceJudge().judge_sync(item("It was completed in 1889.", reference_facts=EIFFEL_FACTS), quality)
+    assert "recalls" not in (english.reason or "")
+
+
 def test_english_items_use_the_default_model_and_chinese_ones_the_zh_model() -> None:
     models = reference.load_models()
     assert models.for_language("en") is models.models["default"]
