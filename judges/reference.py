@@ -13,8 +13,8 @@ Raw scores (continuous, in [0, 1]):
   references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
   judges/_numbers.py). For UNSEGMENTED_LANGUAGES (Chinese), a second fitted model (2.2.0) over the weighted
   share of its content tokens found anywhere in the references, whether its polarity (says no/not or not)
-  agrees with the reference answer's, and how much of each reference answer and fact its claims recall (the
-  three inputs 1.1.0 combined by hand). Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1,
+  agrees with the reference answer's (1.1.0 multiplied these two), and how much of each reference answer and
+  fact its claims recall (judges/_claims.py). Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1,
   unigrams 0.5). The question is not evidence (it may carry a false premise).
   A leading hedge or confidence formula ("I am not certain, but") is not part of the claim.
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
@@ -73,7 +73,8 @@ ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share 
 
 # Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
 #   faithfulness (a probability): 5 = >= 0.8 (an answer supported as written by one sentence of a passage,
-#                 with nothing against it, reaches 0.84), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
+#                 with nothing against it, reaches 0.84; in Chinese, one that restates every reference
+#                 text, 0.9996), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
 #   completeness: 5 = >= 85% of the reference covered, 4 = >= 60%, 3 = >= 35% (about half), 2 = >= 15%.
 #   relevance:    5 = >= 0.8, 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2.
 # Other scales: the cuts define a piecewise-linear map of [0, 1] onto [0, 1] (cut k -> k/5), and that position
