@@ -17,7 +17,10 @@ Data (in the repository as released upstream, real and labeled by others; see ea
 AUROC = P(score of a right answer > score of a wrong one), ties 1/2; 95% intervals from a seeded bootstrap
 that resamples questions (both answers of a question stay together). The judge was tuned, and its faithfulness
 model fitted (scripts/fit_reference_judge.py), on a development half (HaluEval items 0-249, HalluQA question_id
-<= 225); the other half is reported separately as held out, and issue 17's limits are read there only.
+<= 225); the other half is reported separately as held out, and issue 17's limits are read there only. HalluQA's
+id split puts every "Misleading" question in development and every "Misleading-hard" one in the held-out half,
+so the Chinese model (2.2.0) is fitted on a split by category (`by_category_dev`: the even question_ids above 225
+join development) and read on the odd ones; the id split's held-out figure is printed too.
 
 Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """
@@ -36,6 +39,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from judges import _evidence, _numbers, _slot, _text
+from judges._claims import POLARITY_FACTOR
 from judges.reference import ReferenceJudge, coverage
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
@@ -49,7 +53,7 @@ SMOLLM2 = {"halueval": 0.52, "halluqa": 0.50}  # the same page: the real LLM jud
 SHORTER_IS_RIGHT = 0.95  # measured with LEXICAL_OVERLAP: HaluEval QA's length confound
 SPEED_LIMIT = 1000.0  # verdicts per second on one core, as the issue asks
 # Issue 17's limits, on the held-out halves only.
-HELD_OUT_LIMITS = {"halueval": 0.96, "length-controlled": 0.93, "halluqa": 0.90}
+HELD_OUT_LIMITS = {"halueval": 0.96, "length-controlled": 0.93, "halluqa": 0.90, "halluqa by category": 0.90}
 SWAP_SHARE_LIMIT = 0.5  # share of the word-for-word supported hallucinations that must get 1-2
 SWAP_SUPPORT = 0.95  # 1.1.0's level-5 cut on this share: the hallucinated answers 1.1.0 scored 5
 SEED = 20261129
@@ -78,6 +82,14 @@ def halueval_cases(folder: Path, variant: str = "one-turn") -> list[Case]:
             )
             cases.append(Case(item, right, f"q{i}", i < 250))
     return cases
+
+
+def by_category_dev(case: Case) -> bool:
+    """HalluQA's development half by category (2.2.0): question_id <= 225 (all "Misleading", a few "Knowledge")
+    and the even question_ids above (half the "Misleading-hard" and "Knowledge" questions); the odd ones above 225
+    are held out. The id split (`Case.dev`) puts those two categories in the held-out half only."""
+    qid = int(case.group.removeprefix("q"))
+    return qid <= 225 or qid % 2 == 0
 
 
 def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
@@ -162,6 +174,12 @@ def report(label: str, cases: list[Case], score: Callable[[Case], float], n_boot
     )
     print(line)
     return value
+
+
+def coverage_1_1_0(case: Case) -> float:
+    """Algorithm 1.1.0's Chinese faithfulness (share of the answer in the references, halved on a polarity flip)."""
+    cov = coverage(case.item)
+    return cov.support * (POLARITY_FACTOR if cov.polarity_flip else 1.0)
 
 
 def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem]) -> tuple[float, float]:
@@ -255,9 +273,16 @@ def main() -> None:
     hq = report("faithfulness, raw", halluqa, raw("faithfulness"), n)
     report("faithfulness, integer 1-5", halluqa, level("faithfulness"), n)
     report("  development half (question_id <= 225), raw", [c for c in halluqa if c.dev], raw("faithfulness"), n)
-    held_hq = [c for c in halluqa if not c.dev]
+    held_hq = [c for c in halluqa if not c.dev]  # since 2.2.0, half of it is the zh model's development data
     held["halluqa"] = report("  held-out half (question_id > 225), raw", held_hq, raw("faithfulness"), n)
     report("  baseline on the same: the shorter answer is right", held_hq, lambda c: -len(c.item.answer), n)
+    print("  split by category (2.2.0, the `zh` model's): held out = question_id > 225 and odd")
+    report("  development half by category, raw", [c for c in halluqa if by_category_dev(c)], raw("faithfulness"), n)
+    held_cat = [c for c in halluqa if not by_category_dev(c)]
+    held["halluqa by category"] = report("  held-out half by category, raw", held_cat, raw("faithfulness"), n)
+    report("  baseline on the same: the shorter answer is right", held_cat, lambda c: -len(c.item.answer), n)
+    report("  baseline on the same: 1.1.0's support x polarity", held_cat, coverage_1_1_0, n)
+    report("  1.1.0's support x polarity on the id split's held-out half", held_hq, coverage_1_1_0, n)
     report("completeness, raw (leave-one-out part)", loo, raw("completeness"), n)
     report("baseline: the shorter answer is right", halluqa, lambda c: -len(c.item.answer), n)
     print(

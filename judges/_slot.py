@@ -9,6 +9,8 @@ sentence the question is about, and in that sentence the name nearest the relati
   answer is often the other hop's name);
 - choice: "X or Y?" answered with the option whose reference sentences hold less of the question's relation
   ("which one is in Tennessee?");
+- restated: the answer states the question's relation itself with a name next to it ("The ceremony was chaired
+  by François Cluzet") and the slot sentence states it with another (2.2.0);
 - quantity: a number, date or measure of the answer that no reference states (normalized by judges/_numbers.py:
   "1,200" = "1200" = "一千二百") where a reference sentence (the slot sentence first, then by the question's
   words) states one of the same kind ("answer says 1850, reference says 1852").
@@ -203,6 +205,36 @@ def _entity(question: str, answer: str, sentence: str) -> tuple[float, str, str]
     return 1.0, said, ""
 
 
+def _nearest_name(seq: Sequence[Word], rel_stems: set[str], skip: frozenset[str]) -> tuple[set[str], int] | None:
+    """The name nearest the relation in `seq` (its tokens, its distance in content words), None without either."""
+    anchors = [i for i, w in enumerate(seq) if not w.mark and _stem(w.token) in rel_stems]
+    spans = _spans(seq, skip)
+    if not anchors or not spans:
+        return None
+    span = min(spans, key=lambda span: _distance(span, anchors))
+    return {w.token for w in seq[span[0] : span[1]]}, _distance(span, anchors)
+
+
+def restated(question: str, answer: str, sentence: str) -> tuple[str, str] | None:
+    """(the answer's name, the slot sentence's) when the answer states the question's relation itself with a name
+    next to it, and the slot sentence states it with another ("The ceremony was chaired by François Cluzet"
+    against "...was chaired by Isabelle Mergault"): the answer has said which name fills the slot, wherever else
+    the references mention it. Both names must sit at most MARGIN content words from the relation word."""
+    rel_stems = {_stem(t) for t in relation(question)}
+    if not rel_stems or not sentence:
+        return None
+    skip = frozenset(tokenize(question).weights)
+    own_seq, their_seq = words(answer), words(sentence)
+    own, theirs = _nearest_name(own_seq, rel_stems, skip), _nearest_name(their_seq, rel_stems, skip)
+    if own is None or theirs is None or own[1] > MARGIN or theirs[1] > MARGIN or own[0] & theirs[0]:
+        return None
+
+    def written(seq: Sequence[Word], tokens: set[str]) -> str:
+        return " ".join(dict.fromkeys(w.text for w in seq if w.name and w.token in tokens))
+
+    return written(own_seq, own[0]), written(their_seq, theirs[0])
+
+
 _NAME = r"[A-Z][\w'’.&-]*(?:\s+(?:of|the|de|del|la|and|&)?\s*[A-Z][\w'’.&-]*)*"
 _OPTIONS_RE = re.compile(rf"(?P<a>{_NAME})\s*,?\s+(?P<joint>or|and)\s+(?P<b>{_NAME})")
 _CHOICE_RE = re.compile(r"\b(?:or|which one|who|which)\b", re.IGNORECASE)
@@ -289,6 +321,8 @@ def slot(question: str, answer: str, references: Sequence[str]) -> Slot:
     rel = " ".join(relation(question))
     numbers = _quantity(question, answer, sentence, references)
     entity, said, slot_words = _entity(question, answer, sentence) if sentence else (1.0, "", "")
+    if entity == 1.0 and (names := restated(question, answer, sentence)) is not None:
+        entity, (said, slot_words) = 0.0, names
     if numbers is not None:
         return Slot(entity, 0.0, numbers[0].text, numbers[1].text, rel)
     if entity < 1.0:

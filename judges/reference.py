@@ -11,10 +11,11 @@ Raw scores (continuous, in [0, 1]):
   found in one sentence per reference text, whether its words keep the order of that sentence, whether it
   says no / refuses where short references affirm (or the reverse), and whether the question's slot in the
   references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
-  judges/_numbers.py). For LEXICAL_LANGUAGES (Chinese), the
-  weighted share of its content tokens found anywhere in the references, halved when its polarity (says
-  no/not or not) differs from the reference answer's (algorithm 1.1.0). Token weights: numbers 3, capitalized
-  names 2, words 1 (CJK bigrams 1, unigrams 0.5). The question is not evidence (it may carry a false premise).
+  judges/_numbers.py). For UNSEGMENTED_LANGUAGES (Chinese), a second fitted model (2.2.0) over the weighted
+  share of its content tokens found anywhere in the references, whether its polarity (says no/not or not)
+  agrees with the reference answer's (1.1.0 multiplied these two), and how much of each reference answer and
+  fact its claims recall (judges/_claims.py). Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1,
+  unigrams 0.5). The question is not evidence (it may carry a false premise).
   A leading hedge or confidence formula ("I am not certain, but") is not part of the claim.
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
   contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
@@ -33,17 +34,24 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from judges._claims import (
+    claims,
+    fact_recall,
+    features,
+    recall,
+    reference_texts,
+    unsegmented_features,
+)
 from judges._evidence import Evidence, evidence, without_preamble
 from judges._slot import NO_SLOT, Slot, slot
-from judges._text import Tokens, is_bare_yes_no, negated, tokenize, union
+from judges._text import is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
-from judges.reference_model import FaithfulnessModel, load_model
+from judges.reference_model import FaithfulnessModels, load_models
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
@@ -51,35 +59,28 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "2.1.0"
+ALGORITHM_VERSION = "2.2.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
-POLARITY_FACTOR = 0.5  # answer says no/not and the reference answer does not, or the reverse
-# Languages whose faithfulness stays the lexical coverage of 1.1.0 (support x polarity), not the fitted model:
-# HalluQA's development half holds only "Misleading" questions, and the model fitted on it did not carry over to
-# the held-out "Misleading-hard" and "Knowledge" ones (AUROC 0.839 against 1.1.0's 0.878; bench/README.md).
-LEXICAL_LANGUAGES = frozenset({"zh"})
+# Languages without word boundaries (no sentence order, no slot): faithfulness is the `zh` model over coverage,
+# polarity and recall of the references (judges/reference_model.py), fitted on a development half that holds
+# every HalluQA category (bench/README.md, 2.2.0: a model fitted on "Misleading" questions alone did not carry over).
+UNSEGMENTED_LANGUAGES = frozenset({"zh"})
 RELEVANCE_SATURATION = 0.5  # repeating half of the question's content words is fully on-topic
 ON_TOPIC_FLOOR = 0.6  # relevance floor = this x support, when the references are on-topic
 ON_TOPIC_MIN_OVERLAP = 0.2  # references are on-topic when they hold this share of the question's tokens
-CLAIM_MIN_SUPPORT = 0.5  # a sentence counts for completeness when the references support this share of it
-CLAIM_MAX_ECHO = 0.8  # ...and at most this share of it is the question's words
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 # Raw-score cut points of levels 2, 3, 4, 5 on a 1-5 scale (the anchors' wording, read as coverage):
 #   faithfulness (a probability): 5 = >= 0.8 (an answer supported as written by one sentence of a passage,
-#                 with nothing against it, reaches 0.84), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
-#   faithfulness_coverage (LEXICAL_LANGUAGES, a share): 5 = >= 95% of the answer supported, 4 = >= 75%, 3 = >=
-#                 half, 2 = >= a quarter, 1 = less. A faithful paraphrase shares fewer tokens than a copied span
-#                 (Chinese correct answers against other correct answers: median 0.61), hence the low cuts.
+#                 with nothing against it, reaches 0.84; in Chinese, one that restates every reference
+#                 text, 0.9996), 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2, 1 = less.
 #   completeness: 5 = >= 85% of the reference covered, 4 = >= 60%, 3 = >= 35% (about half), 2 = >= 15%.
 #   relevance:    5 = >= 0.8, 4 = >= 0.6, 3 = >= 0.4, 2 = >= 0.2.
 # Other scales: the cuts define a piecewise-linear map of [0, 1] onto [0, 1] (cut k -> k/5), and that position
 # is split into equal bins, one per level; on a 1-5 scale this gives exactly the cuts above.
 CUTS: Mapping[str, tuple[float, float, float, float]] = {
     "faithfulness": (0.2, 0.4, 0.6, 0.8),
-    "faithfulness_coverage": (0.25, 0.5, 0.75, 0.95),
     "completeness": (0.15, 0.35, 0.6, 0.85),
     "relevance": (0.2, 0.4, 0.6, 0.8),
 }
@@ -102,73 +103,16 @@ class Coverage:
     evidence: Evidence | None = None
     slot: Slot = NO_SLOT
     costs: Mapping[str, float] = field(default_factory=dict)  # log-odds each evidence feature cost
+    inputs: Mapping[str, float] = field(default_factory=dict)  # the faithfulness model's feature values
 
     def raw(self) -> dict[str, float]:
         values = {"relevance": self.relevance, "faithfulness": self.faithfulness, "completeness": self.completeness}
         return {name: value for name, value in values.items() if value is not None}
 
 
-def _recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> float:
-    """How much of one reference text the answer covers, ignoring what the question already says."""
-    target = tokenize(target_text)
-    recall = _share(target, answer, exclude=question)
-    if recall is None:
-        recall = _share(target, answer)
-    if recall is None:  # a bare "yes"/"no" reference: only the polarity can agree
-        return 0.0 if flip else 1.0
-    return recall * (POLARITY_FACTOR if flip else 1.0)
-
-
-def claims(text: str, question: Tokens, references: Tokens) -> str:
-    """The sentences of `text` that make a supported claim of their own (the best supported one if none does).
-
-    A sentence that mostly restates the question, or that the references mostly do not support ("I hope this
-    helps."), is left out; a one-sentence answer, or one that only restates the question, is kept whole.
-    """
-    sentences = [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
-    if len(sentences) < 2:
-        return text
-    scored = []
-    for sentence in sentences:
-        tokens = tokenize(sentence)
-        echo = _share(tokens, question)
-        if echo is not None and echo <= CLAIM_MAX_ECHO:
-            scored.append((_share(tokens, references) or 0.0, sentence))
-    if not scored:
-        return text
-    kept = [sentence for support, sentence in scored if support >= CLAIM_MIN_SUPPORT]
-    return " ".join(kept) if kept else max(scored, key=lambda pair: pair[0])[1]
-
-
-def reference_texts(item: JudgeItem) -> list[str]:
-    """Every reference text of the item: reference answer, facts, context."""
-    return [text for text in (item.reference_answer, *item.reference_facts, *item.context) if text]
-
-
-def features(ev: Evidence, sl: Slot) -> dict[str, float]:
-    """The faithfulness model's inputs (see judges/reference_model.py)."""
-    return {
-        "sentence_support": ev.sentence_support,
-        "span_support": ev.span_support,
-        "consistency": ev.consistency,
-        "shared_negation": ev.shared_negation,
-        "slot_entity": sl.entity_consistency,
-        "slot_quantity": sl.quantity_consistency,
-    }
-
-
-def item_evidence(item: JudgeItem) -> tuple[Evidence, Slot]:
-    """The evidence and slot check of an item with references, as `coverage` computes them (for the refit script)."""
-    answer_text = without_preamble(item.answer)
-    question = tokenize(item.question)
-    texts = reference_texts(item)
-    claim_text = claims(answer_text, question, union(texts))
-    return evidence(answer_text, claim_text, texts), slot(item.question, claim_text, texts)
-
-
-def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverage:
+def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Coverage:
     """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
-    model = model or load_model()
+    models = models or load_models()
     answer_text = without_preamble(item.answer)  # "I am not certain, but X" claims X
     answer = tokenize(answer_text)
     question = tokenize(item.question)
@@ -187,16 +131,19 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
     ev: Evidence | None = None
     sl = NO_SLOT
     costs: dict[str, float] = {}
+    values: dict[str, float] = {}
+    claimed = tokenize(claim_text)
     if item.has_references:
         support = 1.0 if not answer else (_share(answer, references) or 0.0)
-        if item.lang in LEXICAL_LANGUAGES:
-            faithfulness = support * (POLARITY_FACTOR if flip else 1.0)
+        if item.lang in UNSEGMENTED_LANGUAGES:
+            values = unsegmented_features(support, flip, fact_recall(item, claimed, question))
         else:
             ev = evidence(answer_text, claim_text, texts)
             sl = slot(item.question, claim_text, texts)
             values = features(ev, sl)
-            faithfulness = model.probability(values)
-            costs = model.costs(values)
+        model = models.for_language(item.lang if item.lang in UNSEGMENTED_LANGUAGES else "default")
+        faithfulness = model.probability(values)
+        costs = model.costs(values)
         missing = [n for n in answer.numbers if n not in references.weights]
         # "1850-05-03" stands for its own "1850" and "1850-05" (judges._numbers.spelled_dates)
         numbers = tuple(sorted(n for n in missing if not any(m != n and m.startswith(n + "-") for m in missing)))
@@ -204,11 +151,10 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
 
     completeness: float | None = None
     target = ""
-    claimed = tokenize(claim_text)
     if item.reference_answer:
-        completeness, target = _recall(item.reference_answer, claimed, question, flip), "reference answer"
+        completeness, target = recall(item.reference_answer, claimed, question, flip), "reference answer"
     elif item.reference_facts:
-        recalls = [_recall(fact, claimed, question, False) for fact in item.reference_facts]
+        recalls = [recall(fact, claimed, question, False) for fact in item.reference_facts]
         completeness, target = sum(recalls) / len(recalls), "reference facts"
 
     repeated = _share(question, answer)
@@ -232,6 +178,7 @@ def coverage(item: JudgeItem, model: FaithfulnessModel | None = None) -> Coverag
         evidence=ev,
         slot=sl,
         costs=costs,
+        inputs=values,
     )
 
 
@@ -295,6 +242,8 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
     faithful = "faithfulness" in scored and cov.faithfulness is not None
     if faithful and not (cov.empty_answer or cov.bare_yes_no):
         parts.append(f"references support {cov.support * 100:.0f}% of the answer")
+        if "fact_recall" in cov.inputs:  # the zh model's strongest input: say how much of the references it restates
+            parts.append(f"it recalls {cov.inputs['fact_recall'] * 100:.0f}% of the reference answer and facts")
     if "faithfulness" in scored:
         if cov.unsupported_numbers:
             parts.append(_listed("number", cov.unsupported_numbers))
@@ -324,9 +273,9 @@ class ReferenceJudge:
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         key = rubric.content_hash
         if key not in self._identities:
-            model = load_model()
+            models = load_models()
             digest = config_hash(
-                rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=model.version, coefficients=model.digest
+                rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=models.version, coefficients=models.digest
             )
             self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
         return self._identities[key]
@@ -386,8 +335,7 @@ class ReferenceJudge:
                 scores={c.name: None for c in rubric.criteria},
             )
         low, high = rubric.scale.min, rubric.scale.max
-        cuts = {**CUTS, "faithfulness": CUTS["faithfulness_coverage" if cov.evidence is None else "faithfulness"]}
-        scores = {name: to_level(raw[name], cuts[name], low, high) for name in measurable}
+        scores = {name: to_level(raw[name], CUTS[name], low, high) for name in measurable}
         not_applicable = not_applicable + [name for name in to_score if name not in raw]
         reason = reason_for(cov, measurable, rubric.reason_max_chars)
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason)

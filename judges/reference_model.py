@@ -1,9 +1,11 @@
-"""The reference judge's faithfulness combiner: a logistic regression over its evidence features, read from JSON.
+"""The reference judge's faithfulness combiners: logistic regressions over its evidence features, read from JSON.
 
 The coefficients live in `reference_model.json` beside this module, written by `scripts/fit_reference_judge.py`
-from the development halves of the golden sets in the repository (HaluEval QA items 0-249, HalluQA
-question_id <= 225) and measured on the other halves by `bench/reference_judge_quality.py`. The file's
-version and a digest of its coefficients are part of the judge's config hash, so a refit is a new judge.
+from the development halves of the golden sets in the repository and measured on the other halves by
+`bench/reference_judge_quality.py`. One model per feature set: `default` (word-segmented text: sentence support,
+order, stance, the question's slot) and `zh` (Chinese, no word boundaries: 1.1.0's coverage and polarity as
+inputs, plus how much of the reference texts the answer recalls). The file's version and a digest of every
+coefficient are part of the judge's config hash, so a refit is a new judge.
 """
 
 from __future__ import annotations
@@ -12,21 +14,28 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 
 MODEL_PATH = Path(__file__).with_name("reference_model.json")
-# The features a clean answer has (fully supported by one sentence, as a span, agreeing in stance): each
-# feature's contribution to a verdict is measured from here, so the reason can name the one that cost most.
-CLEAN = {
-    "sentence_support": 1.0,
-    "span_support": 1.0,
-    "consistency": 1.0,
-    "shared_negation": 0.0,
-    "slot_entity": 1.0,
-    "slot_quantity": 1.0,
+# The features a clean answer has (fully supported by one sentence, as a span, agreeing in stance), per model:
+# each feature's contribution to a verdict is measured from here, so the reason can name the one that cost most.
+FEATURE_SETS: Mapping[str, Mapping[str, float]] = {
+    "default": MappingProxyType(
+        {
+            "sentence_support": 1.0,
+            "span_support": 1.0,
+            "consistency": 1.0,
+            "shared_negation": 0.0,
+            "slot_entity": 1.0,
+            "slot_quantity": 1.0,
+        }
+    ),
+    "zh": MappingProxyType({"support": 1.0, "polarity": 1.0, "fact_recall": 1.0}),
 }
+CLEAN = FEATURE_SETS["default"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,7 @@ class FaithfulnessModel:
     version: str
     coefficients: Mapping[str, float]
     intercept: float
+    clean: Mapping[str, float] = field(default_factory=lambda: CLEAN)
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -52,25 +62,52 @@ class FaithfulnessModel:
 
     def costs(self, values: Mapping[str, float]) -> dict[str, float]:
         """Log-odds each feature takes away from a clean answer's (positive = it lowered the score)."""
-        return {name: c * (CLEAN[name] - values[name]) for name, c in self.coefficients.items()}
+        return {name: c * (self.clean[name] - values[name]) for name, c in self.coefficients.items()}
 
 
-def parse_model(data: Mapping[str, object]) -> FaithfulnessModel:
-    """The model in a JSON document (`version`, `coefficients` by feature name, `intercept`); KeyError if incomplete."""
+@dataclass(frozen=True)
+class FaithfulnessModels:
+    """Every fitted model of one file, by feature set; `for_language` picks the one an item's language uses."""
+
+    version: str
+    models: Mapping[str, FaithfulnessModel]
+
+    @property
+    def digest(self) -> str:
+        payload = json.dumps({name: model.digest for name, model in self.models.items()}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    def for_language(self, language: str) -> FaithfulnessModel:
+        return self.models.get(language, self.models["default"])
+
+
+def parse_model(data: Mapping[str, object], version: str = "", feature_set: str = "default") -> FaithfulnessModel:
+    """One model of the JSON document (`coefficients` by feature name, `intercept`); ValueError if incomplete."""
+    clean = FEATURE_SETS[feature_set]
     coefficients = data["coefficients"]
-    if not isinstance(coefficients, Mapping) or set(coefficients) != set(CLEAN):
-        raise ValueError(f"coefficients must name exactly the features {sorted(CLEAN)}, got {coefficients!r}")
+    if not isinstance(coefficients, Mapping) or set(coefficients) != set(clean):
+        raise ValueError(f"{feature_set}: coefficients must name exactly {sorted(clean)}, got {coefficients!r}")
     intercept = data["intercept"]
     if not isinstance(intercept, int | float):
-        raise ValueError(f"intercept must be a number, got {intercept!r}")
+        raise ValueError(f"{feature_set}: intercept must be a number, got {intercept!r}")
     return FaithfulnessModel(
-        version=str(data["version"]),
-        coefficients={name: float(coefficients[name]) for name in CLEAN},
+        version=version or str(data.get("version", "")),
+        coefficients={name: float(coefficients[name]) for name in clean},
         intercept=float(intercept),
+        clean=clean,
     )
 
 
+def parse_models(data: Mapping[str, object]) -> FaithfulnessModels:
+    """Every model of the JSON document (`version`, `models` by feature set: `default` and `zh`)."""
+    models = data["models"]
+    if not isinstance(models, Mapping) or set(models) != set(FEATURE_SETS):
+        raise ValueError(f"models must name exactly the feature sets {sorted(FEATURE_SETS)}, got {models!r}")
+    version = str(data["version"])
+    return FaithfulnessModels(version, {name: parse_model(models[name], version, name) for name in FEATURE_SETS})
+
+
 @cache
-def load_model(path: Path = MODEL_PATH) -> FaithfulnessModel:
-    """The fitted model (read once per process)."""
-    return parse_model(json.loads(path.read_text(encoding="utf-8")))
+def load_models(path: Path = MODEL_PATH) -> FaithfulnessModels:
+    """The fitted models (read once per process)."""
+    return parse_models(json.loads(path.read_text(encoding="utf-8")))

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from scipy.stats import rankdata
 
+import judges._claims as _claims
 import judges.reference as reference
 import judges.reference_model as reference_model
 from judges._text import negated, tokenize
@@ -311,7 +312,79 @@ def test_sentences_do_not_end_at_initials_titles_or_dotted_abbreviations() -> No
 
 def test_the_faithfulness_model_is_part_of_the_judge_identity(quality: Rubric, monkeypatch: pytest.MonkeyPatch) -> None:
     before = ReferenceJudge().identity(quality).config_hash
-    model = reference.load_model()
-    changed = reference_model.FaithfulnessModel(model.version, model.coefficients, model.intercept + 0.1)
-    monkeypatch.setattr(reference, "load_model", lambda: changed)
-    assert ReferenceJudge().identity(quality).config_hash != before
+    models = reference.load_models()
+    for name, model in models.models.items():  # a refit of either model is a new judge
+        changed = reference_model.FaithfulnessModel(
+            model.version, model.coefficients, model.intercept + 0.1, model.clean
+        )
+        refit = reference_model.FaithfulnessModels(models.version, {**models.models, name: changed})
+        monkeypatch.setattr(reference, "load_models", lambda refit=refit: refit)
+        assert ReferenceJudge().identity(quality).config_hash != before
+
+
+ZH_QUESTION = "长城有多长？"
+ZH_REFERENCE = "明长城全长约8851公里，是中国古代的军事防御工程。"
+
+
+def zh_item(answer: str, **fields: object) -> JudgeItem:
+    values: dict[str, object] = {"id": "zh", "question": ZH_QUESTION, "answer": answer, "language": "zh"}
+    values.update(fields)
+    return JudgeItem.model_validate(values)
+
+
+def test_fact_recall_is_the_mean_share_of_each_reference_text_that_the_claims_recall() -> None:
+    facts = ["明长城全长约8851公里。", "长城修建于明朝。"]
+    both = zh_item("明长城全长约8851公里，长城修建于明朝。", reference_facts=facts)
+    one = zh_item("明长城全长约8851公里。", reference_facts=facts)
+    question = tokenize(ZH_QUESTION)
+    full = _claims.fact_recall(both, tokenize(both.answer), question)
+    half = _claims.fact_recall(one, tokenize(one.answer), question)
+    assert full == pytest.approx(1.0)
+    assert 0.4 < half < 0.7  # the first fact whole, little of the second
+    # The reference answer counts once even when it is also a fact; context alone asks for nothing.
+    repeated = zh_item("明长城全长约8851公里。", reference_answer=facts[0], reference_facts=facts)
+    assert _claims.fact_recall(repeated, tokenize(repeated.answer), question) == pytest.approx(half)
+    context_only = zh_item("明长城全长约8851公里。", context=[ZH_REFERENCE])
+    assert _claims.fact_recall(context_only, tokenize(context_only.answer), question) == 1.0
+
+
+def test_chinese_faithfulness_is_the_zh_model_over_support_polarity_and_recall() -> None:
+    models = reference.load_models()
+    right = zh_item("明长城全长约8851公里。", reference_answer="全长约8851公里。", reference_facts=[ZH_REFERENCE])
+    wrong = zh_item("长城全长约两万公里。", reference_answer="全长约8851公里。", reference_facts=[ZH_REFERENCE])
+    flipped = zh_item("明长城不是8851公里。", reference_answer="全长约8851公里。", reference_facts=[ZH_REFERENCE])
+    cov = reference.coverage(right)
+    assert set(cov.inputs) == set(models.models["zh"].coefficients)
+    assert cov.faithfulness == pytest.approx(models.for_language("zh").probability(cov.inputs))
+    assert cov.inputs == _claims.item_unsegmented(right)  # what the refit script fits on
+    assert reference.coverage(flipped).inputs["polarity"] == 0.0
+    assert cov.faithfulness > (reference.coverage(wrong).faithfulness or 1.0)
+    assert cov.faithfulness > (reference.coverage(flipped).faithfulness or 1.0)
+
+
+def test_a_chinese_reason_says_how_much_of_the_references_the_answer_recalls(quality: Rubric) -> None:
+    it = zh_item("明长城全长约8851公里。", reference_facts=["明长城全长约8851公里。", "长城修建于明朝。"])
+    recalled = _claims.fact_recall(it, tokenize(it.answer), tokenize(ZH_QUESTION))
+    verdict = ReferenceJudge().judge_sync(it, quality)
+    assert f"it recalls {recalled * 100:.0f}% of the reference answer and facts" in (verdict.reason or "")
+    english = ReferenceJudge().judge_sync(item("It was completed in 1889.", reference_facts=EIFFEL_FACTS), quality)
+    assert "recalls" not in (english.reason or "")
+
+
+def test_english_items_use_the_default_model_and_chinese_ones_the_zh_model() -> None:
+    models = reference.load_models()
+    assert models.for_language("en") is models.models["default"]
+    assert models.for_language("fr") is models.models["default"]
+    assert models.for_language("zh") is models.models["zh"]
+    english = reference.coverage(item("It was completed in 1889.", reference_facts=EIFFEL_FACTS))
+    assert set(english.inputs) == set(models.models["default"].coefficients)
+
+
+def test_a_model_file_must_hold_both_feature_sets_with_exactly_their_features() -> None:
+    document = json.loads(reference_model.MODEL_PATH.read_text(encoding="utf-8"))
+    assert reference_model.parse_models(document).version == document["version"]
+    with pytest.raises(ValueError, match="feature sets"):
+        reference_model.parse_models({**document, "models": {"default": document["models"]["default"]}})
+    zh = {**document["models"]["zh"], "coefficients": {"support": 1.0, "polarity": 1.0}}
+    with pytest.raises(ValueError, match="zh: coefficients"):
+        reference_model.parse_models({**document, "models": {**document["models"], "zh": zh}})

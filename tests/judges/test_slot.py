@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from judges._slot import NO_SLOT, relation, slot
+from judges._slot import NO_SLOT, relation, restated, slot
 
 BEOWULF = [
     "Beowulf is a 2007 British-American epic fantasy film directed by Robert Zemeckis and written by Neil Gaiman "
@@ -35,7 +35,28 @@ def test_a_name_of_the_right_sentence_in_another_role_contradicts_the_slot() -> 
 def test_an_answer_absent_from_the_slot_sentence_is_not_called_a_swap() -> None:
     # In a two-hop question the right answer is often the other hop's name: absence proves nothing here.
     question = "Who chaired the ceremony in which the film written by Canet won the award for Best Film?"
-    assert slot(question, "The ceremony was chaired by François Cluzet.", CEREMONY).entity_consistency == 1.0
+    assert slot(question, "François Cluzet", CEREMONY).entity_consistency == 1.0
+    assert slot(question, "Cluzet starred in the film.", CEREMONY).entity_consistency == 1.0  # no relation stated
+
+
+def test_an_answer_that_states_the_relation_with_another_name_contradicts_the_slot() -> None:
+    # 2.2.0: the answer says itself which name fills the slot ("chaired by"), so its absence from the slot
+    # sentence is no longer a two-hop excuse.
+    question = "Who chaired the ceremony in which the film written by Canet won the award for Best Film?"
+    swapped = slot(question, "The ceremony was chaired by François Cluzet.", CEREMONY)
+    assert swapped.entity_consistency == 0.0
+    assert (swapped.answer_says, swapped.reference_says) == ("François Cluzet", "Isabelle Mergault")
+    assert slot(question, "The ceremony was chaired by Isabelle Mergault.", CEREMONY) == NO_SLOT
+    assert restated(question, "Isabelle Mergault chaired it.", "The ceremony was chaired by Isabelle Mergault.") is None
+
+
+def test_a_restated_name_far_from_the_relation_says_nothing_about_the_slot() -> None:
+    question = "Who chaired the ceremony?"
+    sentence = "The ceremony was chaired by Isabelle Mergault."
+    far = "It was chaired, after a long and difficult public debate, by Jean Dupont."
+    assert restated(question, far, sentence) is None  # "Jean Dupont" is more than MARGIN words from "chaired"
+    assert restated(question, "It was chaired by Jean Dupont.", sentence) == ("Jean Dupont", "Isabelle Mergault")
+    assert restated(question, "It was chaired by Jean Dupont.", "") is None  # no slot sentence
 
 
 def test_names_of_one_list_share_a_role() -> None:

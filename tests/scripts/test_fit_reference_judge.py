@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from judges.reference_model import MODEL_PATH, parse_model
+from judges.reference_model import MODEL_PATH, parse_models
 from judgewatch.settings import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "fit_reference_judge.py"
@@ -24,5 +24,6 @@ def test_a_refit_on_the_development_halves_reproduces_the_committed_model(tmp_pa
     )
     refit, committed = json.loads(out.read_text()), json.loads(MODEL_PATH.read_text())
     assert refit == committed
-    model = parse_model(refit)
-    assert all(c >= 0 for c in model.coefficients.values())  # more support never lowers the score
+    models = parse_models(refit)
+    for model in models.models.values():
+        assert all(c >= 0 for c in model.coefficients.values())  # more support never lowers the score

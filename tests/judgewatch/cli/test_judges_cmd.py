@@ -32,8 +32,8 @@ def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
     sets = ("--dataset", "halueval_qa_mini", "--dataset", "halluqa_mini")
     result = validate(db, "reference", *sets, "--rubric", "answer_quality", "--rubric", "pairwise_preference")
     assert result.exit_code == 0, result.output
-    # algorithm 2.1.0 (2.0.0: the same AUROC, gap +2.83; 1.1.0: 0.96, +2.12)
-    assert "faithfulness  AUROC 0.95 [0.89, 0.99]  gap +2.90  unscored 0%" in result.output
+    # algorithm 2.2.0 (2.1.0: the same AUROC, gap +2.90; 2.0.0: +2.83; 1.1.0: 0.96, +2.12)
+    assert "faithfulness  AUROC 0.95 [0.89, 0.99]  gap +2.98  unscored 0%" in result.output
     assert "position consistency 100%" in result.output
     assert "rubric answer_quality 1.0.0: trustworthy" in result.output
     for probe in ("verbosity", "confidence", "reference-blindness", "consistency"):  # one line per probe and set
@@ -59,7 +59,9 @@ def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
     listed = run("judges", "list", "--database-url", db)
     assert listed.exit_code == 0 and "openai:sim-judge" in listed.output and "NOT TRUSTED" in listed.output
     rows = json.loads(run("judges", "list", "--json", "--database-url", db).output)
-    assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [("openai:sim-judge", False, 0.9359)]
+    assert [(r["judge"], r["trustworthy"], r["reference_auroc"]) for r in rows] == [
+        ("openai:sim-judge", False, 0.9437)
+    ]  # 2.2.0 (2.1.0: 0.9359)
 
 
 def test_an_unreachable_judge_is_not_measured(db: str, closed_port_url: str) -> None:
