@@ -1,19 +1,17 @@
 """The de-duplication window: a bounded LRU of content hashes, fed a row at a time or a whole block at once.
 
 `DedupWindow.seen` is the rule for one row. `DedupWindow.seen_many` gives the same answers and leaves the
-same window for a block of rows. When the block's times are in order (the usual log), it works the block out
-at once (`_append_block`): only a row whose content is in the window or earlier in the block can be a
-duplicate, and whether `seen` would still hold that content follows from when it was last seen and how many
-distinct contents came since; the block's contents then go into the window in one C-level `update` and it is
-trimmed once. Otherwise runs of new contents are inserted at once and every row whose content may repeat goes
-through `seen` itself.
+same window for a block of rows: a row whose content is neither in the window nor earlier in the block cannot
+be a duplicate, so runs of such rows are inserted in one C-level `update` and the window trimmed once, which is
+what row-by-row insertion does whenever the window's times do not go backwards (checked first); any other
+block, and every row whose content may repeat, goes through `seen` itself.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict, deque
 from collections.abc import Sequence
-from itertools import compress, islice, repeat, starmap
+from itertools import islice, repeat, starmap
 
 import numpy as np
 import xxhash
@@ -87,12 +85,7 @@ class DedupWindow:
     def seen_many(self, keys: Sequence[bytes], ats: np.ndarray) -> np.ndarray:
         """`seen(keys[i], ats[i])` for every i in order, as a bool array; the window ends as `seen` leaves it."""
         n = len(keys)
-        ats = np.asarray(ats, dtype=np.float64)
-        if n and self._appends(ats):
-            found = self._append_block(keys, ats)
-            if found is not None:
-                return found
-        times: list[float] = ats.tolist()
+        times: list[float] = np.asarray(ats, dtype=np.float64).tolist()
         if not n or not self._in_order(ats):
             return np.fromiter(map(self.seen, keys, times), dtype=bool, count=n)
         duplicate = np.zeros(n, dtype=bool)
@@ -107,82 +100,6 @@ class DedupWindow:
             duplicate[i] = self.seen(keys[i], times[i])
             start = i + 1
         self._insert_new(keys[start:], times[start:])
-        return duplicate
-
-    def _appends(self, ats: np.ndarray) -> bool:
-        """Does the block only append to the window's order? Its times do not go backwards and start at or
-        after the latest time seen, and (with a time bound) the window's own times are in order."""
-        if ats[0] < self._latest or bool(np.any(ats[1:] < ats[:-1])):
-            return False
-        return self.seconds is None or self._in_order(ats)
-
-    def _append_block(self, keys: Sequence[bytes], ats: np.ndarray) -> np.ndarray | None:
-        """`seen` for a whole block that only appends (`_appends`), at once; None (nothing changed) when its
-        repeats are too many to check at once.
-
-        Then every entry's time is its last sighting's, the window's order is the order of last sightings,
-        and after row q it holds the last `max_rows` distinct keys seen up to q among those not older than
-        `ats[q] - seconds` (both bounds cut the same order from the front). So a row whose key was last
-        seen at position p (in the window's order followed by the block) finds it when that sighting is
-        not older than the previous row's horizon and fewer than `max_rows` distinct keys were seen since:
-        the positions after p, less those whose key is seen again before the row."""
-        window, n, m, seconds = self._seen, len(keys), len(self._seen), self.seconds
-        first = dict(zip(reversed(keys), range(n - 1, -1, -1), strict=True))  # each key's first row
-        hits = list(window.keys() & first.keys())  # keys of the window seen again
-        rows = [first[k] for k in hits]
-        before = [window[k] for k in hits]  # the window's time of each
-        at_row: list[int] = []  # each repeat's previous row in the block
-        if len(first) < n:
-            firsts = np.fromiter(map(first.__getitem__, keys), dtype=np.int64, count=n)
-            last: dict[bytes, int] = {}
-            for r in np.flatnonzero(firsts != np.arange(n)).tolist():
-                key = keys[r]
-                at_row.append(last.get(key, first[key]))
-                last[key] = r
-                rows.append(r)
-        singles = np.array(rows, dtype=np.int64)
-        prev_time = np.concatenate([np.array(before, dtype=np.float64), ats[at_row]])
-        present = np.ones(len(singles), dtype=bool)
-        if seconds is not None:  # not older than the previous row's horizon (row 0: the window is trimmed)
-            horizon = ats[np.maximum(singles - 1, 0)] - seconds
-            present &= (singles == 0) | (prev_time >= horizon)
-        # Each sighting's position: the window's entries 0..m-1, then the block's rows. A window entry's own
-        # position is looked up only when the row bound may bind (else 0 stands in: every repeat's is >= m).
-        in_window = np.zeros(len(hits), dtype=np.int64)
-        if hits and m + int(singles[: len(hits)].max()) - 1 >= self.max_rows:
-            position = dict(zip(window, range(m), strict=False))  # m entries
-            in_window = np.array([position[k] for k in hits], dtype=np.int64)
-        prev = np.concatenate([in_window, m + np.array(at_row, dtype=np.int64)])
-        since = m + singles - 1 - prev  # positions after the last sighting, up to the previous row
-        far = np.flatnonzero(since >= self.max_rows)
-        if len(far):
-            if len(far) * len(singles) > 1 << 22:
-                return None
-            seen_again = (singles[None, :] < singles[far, None]) & (prev[None, :] > prev[far, None])
-            present[far] &= since[far] - seen_again.sum(axis=1) <= self.max_rows - 1
-        answers = present if seconds is None else present & (np.abs(ats[singles] - prev_time) <= seconds)
-        duplicate = np.zeros(n, dtype=bool)
-        duplicate[singles] = answers
-        # The window's order after the block: its entries not seen again, then each key at its last row.
-        for key in hits:
-            del window[key]
-        new_keys, new_times = keys, ats
-        if at_row:  # a row whose key is seen again later in the block is not its key's last sighting
-            last_sighting = np.ones(n, dtype=bool)
-            last_sighting[at_row] = False
-            new_keys, new_times = list(compress(keys, last_sighting.tolist())), ats[last_sighting]
-        drop = len(window) + len(new_keys) - self.max_rows
-        self._latest = max(self._latest, float(ats[-1]))
-        if seconds is not None:  # the entries older than the horizon, a prefix of the (ordered) times
-            held = np.fromiter(window.values(), dtype=np.float64, count=len(window))
-            cut = self._latest - seconds
-            expired = int(np.searchsorted(held, cut, "left"))
-            if expired == len(held):
-                expired += int(np.searchsorted(new_times, cut, "left"))
-            drop = max(drop, expired)
-        window.update(zip(new_keys, new_times.tolist(), strict=True))
-        self._front = None
-        _pop_oldest(window, drop)
         return duplicate
 
     def _in_order(self, ats: np.ndarray) -> bool:

@@ -53,25 +53,3 @@ def test_fresh_keys_in_order_are_inserted_at_once_and_trimmed_by_time_and_rows()
         False,
     ]
     assert list(window._seen) == [b"d", b"a", b"e", b"f"]  # b expired (older than 12 - 10), c over the row bound
-
-
-@pytest.mark.parametrize("seconds", [None, 3.0, 400.0])
-@pytest.mark.parametrize(("pool", "max_rows", "block"), [(3, 1, 3000), (40, 7, 64), (2000, 50, 400), (300, 256, 1000)])
-def test_blocks_in_time_order_answer_as_row_by_row_where_the_row_bound_binds(
-    seconds: float | None, pool: int, max_rows: int, block: int
-) -> None:
-    """Times in order: the block path works out when each key was last seen and how many keys since; a key
-    seen again far back in the window (or the block) must be found exactly when `seen` still holds it. The
-    first case (every row a repeat, far apart) is too many repeats to check at once: it goes row by row."""
-    rng = random.Random(f"{seconds}-{pool}-{max_rows}")
-    keys, times = _stream(rng, 6000, keys=pool, backwards=0.0)
-    one, many = DedupWindow(max_rows, seconds), DedupWindow(max_rows, seconds)
-    expected: list[bool] = []
-    got: list[bool] = []
-    for start in range(0, len(keys), block):
-        rows = range(start, min(start + block, len(keys)))
-        expected += [one.seen(keys[i], times[i]) for i in rows]
-        got += many.seen_many(keys[start : rows.stop], np.array(times[start : rows.stop])).tolist()
-        assert _state(many) == _state(one)
-    assert got == expected
-    assert 0 < sum(expected) < len(expected)
