@@ -60,6 +60,7 @@ def _one_core() -> None:
 def child(mode: str, kind: str, paths: list[str]) -> None:
     """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only)."""
     _one_core()
+    import pandas  # noqa: F401  (pyarrow's first `to_numpy` imports it: 0.2 s of CPU, once per worker)
     import pyarrow.compute
     import pyarrow.json
     import pyarrow.parquet  # noqa: F401  (imported before the clock starts, as a long-running worker has them)

@@ -2,16 +2,22 @@
 
 `DedupWindow.seen` is the rule for one row. `DedupWindow.seen_many` gives the same answers and leaves the
 same window for a block of rows: a row whose content is neither in the window nor earlier in the block cannot
-be a duplicate, so runs of such rows are inserted in one C-level `update` and the window trimmed once, which is
-what row-by-row insertion does whenever the window's times do not go backwards (checked first); any other
-block, and every row whose content may repeat, goes through `seen` itself.
+be a duplicate, so runs of such rows are inserted at once and the window trimmed once, which is what
+row-by-row insertion does whenever the window's times do not go backwards (checked first); any other block,
+and every row whose content may repeat, goes through `seen` itself.
+
+The LRU order is kept as numbered slots (a key list, a time list) and a plain dict from each key to its slot:
+a key seen again takes a new slot at the end and leaves its old one behind, and the oldest entry is the first
+slot whose key still points to it. A run of new keys is then two list extends and one dict `update`, and
+trimming it a slice of `del`s, about half of what an `OrderedDict` insert and pop cost.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Sequence
-from itertools import islice, repeat, starmap
+from heapq import heapify, heappop, heappush
 
 import numpy as np
 import xxhash
@@ -41,45 +47,62 @@ class DedupWindow:
     def __init__(self, max_rows: int, seconds: float | None) -> None:
         self.max_rows = max_rows
         self.seconds = seconds
-        self._seen: OrderedDict[bytes, float] = OrderedDict()
+        self._slot: dict[bytes, int] = {}  # each entry's key -> its slot (entries are oldest first by slot)
+        self._keys: list[bytes] = []  # slot `self._base + i` -> its key
+        self._times: list[float] = []  # slot `self._base + i` -> its time
+        self._base = 0  # slot number of `_keys[0]`
+        self._head = 0  # every slot before it is gone
+        self._left: list[int] = []  # heap of slots left behind by a key seen again (not entries)
         self._latest = float("-inf")
-        self._front: tuple[bytes, float] | None = None  # the oldest entry, cached: read once per change, not per row
-        self._ordered = True  # known: the entries' times rise from oldest to newest (see `_in_order`)
+        self._ordered = True  # known: the slots' times rise from `_head` on (see `_in_order`)
 
     def __len__(self) -> int:
-        return len(self._seen)
+        return len(self._slot)
+
+    def entries(self) -> list[tuple[bytes, float]]:
+        """(key, time) of every entry, oldest first: the order in which the window drops them."""
+        return [(self._keys[s - self._base], self._times[s - self._base]) for s in sorted(self._slot.values())]
 
     def seen(self, key: bytes, at: float) -> bool:
         """True when `key` was seen within the window; records it either way."""
-        window = self._seen
         if at > self._latest:
             self._latest = at
         elif at < self._latest:
             self._ordered = False  # this entry may now be older than the one before it
-        before = window.get(key)
-        if before is None:
+        slots, keys, times = self._slot, self._keys, self._times
+        slot = slots.get(key)
+        if slot is None:
             duplicate = False
-            if not window:
-                self._front = None
-            window[key] = at
         else:
+            before = times[slot - self._base]
             duplicate = self.seconds is None or abs(at - before) <= self.seconds
-            window[key] = at if at > before else before
-            window.move_to_end(key)
-            if self._front is not None and self._front[0] == key:
-                self._front = None
-        if self.seconds is not None:
+            if before > at:
+                at = before
+            heappush(self._left, slot)  # moved to the end: its old slot is left behind
+        slots[key] = self._base + len(keys)
+        keys.append(key)
+        times.append(at)
+        base, head = self._base, self._head
+        if self.seconds is not None:  # drop the oldest entries while they are expired (the old `popitem`s)
             horizon = self._latest - self.seconds
-            while window:
-                if self._front is None:
-                    self._front = next(iter(window.items()))
-                if self._front[1] >= horizon:
+            while slots:
+                oldest = keys[head - base]
+                if slots.get(oldest) != head:  # a slot left behind: not an entry
+                    head += 1
+                elif times[head - base] < horizon:
+                    del slots[oldest]
+                    head += 1
+                else:
                     break
-                window.popitem(last=False)
-                self._front = None
-        while len(window) > self.max_rows:
-            window.popitem(last=False)
-            self._front = None
+        while len(slots) > self.max_rows:  # then while they are too many
+            oldest = keys[head - base]
+            if slots.get(oldest) == head:
+                del slots[oldest]
+            head += 1
+        self._head = head
+        gone = head - base
+        if gone > 4096 or len(keys) - gone > 2 * len(slots) + 4096:
+            self._compact()
         return duplicate
 
     def seen_many(self, keys: Sequence[bytes], ats: np.ndarray) -> np.ndarray:
@@ -90,7 +113,7 @@ class DedupWindow:
             return np.fromiter(map(self.seen, keys, times), dtype=bool, count=n)
         duplicate = np.zeros(n, dtype=bool)
         first = dict(zip(reversed(keys), range(n - 1, -1, -1), strict=True))  # each key's first row in the block
-        singles: set[int] = {first[k] for k in self._seen.keys() & first.keys()}
+        singles: set[int] = {first[k] for k in self._slot.keys() & first.keys()}
         if len(first) < n:  # a content repeated within the block: every repeat after the first
             firsts = np.fromiter(map(first.__getitem__, keys), dtype=np.int64, count=n)
             singles.update(np.flatnonzero(firsts != np.arange(n)).tolist())
@@ -100,18 +123,19 @@ class DedupWindow:
             duplicate[i] = self.seen(keys[i], times[i])
             start = i + 1
         self._insert_new(keys[start:], times[start:])
+        self._compact()
         return duplicate
 
     def _in_order(self, ats: np.ndarray) -> bool:
         """Can runs of new keys be inserted at once? Always without a time bound; with one, when the block's
-        times do not go backwards, start at or after the latest time seen, and the window's own times are in
-        order (then every `seen` call expires exactly the entries older than its horizon, from the front)."""
+        times do not go backwards, start at or after the latest time seen, and the slots' own times are in
+        order (then every `seen` call expires exactly the slots older than its horizon, from the front)."""
         if self.seconds is None:
             return True
         if ats[0] < self._latest or bool(np.any(ats[1:] < ats[:-1])):
             return False
-        if not self._ordered:  # a time went backwards once: look whether the entries are in order again
-            held = np.fromiter(self._seen.values(), dtype=np.float64, count=len(self._seen))
+        if not self._ordered:  # a time went backwards once: look whether the slots are in order again
+            held = np.asarray(self._times[self._head - self._base :], dtype=np.float64)
             self._ordered = not bool(np.any(held[1:] < held[:-1]))
         return self._ordered
 
@@ -119,19 +143,70 @@ class DedupWindow:
         """`seen` for keys absent from the window and from each other, times in order (see `_in_order`)."""
         if not keys:
             return
-        window = self._seen
-        window.update(zip(keys, times, strict=True))
-        self._front = None
+        end = self._base + len(self._keys)
+        self._keys.extend(keys)
+        self._times.extend(times)
+        self._slot.update(zip(keys, range(end, end + len(keys)), strict=True))
         self._latest = max(self._latest, max(times))
-        if self.seconds is not None:  # the times are in order: the expired entries are the oldest ones
-            older = (self._latest - self.seconds).__gt__
-            values, expired, chunk = iter(window.values()), 0, len(keys) + 1
-            while (found := sum(map(older, islice(values, chunk)))) == chunk:
-                expired += found
-            _pop_oldest(window, expired + found)
-        _pop_oldest(window, len(window) - self.max_rows)
+        if self.seconds is not None:  # the slots' times are in order: the expired ones come first
+            horizon = self._latest - self.seconds
+            self._drop(bisect_left(self._times, horizon, self._head - self._base) + self._base)
+        if len(self._slot) > self.max_rows:
+            self._drop_entries(len(self._slot) - self.max_rows)
 
+    def _append(self, key: bytes, at: float) -> None:
+        self._slot[key] = self._base + len(self._keys)
+        self._keys.append(key)
+        self._times.append(at)
 
-def _pop_oldest(window: OrderedDict[bytes, float], k: int) -> None:
-    if k > 0:
-        deque(starmap(window.popitem, repeat((False,), k)), maxlen=0)  # k pops, no Python loop
+    def _front(self) -> int:
+        """The oldest entry's slot (the window is not empty); slots left behind before it are passed."""
+        keys, base, slot = self._keys, self._base, self._slot
+        while slot.get(keys[self._head - base]) != self._head:
+            self._head += 1
+        return self._head
+
+    def _drop(self, end: int) -> None:
+        """Drop every slot before `end`: the entries among them leave the window."""
+        start, base, left = self._head, self._base, self._left
+        if end <= start:
+            return
+        while left and left[0] < start:
+            heappop(left)
+        self._head = end
+        if not left or left[0] >= end:  # only entries: one `del` each, no Python loop
+            deque(map(self._slot.__delitem__, self._keys[start - base : end - base]), maxlen=0)
+            return
+        for s in range(start, end):
+            key = self._keys[s - base]
+            if self._slot.get(key) == s:
+                del self._slot[key]
+
+    def _drop_entries(self, k: int) -> None:
+        """Drop the `k` oldest entries."""
+        left = self._left
+        while left and left[0] < self._head:
+            heappop(left)
+        if not left or left[0] >= self._head + k:  # the next k slots are all entries
+            self._drop(self._head + k)
+            return
+        for _ in range(k):
+            self._drop(self._front() + 1)
+
+    def _compact(self) -> None:
+        """Forget the slots before the head once they are most of the lists; renumber the entries once the
+        slots left behind are most of them (a few keys seen again and again, never dropped)."""
+        gone, held = self._head - self._base, len(self._keys)
+        if held - gone > 2 * len(self._slot) + 4096:
+            base, order = self._base, sorted(self._slot.values())
+            self._keys = [self._keys[s - base] for s in order]
+            self._times = [self._times[s - base] for s in order]
+            self._base = self._head = base + held  # new numbers, above every old one
+            self._slot = dict(zip(self._keys, range(self._head, self._head + len(order)), strict=True))
+            self._left = []
+        elif gone > 4096 and gone * 2 > held:
+            del self._keys[:gone]
+            del self._times[:gone]
+            self._base = self._head
+            self._left = [s for s in self._left if s >= self._head]
+            heapify(self._left)
