@@ -87,7 +87,7 @@ async def traffic_sampling(
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, read at once by mapped `sample-partition` tasks (on a process pool with
+    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks (on a process pool with
     `partition_processes`); the watermark is saved per partition, in order (docs/sampling.md, "Partitions").
     `partition_runs` makes each partition a `sample-partition` flow run of its own instead, created from
     `partition_deployment` so that any worker of its work pool runs it (None: subflows of this process); the
@@ -180,7 +180,7 @@ def _partitions(
     config: SourceConfig, start: Watermark | None, parts: int, *, processes: bool = False
 ) -> Iterator[PartitionRead]:
     """Each partition's picks, quarantined rows, counts and watermark, in order. One partition is read here,
-    streaming; several are mapped as `sample-partition` tasks, read at once and handed over in order: on the
+    streaming; several are mapped as `read-partition` tasks, read at once and handed over in order: on the
     flow's threads, or with `processes` on a pool of processes (one per core at most), so that reading and
     deciding, which hold the GIL for most of their time, use every core."""
     split = split_source(config, start, parts)

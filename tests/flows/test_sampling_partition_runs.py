@@ -116,9 +116,11 @@ async def test_a_failed_child_leaves_the_watermark_after_the_partitions_before_i
         await in_child_runs(split_source, db, partitions=4)
     assert "stays after partition 2" in str(failed.value)
     first = stored_sample(db)
+    # Partition 4 completed, but the watermark stops before the failed one.
     assert {Path(p).name: m["rows"] for p, m in first["watermark"]["files"].items()} == {
-        "part-0.jsonl": 676, "part-1.jsonl": 676,
-    }  # fmt: skip  partition 4 completed, but the watermark stops before the failed one
+        "part-0.jsonl": 676,
+        "part-1.jsonl": 676,
+    }
     monkeypatch.setattr(tasks, "partition_sampler", real)
     rerun = await in_child_runs(split_source, db, partitions=4)
     assert rerun["started_from"] == "the stored watermark" and rerun["read"] == 676 + 674

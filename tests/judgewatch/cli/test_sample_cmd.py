@@ -89,3 +89,12 @@ def test_a_source_held_by_another_run_exits_2(db: str) -> None:
     engine.dispose()
     assert result.exit_code == 2
     assert "source 'halluqa-demo'" in result.output and "worker-7" in result.output
+
+
+def test_partition_runs_without_a_prefect_server_exits_2_and_stores_nothing(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)  # the ephemeral mode: no worker could run a child
+    result = run("--database-url", db, "--partitions", "2", "--partition-runs")
+    assert result.exit_code == 2 and "PREFECT_API_URL" in result.output and "sample-partition" in result.output
+    assert not (tmp_path / "jw.db").exists()
