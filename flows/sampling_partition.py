@@ -19,6 +19,7 @@ from typing import Any
 
 from prefect import flow
 from prefect.deployments import arun_deployment
+from prefect.exceptions import ObjectNotFound
 from prefect.states import State
 from pydantic import BaseModel
 from sqlalchemy import Engine, select
@@ -123,13 +124,19 @@ def deployment_launch(deployment: str) -> Launch:
     """Children as flow runs of `deployment` on its work pool (`run_deployment`, linked as subflows)."""
 
     async def launch(job: PartitionJob) -> tuple[bool, str]:
-        child = await arun_deployment(
-            deployment,
-            parameters={"job": job.model_dump(mode="json")},
-            flow_run_name=f"{job.partition.config.name}-{job.partition.index + 1}-of-{job.partitions}",
-            as_subflow=True,
-            poll_interval=POLL_S,
-        )
+        try:
+            child = await arun_deployment(
+                deployment,
+                parameters={"job": job.model_dump(mode="json")},
+                flow_run_name=f"{job.partition.config.name}-{job.partition.index + 1}-of-{job.partitions}",
+                as_subflow=True,
+                poll_interval=POLL_S,
+            )
+        except ObjectNotFound:
+            raise PartitionFailed(
+                f"no deployment {deployment} on the Prefect server: `prefect deploy --all` creates it from "
+                "prefect.yaml (nothing was read)"
+            ) from None
         return _outcome(child.state, f"flow run {child.name} ({child.id})")
 
     return launch

@@ -130,3 +130,12 @@ async def test_a_failed_child_leaves_the_watermark_after_the_partitions_before_i
     # the part-1/part-2 boundary in the demo log, so the rerun's cold window decides as one pass does.
     assert stored_sample(db) == stored_sample(one_pass)
     assert review_and_verdicts(db)[0] == review_and_verdicts(one_pass)[0]
+
+
+async def test_without_the_sample_partition_deployment_the_run_fails_saying_so_and_reads_nothing(
+    split_source: Path, db: str
+) -> None:
+    # The test server has no deployments: run_deployment finds none to create the children from.
+    with pytest.raises(PartitionFailed, match=r"no deployment sample-partition/sample-partition.*prefect deploy"):
+        await sample(split_source, db, partitions=2, partition_runs=True)
+    assert stored_sample(db) == {"interactions": [], "quarantined": [], "watermark": None}
