@@ -143,6 +143,9 @@ def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
     target.update(Counter(target) + Counter(counts))
 
 
+_STATS = frozenset(SampleStats.model_fields) & frozenset(SamplingReport.model_fields)  # the counts a partition's read adds
+
+
 def merge_report(report: SamplingReport, part: SamplingReport) -> None:
     """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
     tally(report, SampleStats.model_validate(part.model_dump(include=_STATS)))
@@ -154,9 +157,6 @@ def merge_report(report: SamplingReport, part: SamplingReport) -> None:
         add_counts(mine, theirs)
     room = QUARANTINE_SHOWN - len(report.quarantine_positions)
     report.quarantine_positions += part.quarantine_positions[: max(room, 0)]
-
-
-_STATS = set(SampleStats.model_fields) & set(SamplingReport.model_fields)
 
 
 def _checkpoint(run: StoringRun, mark: Watermark, run_id: str | None) -> str:
