@@ -143,7 +143,7 @@ def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
     target.update(Counter(target) + Counter(counts))
 
 
-_STATS = frozenset(SampleStats.model_fields) & frozenset(SamplingReport.model_fields)  # the counts a partition's read adds
+_STATS = set(SampleStats.model_fields) & set(SamplingReport.model_fields)  # what a partition read counts
 
 
 def merge_report(report: SamplingReport, part: SamplingReport) -> None:
