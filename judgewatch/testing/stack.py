@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -9,6 +10,17 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 
 from judgewatch.settings import REPO_ROOT
+from judgewatch.testing.processes import free_port
+
+
+def stack_ports() -> tuple[int, int]:
+    """The stack's Prefect server and review UI ports: JUDGEWATCH_TEST_PORTS="a,b" when set (a range of one's
+    own on a shared machine), else two free ones."""
+    given = os.environ.get("JUDGEWATCH_TEST_PORTS")
+    if not given:
+        return free_port(), free_port()
+    first, second = (int(p) for p in given.split(","))
+    return first, second
 
 
 def source_repository(dest: Path) -> Path:

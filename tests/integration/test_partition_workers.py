@@ -26,10 +26,9 @@ import pytest
 import yaml
 
 from judgewatch.settings import REPO_ROOT
-from judgewatch.testing.processes import free_port
 from judgewatch.testing.sampling_runs import stored_sample
 from judgewatch.testing.simulator import run_simulator_in_thread
-from judgewatch.testing.stack import admin_sql, source_repository
+from judgewatch.testing.stack import admin_sql, source_repository, stack_ports
 
 logger = logging.getLogger(__name__)
 
@@ -40,21 +39,12 @@ DEMO = REPO_ROOT / "examples" / "traffic"
 PARENT, CHILD = "traffic-sampling/traffic-sampling", "sample-partition/sample-partition"
 
 
-def ports() -> tuple[int, int]:
-    """The server's and the review UI's: JUDGEWATCH_TEST_PORTS="a,b" when set, else free ones."""
-    given = os.environ.get("JUDGEWATCH_TEST_PORTS")
-    if given:
-        first, second = (int(p) for p in given.split(","))
-        return first, second
-    return free_port(), free_port()
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """`stack.sh up` with the test's ports, databases and repository, 3 flow runs per worker; `down` at the end."""
     home = tmp_path_factory.mktemp("partition-stack")
     tag = uuid.uuid4().hex[:8]
-    port, review_port = ports()
+    port, review_port = stack_ports()
     dbs = {"prefect": f"jw_{tag}_prefect", "store": f"jw_{tag}_store", "one": f"jw_{tag}_one", "runs": f"jw_{tag}_runs"}
     with run_simulator_in_thread(latency_ms=20, max_concurrency=64) as sim:
         env = {

@@ -32,10 +32,9 @@ from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
-from judgewatch.testing.processes import free_port
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
 from judgewatch.testing.stack import admin_sql as stack_admin_sql
-from judgewatch.testing.stack import source_repository
+from judgewatch.testing.stack import source_repository, stack_ports
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.slow]
 
@@ -59,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
     """`stack.sh up` with this test's ports, databases and git repository; `down` at the end whatever happens."""
     home = tmp_path_factory.mktemp("stack")
     tag = uuid.uuid4().hex[:8]
-    port, review_port = free_port(), free_port()
+    port, review_port = stack_ports()
     env = {
         **os.environ,
         # Workers log "submitting flow run ..." at INFO, which the tests read; an in-process `regress` test earlier
