@@ -165,9 +165,12 @@ def test_workers_run_the_partition_flow_runs_and_store_what_one_pass_stores(
     assert {c["work_queue_name"] for c in children} == {"sampling"}  # the pool's queue: any worker takes them
     deployment = httpx.get(f"{api}/deployments/name/{CHILD}", timeout=30).json()
     assert {c["deployment_id"] for c in children} == {deployment["id"]}
-    # Prefect's flow run record does not name the worker; each worker's log names the flow runs it submitted.
+    # The worker that ran a flow run labels it (prefect.worker.name); its log names the runs it submitted.
+    by_label = {c["id"]: c["labels"].get("prefect.worker.name") for c in children}
+    assert set(by_label.values()) <= {"judgewatch-worker-1", "judgewatch-worker-2"}, by_label
     taken = {w: ran_by(stack["state"] / f"worker-{w}.log", child_ids) for w in (1, 2)}
     assert sorted(taken[1] + taken[2]) == sorted(child_ids), taken  # each child run by exactly one worker
+    assert {i: f"judgewatch-worker-{w}" for w in (1, 2) for i in taken[w]} == by_label
     logger.info("partition runs: worker-1 ran %d, worker-2 ran %d; the partitioned run took %.0f s",
                 len(taken[1]), len(taken[2]), took)  # fmt: skip
 
