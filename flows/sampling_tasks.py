@@ -81,8 +81,8 @@ class PartitionRead:
         return self._watermark()
 
 
-@task(name="sample-partition", cache_policy=NO_CACHE)
-def sample_partition(partition: SourcePartition) -> PartitionRead:
+@task(name="read-partition", cache_policy=NO_CACHE)
+def read_partition(partition: SourcePartition) -> PartitionRead:
     """Read and sample one partition of a source (its dedup window warmed by the rows before it)."""
     quarantined: list[RejectedTrafficRow] = []
     sampler, read = partition_sampler(partition, on_quarantine=quarantined.append)
@@ -155,12 +155,14 @@ def store_quarantined(engine: Engine, rows: Sequence[RejectedTrafficRow], run_id
 
 
 @task(name="judge-picks", cache_policy=NO_CACHE)
-async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease) -> StoredBatch:
+async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease | None) -> StoredBatch:
     """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored.
 
     Keyed by interaction id; the judge sees the stored interaction, as in every other run.
     """
     items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
+    if lease is None:  # a partition's flow run: the parent holds the source
+        return await run.judge_stored(items)
     return await run.judge_stored(items, on_verdict=lambda _key, _verdict: lease.renew_if_due())
 
 

@@ -121,9 +121,23 @@ def sample(
     partition_processes: Annotated[
         bool, typer.Option(help="Read the partitions on a pool of processes (one per core at most), not threads")
     ] = False,
+    partition_runs: Annotated[
+        bool,
+        typer.Option(
+            help="Each partition a sample-partition flow run that the work pool's workers run (needs PREFECT_API_URL: "
+            "a server with the sample-partition deployment and running workers)"
+        ),
+    ] = False,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
+    if partition_runs and not dry_run and not _prefect_server():
+        typer.echo(
+            "error: --partition-runs hands each partition to the workers of a Prefect server: set PREFECT_API_URL "
+            "to a server where `prefect deploy` created sample-partition/sample-partition and workers are running",
+            err=True,
+        )
+        raise typer.Exit(2)
 
     def sampled() -> dict[str, Any]:
         return run_sampling(
@@ -139,11 +153,18 @@ def sample(
             database_url=database_url,
             partitions=partitions,
             partition_processes=partition_processes,
+            partition_runs=partition_runs,
         )
 
     # one line, not a traceback: config errors, a busy source, a dead database
     report = run_or_exit(sampled, what="sampling", failure=lambda exc: f"error: {exc}")
     echo_result(report, json_output=json_output, show=_echo_report)
+
+
+def _prefect_server() -> bool:
+    from judges.budget import prefect_api_url
+
+    return prefect_api_url() is not None
 
 
 def _echo_report(report: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,6 +33,8 @@ from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
+from judgewatch.testing.stack import admin_sql as stack_admin_sql
+from judgewatch.testing.stack import source_repository, stack_ports
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.slow]
 
@@ -42,42 +43,8 @@ DEPLOYMENT = "post-release-regression/post-release-regression"
 PG = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def source_repository(dest: Path) -> Path:
-    """A git repository (branch main) holding the checkout's tracked and new files, as they are now."""
-    files = (
-        subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, files):
-        src = REPO_ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-C", str(dest)]
-    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "judgewatch under test"], check=True)
-    return dest
-
-
 def admin_sql(statement: str) -> None:
-    engine = create_engine(PG.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
-    try:
-        with engine.connect() as conn:
-            conn.execute(text(statement))
-    finally:
-        engine.dispose()
+    stack_admin_sql(PG, statement)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
     """`stack.sh up` with this test's ports, databases and git repository; `down` at the end whatever happens."""
     home = tmp_path_factory.mktemp("stack")
     tag = uuid.uuid4().hex[:8]
-    port, review_port = free_port(), free_port()
+    port, review_port = stack_ports()
     env = {
         **os.environ,
         # Workers log "submitting flow run ..." at INFO, which the tests read; an in-process `regress` test earlier
@@ -180,7 +147,7 @@ def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
     # Prefect's own database is PostgreSQL: its tables are in the stack's judgewatch_prefect database.
     engine = create_engine(PG.rsplit("/", 1)[0] + "/" + stack["env"]["JUDGEWATCH_PREFECT_DB"])
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 3
+        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 4  # + sample-partition
     engine.dispose()
     again = subprocess.run(
         ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=stack["env"], capture_output=True, text=True, timeout=900

@@ -1,0 +1,223 @@
+"""The sampling flows' shared steps: the report, the storing run's state, and storing partitions batch by batch.
+
+`store_partitions` is the one place picks become stored interactions, verdicts and review items: the
+`traffic-sampling` flow runs it over its partitions (saving the watermark), a `sample-partition` flow run over
+its one partition (the parent saves the watermark). Per bounded batch of picks: store the quarantined rows read
+before them and the picks, judge the picks not judged yet, route a share of the verdicts to review.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from prefect.utilities.annotations import quote
+from pydantic import BaseModel, Field
+from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
+
+from flows.sampling_tasks import (
+    PartitionRead,
+    judge_picks,
+    route_picks,
+    save_checkpoint,
+    store_picks,
+    store_quarantined,
+)
+from judgewatch.judging.run import JudgingRun
+from judgewatch.review.routing import RoutingPolicy
+from judgewatch.settings import Settings
+from judgewatch.storage.watermarks import SourceLease
+from judgewatch.traffic import RejectedTrafficRow, Watermark
+from judgewatch.traffic.partitions import merge_watermarks
+from judgewatch.traffic.sampling import SampleStats, StratumStats
+
+logger = logging.getLogger(__name__)
+
+QUARANTINE_FLUSH = 500  # quarantined rows buffered at most before they are stored
+QUARANTINE_SHOWN = 20  # positions kept in the report
+# The report's counts stored with the run record, beside the run's own (judged now, already judged, by status...).
+RUN_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "routed", "review_items_created"}
+T = TypeVar("T")
+
+
+class SamplingReport(BaseModel):
+    """What one run read, picked, quarantined, stored, judged and routed (the flow's return value, as a dict)."""
+
+    source: str
+    config: str
+    database: str
+    dry_run: bool
+    started_from: str  # "the start", "the stored watermark", "--since <value>"
+    run_id: str | None = None
+    read: int = 0
+    picked: int = 0
+    strata: dict[str, StratumStats] = Field(default_factory=dict)
+    filtered: int = 0
+    filtered_by: dict[str, int] = Field(default_factory=dict)
+    duplicate: int = 0
+    quarantined: int = 0
+    quarantined_by: dict[str, int] = Field(default_factory=dict)
+    quarantine_positions: list[str] = Field(default_factory=list)  # "position (reason)", the first few
+    pii: dict[str, int] = Field(default_factory=dict)
+    batches: int = 0
+    stored: int = 0  # interactions upserted
+    judged: dict[str, int] = Field(default_factory=dict)  # status -> verdicts made now
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
+    already_judged: int = 0  # picks with a verdict under this rubric and judge already (a re-read window)
+    routed: dict[str, int] = Field(default_factory=dict)  # pick reason -> verdicts routed to review
+    review_items_created: int = 0
+    watermark: dict[str, Any] = Field(default_factory=dict)  # where the next run starts reading
+    watermark_saved: bool = False
+
+
+def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def display_url(url: str) -> str:
+    return make_url(url).render_as_string(hide_password=True)
+
+
+class StoringRun:
+    """The state of one storing run: the engine, the source lease (None in a partition's flow run: its parent holds
+    it), the judging run (recorded on first write), the report."""
+
+    def __init__(
+        self, engine: Engine, lease: SourceLease | None, report: SamplingReport, judging: JudgingRun,
+        *, quarantine_run: str | None = None,
+    ) -> None:  # fmt: skip
+        self.engine, self.lease, self.report, self.judging = engine, lease, report, judging
+        self.quarantine_run = quarantine_run  # a partition's flow run tags its quarantined rows with the parent's run
+        self.quarantined: list[RejectedTrafficRow] = []
+
+    def ensure_run(self) -> str:
+        run_id = self.judging.start()
+        if run_id is None:  # the engine is always given here: a run that stores is recorded
+            raise RuntimeError("the sampling run has no store to record its run in")
+        self.report.run_id = run_id
+        return run_id
+
+    def on_quarantine(self, row: RejectedTrafficRow) -> None:
+        self.quarantined.append(row)
+        if len(self.quarantined) >= QUARANTINE_FLUSH:
+            self.flush_quarantined()
+
+    def flush_quarantined(self) -> None:
+        if self.quarantined:
+            rows, self.quarantined = self.quarantined, []
+            store_quarantined(self.engine, quote(rows), self.quarantine_run or self.ensure_run())
+
+
+def note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
+    if len(report.quarantine_positions) < QUARANTINE_SHOWN:
+        report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
+
+
+def tally(report: SamplingReport, stats: SampleStats) -> None:
+    """Add one partition's counts to the report (a single pass is one partition)."""
+    report.read, report.picked, report.filtered = (
+        report.read + stats.read,
+        report.picked + stats.picked,
+        report.filtered + stats.filtered,
+    )
+    report.duplicate, report.quarantined = report.duplicate + stats.duplicate, report.quarantined + stats.quarantined
+    add_counts(report.filtered_by, stats.filtered_by)
+    add_counts(report.quarantined_by, stats.quarantined_by)
+    add_counts(report.pii, stats.pii)
+    for name, counts in stats.strata.items():
+        mine = report.strata.setdefault(name, StratumStats(rate=counts.rate))
+        mine.eligible, mine.picked = mine.eligible + counts.eligible, mine.picked + counts.picked
+
+
+def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
+    target.update(Counter(target) + Counter(counts))
+
+
+_STATS = set(SampleStats.model_fields) & set(SamplingReport.model_fields)  # what a partition read counts
+
+
+def merge_report(report: SamplingReport, part: SamplingReport) -> None:
+    """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
+    tally(report, SampleStats.model_validate(part.model_dump(include=_STATS)))
+    report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
+    report.already_judged += part.already_judged
+    report.review_items_created += part.review_items_created
+    for mine, theirs in ((report.judged, part.judged), (report.unscored_reasons, part.unscored_reasons),
+                         (report.routed, part.routed)):  # fmt: skip
+        add_counts(mine, theirs)
+    room = QUARANTINE_SHOWN - len(report.quarantine_positions)
+    report.quarantine_positions += part.quarantine_positions[: max(room, 0)]
+
+
+def _checkpoint(run: StoringRun, mark: Watermark, run_id: str | None) -> str:
+    if run.lease is None:
+        raise RuntimeError("only the run holding the source's lease saves its watermark")
+    return save_checkpoint(run.engine, run.lease, run.report.source, mark, run_id)
+
+
+async def store_partitions(
+    run: StoringRun,
+    parts: Iterable[PartitionRead],
+    start: Watermark | None,
+    policy: RoutingPolicy,
+    settings: Settings,
+    batch_size: int,
+    *,
+    save: bool,
+) -> None:
+    """Process the partitions `parts` of a read that began at `start`, batch by batch. One partition: checkpoint
+    the watermark after each batch (when `save`). Several: after each partition, once the partitions before it
+    are done, so the stored watermark never covers a pick not yet stored."""
+    report, judging = run.report, run.judging
+    last_saved = start.model_dump_json() if start else None
+    mark = start
+    for part in parts:
+
+        def quarantine(row: RejectedTrafficRow) -> None:
+            note_quarantine(report, row)
+            run.on_quarantine(row)
+
+        part.on_quarantine = quarantine
+        for batch in batched(part.picks, batch_size):
+            run_id = run.ensure_run()
+            run.flush_quarantined()
+            report.batches += 1
+            report.stored += store_picks(run.engine, quote(batch))
+            judged = await judge_picks(judging, quote(batch), run.lease)
+            summary = judging.summary
+            report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
+            report.already_judged = judging.already_judged
+            routing = route_picks(run.engine, quote(list(judged.verdict_ids.values())), policy, settings.rubrics_dir)
+            add_counts(report.routed, routing.by_reason)
+            report.review_items_created += routing.created
+            if save and part.streamed:  # a single pass: its watermark stops at the last pick handed out
+                current = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
+                last_saved = _checkpoint(run, current, run_id)
+                report.watermark_saved = True
+            judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
+            judging.beat()
+        run.flush_quarantined()
+        mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
+        tally(report, part.stats)
+        if save and mark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
+            last_saved = _checkpoint(run, mark, judging.run_id)
+            report.watermark_saved = True
+    report.watermark = (mark or Watermark()).model_dump(mode="json")
+    logger.info(
+        "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
+        report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,
+        extra={"run_id": judging.run_id, "source": report.source,
+               "judge": judging.judge.identity(judging.rubric).name,
+               "counts": {"read": report.read, "picked": report.picked, "quarantined": report.quarantined,
+                          "judged": report.judged, "routed": report.routed}},
+    )  # fmt: skip

@@ -1,0 +1,55 @@
+"""What the stack tests share: a git repository the workers clone, and dropping the databases a test created."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from sqlalchemy import create_engine, text
+
+from judgewatch.settings import REPO_ROOT
+from judgewatch.testing.processes import free_port
+
+
+def stack_ports() -> tuple[int, int]:
+    """The stack's Prefect server and review UI ports: JUDGEWATCH_TEST_PORTS="a,b" when set (a range of one's
+    own on a shared machine), else two free ones."""
+    given = os.environ.get("JUDGEWATCH_TEST_PORTS")
+    if not given:
+        return free_port(), free_port()
+    first, second = (int(p) for p in given.split(","))
+    return first, second
+
+
+def source_repository(dest: Path) -> Path:
+    """A git repository (branch main) holding the checkout's tracked and new files, as they are now: what the
+    workers' git_clone pull step clones (a detached HEAD names no branch to clone)."""
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, files):
+        src = REPO_ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-C", str(dest)]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "judgewatch under test"], check=True)
+    return dest
+
+
+def admin_sql(database_url: str, statement: str) -> None:
+    """Run `statement` outside a transaction in the server's `postgres` database (CREATE/DROP DATABASE)."""
+    engine = create_engine(database_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        engine.dispose()
