@@ -1,12 +1,16 @@
-"""What the stack tests share: a git repository the workers clone, and dropping the databases a test created."""
+"""What the stack tests share: their ports, a git repository the workers clone, dropping the databases a test
+created, and starting a deployment's flow run over the REST API and waiting for its end."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
+import httpx
 from sqlalchemy import create_engine, text
 
 from judgewatch.settings import REPO_ROOT
@@ -53,3 +57,26 @@ def admin_sql(database_url: str, statement: str) -> None:
             conn.execute(text(statement))
     finally:
         engine.dispose()
+
+
+FINAL_STATES = ("COMPLETED", "FAILED", "CRASHED", "CANCELLED")
+
+
+def run_via_rest(api: str, deployment: str, parameters: dict[str, Any]) -> str:
+    """POST /deployments/{id}/create_flow_run: what a pipeline without the Prefect CLI does; the flow run id."""
+    found = httpx.get(f"{api}/deployments/name/{deployment}", timeout=30).raise_for_status().json()
+    created = httpx.post(
+        f"{api}/deployments/{found['id']}/create_flow_run", json={"parameters": parameters}, timeout=30
+    ).raise_for_status()
+    return str(created.json()["id"])
+
+
+def wait_final(api: str, run_id: str, timeout_s: float = 600) -> dict[str, Any]:
+    """The flow run once it is in a final state; TimeoutError after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        run: dict[str, Any] = httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).raise_for_status().json()
+        if run["state"] and run["state"]["type"] in FINAL_STATES:
+            return run
+        time.sleep(2)
+    raise TimeoutError(f"flow run {run_id} not finished after {timeout_s} s")

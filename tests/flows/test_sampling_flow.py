@@ -231,21 +231,6 @@ def test_a_postgres_lock_dies_with_its_connection(engine: Engine) -> None:
     holder.release()
 
 
-@pytest.fixture
-def split_source(tmp_path: Path) -> Path:
-    """The demo source over its log cut into 4 files (675-676 lines each), read as one glob."""
-    lines = (DEMO / "halluqa_gateway_log.jsonl").read_bytes().splitlines(keepends=True)
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    for k in range(4):
-        (folder / f"part-{k}.jsonl").write_bytes(b"".join(lines[k * 676 : (k + 1) * 676]))
-    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
-    config["paths"] = [str(folder / "part-*.jsonl")]
-    path = tmp_path / "source.yaml"
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return path
-
-
 async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_watermark(
     split_source: Path, tmp_path: Path
 ) -> None:

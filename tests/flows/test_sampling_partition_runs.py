@@ -13,36 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from sqlalchemy import text
 
 from flows.sampling_partition import PartitionFailed
-from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine
 from judgewatch.testing.sampling_runs import sample_flow as sample
 from judgewatch.testing.sampling_runs import stored_sample
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/conftest.py: one server per module
 
-DEMO = REPO_ROOT / "examples" / "traffic"
 KEYS = ("read", "picked", "quarantined", "duplicate", "filtered", "strata", "quarantined_by", "watermark", "stored")
 ROWS = {"part-0.jsonl": 676, "part-1.jsonl": 676, "part-2.jsonl": 676, "part-3.jsonl": 674}
-
-
-@pytest.fixture
-def split_source(tmp_path: Path) -> Path:
-    """The demo source over its log cut into 4 files (676 lines each but the last), read as one glob; its two
-    quarantined lines (901, 1801) fall in part-1 and part-2."""
-    lines = (DEMO / "halluqa_gateway_log.jsonl").read_bytes().splitlines(keepends=True)
-    folder = tmp_path / "logs"
-    folder.mkdir()
-    for k in range(4):
-        (folder / f"part-{k}.jsonl").write_bytes(b"".join(lines[k * 676 : (k + 1) * 676]))
-    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
-    config["paths"] = [str(folder / "part-*.jsonl")]
-    path = tmp_path / "source.yaml"
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return path
 
 
 def in_child_runs(source: Path, db: str, **params: Any) -> Any:

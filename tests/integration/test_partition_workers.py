@@ -28,7 +28,7 @@ import yaml
 from judgewatch.settings import REPO_ROOT
 from judgewatch.testing.sampling_runs import stored_sample
 from judgewatch.testing.simulator import run_simulator_in_thread
-from judgewatch.testing.stack import admin_sql, source_repository, stack_ports
+from judgewatch.testing.stack import admin_sql, run_via_rest, source_repository, stack_ports, wait_final
 
 logger = logging.getLogger(__name__)
 
@@ -102,24 +102,6 @@ def split_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def create_run(api: str, deployment: str, parameters: dict[str, Any]) -> str:
-    found = httpx.get(f"{api}/deployments/name/{deployment}", timeout=30).raise_for_status().json()
-    created = httpx.post(
-        f"{api}/deployments/{found['id']}/create_flow_run", json={"parameters": parameters}, timeout=30
-    ).raise_for_status()
-    return str(created.json()["id"])
-
-
-def wait_final(api: str, run_id: str, timeout_s: float = 400) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).raise_for_status().json()
-        if run["state"] and run["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-            return run
-        time.sleep(2)
-    pytest.fail(f"flow run {run_id} not finished after {timeout_s} s")
-
-
 def children_of(api: str, parent_id: str) -> list[dict[str, Any]]:
     """The flow runs linked under the parent (run_deployment's as_subflow: a task run of the parent's)."""
     tasks = (
@@ -147,13 +129,15 @@ def test_workers_run_the_partition_flow_runs_and_store_what_one_pass_stores(
     api, sim = stack["api"], stack["sim"]
     sim.state.reset()
     # One after the other: the traffic-sampling deployment runs one flow run at a time (CANCEL_NEW).
-    one_id = create_run(api, PARENT, {"source": str(split_source), "judge": "reference", "database_url": stack["one"]})
+    one_id = run_via_rest(
+        api, PARENT, {"source": str(split_source), "judge": "reference", "database_url": stack["one"]}
+    )
     one = wait_final(api, one_id)
     assert one["state"]["type"] == "COMPLETED", one["state"]
     started = time.monotonic()
     # The children judge with the deployment's judge: the simulator, behind the global limit.
     params = {"source": str(split_source), "partitions": 4, "partition_runs": True, "database_url": stack["runs"]}
-    runs_id = create_run(api, PARENT, params)
+    runs_id = run_via_rest(api, PARENT, params)
     parent = wait_final(api, runs_id)
     took = time.monotonic() - started
     assert parent["state"]["type"] == "COMPLETED", parent["state"]

@@ -34,7 +34,7 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
 from judgewatch.testing.stack import admin_sql as stack_admin_sql
-from judgewatch.testing.stack import source_repository, stack_ports
+from judgewatch.testing.stack import run_via_rest, source_repository, stack_ports, wait_final
 
 pytestmark = [pytest.mark.prefect_server, pytest.mark.postgres, pytest.mark.slow]
 
@@ -113,25 +113,6 @@ def recorded(home: Path, name: str, *, bad: bool = False) -> str:
     return str(path)
 
 
-def run_via_rest(api: str, parameters: dict[str, Any]) -> str:
-    """POST /deployments/{id}/create_flow_run: what a pipeline without the Prefect CLI does; the flow run id."""
-    deployment = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=30).raise_for_status().json()
-    created = httpx.post(
-        f"{api}/deployments/{deployment['id']}/create_flow_run", json={"parameters": parameters}, timeout=30
-    ).raise_for_status()
-    return str(created.json()["id"])
-
-
-def wait_final(api: str, run_id: str, timeout_s: float = 600) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        run: dict[str, Any] = httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).raise_for_status().json()
-        if run["state"] and run["state"]["type"] in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-            return run
-        time.sleep(2)
-    pytest.fail(f"flow run {run_id} not finished after {timeout_s} s")
-
-
 def ran_by(worker_log: Path, run_ids: list[str]) -> list[str]:
     """The flow runs this worker submitted and did not abort (another worker may have taken one first)."""
     log = worker_log.read_text()
@@ -160,7 +141,9 @@ def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: d
     api, home = stack["api"], stack["home"]
     good, bad = recorded(home, "good"), recorded(home, "bad", bad=True)
     common = {"datasets": [SET], "judge": "reference"}
-    first_id = run_via_rest(api, {**common, "release": "r1", "answers": [f"full={good}", f"quantized={good}"]})
+    first_id = run_via_rest(
+        api, DEPLOYMENT, {**common, "release": "r1", "answers": [f"full={good}", f"quantized={good}"]}
+    )
     first = wait_final(api, first_id)
     assert first["state"]["type"] == "COMPLETED", first["state"]
     with session_scope(make_engine(stack["store"]), write=True) as session:
@@ -215,6 +198,7 @@ def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim
     ids = [
         run_via_rest(
             api,
+            DEPLOYMENT,
             {
                 "datasets": [SET],
                 "judge": sim.base_url,
@@ -259,7 +243,7 @@ def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
     params = {"datasets": [SET], "judge": sim.base_url, "release": "k1", "answers": [f"full={slow}"]}
     params["fail_on_gate"] = False
     sim.state.reset()
-    run_id = run_via_rest(api, params)
+    run_id = run_via_rest(api, DEPLOYMENT, params)
     deadline = time.monotonic() + 600
     while sim.state.status[200] < 5:  # judging has started and verdicts are being stored
         assert time.monotonic() < deadline, sim.state.stats()
@@ -270,7 +254,7 @@ def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
     crashed = wait_final(api, run_id, timeout_s=300)
     assert crashed["state"]["type"] == "CRASHED", crashed["state"]
 
-    rerun = wait_final(api, run_via_rest(api, params), timeout_s=900)  # the surviving worker takes it
+    rerun = wait_final(api, run_via_rest(api, DEPLOYMENT, params), timeout_s=900)  # the surviving worker takes it
     assert rerun["state"]["type"] == "COMPLETED", rerun["state"]
     engine = make_engine(stack["store"])
     with engine.connect() as conn:

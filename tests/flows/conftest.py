@@ -1,0 +1,28 @@
+"""Fixtures the sampling flow tests share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from judgewatch.settings import REPO_ROOT
+
+DEMO = REPO_ROOT / "examples" / "traffic"
+
+
+@pytest.fixture
+def split_source(tmp_path: Path) -> Path:
+    """The demo source over its log cut into 4 files (676 lines each but the last), read as one glob; its two
+    quarantined lines (901, 1801) fall in part-1 and part-2."""
+    lines = (DEMO / "halluqa_gateway_log.jsonl").read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for k in range(4):
+        (folder / f"part-{k}.jsonl").write_bytes(b"".join(lines[k * 676 : (k + 1) * 676]))
+    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
+    config["paths"] = [str(folder / "part-*.jsonl")]
+    path = tmp_path / "source.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
