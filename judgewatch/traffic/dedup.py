@@ -174,13 +174,12 @@ class DedupWindow:
         while left and left[0] < start:
             heappop(left)
         self._head = end
-        if not left or left[0] >= end:  # only entries: one `del` each, no Python loop
-            deque(map(self._slot.__delitem__, self._keys[start - base : end - base]), maxlen=0)
-            return
-        for s in range(start, end):
-            key = self._keys[s - base]
-            if self._slot.get(key) == s:
-                del self._slot[key]
+        keys, forget = self._keys, self._slot.__delitem__
+        while left and left[0] < end:  # the entries up to each slot left behind: one `del` each, no Python loop
+            behind = heappop(left)
+            deque(map(forget, keys[start - base : behind - base]), maxlen=0)
+            start = behind + 1
+        deque(map(forget, keys[start - base : end - base]), maxlen=0)
 
     def _drop_entries(self, k: int) -> None:
         """Drop the `k` oldest entries."""
