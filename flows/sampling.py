@@ -35,6 +35,8 @@ from flows.sampling_batches import (
 )
 from flows.sampling_partition import (
     PARTITION_DEPLOYMENT,
+    PATIENCE_S,
+    Launch,
     PartitionJob,
     deployment_launch,
     in_process_launch,
@@ -79,6 +81,7 @@ async def traffic_sampling(
     partition_processes: bool = False,
     partition_runs: bool = False,
     partition_deployment: str | None = PARTITION_DEPLOYMENT,
+    partition_patience_s: float = PATIENCE_S,
 ) -> dict[str, Any]:
     """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
 
@@ -91,7 +94,9 @@ async def traffic_sampling(
     `partition_processes`); the watermark is saved per partition, in order (docs/sampling.md, "Partitions").
     `partition_runs` makes each partition a `sample-partition` flow run of its own instead, created from
     `partition_deployment` so that any worker of its work pool runs it (None: subflows of this process); the
-    watermark advances over the partitions that completed, in order. A dry run always reads here.
+    watermark advances over the partitions that completed, in order; children left waiting for
+    `partition_patience_s` while none runs (no worker polls the pool) are cancelled and fail the run. A dry run
+    always reads here.
     Raises SourceBusy when another run holds the source.
     """
     if batch_size < 1 or partitions < 1:
@@ -148,7 +153,9 @@ async def traffic_sampling(
                                    "unscored_share": unscored_share, "borderline_share": borderline_share,
                                    "batch_size": batch_size, "database_url": database_url}  # fmt: skip
                             split = split_source(read_config, start, partitions)
-                            await _in_flow_runs(run, split, start, identity, partition_deployment, job, since is None)
+                            launch = (deployment_launch(partition_deployment, partition_patience_s)
+                                      if partition_deployment else in_process_launch)  # fmt: skip
+                            await _in_flow_runs(run, split, start, identity, launch, job, since is None)
                         else:
                             parts = _partitions(read_config, start, partitions, processes=partition_processes)
                             await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
@@ -163,13 +170,12 @@ async def traffic_sampling(
 
 async def _in_flow_runs(
     run: StoringRun, split: list[SourcePartition], start: Watermark | None, identity: str,
-    deployment: str | None, job: dict[str, Any], save: bool,
+    launch: Launch, job: dict[str, Any], save: bool,
 ) -> None:  # fmt: skip
-    """Each partition a `sample-partition` flow run: of `deployment` (on its work pool), or a subflow here."""
+    """Each partition a `sample-partition` flow run, launched by `launch`: on the work pool, or a subflow here."""
     parent_run = run.ensure_run()  # the children's quarantined rows are tagged with it
-    jobs = [PartitionJob(partition=p, partitions=len(split), identity=identity, parent_run=parent_run, **job)
+    jobs = [PartitionJob.of(p, partitions=len(split), identity=identity, parent_run=parent_run, **job)
             for p in split]  # fmt: skip
-    launch = deployment_launch(deployment) if deployment else in_process_launch
     await run_partition_flows(run, jobs, start, launch, save=save)
     logger.info("source %s: %d partition flow runs read %d, picked %d, quarantined %d, judged %s, routed %s",
                 run.report.source, len(jobs), run.report.read, run.report.picked, run.report.quarantined,

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from prefect import flow
+from prefect.client.orchestration import get_client
 from prefect.deployments import arun_deployment
 from prefect.exceptions import ObjectNotFound
-from prefect.states import State
+from prefect.states import Cancelled, State
 from pydantic import BaseModel
 from sqlalchemy import Engine, select
 
@@ -41,6 +45,7 @@ logger = logging.getLogger(__name__)
 PARTITION_FLOW = "sample-partition"
 PARTITION_DEPLOYMENT = f"{PARTITION_FLOW}/{PARTITION_FLOW}"  # prefect.yaml's deployment of this flow
 POLL_S = 2.0  # how often the parent asks the server whether a child flow run has finished
+PATIENCE_S = 900.0  # children waiting this long with none of them running: no worker is there to run them
 REPORT_KEY = "partition_report"  # where a child's run record keeps its report
 
 
@@ -60,6 +65,20 @@ class PartitionJob(BaseModel):
     borderline_share: float = 0.0
     batch_size: int = 500
     database_url: str | None = None
+    files: list[str] = []  # the files the parent found for this partition and its dedup warm-up: the worker needs them
+
+    @classmethod
+    def of(cls, partition: SourcePartition, **fields: Any) -> PartitionJob:
+        """The job of one partition; for a file source, with the files the parent found that the worker reads."""
+        files: list[str] = []
+        if partition.config.kind != "sql":
+            warmup = list(partition.warmup.files) if partition.warmup is not None else []
+            files = [p for p in [*warmup, *partition.config.paths] if Path(p).is_file()]
+        return cls(partition=partition, files=files, **fields)
+
+    def absent_files(self) -> list[str]:
+        """The files the parent found that this machine does not see."""
+        return [p for p in self.files if not Path(p).is_file()]
 
     @property
     def run_identity(self) -> str:
@@ -74,6 +93,12 @@ class PartitionJob(BaseModel):
 async def sample_partition(job: PartitionJob) -> dict[str, Any]:
     """Read, decide, store, judge and route one partition of a `traffic-sampling` run; its report (counts and
     its end watermark, never the picks). The parent saves the watermark, once every partition before is done."""
+    absent = job.absent_files()
+    if absent:  # quarantining them would pass for a read: every worker needs the files where the parent saw them
+        raise FileNotFoundError(
+            f"{job.label}: {len(absent)} of its files are not on worker host {socket.gethostname()}, first "
+            f"{absent[0]}: every worker needs the source's files at the path the parent found them (shared storage)"
+        )
     settings = get_settings()
     url = job.database_url or settings.effective_database_url
     part, config = job.partition, job.partition.config
@@ -120,8 +145,26 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
 Launch = Callable[[PartitionJob], Awaitable[tuple[bool, str]]]  # (completed?, the child run and its state)
 
 
-def deployment_launch(deployment: str) -> Launch:
-    """Children as flow runs of `deployment` on its work pool (`run_deployment`, linked as subflows)."""
+class Idle:
+    """When the children last made progress: one was running, or one finished. Children that wait (scheduled,
+    pending) while none has made progress for `patience_s` have no worker to run them."""
+
+    def __init__(self, patience_s: float) -> None:
+        self.patience_s = patience_s
+        self.since = time.monotonic()
+
+    def progress(self) -> None:
+        self.since = time.monotonic()
+
+    def too_long(self) -> bool:
+        return time.monotonic() - self.since > self.patience_s
+
+
+def deployment_launch(deployment: str, patience_s: float = PATIENCE_S) -> Launch:
+    """Children as flow runs of `deployment` on its work pool (`run_deployment`, linked as subflows). A child
+    still waiting after `patience_s` with no child running or finishing meanwhile is cancelled and fails the
+    run: nothing polls the work pool (a child queued behind busy workers is not cancelled)."""
+    idle = Idle(patience_s)
 
     async def launch(job: PartitionJob) -> tuple[bool, str]:
         try:
@@ -130,14 +173,31 @@ def deployment_launch(deployment: str) -> Launch:
                 parameters={"job": job.model_dump(mode="json")},
                 flow_run_name=f"{job.partition.config.name}-{job.partition.index + 1}-of-{job.partitions}",
                 as_subflow=True,
-                poll_interval=POLL_S,
+                timeout=0,  # created; waited for below
             )
         except ObjectNotFound:
             raise PartitionFailed(
                 f"no deployment {deployment} on the Prefect server: `prefect deploy --all` creates it from "
                 "prefect.yaml (nothing was read)"
             ) from None
-        return _outcome(child.state, f"flow run {child.name} ({child.id})")
+        what = f"flow run {child.name} ({child.id})"
+        async with get_client() as client:
+            while True:
+                state = (await client.read_flow_run(child.id)).state
+                if state is None or state.is_final():
+                    idle.progress()
+                    return _outcome(state, what)
+                if not (state.is_scheduled() or state.is_pending()):
+                    idle.progress()  # running (or being cancelled, paused): a worker has it
+                elif idle.too_long():
+                    waited = f"{state.type.value} after {patience_s:.0f} s with no partition running"
+                    await client.set_flow_run_state(child.id, Cancelled(message=f"sampling parent gave up: {waited}"),
+                                                    force=True)  # fmt: skip
+                    return False, (
+                        f"{what}: still {waited}; no worker polls the work pool of {deployment} "
+                        "(`prefect worker start --pool ...`), so it was cancelled"
+                    )
+                await asyncio.sleep(POLL_S)
 
     return launch
 

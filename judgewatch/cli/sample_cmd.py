@@ -128,6 +128,14 @@ def sample(
             "a server with the sample-partition deployment and running workers)"
         ),
     ] = False,
+    partition_patience: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            help="With --partition-runs: seconds that partition flow runs may wait with none of them running (no "
+            "worker polls the pool) before they are cancelled and the run fails",
+        ),
+    ] = 900.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
@@ -154,6 +162,7 @@ def sample(
             partitions=partitions,
             partition_processes=partition_processes,
             partition_runs=partition_runs,
+            partition_patience_s=partition_patience,
         )
 
     # one line, not a traceback: config errors, a busy source, a dead database

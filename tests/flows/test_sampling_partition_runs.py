@@ -120,3 +120,60 @@ async def test_without_the_sample_partition_deployment_the_run_fails_saying_so_a
     with pytest.raises(PartitionFailed, match=r"no deployment sample-partition/sample-partition.*prefect deploy"):
         await sample(split_source, db, partitions=2, partition_runs=True)
     assert stored_sample(db) == {"interactions": [], "quarantined": [], "watermark": None}
+
+
+async def test_children_no_worker_picks_up_are_cancelled_after_the_patience_and_the_run_fails(
+    split_source: Path, db: str
+) -> None:
+    """A deployment on a work pool that nothing polls: the children stay scheduled; after the patience the parent
+    cancels them, fails naming the pool's missing worker, and saves no watermark."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import WorkPoolCreate
+
+    from flows.sampling_partition import sample_partition
+
+    async with get_client() as client:
+        await client.create_work_pool(WorkPoolCreate(name="nobody-polls", type="process"))
+    deployment = await sample_partition.to_deployment(name="idle", work_pool_name="nobody-polls")
+    await deployment.apply()
+    with pytest.raises(PartitionFailed, match=r"still SCHEDULED after 3 s with no partition running; no worker"):
+        await sample(
+            split_source, db, partitions=2, partition_runs=True,
+            partition_deployment="sample-partition/idle", partition_patience_s=3.0,
+        )  # fmt: skip
+    assert stored_sample(db)["watermark"] is None and stored_sample(db)["interactions"] == []
+    async with get_client() as client:
+        runs = await client.read_flow_runs()
+    children = [r for r in runs if r.name.endswith("-of-2")]
+    assert len(children) == 2 and {r.state.type.value for r in children if r.state} == {"CANCELLED"}
+
+
+async def test_a_child_on_a_worker_without_the_partitions_files_fails_naming_the_host_and_stores_nothing(
+    split_source: Path, db: str
+) -> None:
+    """The files the parent found travel in the job; a worker that cannot see one fails the child instead of
+    quarantining the file as missing (which would pass for a completed read)."""
+    import socket
+
+    from flows.sampling_partition import PartitionJob, sample_partition
+    from judgewatch.traffic import load_source_config
+    from judgewatch.traffic.partitions import split_source as split
+
+    parts = split(load_source_config(split_source), None, 2)
+    job = PartitionJob.of(parts[1], partitions=2, identity="idem", parent_run="parent", database_url=db)
+    assert [Path(p).name for p in job.files] == ["part-0.jsonl", "part-1.jsonl", "part-2.jsonl", "part-3.jsonl"]
+    _remove(job.files[0])  # a warm-up file (partition 2 warms its window from partition 1's rows)
+    state = await sample_partition(job=job, return_state=True)
+    assert state.is_failed()
+    with pytest.raises(FileNotFoundError, match=rf"partition 2 of 2: 1 of its files are not on worker host "
+                       rf"{socket.gethostname()}, first .*part-0.jsonl"):  # fmt: skip
+        await state.result()
+    assert not _exists(db.removeprefix("sqlite:///"))  # it failed before opening the store
+
+
+def _remove(path: str) -> None:
+    Path(path).unlink()
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
