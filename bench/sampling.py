@@ -165,6 +165,9 @@ def main() -> int:
             took = time.perf_counter() - t0
             print(f"generated {args.shards} x {args.shard_rows:,} rows (JSONL + Parquet) in {took:.0f}s")
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) before measuring")
+        from judgewatch.traffic.unit_hashes import NATIVE
+
+        print("the rule's hash: " + ("the C extension (_unit_hash)" if NATIVE else "Python (hashlib): not built"))
         print(f"{'format':8} {'path':8} {'rows':>10} {'rows/s cpu':>11} {'rows/s wall':>12} {'picks':>7} "
               f"{'dups':>7} {'peak RSS MiB':>13}  PII scrubbed")  # fmt: skip
         ok, final, growths = True, {}, []
