@@ -14,6 +14,10 @@ PIDFILE=$JUDGE_HOME/server-$PORT.pid
 LOG=$JUDGE_HOME/server-$PORT.log
 MODEL_DIR=$JUDGE_HOME/models/SmolLM2-135M-Instruct
 NAME=smollm2-135m-instruct
+# bfloat16 needs AVX-512 to be fast on a CPU; on an AVX2-only CPU vLLM's bfloat16 path served under 2 tokens/s
+# here, float32 serves the same model at full speed (JUDGEWATCH_JUDGE_DTYPE overrides the choice).
+if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then default_dtype=bfloat16; else default_dtype=float32; fi
+DTYPE=${JUDGEWATCH_JUDGE_DTYPE:-$default_dtype}
 
 running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }
 healthy() { curl -fsS -m 2 "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; }
@@ -35,13 +39,13 @@ case "$cmd" in
     else
       [ -f "$MODEL_DIR/.complete" ] || bash "$here/scripts/judge_setup.sh"
       mkdir -p "$JUDGE_HOME/cache/vllm" "$JUDGE_HOME/cache/inductor" "$JUDGE_HOME/tmp"
-      echo "[judge] starting vLLM (CPU) on 127.0.0.1:$PORT, log $LOG"
+      echo "[judge] starting vLLM (CPU, $DTYPE) on 127.0.0.1:$PORT, log $LOG"
       VLLM_CPU_KVCACHE_SPACE=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
       VLLM_CACHE_ROOT=$JUDGE_HOME/cache/vllm TORCHINDUCTOR_CACHE_DIR=$JUDGE_HOME/cache/inductor \
       TMPDIR=$JUDGE_HOME/tmp HF_HOME=$JUDGE_HOME/cache/hf \
       setsid "$JUDGE_HOME/venv/bin/python" -m vllm.entrypoints.openai.api_server \
         --model "$MODEL_DIR" --served-model-name "$NAME" --host 127.0.0.1 --port "$PORT" \
-        --dtype bfloat16 --max-model-len 2048 --enforce-eager --seed 0 \
+        --dtype "$DTYPE" --max-model-len 2048 --enforce-eager --seed 0 \
         --structured-outputs-config '{"backend":"guidance","disable_any_whitespace":true}' \
         >"$LOG" 2>&1 < /dev/null &
       echo $! >"$PIDFILE"
