@@ -14,8 +14,8 @@ PIDFILE=$JUDGE_HOME/server-$PORT.pid
 LOG=$JUDGE_HOME/server-$PORT.log
 MODEL_DIR=$JUDGE_HOME/models/SmolLM2-135M-Instruct
 NAME=smollm2-135m-instruct
-# bfloat16 needs AVX-512 to be fast on a CPU; on an AVX2-only CPU vLLM's bfloat16 path served under 2 tokens/s
-# here, float32 serves the same model at full speed (JUDGEWATCH_JUDGE_DTYPE overrides the choice).
+# bfloat16 needs AVX-512 to be fast on a CPU: on an AVX2-only CPU vLLM's bfloat16 path generated 9 tokens/s against
+# 43 in float32 (bench/README.md), and stalled under load. JUDGEWATCH_JUDGE_DTYPE overrides the choice.
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then default_dtype=bfloat16; else default_dtype=float32; fi
 DTYPE=${JUDGEWATCH_JUDGE_DTYPE:-$default_dtype}
 

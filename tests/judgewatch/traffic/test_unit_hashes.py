@@ -20,7 +20,7 @@ def test_units_of_a_column_of_ids_are_hash_unit_of_each_interaction_id() -> None
 
 
 def test_the_c_extension_is_built_and_gives_the_python_rules_floats_bit_for_bit() -> None:
-    """`make setup` builds `_unit_hash` (gcc and libssl-dev, which scripts/run_tests.sh installs); the block path
+    """`make setup` builds `_unit_hash` (gcc and libssl-dev, which scripts/native_deps.sh installs); the block path
     then hashes through it. Salts up to 300 bytes take BLAKE2b past one 128-byte block; ids of any length and
     bytes."""
     import random
