@@ -95,8 +95,11 @@ def _decide(sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: Ro
         if code and k:
             sampler.count("filtered", k, reason=REASONS[code])
     admitted = np.flatnonzero(~out & (reasons == 0))
-    if sampler.dedup is not None and cols.content is not None and len(admitted):
-        keys = list(map(content_hash, _take(cols.content, admitted, n).to_pylist()))  # C calls only
+    if sampler.dedup is not None and len(admitted):
+        if cols.content is not None:
+            keys = list(map(content_hash, _take(cols.content, admitted, n).to_pylist()))  # C calls only
+        else:  # no answer column: every row was mapped in full, and its own key is set below
+            keys = [b""] * len(admitted)
         for j, i in _positions(admitted, mapped):
             keys[j] = content_key(mapped[i])
         duplicate = sampler.dedup.seen_many(keys, micros[admitted] / 1e6)
