@@ -9,6 +9,7 @@ message per line. The JSONL readers of `judgewatch judge --input`, traffic sourc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,7 +72,24 @@ def loads_bounded(text: str | bytes) -> Any:
     openers = text.count("[") + text.count("{") if isinstance(text, str) else text.count(b"[") + text.count(b"{")
     if openers > MAX_JSON_DEPTH and isinstance(value, dict | list) and _depth(value) > MAX_JSON_DEPTH:
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    escape = _SURROGATE_ESCAPE.search(text) if isinstance(text, str) else _SURROGATE_ESCAPE_BYTES.search(text)
+    if escape and _holds_lone_surrogate(value):
+        raise ValueError("a lone surrogate escape (\\ud800-\\udfff without its pair): not Unicode text")
     return value
+
+
+# Only an escape can put a surrogate into decoded JSON (a strict UTF-8 decode refuses encoded ones).
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _holds_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded value holds a surrogate that no pair completed (text no store or encoder takes)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class RowError(ValueError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections import Counter
 from datetime import UTC, datetime
@@ -117,7 +118,13 @@ def _texts(value: Any, field: str) -> list[str]:
 def _count(value: Any, field: str) -> int:
     if value is None:
         return 0
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or (isinstance(value, float) and not math.isfinite(value))  # NaN and Infinity: json.loads reads them
+        or value < 0
+        or value != int(value)
+    ):
         raise BadRow(QuarantineReason.wrong_type, f"{field}: expected a non-negative integer, got {value!r}")
     return int(value)
 
