@@ -12,6 +12,10 @@ def test_an_object_comes_back_from_text_or_bytes() -> None:
     assert json_object('{"q": "法国"}'.encode()) == {"q": "法国"}
 
 
+def test_a_surrogate_pair_escape_is_text_not_a_bad_line() -> None:
+    assert json_object('{"q": "\\ud83d\\ude00"}') == {"q": "\U0001f600"}
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
@@ -24,8 +28,10 @@ def test_an_object_comes_back_from_text_or_bytes() -> None:
         ("[1, 2]", "expected a JSON object, got list"),
         ("null", "expected a JSON object, got null"),
         ('"text"', "expected a JSON object, got str"),
+        ('{"id": "\\ud800"}', "not usable JSON: a lone surrogate escape"),
+        (b'{"id": "a\\udc00b"}', "not usable JSON: a lone surrogate escape"),
     ],
-    ids=["utf8", "json", "depth", "list", "null", "string"],
+    ids=["utf8", "json", "depth", "list", "null", "string", "lone-high-surrogate", "lone-low-surrogate"],
 )
 def test_a_line_that_is_not_an_object_says_why(line: str | bytes, reason: str) -> None:
     with pytest.raises(RowError) as error:

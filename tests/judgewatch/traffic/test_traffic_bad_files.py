@@ -42,3 +42,16 @@ def test_a_field_over_max_field_bytes_is_quarantined_as_oversize(write_jsonl, ma
     bad = [r for r in rows if isinstance(r, RejectedTrafficRow)]
     assert len(rows) == 2 and len(bad) == 1
     assert bad[0].reason == QuarantineReason.oversize and "answer: 5000 bytes" in bad[0].detail
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_token_count_is_quarantined_as_wrong_type(write_jsonl, make_config, gateway_row, token) -> None:  # type: ignore[no-untyped-def]
+    line = json.dumps(gateway_row(1), ensure_ascii=False).replace('"prompt_tokens": 12', f'"prompt_tokens": {token}')
+    path = write_jsonl("log.jsonl", [line, gateway_row(2)])
+    rows = list(read_source(make_config(paths=[str(path)])))
+    bad = [r for r in rows if isinstance(r, RejectedTrafficRow)]
+    assert len(rows) == 2 and len(bad) == 1 and bad[0].line == 1
+    assert (
+        bad[0].reason == QuarantineReason.wrong_type
+        and f"prompt_tokens: expected a non-negative integer, got {float(token)!r}" in bad[0].detail
+    )
