@@ -29,6 +29,7 @@ from judgewatch.traffic.files import (
     parquet_batches,
 )
 from judgewatch.traffic.line_blocks import LineBlock
+from judgewatch.traffic.line_scan import PathColumns, ScanPlan, scan_plan
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.watermark import Watermark, WatermarkState
@@ -49,7 +50,7 @@ class RowBlock:
 
     def __init__(
         self,
-        table: pa.Table,
+        table: pa.Table | PathColumns,
         positions: Callable[[int], tuple[str, int | None]],
         item: Callable[[int], Item | None],
         mark: Callable[[int], None],
@@ -158,6 +159,7 @@ def jsonl_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterato
 
 def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     f, gz, limit = log.f, log.gz, mapper.config.max_row_bytes
+    plan = scan_plan(mapper)
     line_no, offset, skip, carry = log.line_no, log.offset, log.skip, b""
     try:
         while True:
@@ -185,7 +187,7 @@ def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState
                 head = skip - line_no
                 line_no, offset = skip, offset + int(lines.lengths[:head].sum())
                 lines = lines.after(head)
-            yield from _jsonl_block(path, mapper, state, lines, line_no, None if gz else offset)
+            yield from _jsonl_block(path, mapper, state, lines, line_no, None if gz else offset, plan)
             line_no, offset = line_no + lines.n, offset + lines.total
     except (EOFError, OSError, zlib.error) as exc:
         detail = f"stopped reading: {exc}"
@@ -193,7 +195,13 @@ def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState
 
 
 def _jsonl_block(
-    path: str, mapper: RowMapper, state: WatermarkState, lines: LineBlock, before: int, offset: int | None
+    path: str,
+    mapper: RowMapper,
+    state: WatermarkState,
+    lines: LineBlock,
+    before: int,
+    offset: int | None,
+    plan: ScanPlan | None,
 ) -> Iterator[Block]:
     """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly."""
     ends = np.cumsum(lines.lengths) + offset if offset is not None else None
@@ -208,7 +216,7 @@ def _jsonl_block(
     def mark(i: int) -> None:
         state.files[path] = (before + i + 1, None if ends is None else int(ends[i]))
 
-    table = lines.table(mapper.config.max_row_bytes, first_line=before == 0)
+    table = lines.columns(mapper.config.max_row_bytes, first_line=before == 0, plan=plan)
     if table is None:
         for i in range(lines.n):
             mark(i)

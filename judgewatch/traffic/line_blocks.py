@@ -1,8 +1,10 @@
 """A block of JSONL lines kept as one buffer and the offsets where its lines end, not one bytes object a line.
 
-`LineBlock.table()` parses the block with pyarrow when the block path would read every line exactly as the
-row path does (no blank, overlong, BOM-prefixed or deeply nested line; one row per line), else gives None
-and the caller reads the lines one by one (`LineBlock.body(i)`).
+`LineBlock.columns()` reads the block's mapped fields with the C line scanner (`line_scan`) when it is built:
+every line it cannot vouch for is flagged for the row path, line by line. Without it, `LineBlock.table()` parses
+the block with pyarrow when the block path would read every line exactly as the row path does (no blank,
+overlong, BOM-prefixed or deeply nested line; one row per line). Otherwise they give None and the caller reads
+the lines one by one (`LineBlock.body(i)`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pyarrow.json as pa_json
 
 from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
 from judgewatch.traffic.files import BOM
+from judgewatch.traffic.line_scan import PathColumns, ScanPlan, scan_block
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,12 @@ class LineBlock:
             return (self.overlong or b"").rstrip(b"\r\n")
         start = int(self.ends[i - 1]) if i else 0
         return self.data[start : int(self.ends[i]) - 1].rstrip(b"\r\n")
+
+    def columns(self, limit: int, *, first_line: bool, plan: ScanPlan | None) -> PathColumns | pa.Table | None:
+        """The lines' mapped fields by the scanner when there is a plan, else `table()`; None: read row by row."""
+        if plan is None or not self.n or self.overlong is not None:
+            return self.table(limit, first_line=first_line)
+        return scan_block(self.data, self.ends, plan, too_long=self.lengths > limit + 1)
 
     def table(self, limit: int, *, first_line: bool) -> pa.Table | None:
         """The lines as an Arrow table, one row per line; None when any line needs the row path's own reading."""
