@@ -13,13 +13,25 @@ import pyarrow.parquet as pq
 import pytest
 
 import judgewatch.traffic.block_sampling as block_sampling
+import judgewatch.traffic.blocks as blocks_module
 from judgewatch.testing.gateway_log import write_gateway_logs
 from judgewatch.traffic import Sampler, SourceConfig, load_source_config, parse_source_config, read_source
+from judgewatch.traffic.line_scan import NATIVE
 from judgewatch.traffic.watermark import FileMark, Watermark
 
 REPO = Path(__file__).resolve().parents[3]
 STORED = json.loads((Path(__file__).parent / "data" / "picks_before_columnar.json").read_text())
 COUNTS = ("read", "quarantined", "filtered", "duplicate", "eligible", "picked")
+
+
+@pytest.fixture(autouse=True, params=["line scanner", "pyarrow"])
+def jsonl_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with both JSONL block readers: the C line scanner, and pyarrow's reader without it."""
+    if request.param == "line scanner":
+        assert NATIVE, "judgewatch.traffic._line_scan is not built: `make setup` needs gcc"
+    else:
+        monkeypatch.setattr(blocks_module, "scan_plan", lambda _mapper: None)
+    return str(request.param)
 
 
 def _run(config: SourceConfig, *, rows: bool = False, since: Watermark | None = None) -> dict[str, Any]:
