@@ -64,9 +64,12 @@ def demo(
     typer.echo(f"reports:  {settings.data_dir / 'reports'}")
     left = _open_review_items(engine)
     typer.echo(f"review:   {left} verdicts routed to human review ({settings.review_share:.0%} of the scored ones)")
-    typer.echo("          .venv/bin/judgewatch reviewer add YOUR_NAME    # asks for a password")
-    typer.echo("          .venv/bin/judgewatch review-ui                 # then open http://127.0.0.1:7860 and log in")
-    typer.echo("          (the Judges and Tiers pages of the same app show the trust figures and tier estimates)")
+    typer.echo("          .venv/bin/judgewatch reviewer add YOUR_NAME --role owner  # asks for a password")
+    typer.echo("          .venv/bin/judgewatch review-ui            # then open http://127.0.0.1:7860 and log in")
+    typer.echo(
+        "          (an owner sees the queue and the Judges and Tiers pages; `--role reviewer` sees the queue only)"
+    )
+    typer.echo("judge:    the vLLM judge that `make demo` started keeps running; `make judge-down` stops it")
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
 
 

@@ -234,4 +234,6 @@ def review_ui(
     from review_ui.app import serve
 
     settings = get_settings()
-    serve(open_store_or_exit(database_url), settings, host=host, port=port)
+    app = serve(open_store_or_exit(database_url), settings, host=host, port=port, block=False)
+    typer.echo(f"review app ready: http://{host}:{port} (Ctrl+C stops it)")
+    app.block_thread()
