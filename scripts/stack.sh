@@ -4,6 +4,7 @@
 #   scripts/stack.sh status    # each part, its URL or PID, healthy or not (exit 1 when one is not)
 #   scripts/stack.sh down      # stop exactly the processes `up` started (by their recorded PIDs)
 #   scripts/stack.sh commands  # the command line of every service (deploy/compose runs the same ones)
+#   scripts/stack.sh env       # the exports that point a shell's prefect and judgewatch commands at the stack
 # Parts: PostgreSQL databases judgewatch_prefect (Prefect's) and judgewatch (the store, migrated); a Prefect server
 # on PostgreSQL; the work pool `judgewatch` (process) with two workers, each in its own folder; the Prefect
 # variables prefect.yaml reads; the judge's global concurrency limit; `prefect deploy --all`; the vLLM judge
@@ -160,7 +161,14 @@ up() {
     "$BIN/${cmd_review_ui[@]}"
   wait_for review-ui "http://$HOST:$REVIEW_PORT/" 180
   say "up in $((SECONDS - t0)) s"
+  env_lines >"$STATE/env"
+  say "your shell talks to this stack (Prefect server and store) after:  source $STATE/env"
   status
+}
+
+env_lines() {  # what a shell needs so that `prefect` and `judgewatch` commands use this stack, not their defaults
+  printf 'export PREFECT_API_URL=%s\n' "$API"
+  printf 'export JUDGEWATCH_DATABASE_URL=%s\n' "$STORE_URL"
 }
 
 down() {
@@ -182,7 +190,10 @@ down() {
   if [ -f "$STATE/judge.started" ]; then
     bash "$here/scripts/judge_serve.sh" stop | sed 's/^/[stack] /'
     rm -f "$STATE/judge.started"
+  elif [ "$JUDGE_MODE" = vllm ] && bash "$here/scripts/judge_serve.sh" status >/dev/null 2>&1; then
+    say "the vLLM judge on port $JUDGEWATCH_JUDGE_PORT was not started by stack-up and keeps running: make judge-down stops it"
   fi
+  rm -f "$STATE/env"
 }
 
 status() {
@@ -222,7 +233,8 @@ main() {
     down) down ;;
     status) status ;;
     commands) commands ;;
-    *) echo "usage: $0 up|down|status|commands" >&2; exit 2 ;;
+    env) env_lines ;;
+    *) echo "usage: $0 up|down|status|commands|env" >&2; exit 2 ;;
   esac
 }
 main "$@"; exit $?  # on one line: bash has read it whole, so editing this file while it runs cannot derail it

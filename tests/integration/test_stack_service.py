@@ -137,6 +137,25 @@ def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
     assert "prefect-server already running" in again.stdout and "worker-1 already running" in again.stdout
 
 
+def test_stack_up_writes_the_env_a_shell_needs_to_reach_the_deployments(stack: dict[str, Any]) -> None:
+    """Without PREFECT_API_URL a shell's `prefect deployment run` answers `Deployment ... not found!`: up says what to
+    source, and with it sourced (and nothing else set) the deployments are found and the store is the stack's."""
+    env_file = stack["state"] / "env"
+    assert f"source {env_file}" in stack["up_output"]
+    clean = {k: v for k, v in stack["env"].items() if k not in ("PREFECT_API_URL", "JUDGEWATCH_DATABASE_URL")}
+    shown = subprocess.run(
+        ["bash", "-c", f"source {env_file} && prefect deployment ls && echo store=$JUDGEWATCH_DATABASE_URL"],
+        cwd=REPO_ROOT,
+        env={**clean, "PATH": f"{Path(sys.executable).parent}:{clean['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "post-release-regression" in shown.stdout
+    assert f"store={stack['store']}" in shown.stdout
+
+
 def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: dict[str, Any]) -> None:
     api, home = stack["api"], stack["home"]
     good, bad = recorded(home, "good"), recorded(home, "bad", bad=True)

@@ -43,3 +43,11 @@ def test_missing_chromium_skips_the_browser_test_outside_ci(tmp_path: Path) -> N
     result = run_browser_test_without_chromium(tmp_path, ci=None)
     assert result.returncode == 0, result.stdout[-2000:]
     assert "1 skipped" in result.stdout and "chromium is not installed" in result.stdout
+
+
+@pytest.mark.browser
+def test_a_cjk_font_is_installed_for_chinese_items() -> None:
+    """Without a CJK font, chromium draws Chinese questions and answers as empty boxes (scripts/run_tests.sh
+    installs Debian's fonts-noto-cjk beside chromium)."""
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False).stdout
+    assert fonts.strip(), "no font covers Chinese: apt-get install fonts-noto-cjk"
