@@ -35,6 +35,7 @@ def get_app() -> typer.Typer:
         rubric_cmd,
         runs_cmd,
         sample_cmd,
+        workbench_cmd,
     )
 
     app.command("demo")(demo_cmd.demo)
@@ -53,6 +54,8 @@ def get_app() -> typer.Typer:
     app.add_typer(report_cmd.app, name="report")
     app.command("calibrate")(report_cmd.calibrate)
     app.add_typer(metrics_cmd.app, name="metrics")
+    app.command("compare")(workbench_cmd.compare)
+    app.command("export")(workbench_cmd.export)
     return app
 
 

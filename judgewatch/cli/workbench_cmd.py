@@ -1,0 +1,133 @@
+"""`judgewatch export` (verdicts, labels and interactions out) and `judgewatch compare A B`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+
+Opt = typer.Option
+
+
+class ExportFormatOption(StrEnum):
+    parquet = "parquet"
+    jsonl = "jsonl"
+    hf = "hf"
+
+
+class CompareFormat(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def export(
+    format: Annotated[ExportFormatOption, Opt("--format", help="parquet, jsonl, or hf (a datasets Dataset folder)")],
+    output: Annotated[Path, Opt(help="File (parquet, jsonl) or folder (hf) to write")],
+    release: Annotated[str | None, Opt(help="Only this release")] = None,
+    tier: Annotated[str | None, Opt(help="Only this tier")] = None,
+    dataset: Annotated[str | None, Opt(help="Only this golden set")] = None,
+    stratum: Annotated[str | None, Opt(help="Only this traffic route")] = None,
+    rubric: Annotated[str | None, Opt(help="Only this rubric")] = None,
+    criterion: Annotated[str | None, Opt(help="The criterion --score-min/--score-max read")] = None,
+    score_min: Annotated[int | None, Opt(help="Only items scored at least this")] = None,
+    score_max: Annotated[int | None, Opt(help="Only items scored at most this")] = None,
+    unscored_reason: Annotated[str | None, Opt(help="Only unscored verdicts with this reason")] = None,
+    label_status: Annotated[
+        str | None, Opt(help="unlabeled, labeled, disagreed or adjudicated", metavar="STATUS")
+    ] = None,
+    judge_series: Annotated[str | None, Opt(help="Judge configuration hash (or its prefix)", metavar="HASH")] = None,
+    text: Annotated[str | None, Opt(help="Free text in the question, answer or reason")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Write current verdicts with their interactions, labels and adjudications (one row per verdict); the rubric
+    versions, judge configuration hashes and label provenance go in the metadata."""
+    from pydantic import ValidationError
+
+    from judgewatch.storage.db import session_scope
+    from judgewatch.workbench.export import ExportFormat, collect, write_export
+    from judgewatch.workbench.items import ItemFilter
+
+    try:
+        filt = ItemFilter(
+            release=release,
+            tier=tier,
+            dataset=dataset,
+            stratum=stratum,
+            rubric=rubric,
+            criterion=criterion,
+            score_min=score_min,
+            score_max=score_max,
+            unscored_reason=unscored_reason,
+            label_status=label_status,  # type: ignore[arg-type]
+            judge_series=judge_series,
+            text=text,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise _fail(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
+    try:
+        engine = open_store(database_url)
+    except CannotRun as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with session_scope(engine) as session:
+            rows, meta = collect(session, filt)
+    finally:
+        engine.dispose()
+    if not rows:
+        raise _fail("nothing matches the filter: no file written")
+    written = write_export(rows, meta, ExportFormat(format.value), output)
+    typer.echo(f"exported {len(rows)} verdicts to {written[0]}" + (f" (metadata {written[1]})" if written[1:] else ""))
+
+
+def compare(
+    a: Annotated[str, typer.Argument(help="RELEASE or RELEASE/TIER (A, the reference side)", metavar="A")],
+    b: Annotated[str, typer.Argument(help="RELEASE or RELEASE/TIER (B, compared with A)", metavar="B")],
+    format: Annotated[CompareFormat, Opt("--format", help="md, html or json")] = CompareFormat.md,
+    output: Annotated[Path | None, Opt(help="Report path (default: <data dir>/reports/compare-A-B.<fmt>)")] = None,
+    rubric: Annotated[str, Opt(help="Rubric name")] = "answer_quality",
+    judge_series: Annotated[
+        str | None, Opt(help="Judge configuration hash (default: the series with most pairs)", metavar="HASH")
+    ] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Compare two releases, or two tiers of one release, on the items both answered: per-criterion deltas with
+    paired intervals, regressions first, answers side by side with the differing words marked."""
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import session_scope
+    from judgewatch.workbench.compare import CompareError, Side
+    from judgewatch.workbench.compare import compare as run_compare
+    from judgewatch.workbench.compare_report import write_comparison
+
+    try:
+        side_a, side_b = Side.parse(a), Side.parse(b)
+        engine = open_store(database_url)
+    except (CompareError, CannotRun) as exc:
+        raise _fail(str(exc)) from None
+    try:
+        with session_scope(engine) as session:
+            comparison = run_compare(session, side_a, side_b, rubric=rubric, judge_series=judge_series)
+    except CompareError as exc:
+        raise _fail(str(exc)) from None
+    finally:
+        engine.dispose()
+    safe = f"{side_a}-{side_b}".replace("/", "_")
+    path = output or get_settings().data_dir / "reports" / f"compare-{safe}.{format.value}"
+    written = write_comparison(comparison, path, format.value)
+    for d in comparison.criteria:
+        typer.echo(f"{d.criterion:<14} {d.estimate:+.2f} [{d.low:+.2f}, {d.high:+.2f}] over {d.n} pairs")
+    typer.echo(
+        f"{len(comparison.regressions)} regressed, {len(comparison.improvements)} improved, "
+        f"{comparison.unchanged} unchanged, {len(comparison.unscored)} unscored on a side"
+    )
+    typer.echo(f"comparison: {written[0]}")

@@ -1,0 +1,180 @@
+"""`judgewatch export`: verdicts with their interactions, labels and adjudications, out as Parquet, JSONL or a
+Hugging Face `datasets` Dataset saved to disk.
+
+One row per current verdict. Columns are flat and typed the same in every format: nested values (scores, labels,
+references) are JSON text, so a reader gets back exactly what was written whatever its library. What the rows rest
+on (rubric versions, judge configuration hashes, label provenance, the filter) is the export's metadata: in the
+Parquet schema, in the Dataset's description, and in a `<output>.meta.json` beside a JSONL file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
+
+from judgewatch.workbench.items import ItemFilter, ItemRow, find_items
+
+PAGE = 2000  # rows read from the store at a time
+
+
+class ExportFormat(StrEnum):
+    parquet = "parquet"
+    jsonl = "jsonl"
+    hf = "hf"
+
+
+# Column name -> type, in order; "json" columns hold JSON text.
+COLUMNS: dict[str, str] = {
+    "verdict_id": "string",
+    "interaction_id": "string",
+    "item_id": "string",
+    "source": "string",
+    "dataset": "string",
+    "release": "string",
+    "tier": "string",
+    "model": "string",
+    "route": "string",
+    "language": "string",
+    "question": "string",
+    "answer": "string",
+    "messages": "json",
+    "reference_answer": "string",
+    "reference_facts": "json",
+    "context": "json",
+    "rubric_name": "string",
+    "rubric_version": "string",
+    "rubric_hash": "string",
+    "judge_kind": "string",
+    "judge_name": "string",
+    "judge_config_hash": "string",
+    "status": "string",
+    "unscored_reason": "string",
+    "overall": "float64",
+    "scores": "json",
+    "not_applicable": "json",
+    "reason": "string",
+    "score_reading": "string",
+    "prompt_tokens": "int64",
+    "completion_tokens": "int64",
+    "latency_ms": "float64",
+    "judged_at": "string",
+    "label_status": "string",
+    "labels": "json",
+    "final_scores": "json",
+    "adjudicated_by": "string",
+}
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def row_dict(row: ItemRow) -> dict[str, Any]:
+    """One export row (the columns of `COLUMNS`, in order)."""
+    i, v = row.interaction, row.verdict
+    return {
+        "verdict_id": v.id,
+        "interaction_id": i.id,
+        "item_id": v.item_id,
+        "source": i.source,
+        "dataset": row.dataset,
+        "release": i.release,
+        "tier": i.tier,
+        "model": i.model,
+        "route": i.route,
+        "language": i.language,
+        "question": i.question,
+        "answer": i.answer,
+        "messages": _json(i.messages),
+        "reference_answer": i.reference_answer,
+        "reference_facts": _json(list(i.reference_facts)),
+        "context": _json(list(i.context)),
+        "rubric_name": v.rubric_name,
+        "rubric_version": v.rubric_version,
+        "rubric_hash": v.rubric_hash,
+        "judge_kind": v.judge_kind,
+        "judge_name": v.judge_name,
+        "judge_config_hash": v.judge_config_hash,
+        "status": v.status,
+        "unscored_reason": v.unscored_reason,
+        "overall": v.overall,
+        "scores": _json(dict(v.scores)),
+        "not_applicable": _json(list(v.not_applicable)),
+        "reason": v.reason,
+        "score_reading": v.score_reading,
+        "prompt_tokens": int(v.prompt_tokens),
+        "completion_tokens": int(v.completion_tokens),
+        "latency_ms": float(v.latency_ms),
+        "judged_at": v.updated_at.isoformat() if v.updated_at else None,
+        "label_status": row.status.value,
+        "labels": _json([label.__dict__ for label in row.labels]),
+        "final_scores": _json(row.final_scores),
+        "adjudicated_by": row.adjudicated_by,
+    }
+
+
+def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every row `filt` matches, and the metadata they rest on."""
+    rows: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page, _ = find_items(session, filt, offset=offset, limit=PAGE)
+        rows.extend(row_dict(r) for r in page)
+        if len(page) < PAGE:
+            break
+        offset += PAGE
+    return rows, metadata(rows, filt)
+
+
+def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
+    provenance: Counter[str] = Counter()
+    for r in rows:
+        provenance.update(label["via"] for label in json.loads(r["labels"]))
+    return {
+        "format": "judgewatch-export/1",
+        "rows": len(rows),
+        "filter": filt.model_dump(mode="json", exclude_none=True),
+        "rubrics": sorted({f"{r['rubric_name']}@{r['rubric_version']} ({r['rubric_hash']})" for r in rows}),
+        "judge_config_hashes": sorted({r["judge_config_hash"] for r in rows}),
+        "label_provenance": dict(sorted(provenance.items())),  # LabelVia: ui and replay are people's labels
+        "columns": COLUMNS,
+    }
+
+
+def _arrow_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "json": pa.string(), "float64": pa.float64(), "int64": pa.int64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
+    data = pa.Table.from_pylist(rows, schema=schema)
+    return data.replace_schema_metadata({b"judgewatch": json.dumps(meta).encode("utf-8")})
+
+
+def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: ExportFormat, output: Path) -> list[Path]:
+    """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if fmt is ExportFormat.jsonl:
+        with output.open("w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        side = output.with_name(output.name + ".meta.json")
+        side.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return [output, side]
+    table = _arrow_table(rows, meta)
+    if fmt is ExportFormat.parquet:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, output)
+        return [output]
+    from datasets import Dataset, DatasetInfo
+    from datasets.utils.logging import disable_progress_bar
+
+    disable_progress_bar()
+    dataset = Dataset(table, info=DatasetInfo(description=json.dumps(meta, ensure_ascii=False)))
+    dataset.save_to_disk(str(output))
+    return [output]

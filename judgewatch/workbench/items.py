@@ -1,0 +1,212 @@
+"""The items behind a number: current verdicts with their interaction, labels and adjudication, filtered and paged.
+
+One filter (`ItemFilter`) serves `judgewatch export`, `judgewatch compare` and the review app's pages, so "the
+items of release r3, tier quantized, faithfulness <= 2, disagreed" means the same rows everywhere. Filters that are
+columns run in SQL; the label status, which needs an item's labels, is read for the page's rows only.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Select, and_, exists, func, or_, select
+from sqlmodel import Session
+
+from judgewatch.storage.db import table
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.review import ReviewItem, ReviewLabel
+from judgewatch.storage.verdicts import CriterionScore, VerdictRecord
+
+
+class LabelStatus(StrEnum):
+    unlabeled = "unlabeled"  # no label that scores it (never routed, or routed and still open)
+    labeled = "labeled"  # scored by people, and they agree (or one person scored it)
+    disagreed = "disagreed"  # two or more people scored it differently, not yet adjudicated
+    adjudicated = "adjudicated"  # an adjudicator set its final scores
+
+
+class ItemFilter(BaseModel):
+    """What an Items page, an export or a comparison narrows to; a field left None filters nothing."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    release: str | None = None
+    tier: str | None = None
+    dataset: str | None = Field(default=None, description="golden set name (regression items)")
+    stratum: str | None = Field(default=None, description="traffic route (the sampling stratum besides the tier)")
+    source: str | None = Field(default=None, description="interaction source, exact (e.g. traffic:gateway)")
+    rubric: str | None = None
+    criterion: str | None = Field(default=None, description="the criterion the score range applies to")
+    score_min: int | None = None
+    score_max: int | None = None
+    unscored_reason: str | None = None
+    label_status: LabelStatus | None = None
+    judge_series: str | None = Field(default=None, description="judge configuration hash, or a prefix of it")
+    text: str | None = Field(default=None, description="free text in the question, answer or reason")
+
+
+@dataclass
+class LabelRow:
+    reviewer: str
+    via: str
+    scores: dict[str, int]
+    comment: str
+    submitted_at: str
+
+
+@dataclass
+class ItemRow:
+    """One current verdict and everything a person needs to read it."""
+
+    interaction: Interaction
+    verdict: VerdictRecord
+    labels: list[LabelRow] = field(default_factory=list)
+    final_scores: dict[str, Any] | None = None
+    adjudicated_by: str | None = None
+    status: LabelStatus = LabelStatus.unlabeled
+
+    @property
+    def dataset(self) -> str | None:
+        return dataset_of(self.interaction.source)
+
+
+def dataset_of(source: str) -> str | None:
+    """The golden set of a regression interaction (`release:<release>/<tier>/<dataset>`), else None."""
+    if not source.startswith("release:"):
+        return None
+    return source.rsplit("/", 1)[-1]
+
+
+def _where(filt: ItemFilter) -> list[Any]:
+    i, v = table(Interaction).c, table(VerdictRecord).c
+    conditions: list[Any] = [v.superseded_by.is_(None)]
+    if filt.release is not None:
+        conditions.append(i.release == filt.release)
+    if filt.tier is not None:
+        conditions.append(i.tier == filt.tier)
+    if filt.dataset is not None:
+        conditions.append(i.source.like(f"release:%/{filt.dataset}"))
+    if filt.stratum is not None:
+        conditions.append(i.route == filt.stratum)
+    if filt.source is not None:
+        conditions.append(i.source == filt.source)
+    if filt.rubric is not None:
+        conditions.append(v.rubric_name == filt.rubric)
+    if filt.unscored_reason is not None:
+        conditions.append(v.unscored_reason == filt.unscored_reason)
+    if filt.judge_series is not None:
+        conditions.append(v.judge_config_hash.like(f"{filt.judge_series}%"))
+    if filt.text:
+        needle = f"%{filt.text.lower()}%"
+        conditions.append(
+            or_(
+                func.lower(i.question).like(needle),
+                func.lower(i.answer).like(needle),
+                func.lower(v.reason).like(needle),
+            )
+        )
+    if filt.criterion is not None or filt.score_min is not None or filt.score_max is not None:
+        c = table(CriterionScore).c
+        score = [c.verdict_id == v.id, c.score.is_not(None)]
+        if filt.criterion is not None:
+            score.append(c.criterion == filt.criterion)
+        if filt.score_min is not None:
+            score.append(c.score >= filt.score_min)
+        if filt.score_max is not None:
+            score.append(c.score <= filt.score_max)
+        conditions.append(exists(select(c.verdict_id).where(and_(*score))))
+    return conditions
+
+
+def _query(filt: ItemFilter) -> Select[Interaction, VerdictRecord]:
+    i, v = table(Interaction).c, table(VerdictRecord).c
+    return (
+        select(Interaction, VerdictRecord)
+        .join(VerdictRecord, v.interaction_id == i.id)
+        .where(*_where(filt))
+        .order_by(i.release, i.tier, i.source, i.source_id, v.rubric_name, v.judge_config_hash)
+    )
+
+
+def _status(labels: list[LabelRow], final_scores: dict[str, Any] | None) -> LabelStatus:
+    if final_scores:
+        return LabelStatus.adjudicated
+    scored = [label.scores for label in labels if label.scores]
+    if not scored:
+        return LabelStatus.unlabeled
+    if len({tuple(sorted(s.items())) for s in scored}) > 1:
+        return LabelStatus.disagreed
+    return LabelStatus.labeled
+
+
+def _attach_labels(session: Session, rows: list[ItemRow]) -> None:
+    if not rows:
+        return
+    r, lab = table(ReviewItem).c, table(ReviewLabel).c
+    by_verdict = {row.verdict.id: row for row in rows}
+    items: dict[str, ItemRow] = {}
+    for chunk_start in range(0, len(rows), 500):
+        ids = list(by_verdict)[chunk_start : chunk_start + 500]
+        for rid, verdict_id, final, by in session.execute(
+            select(r.id, r.verdict_id, r.final_scores, r.adjudicated_by).where(r.verdict_id.in_(ids))
+        ):
+            row = by_verdict[verdict_id]
+            row.final_scores, row.adjudicated_by = final, by
+            items[rid] = row
+    labels: dict[str, list[LabelRow]] = defaultdict(list)
+    item_ids = list(items)
+    for chunk_start in range(0, len(item_ids), 500):
+        ids = item_ids[chunk_start : chunk_start + 500]
+        query = (
+            select(lab.review_item_id, lab.reviewer, lab.via, lab.scores, lab.comment, lab.submitted_at)
+            .where(lab.review_item_id.in_(ids), lab.skipped_reason.is_(None))
+            .order_by(lab.submitted_at)
+        )
+        for rid, reviewer, via, scores, comment, submitted in session.execute(query):
+            labels[rid].append(LabelRow(reviewer, via, dict(scores or {}), comment or "", submitted.isoformat()))
+    for rid, row in items.items():
+        row.labels = labels.get(rid, [])
+    for row in rows:
+        row.status = _status(row.labels, row.final_scores)
+
+
+def find_items(
+    session: Session, filt: ItemFilter, *, offset: int = 0, limit: int | None = 50
+) -> tuple[list[ItemRow], int | None]:
+    """One page of the current verdicts that `filt` matches, with their labels, and how many match in all.
+
+    With a label-status filter the total is not known without reading every match, so it is None and the page is
+    filled by reading on until `limit` rows of that status are found."""
+    if filt.label_status is None:
+        total = session.execute(select(func.count()).select_from(_query(filt).order_by(None).subquery())).scalar_one()
+        query = _query(filt).offset(offset)
+        if limit is not None:
+            query = query.limit(limit)
+        rows = [ItemRow(interaction=ia, verdict=vd) for ia, vd in session.execute(query)]
+        _attach_labels(session, rows)
+        return rows, int(total)
+    matched: list[ItemRow] = []
+    skipped = 0
+    batch, start = 500, 0
+    while limit is None or len(matched) < limit:
+        page = [
+            ItemRow(interaction=ia, verdict=vd) for ia, vd in session.execute(_query(filt).offset(start).limit(batch))
+        ]
+        if not page:
+            break
+        start += batch
+        _attach_labels(session, page)
+        for row in page:
+            if row.status != filt.label_status:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            matched.append(row)
+            if limit is not None and len(matched) >= limit:
+                break
+    return matched, None
