@@ -50,3 +50,63 @@ def list_sets(datasets_dir: DatasetsDir = None) -> None:
             f"{summary.name:<{width}}  {summary.items:>6}  {size:>9}  {summary.language or '-':<8}  "
             f"{summary.version or '-'}"
         )
+
+
+@app.command()
+def promote(
+    name: Annotated[str, typer.Argument(help="Name of the golden set to create or extend.")],
+    ids: Annotated[
+        list[str] | None, typer.Option("--id", help="Interaction id to promote (repeatable; default: every match)")
+    ] = None,
+    release: Annotated[str | None, typer.Option(help="Only items of this release")] = None,
+    tier: Annotated[str | None, typer.Option(help="Only items of this tier")] = None,
+    stratum: Annotated[str | None, typer.Option(help="Only items of this traffic route")] = None,
+    source: Annotated[str | None, typer.Option(help="Only items of this source (e.g. traffic:gateway)")] = None,
+    criterion: Annotated[str, typer.Option(help="The criterion whose settled score makes an answer good or bad")] = (
+        "faithfulness"
+    ),
+    good_at: Annotated[int, typer.Option(help="Settled score at or above which the answer is known-good")] = 4,
+    bad_at: Annotated[int, typer.Option(help="Settled score at or below which the answer is known-bad")] = 2,
+    datasets_dir: DatasetsDir = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="SQLAlchemy URL of the store (default: the configured one)")
+    ] = (None),
+) -> None:
+    """Turn traffic items whose scores people settled (adjudicated, or two or more agreeing labels) into a
+    versioned golden set, PII scrubbed again; items already in the set are not added twice."""
+    from judgewatch.cli._store import CannotRun, open_store
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import session_scope
+    from judgewatch.workbench.items import ItemFilter
+    from judgewatch.workbench.promote import PromoteError
+    from judgewatch.workbench.promote import promote as run_promote
+
+    root = datasets_dir or get_settings().datasets_dir
+    try:
+        engine = open_store(database_url)
+    except CannotRun as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    try:
+        with session_scope(engine) as session:
+            filt = ItemFilter(release=release, tier=tier, stratum=stratum, source=source)
+            result = run_promote(
+                session, name, datasets_dir=root, filt=filt, interaction_ids=ids, criterion=criterion,
+                good_at=good_at, bad_at=bad_at,
+            )  # fmt: skip
+    except PromoteError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    left = ", ".join(f"{n} {why}" for why, n in sorted(result.skipped.items())) or "none"
+    if result.version is None:
+        typer.echo(f"nothing new for {name}: {result.already} already in it; left out: {left}")
+        if result.already == 0:
+            raise typer.Exit(1)
+        return
+    golden = load_golden_set(str(result.folder))
+    typer.echo(
+        f"{name} {result.version}: {result.added} items added ({result.already} already in it), {len(golden.items)} "
+        f"in all, revision {golden.revision}, at {result.folder}; left out: {left}"
+    )
