@@ -5,10 +5,26 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ModelPrice(BaseModel):
+    """A judge model's price per million tokens, in `Settings.cost_currency` (cached: prefix-cache hits)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+    def of(self, prompt: int, completion: int, cached: int) -> float:
+        """The price of one call's tokens; cached input is priced as input when no cached price is set."""
+        cached = min(cached, prompt)
+        cached_price = self.input if self.cached_input is None else self.cached_input
+        return ((prompt - cached) * self.input + cached * cached_price + completion * self.output) / 1_000_000
 
 
 class Settings(BaseSettings):
@@ -71,6 +87,11 @@ class Settings(BaseSettings):
     trust_min_auroc: float = 0.70
     trust_max_unscored_rate: float = 0.2
     trust_min_items: int = 20
+
+    # Judge cost in money: price per million tokens per judge model id (JSON in the environment, e.g.
+    # JUDGEWATCH_JUDGE_PRICES='{"my-judge": {"input": 0.10, "output": 0.40, "cached_input": 0.025}}').
+    judge_prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    cost_currency: str = "USD"
 
     @property
     def effective_database_url(self) -> str:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.judging.costs import judge_costs
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.runs import RunKind, RunStatus, expire_runs, list_runs
@@ -56,6 +57,17 @@ def runs_list(
                 }
                 for run in runs
             ]
+            settings = get_settings()
+            costs = judge_costs(
+                session,
+                by="run",
+                prices=settings.judge_prices,
+                currency=settings.cost_currency,
+                run_ids=[row["id"] for row in rows],
+            )
+            for row in rows:
+                cost = costs.get(row["id"])
+                row["cost"] = cost.to_json() if cost else None
     finally:
         engine.dispose()
     if as_json:
@@ -68,7 +80,15 @@ def runs_list(
     typer.echo(f"{'id':<32} {'kind':<10} {'status':<10} {'started':<25} {'last heartbeat':<25} name / counts")
     for row in rows:
         counts = " ".join(f"{k}={v}" for k, v in row["counts"].items())
+        counts += f" cost={_cost_cell(row['cost'])}" if row["cost"] else ""
         typer.echo(
             f"{row['id']:<32} {row['kind']:<10} {row['status']:<10} {row['started_at']:<25} "
             f"{row['heartbeat_at'] or '-':<25} {row['name']} {counts}".rstrip()
         )
+
+
+def _cost_cell(cost: dict[str, Any]) -> str:
+    """`0.0012USD`, or `unpriced` when tokens were spent on models without a price (never a silent 0)."""
+    if cost["unpriced_models"]:
+        return "unpriced(" + ",".join(sorted(cost["unpriced_models"])) + ")"
+    return f"{cost['amount']:.4f}{cost['currency']}"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -25,6 +25,7 @@ from sqlmodel import Session
 
 from judgewatch.metrics import names, queries
 from judgewatch.metrics.families import StoreReading, families
+from judgewatch.settings import ModelPrice, get_settings
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
@@ -40,8 +41,10 @@ SESSION_SETTINGS = text(
 )
 
 
-def read_store(engine: Engine) -> StoreReading:
-    """Every value the endpoint exports, read in one read-only transaction."""
+def read_store(
+    engine: Engine, *, prices: Mapping[str, ModelPrice] | None = None, currency: str = "USD"
+) -> StoreReading:
+    """Every value the endpoint exports, read in one read-only transaction (`prices`: judge model -> price)."""
     with Session(engine) as session:
         if engine.dialect.name == "postgresql":
             session.execute(SESSION_SETTINGS)
@@ -58,6 +61,8 @@ def read_store(engine: Engine) -> StoreReading:
             successes=successes,
             gate_success=gate_success,
             trust=queries.trust_records(session=session),
+            prices=dict(prices or {}),
+            currency=currency,
         )
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
 
@@ -71,8 +76,16 @@ class StoreCollector(Collector):
         *,
         min_interval_s: float = DEFAULT_MIN_INTERVAL_S,
         clock: Callable[[], float] = time.monotonic,
+        prices: Mapping[str, ModelPrice] | None = None,
+        currency: str | None = None,
     ) -> None:
+        """`prices` and `currency` default to the settings' judge_prices and cost_currency."""
+        if prices is None or currency is None:
+            settings = get_settings()
+            prices = settings.judge_prices if prices is None else prices
+            currency = currency or settings.cost_currency
         self.engine = engine
+        self.prices, self.currency = dict(prices), currency
         self.min_interval_s = min_interval_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -86,7 +99,7 @@ class StoreCollector(Collector):
             if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
                 started = time.perf_counter()
                 try:
-                    self._reading, self._up = read_store(self.engine), True
+                    self._reading, self._up = read_store(self.engine, prices=self.prices, currency=self.currency), True
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
                     self._reading, self._up = None, False

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -19,6 +19,7 @@ from sqlalchemy import Row
 
 from judgewatch.metrics import names
 from judgewatch.metrics.queries import Count
+from judgewatch.settings import ModelPrice
 from judgewatch.storage.review import ItemState
 from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE
 
@@ -61,6 +62,8 @@ class StoreReading:
     successes: list[Count] = field(default_factory=list)
     gate_success: float | None = None
     trust: Sequence[TrustRow] = field(default_factory=list)
+    prices: Mapping[str, ModelPrice] = field(default_factory=dict)  # judge model -> price (settings.judge_prices)
+    currency: str = "USD"
 
 
 def _counter(spec: names.MetricSpec) -> CounterMetricFamily:
@@ -74,6 +77,7 @@ def _gauge(spec: names.MetricSpec) -> GaugeMetricFamily:
 def families(reading: StoreReading) -> Iterator[Metric]:
     """Every family of the catalogue except the scrape's own health (the collector adds those)."""
     yield from _verdict_families(reading.verdicts)
+    yield _cost_family(reading)
     yield from _review_families(reading.queue, reading.labels)
     yield from _calibration_families(reading.snapshots)
     drift = _gauge(names.DRIFT)
@@ -211,4 +215,17 @@ def _trust_family(records: Sequence[TrustRow]) -> Metric:
                 continue
             seen.add(key)
             family.add_metric(list(key), value)
+    return family
+
+
+def _cost_family(reading: StoreReading) -> Metric:
+    """Each priced judge's tokens in money (prices are linear, so pricing the summed tokens is exact)."""
+    tokens: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for r in reading.verdicts:
+        sums = tokens[r.judge]
+        sums[0], sums[1], sums[2] = sums[0] + r.prompt_tokens, sums[1] + r.completion_tokens, sums[2] + r.cached_tokens
+    family = _counter(names.COST)
+    for judge, (prompt, completion, cached) in sorted(tokens.items()):
+        if (price := reading.prices.get(judge)) is not None:
+            family.add_metric([judge, reading.currency], price.of(int(prompt), int(completion), int(cached)))
     return family

@@ -75,6 +75,13 @@ TOKENS = MetricSpec(
     "Tokens the judge used, summed over verdicts written (re-judges included: their tokens were spent too); kind "
     "is prompt, completion or cached (prompt tokens served from the prefix cache).",
 )
+COST = MetricSpec(
+    "judgewatch_judge_cost",
+    "counter",
+    ("judge", "currency"),
+    "Judge cost in money: the tokens of judgewatch_judge_tokens priced by the settings' judge_prices (per million "
+    "input, cached input and output tokens). A judge model without a price has no series here, never a 0.",
+)
 QUEUE = MetricSpec(
     "judgewatch_review_queue_items",
     "gauge",
@@ -157,6 +164,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     FALLBACK,
     LATENCY,
     TOKENS,
+    COST,
     QUEUE,
     LABELS,
     AGREEMENT,

@@ -1,0 +1,111 @@
+"""What judging cost in money: the tokens stored per verdict, priced by the settings' table per judge model.
+
+The price table (`Settings.judge_prices`) gives, per model id, the price per million input, output and (where the
+endpoint reports prefix-cache hits) cached input tokens. A verdict's cost is
+`(prompt - cached) * input + cached * cached_input + completion * output`, over a million; cached input is priced as
+input when the table has no cached price. A model missing from the table is never priced at 0: its verdicts and
+tokens are counted as unpriced and every total says so. The offline reference judge uses no tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from sqlalchemy import func, select
+from sqlmodel import Session
+
+from judgewatch.settings import ModelPrice
+from judgewatch.storage.db import table
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.verdicts import VerdictRecord
+
+
+@dataclass
+class Cost:
+    """Judge cost of one group of verdicts (a run, a release, a day)."""
+
+    currency: str
+    amount: float = 0.0  # priced verdicts only
+    verdicts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    unpriced_models: dict[str, int] = field(default_factory=dict)  # model -> verdicts that used tokens, no price
+
+    def add(self, model: str, n: int, prompt: int, completion: int, cached: int, price: ModelPrice | None) -> None:
+        self.verdicts += n
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+        self.cached_tokens += cached
+        if price is not None:
+            self.amount += price.of(prompt, completion, cached)
+        elif prompt or completion:
+            self.unpriced_models[model] = self.unpriced_models.get(model, 0) + n
+
+    def describe(self) -> str:
+        """`0.0123 USD for 1,000 verdicts (812,400 prompt / 40,210 completion tokens)`, unpriced models named."""
+        text = (
+            f"{self.amount:.4f} {self.currency} for {self.verdicts:,} verdicts "
+            f"({self.prompt_tokens:,} prompt, {self.cached_tokens:,} of them cached, "
+            f"{self.completion_tokens:,} completion tokens)"
+        )
+        if self.unpriced_models:
+            names = ", ".join(f"{m} ({n:,} verdicts)" for m, n in sorted(self.unpriced_models.items()))
+            text += f"; not priced (no price in judge_prices): {names}"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "currency": self.currency,
+            "amount": round(self.amount, 6),
+            "verdicts": self.verdicts,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "unpriced_models": self.unpriced_models,
+        }
+
+
+GroupBy = Literal["run", "release", "day"]
+
+
+def judge_costs(
+    session: Session,
+    *,
+    by: GroupBy,
+    prices: Mapping[str, ModelPrice],
+    currency: str,
+    run_ids: list[str] | None = None,
+    releases: list[str] | None = None,
+    since: datetime | None = None,
+) -> dict[str, Cost]:
+    """Judge cost per run id, release or UTC day (YYYY-MM-DD), from every verdict written (re-judges included:
+    their tokens were spent too)."""
+    v, i = table(VerdictRecord).c, table(Interaction).c
+    key = {"run": v.run_id, "release": i.release, "day": func.date(v.updated_at)}[by]
+    query = select(
+        key,
+        v.judge_name,
+        func.count(),
+        func.coalesce(func.sum(v.prompt_tokens), 0),
+        func.coalesce(func.sum(v.completion_tokens), 0),
+        func.coalesce(func.sum(v.cached_tokens), 0),
+    )
+    if by == "release" or releases is not None:
+        query = query.join(Interaction, i.id == v.interaction_id)
+    if run_ids is not None:
+        query = query.where(v.run_id.in_(run_ids))
+    if releases is not None:
+        query = query.where(i.release.in_(releases))
+    if since is not None:
+        query = query.where(v.updated_at >= since)
+    costs: dict[str, Cost] = {}
+    for group, model, n, prompt, completion, cached in session.execute(query.group_by(key, v.judge_name)):
+        if group is None:
+            continue
+        cost = costs.setdefault(str(group), Cost(currency))
+        cost.add(model, int(n), int(prompt), int(completion), int(cached), prices.get(model))
+    return costs
