@@ -27,6 +27,8 @@ from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from review_ui.adjudication_page import add_adjudication_tab
 from review_ui.calibration_page import add_calibration_tab
+from review_ui.compare_page import add_compare_tab
+from review_ui.items_page import add_items_tab
 from review_ui.judges_page import add_judges_tab
 from review_ui.queue_page import add_queue_tab
 from review_ui.session_guard import SessionGuard, client_address
@@ -37,7 +39,13 @@ logger = logging.getLogger(__name__)
 TabBuilder = Callable[[Engine], Any]
 
 # The aggregate pages, shown to AGGREGATE_ROLES (owners and adjudicators).
-DEFAULT_EXTRA_TABS: tuple[TabBuilder, ...] = (add_judges_tab, add_tiers_tab, add_calibration_tab)
+DEFAULT_EXTRA_TABS: tuple[TabBuilder, ...] = (
+    add_items_tab,
+    add_compare_tab,
+    add_judges_tab,
+    add_tiers_tab,
+    add_calibration_tab,
+)
 ADJUDICATION_ROLES = frozenset({Role.adjudicator, Role.owner})
 # The app has no upload component; Gradio's upload route still exists, so cap it at one byte (off).
 MAX_UPLOAD_BYTES = 1
@@ -106,7 +114,7 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
     gated: list[tuple[Any, frozenset[Role]]] = []
     with gr.Blocks(title="judgewatch review", analytics_enabled=False) as app:
         gr.Markdown("## judgewatch · human review")
-        with gr.Tabs():
+        with gr.Tabs() as tabs:
             add_queue_tab(queue)
             gated.append((add_adjudication_tab(Adjudication(queue)), ADJUDICATION_ROLES))
             for add_tab in DEFAULT_EXTRA_TABS if extra_tabs is None else extra_tabs:
@@ -127,6 +135,10 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
             for tab, _ in gated:  # hidden until the page's load event knows the caller's role
                 tab.visible = False
             app.load(visible_tabs, outputs=[tab for tab, _ in gated], api_visibility="private")
+        for tab, _ in gated:  # a page that opens from a link (`/?item=...`) says how on its tab
+            if hook := getattr(tab, "open_item", None):
+                handler, outputs = hook
+                app.load(handler, outputs=[tabs, *outputs], api_visibility="private")
     return app
 
 

@@ -210,3 +210,60 @@ def find_items(
             if limit is not None and len(matched) >= limit:
                 break
     return matched, None
+
+
+@dataclass
+class ItemDetail:
+    """Everything about one interaction on one screen: content, every verdict, labels, adjudication, history."""
+
+    interaction: Interaction
+    verdicts: list[VerdictRecord]  # every verdict on it, current ones first (superseded ones kept as history)
+    labels: list[LabelRow]
+    final_scores: dict[str, Any] | None
+    adjudicated_by: str | None
+    history: list[tuple[Interaction, VerdictRecord | None]]  # the same item in other releases and tiers
+
+
+def item_detail(session: Session, interaction_id: str) -> ItemDetail | None:
+    """One interaction by id (None when unknown); its history is the same item id of the same golden set or source
+    kind in every release and tier, oldest release first, each with its current verdict under the same rubric."""
+    i, v = table(Interaction).c, table(VerdictRecord).c
+    interaction = session.get(Interaction, interaction_id)
+    if interaction is None:
+        return None
+    verdicts = list(
+        session.scalars(
+            select(VerdictRecord)
+            .where(v.interaction_id == interaction_id)
+            .order_by(v.superseded_by.is_not(None), v.rubric_name, v.updated_at.desc())
+        )
+    )
+    current = [vd for vd in verdicts if vd.superseded_by is None]
+    rows = [ItemRow(interaction=interaction, verdict=vd) for vd in current]
+    _attach_labels(session, rows)
+    labels = [label for row in rows for label in row.labels]
+    adjudicated = next((row for row in rows if row.final_scores), None)
+    dataset = dataset_of(interaction.source)
+    same = i.source.like(f"release:%/{dataset}") if dataset else i.source == interaction.source
+    history: list[tuple[Interaction, VerdictRecord | None]] = []
+    rubric = current[0].rubric_name if current else None
+    others = session.scalars(
+        select(Interaction)
+        .where(same, i.source_id == interaction.source_id, i.id != interaction.id)
+        .order_by(i.created_at, i.tier)
+    )
+    for other in others:
+        verdict = session.scalars(
+            select(VerdictRecord).where(
+                v.interaction_id == other.id, v.superseded_by.is_(None), v.rubric_name == rubric
+            )
+        ).first()
+        history.append((other, verdict))
+    return ItemDetail(
+        interaction=interaction,
+        verdicts=verdicts,
+        labels=labels,
+        final_scores=adjudicated.final_scores if adjudicated else None,
+        adjudicated_by=adjudicated.adjudicated_by if adjudicated else None,
+        history=history,
+    )

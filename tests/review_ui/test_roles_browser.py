@@ -19,7 +19,7 @@ from review_ui.app import serve
 pytestmark = pytest.mark.browser
 PASSWORD = "a long test password"
 TIMEOUT = 60_000
-AGGREGATE_TABS = ("Adjudication", "Judges", "Tiers", "Calibration")
+AGGREGATE_TABS = ("Adjudication", "Items", "Compare", "Judges", "Tiers", "Calibration")
 
 
 @pytest.fixture
