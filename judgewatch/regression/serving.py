@@ -160,7 +160,10 @@ def parse_tiers(
             )
         seen.add(spec.name)
     if not specs:
-        raise TierError("no tier given: pass --tiers FILE, --tier NAME=URL#MODEL or --answers NAME=FILE at least once")
+        raise TierError(
+            "no tier given: pass --tiers FILE, --tier NAME=URL#MODEL or --answers NAME=FILE at least once "
+            "(flow parameters: tiers_file or tiers_variable, tiers, answers)"
+        )
     return specs
 
 

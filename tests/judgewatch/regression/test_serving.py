@@ -52,9 +52,10 @@ def test_a_tier_name_given_twice_is_an_error() -> None:
         parse_tiers(["full=http://h/v1#m"], ["full=answers.jsonl"])
 
 
-def test_no_tier_at_all_is_an_error() -> None:
-    with pytest.raises(TierError, match="no tier given"):
+def test_no_tier_at_all_is_an_error_naming_the_options_and_the_flow_parameters() -> None:
+    with pytest.raises(TierError, match="no tier given") as error:
         parse_tiers([], [])
+    assert "--answers NAME=FILE" in str(error.value) and "flow parameters: tiers_file" in str(error.value)
 
 
 def _write(path: Path, *lines: str) -> Path:
