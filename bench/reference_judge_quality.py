@@ -21,6 +21,11 @@ model fitted (scripts/fit_reference_judge.py), on a development half (HaluEval i
 id split puts every "Misleading" question in development and every "Misleading-hard" one in the held-out half,
 so the Chinese model (2.2.0) is fitted on a split by category (`by_category_dev`: the even question_ids above 225
 join development) and read on the odd ones; the id split's held-out figure is printed too.
+Since 3.0.0 it also prints the `default` model left out domain by domain (HaluEval QA, HalluQA, BEGIN CMU-DoG,
+BEGIN TopicalChat: bench/reference_domains.py) against plain word recall on the same rows, with paired bootstrap
+intervals; whether BEGIN's `Generic` responses are called not applicable; and the pasted-references check (the
+golden sets' known-bad answers with their reference facts appended: the share scoring >= 4 may rise at most 5
+points, for faithfulness and completeness).
 
 Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """

@@ -34,7 +34,7 @@ _SMALL_TALK_TEXT = """
     agree agreed true right correct yeah yea yep yup nope ok okay sure totally definitely absolutely exactly
     indeed doubt sense makes hello hi hey bye goodbye see ya thank thanks welcome haha hahaha lol lmao oh ah
     wow wait well chat talk talking fun nice good great cool day today idea know think don't didn't realize
-    please sorry guess maybe probably really lot people god hmm
+    please sorry guess maybe probably really lot people god hmm u does
 """
 SMALL_TALK = frozenset(token for word in _SMALL_TALK_TEXT.split() for token in tokenize(word).weights)
 # Words that attribute a quote to the references ("as the references say:", "according to the passage,"): they
@@ -46,6 +46,13 @@ _ATTRIBUTION = re.compile(
     re.IGNORECASE,
 )
 _QUESTION_END = re.compile(r"[?？]\W*$")
+# A capitalized word inside a sentence ("And There's More", "Oh my God"): a name or title, so a claim.
+_INNER_CAPITAL = re.compile(r"(?<![.!?]\s)(?<![.!?])(?<=\s)(?!I\b|I['’])[A-Z][\w'’]*")
+_YES_NO_QUESTION = re.compile(
+    r"^\W*(?:is|are|was|were|am|do|does|did|can|could|will|would|shall|should|has|have|had|may|might|must)\b"
+    r"|[吗么][？?]?\W*$|是否|有没有|是不是",
+    re.IGNORECASE,
+)
 
 
 def recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> float:
@@ -132,12 +139,15 @@ def _quotes(part: Tokens, reference: Tokens) -> bool:
 
 
 def makes_claim(answer: str, item: JudgeItem) -> bool:
-    """Whether the answer claims anything the references could support: a content word beyond small talk, or a
-    bare yes/no to a question (it affirms or denies what was asked) or where a reference answer gives the
-    polarity to compare with."""
+    """Whether the answer claims anything the references could support: a content word beyond small talk, a
+    capitalized word inside a sentence (a name or title), or a bare yes/no to a question (it affirms or denies
+    what was asked) or where a reference answer gives the polarity to compare with."""
     if any(token not in SMALL_TALK for token in tokenize(answer).weights):
         return True
-    asked = _QUESTION_END.search(item.question.strip()) is not None
+    if _INNER_CAPITAL.search(" ".join(answer.split())):
+        return True
+    question = item.question.strip()
+    asked = _QUESTION_END.search(question) is not None or _YES_NO_QUESTION.search(question) is not None
     return (asked or bool(item.reference_answer)) and is_bare_yes_no(answer)
 
 
