@@ -21,6 +21,11 @@ model fitted (scripts/fit_reference_judge.py), on a development half (HaluEval i
 id split puts every "Misleading" question in development and every "Misleading-hard" one in the held-out half,
 so the Chinese model (2.2.0) is fitted on a split by category (`by_category_dev`: the even question_ids above 225
 join development) and read on the odd ones; the id split's held-out figure is printed too.
+Since 3.0.0 it also prints the `default` model left out domain by domain (HaluEval QA, HalluQA, BEGIN CMU-DoG,
+BEGIN TopicalChat: bench/reference_domains.py) against plain word recall on the same rows, with paired bootstrap
+intervals; whether BEGIN's `Generic` responses are called not applicable; and the pasted-references check (the
+golden sets' known-bad answers with their reference facts appended: the share scoring >= 4 may rise at most 5
+points, for faithfulness and completeness).
 
 Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """
@@ -38,7 +43,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
-from judges import _evidence, _numbers, _slot, _text
+from judges import _evidence, _numbers, _text
 from judges._claims import POLARITY_FACTOR
 from judges.reference import ReferenceJudge, coverage
 from judgewatch.contract.items import JudgeItem
@@ -194,8 +199,6 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
         _evidence.ordered_pairs.cache_clear,
         _numbers.quantities.cache_clear,
         _numbers.spelled_dates.cache_clear,
-        _slot.words.cache_clear,
-        _slot.relation.cache_clear,
     ):
         clear()
     start = time.process_time()
@@ -207,6 +210,74 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
         judge.judge_sync(item, rubric)
     warm = len(items) / (time.process_time() - start)
     return cold, warm
+
+
+def leave_one_domain_out(n_boot: int) -> None:
+    """Fit the `default` model on three domains, score the fourth; beside it, plain word recall on the same rows."""
+    from bench.reference_domains import domains, leave_one_out, paired_bootstrap
+    from judges._claims import item_features, word_recall
+    from judges.reference_model import FEATURE_SETS, load_models
+
+    sets = domains()
+    names = tuple(FEATURE_SETS["default"])
+    print(
+        f"\nleave-one-domain-out (default model, inputs {', '.join(names)}; fitted on the other three domains, each "
+        f"weighing the same; baseline: plain word recall, the share of the answer's distinct content words in the "
+        f"references; 95% intervals: paired bootstrap {n_boot} x over questions / responses)"
+    )
+    beaten = []
+    for left in leave_one_out(
+        sets, lambda c: item_features(c.item), names, lambda c: word_recall(c.item.answer, c.item), 1.0
+    ):
+        cases = sets[left.domain]
+        right = np.array([c.right for c in cases])
+        model, baseline = left.auroc(cases)
+        ci = paired_bootstrap(left.model, left.baseline, right, [c.group for c in cases], n_boot, SEED)
+        beaten.append(model > baseline)
+        n_right = int(right.sum())
+        print(
+            f"  {left.domain:<10} model {model:.3f} [{ci['model'][0]:.3f}-{ci['model'][1]:.3f}]  "
+            f"word recall {baseline:.3f} [{ci['baseline'][0]:.3f}-{ci['baseline'][1]:.3f}]  "
+            f"difference {model - baseline:+.3f} [{ci['difference'][0]:+.3f}, {ci['difference'][1]:+.3f}]  "
+            f"n={n_right} right / {len(cases) - n_right} wrong  {'beats' if model > baseline else 'does NOT beat'}"
+        )
+    print(f"  the model beats word recall on {sum(beaten)} of {len(beaten)} left-out domains")
+    generic = [r for name in ("begin_cmu", "begin_tc") for r in begin_generic(name)]
+    models = load_models()
+    not_applicable = sum(1 for item in generic if coverage(item, models).faithfulness is None)
+    print(
+        f"  BEGIN 'Generic' responses (no factual claim): faithfulness not applicable on {not_applicable} of "
+        f"{len(generic)}"
+    )
+
+
+def begin_generic(domain: str) -> list[JudgeItem]:
+    from bench.reference_domains import GENERIC, begin_rows
+
+    return [r.item for r in begin_rows(domain) if r.label == GENERIC]
+
+
+PASTE_LIMIT = 0.05  # issue 33: the share scoring >= 4 may rise at most 5 points when the references are pasted
+
+
+def pasted_references(judge: ReferenceJudge, rubric: Rubric) -> None:
+    """The golden sets' known-bad answers, plain and with the reference facts pasted after them: share >= 4."""
+    from bench.reference_domains import high_share, pasted
+    from judgewatch.regression.golden import load_golden_set
+    from judgewatch.trust.validate import known_pairs
+
+    print("\npasted references (golden sets' known-bad answers + '(As the references say: <reference facts>)')")
+    for name in ("halueval_qa", "halluqa"):
+        bad = known_pairs(load_golden_set(name, datasets_dir=DATASETS)).bad
+        plain = [judge.judge_sync(item, rubric).scores for item in bad]
+        pasted_ = [judge.judge_sync(pasted(item), rubric).scores for item in bad]
+        for criterion in ("faithfulness", "completeness"):
+            before, after = high_share(plain, criterion), high_share(pasted_, criterion)
+            verdict = "met" if after - before <= PASTE_LIMIT else "NOT met"
+            print(
+                f"  {name:<12} {criterion:<13} >= 4: plain {before:.0%}, pasted {after:.0%} "
+                f"({after - before:+.1%}, limit +{PASTE_LIMIT:.0%}; n={len(bad)}): {verdict}"
+            )
 
 
 def main() -> None:
@@ -296,6 +367,9 @@ def main() -> None:
         f"  not a measurement: with the judged answer among its own references (the leak avoided above) "
         f"the same AUROC would read {leak:.3f}"
     )
+
+    leave_one_domain_out(n)
+    pasted_references(judge, rubric)
 
     items = [c.item for c in halueval + halluqa]
     cold, warm = measure_speed(judge, rubric, items)

@@ -6,17 +6,17 @@ tests. Its quality is measured, not assumed: see bench/reference_judge_quality.p
 
 Raw scores (continuous, in [0, 1]):
 - faithfulness: the probability that the answer is faithful to the references, from a logistic regression
-  (judges/reference_model.py, coefficients in reference_model.json, fitted on the development halves of the
-  golden sets) over where the references support it (judges/_evidence.py): the share of its content tokens
-  found in one sentence per reference text, whether its words keep the order of that sentence, whether it
-  says no / refuses where short references affirm (or the reverse), and whether the question's slot in the
-  references holds another name, option or number than the answer's (judges/_slot.py, numbers normalized by
-  judges/_numbers.py). For UNSEGMENTED_LANGUAGES (Chinese), a second fitted model (2.2.0) over the weighted
-  share of its content tokens found anywhere in the references, whether its polarity (says no/not or not)
-  agrees with the reference answer's (1.1.0 multiplied these two), and how much of each reference answer and
-  fact its claims recall (judges/_claims.py). Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1,
-  unigrams 0.5). The question is not evidence (it may carry a false premise).
-  A leading hedge or confidence formula ("I am not certain, but") is not part of the claim.
+  (judges/reference_model.py, coefficients in reference_model.json, fitted on four domains: HaluEval QA,
+  HalluQA, BEGIN CMU-DoG and BEGIN TopicalChat, each measured left out against plain word recall) over two
+  inputs: the share of its content tokens found in one sentence per reference text (judges/_evidence.py), and
+  whether it asserts rather than asks (judges/_claims.py). For UNSEGMENTED_LANGUAGES (Chinese), a second
+  fitted model (2.2.0) over the weighted share of its content tokens found anywhere in the references, whether
+  its polarity (says no/not or not) agrees with the reference answer's, and how much of each reference answer
+  and fact its claims recall. Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1, unigrams
+  0.5). The question is not evidence (it may carry a false premise). A leading hedge or confidence formula ("I
+  am not certain, but") is not part of the claim, and neither are its quotes of the references when the answer
+  says something of its own (pasting the references next to a wrong claim earns nothing: judges/_claims.py
+  `own_words`). Small talk ("i agree!", "hello") makes no factual claim: faithfulness is not applicable.
 - completeness: weighted share of the reference answer's content tokens, minus those the question already
   contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
   of that recall over the reference facts; with context only, not applicable (nothing says what is required).
@@ -42,12 +42,13 @@ from judges._claims import (
     claims,
     fact_recall,
     features,
+    judged_text,
+    makes_claim,
     recall,
     reference_texts,
     unsegmented_features,
 )
-from judges._evidence import Evidence, evidence, without_preamble
-from judges._slot import NO_SLOT, Slot, slot
+from judges._evidence import Evidence, evidence
 from judges._text import is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
@@ -59,11 +60,11 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "2.2.0"
+ALGORITHM_VERSION = "3.0.0"
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
-# Languages without word boundaries (no sentence order, no slot): faithfulness is the `zh` model over coverage,
+# Languages without word boundaries (no sentence order): faithfulness is the `zh` model over coverage,
 # polarity and recall of the references (judges/reference_model.py), fitted on a development half that holds
 # every HalluQA category (bench/README.md, 2.2.0: a model fitted on "Misleading" questions alone did not carry over).
 UNSEGMENTED_LANGUAGES = frozenset({"zh"})
@@ -101,7 +102,7 @@ class Coverage:
     completeness_target: str = ""  # "reference answer" | "reference facts" | ""
     support: float = 0.0  # share of the answer found anywhere in the references (one bag of words)
     evidence: Evidence | None = None
-    slot: Slot = NO_SLOT
+    no_claim: bool = False  # small talk or nothing: faithfulness not applicable
     costs: Mapping[str, float] = field(default_factory=dict)  # log-odds each evidence feature cost
     inputs: Mapping[str, float] = field(default_factory=dict)  # the faithfulness model's feature values
 
@@ -113,7 +114,7 @@ class Coverage:
 def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Coverage:
     """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
     models = models or load_models()
-    answer_text = without_preamble(item.answer)  # "I am not certain, but X" claims X
+    answer_text = judged_text(item)  # "I am not certain, but X" claims X; quotes of the references claim nothing
     answer = tokenize(answer_text)
     question = tokenize(item.question)
     texts = reference_texts(item)
@@ -123,13 +124,13 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
     flip = bool(item.reference_answer) and negated(claim_text) != negated(item.reference_answer or "")
     bare = not answer and is_bare_yes_no(answer_text)  # "No.": nothing to check but the polarity
     empty = not answer and not bare
+    claim = makes_claim(answer_text, item)
 
     faithfulness: float | None = None
     numbers: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
     support = 0.0
     ev: Evidence | None = None
-    sl = NO_SLOT
     costs: dict[str, float] = {}
     values: dict[str, float] = {}
     claimed = tokenize(claim_text)
@@ -139,11 +140,11 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
             values = unsegmented_features(support, flip, fact_recall(item, claimed, question))
         else:
             ev = evidence(answer_text, claim_text, texts)
-            sl = slot(item.question, claim_text, texts)
-            values = features(ev, sl)
+            values = features(ev, answer_text)
         model = models.for_language(item.lang if item.lang in UNSEGMENTED_LANGUAGES else "default")
-        faithfulness = model.probability(values)
-        costs = model.costs(values)
+        if claim:  # small talk ("i agree!") claims nothing: faithfulness is not applicable, not a pass or a fail
+            faithfulness = model.probability(values)
+            costs = model.costs(values)
         missing = [n for n in answer.numbers if n not in references.weights]
         # "1850-05-03" stands for its own "1850" and "1850-05" (judges._numbers.spelled_dates)
         numbers = tuple(sorted(n for n in missing if not any(m != n and m.startswith(n + "-") for m in missing)))
@@ -173,10 +174,10 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
         polarity_flip=flip,
         empty_answer=empty,
         bare_yes_no=bare,
+        no_claim=not claim,
         completeness_target=target,
         support=support,
         evidence=ev,
-        slot=sl,
         costs=costs,
         inputs=values,
     )
@@ -201,7 +202,6 @@ def _listed(label: str, values: tuple[str, ...]) -> str:
     return f"{len(values)} unsupported {label}{'' if len(values) == 1 else 's'}: {shown}"
 
 
-_CONTRADICTIONS = ("slot_quantity", "slot_entity")  # features that name what is wrong, not what is missing
 DECISIVE_COST = 0.5  # log-odds: a feature that costs less than this is not named as the decisive evidence
 
 
@@ -211,25 +211,12 @@ def _decisive(cov: Coverage) -> str:
     if ev is None or not cov.costs:
         return ""
     name, cost = max(cov.costs.items(), key=lambda pair: pair[1])
-    # A contradiction names what is wrong, not only what is missing: it decides whenever it counted at all.
-    contradictions = [(n, c) for n, c in cov.costs.items() if n in _CONTRADICTIONS and c >= DECISIVE_COST]
-    if contradictions:
-        name, cost = max(contradictions, key=lambda pair: pair[1])
     if cost < DECISIVE_COST:
         return ""
-    if name in _CONTRADICTIONS:
-        sl = cov.slot
-        asked = f' (the question asks "{sl.relation}")' if name == "slot_entity" and sl.relation else ""
-        return f"decisive: answer says {sl.answer_says}, reference says {sl.reference_says}{asked}"
-    if name == "consistency":
-        said = "says no" if ev.answer_negates else "affirms"
-        return f"decisive: it {said} where the references {'affirm' if ev.answer_negates else 'say no'}"
+    if name == "asserts":
+        return "decisive: it asks a question instead of claiming anything the references could support"
     quote = ev.best_sentence if len(ev.best_sentence) <= 60 else ev.best_sentence[:57].rstrip() + "..."
-    if name == "sentence_support":
-        return f'decisive: no one reference sentence supports it ({ev.sentence_support * 100:.0f}%; best "{quote}")'
-    return (
-        f'decisive: its words are not in the order of one reference sentence ({ev.span_support * 100:.0f}%; "{quote}")'
-    )
+    return f'decisive: no one reference sentence supports it ({ev.sentence_support * 100:.0f}%; best "{quote}")'
 
 
 def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
@@ -239,6 +226,8 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
         parts.append("the answer has no content words")
     if cov.bare_yes_no:
         parts.append("a bare yes/no answer")
+    if cov.no_claim and not cov.empty_answer:
+        parts.append("it makes no factual claim (small talk): faithfulness not applicable")
     faithful = "faithfulness" in scored and cov.faithfulness is not None
     if faithful and not (cov.empty_answer or cov.bare_yes_no):
         parts.append(f"references support {cov.support * 100:.0f}% of the answer")
@@ -279,6 +268,11 @@ class ReferenceJudge:
             )
             self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
         return self._identities[key]
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """Ids of every item the fitted models were fit on (golden-set ids `halueval_qa-NNNN`, `halluqa-NNNN`, and
+        `begin_dev-<cmu|tc>-NNNN`): validation on them is in-sample, never trust evidence."""
+        return load_models().fit_item_ids()
 
     def raw_scores(self, item: JudgeItem) -> dict[str, float]:
         """Continuous scores in [0, 1] of every criterion this item allows (for AUROC and borderline routing)."""

@@ -2,10 +2,12 @@
 
 The coefficients live in `reference_model.json` beside this module, written by `scripts/fit_reference_judge.py`
 from the development halves of the golden sets in the repository and measured on the other halves by
-`bench/reference_judge_quality.py`. One model per feature set: `default` (word-segmented text: sentence support,
-order, stance, the question's slot) and `zh` (Chinese, no word boundaries: 1.1.0's coverage and polarity as
-inputs, plus how much of the reference texts the answer recalls). The file's version and a digest of every
-coefficient are part of the judge's config hash, so a refit is a new judge.
+`bench/reference_judge_quality.py`. One model per feature set: `default` (every language but Chinese, fitted on
+four domains: sentence support, whether the answer asserts) and `zh`
+(Chinese, no word boundaries: 1.1.0's coverage and polarity as inputs, plus how much of the reference texts the
+answer recalls). The file's version and a digest of every coefficient are part of the judge's config hash, so a
+refit is a new judge. The file also names every item it was fit on (`fit_items`: per data set, the ids of the
+golden-set or upstream items), so trust validation can tell in-sample items from held-out ones.
 """
 
 from __future__ import annotations
@@ -23,16 +25,7 @@ MODEL_PATH = Path(__file__).with_name("reference_model.json")
 # The features a clean answer has (fully supported by one sentence, as a span, agreeing in stance), per model:
 # each feature's contribution to a verdict is measured from here, so the reason can name the one that cost most.
 FEATURE_SETS: Mapping[str, Mapping[str, float]] = {
-    "default": MappingProxyType(
-        {
-            "sentence_support": 1.0,
-            "span_support": 1.0,
-            "consistency": 1.0,
-            "shared_negation": 0.0,
-            "slot_entity": 1.0,
-            "slot_quantity": 1.0,
-        }
-    ),
+    "default": MappingProxyType({"sentence_support": 1.0, "consistency": 1.0, "asserts": 1.0}),
     "zh": MappingProxyType({"support": 1.0, "polarity": 1.0, "fact_recall": 1.0}),
 }
 CLEAN = FEATURE_SETS["default"]
@@ -71,6 +64,11 @@ class FaithfulnessModels:
 
     version: str
     models: Mapping[str, FaithfulnessModel]
+    fit_items: Mapping[str, frozenset[str]] = field(default_factory=dict)  # data set -> ids of the items fit on
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """Every item id any model of the file was fit on (all data sets together)."""
+        return frozenset().union(*self.fit_items.values())
 
     @property
     def digest(self) -> str:
@@ -99,12 +97,19 @@ def parse_model(data: Mapping[str, object], version: str = "", feature_set: str 
 
 
 def parse_models(data: Mapping[str, object]) -> FaithfulnessModels:
-    """Every model of the JSON document (`version`, `models` by feature set: `default` and `zh`)."""
+    """Every model of the JSON document (`version`, `models` by feature set: `default` and `zh`, `fit_items`: data
+    set -> list of item ids)."""
     models = data["models"]
     if not isinstance(models, Mapping) or set(models) != set(FEATURE_SETS):
         raise ValueError(f"models must name exactly the feature sets {sorted(FEATURE_SETS)}, got {models!r}")
+    fit_items = data.get("fit_items")
+    if not isinstance(fit_items, Mapping) or not all(
+        isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in fit_items.values()
+    ):
+        raise ValueError(f"fit_items must map each data set to a list of item ids, got {type(fit_items).__name__}")
     version = str(data["version"])
-    return FaithfulnessModels(version, {name: parse_model(models[name], version, name) for name in FEATURE_SETS})
+    parsed = {name: parse_model(models[name], version, name) for name in FEATURE_SETS}
+    return FaithfulnessModels(version, parsed, {str(name): frozenset(ids) for name, ids in fit_items.items()})
 
 
 @cache

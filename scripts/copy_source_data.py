@@ -1,6 +1,6 @@
 """Copy the upstream data files judgewatch reads at run time into datasets/, keeping only what is read.
 
-The tests, benchmarks and golden-set build read three public data sets in their upstream form. This script
+The tests, benchmarks and golden-set build read four public data sets in their upstream form. This script
 copies them from a folder laid out as released (one sub-folder per source, each with the upstream `LICENSE`
 and a `SOURCE.md` naming the commit), so the repository carries them with their licence and never reads
 outside itself. Deterministic: running it again on the same source changes nothing.
@@ -12,6 +12,9 @@ outside itself. Deterministic: running it again on the same source changes nothi
 - `SOURCE/halluqa/HalluQA.json` -> `datasets/halluqa_upstream/` (unchanged: every field is read)
 - `SOURCE/pandalm/data/*.json` -> `datasets/pandalm/data/`: the test set unchanged; of the two judges' verdict
   files only `idx` and the verdict (their reasons and self-written references are never read)
+- `SOURCE/begin_dev/{cmu-dog,topicalchat}/*` -> `datasets/begin_dev/` (BEGIN's development splits, unchanged,
+  with each folder's LICENSE and NOTICE; BEGIN's Wizard-of-Wikipedia part is not copied: it is kept out of
+  development on purpose)
 
 The cards (`README.md`) beside the copies are written by hand: they say why each file is kept.
 """
@@ -55,6 +58,20 @@ UPSTREAMS = (
             "data/pandalm-7b-testset-v1.json": ("idx", "pandalm_result"),
         },
     ),
+    Upstream(
+        "begin_dev",
+        "begin_dev",
+        "6e65f0d5a1ed1b9574643a7640ff1678d4e979b5",
+        {
+            "README.upstream.md": None,
+            "cmu-dog/begin_dev_cmu.tsv": None,
+            "cmu-dog/LICENSE": None,
+            "cmu-dog/NOTICE": None,
+            "topicalchat/begin_dev_tc.tsv": None,
+            "topicalchat/LICENSE": None,
+            "topicalchat/NOTICE": None,
+        },
+    ),
 )
 
 
@@ -93,7 +110,9 @@ def copy_upstream(source: Path, out: Path, upstream: Upstream) -> list[Path]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", type=Path, help="folder holding halueval/, halluqa/ and pandalm/ as released")
+    parser.add_argument(
+        "source", type=Path, help="folder holding halueval/, halluqa/, pandalm/, begin_dev/ as released"
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "datasets")
     args = parser.parse_args()
     for upstream in UPSTREAMS:

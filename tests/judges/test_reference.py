@@ -241,31 +241,10 @@ def test_an_entity_swapped_from_another_sentence_loses_faithfulness_and_the_reas
     assert reference.coverage(swapped).support == 1.0  # every word is in the facts: a bag of words sees nothing
     right_verdict, swapped_verdict = judge.judge_sync(right, quality), judge.judge_sync(swapped, quality)
     assert right_verdict.scores["faithfulness"] == 5
-    assert (swapped_verdict.scores["faithfulness"] or 5) <= 2  # 1.1.0 gave it 5 (a sentence holds 78% of it)
-    assert reference.coverage(swapped).costs["sentence_support"] > 0  # no one sentence says it...
-    # ...and the option it picks is not the one whose sentence says "located in Chestnut Hill": that decides
-    assert "decisive: answer says Stanford, reference says Boston College" in swapped_verdict.reason
-
-
-BEOWULF_FACTS = [
-    "He wrote the screenplays for Silent Hill and Beowulf.Beowulf is a 2007 British-American epic fantasy film "
-    "directed by Robert Zemeckis and written by Neil Gaiman and Roger Avary."
-]
-
-
-def test_an_entity_of_the_right_sentence_in_another_role_gets_1_or_2_and_the_right_one_keeps_5(
-    quality: Rubric,
-) -> None:
-    question = "Roger Avary wrote the screenplay for Beowulf, a 2007 epic fantasy film, directed by who?"
-    judge = ReferenceJudge()
-    right = item("Robert Zemeckis", question=question, reference_facts=BEOWULF_FACTS)
-    swapped = item("Neil Gaiman", question=question, reference_facts=BEOWULF_FACTS)
-    assert reference.coverage(swapped).evidence.sentence_support == 1.0  # type: ignore[union-attr]
-    right_verdict, swapped_verdict = judge.judge_sync(right, quality), judge.judge_sync(swapped, quality)
-    assert right_verdict.scores["faithfulness"] == 5
-    assert (swapped_verdict.scores["faithfulness"] or 5) <= 2
-    assert "decisive: answer says Neil Gaiman, reference says Robert Zemeckis" in swapped_verdict.reason
-    assert '"directed' in swapped_verdict.reason
+    # 3.0.0 has no slot check (it hurt BEGIN left out): no one sentence says it, which costs a level, not four
+    assert (swapped_verdict.scores["faithfulness"] or 5) < 5
+    assert reference.coverage(swapped).costs["sentence_support"] > 0
+    assert "decisive: no one reference sentence supports it (78%" in (swapped_verdict.reason or "")
 
 
 def test_a_date_that_contradicts_the_reference_is_named_in_the_reason_whatever_its_format(quality: Rubric) -> None:
@@ -278,17 +257,7 @@ def test_a_date_that_contradicts_the_reference_is_named_in_the_reason_whatever_i
         assert judge.judge_sync(right, quality).scores["faithfulness"] == 5, right.answer
     wrong_verdict = judge.judge_sync(wrong, quality)
     assert (wrong_verdict.scores["faithfulness"] or 5) <= 2
-    assert "answer says May 3, 1850, reference says 3 May 1852" in wrong_verdict.reason
-    assert reference.coverage(wrong).slot.quantity_consistency == 0.0
-
-
-def test_words_out_of_the_order_of_their_sentence_cost_faithfulness() -> None:
-    facts = ["Presque Isle State Park is a 3112 acre Pennsylvania state park that juts into Lake Erie."]
-    question = "What is the 3112 acre Pennsylvania state park on Lake Erie called?"
-    judge = ReferenceJudge()
-    right = judge.raw_scores(item("Presque Isle State Park", question=question, reference_facts=facts))
-    scrambled = judge.raw_scores(item("Lake Erie State Park.", question=question, reference_facts=facts))
-    assert scrambled["faithfulness"] < right["faithfulness"]
+    assert "1 unsupported number: 1850-05-03" in (wrong_verdict.reason or "")
 
 
 def test_a_hedge_or_a_confident_preamble_neither_costs_nor_earns_faithfulness() -> None:
@@ -388,3 +357,116 @@ def test_a_model_file_must_hold_both_feature_sets_with_exactly_their_features() 
     zh = {**document["models"]["zh"], "coefficients": {"support": 1.0, "polarity": 1.0}}
     with pytest.raises(ValueError, match="zh: coefficients"):
         reference_model.parse_models({**document, "models": {**document["models"], "zh": zh}})
+
+
+FIRST_FOR_WOMEN = item(
+    "First for Women was started first.",
+    question="Which magazine was started first Arthur's Magazine or First for Women?",
+    reference_answer="Arthur's Magazine",
+    reference_facts=[
+        "Arthur's Magazine (1844–1846) was an American literary periodical published in Philadelphia in the 19th "
+        "century.",
+        "First for Women is a woman's magazine published by Bauer Media Group in the USA.",
+    ],
+)
+
+
+def with_references_pasted(it: JudgeItem) -> JudgeItem:
+    """The fault audit's answer: the known-bad answer, then the item's reference facts after an attribution."""
+    facts = " ".join(it.reference_facts or [it.reference_answer or ""])
+    tail = f"（参考资料说：{facts}）" if it.lang == "zh" else f" (As the references say: {facts})"
+    return it.model_copy(update={"answer": it.answer + tail})
+
+
+def test_pasting_the_references_after_a_contradicted_claim_earns_nothing(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    pasted = with_references_pasted(FIRST_FOR_WOMEN)
+    assert _claims.judged_text(pasted).strip() == "First for Women was started first."
+    plain_verdict, pasted_verdict = judge.judge_sync(FIRST_FOR_WOMEN, quality), judge.judge_sync(pasted, quality)
+    assert pasted_verdict.scores == plain_verdict.scores
+    # a right answer followed by the same quote is judged on its own words too, and keeps its 5
+    right = with_references_pasted(FIRST_FOR_WOMEN.model_copy(update={"answer": "Arthur's Magazine was first."}))
+    assert judge.judge_sync(right, quality).scores["faithfulness"] == 5
+    # a sentence that quotes the references whole, beside the answer's own, is left out as well
+    quoted = FIRST_FOR_WOMEN.model_copy(
+        update={"answer": f"First for Women was started first. {FIRST_FOR_WOMEN.reference_facts[1]}"}
+    )
+    assert _claims.judged_text(quoted) == "First for Women was started first."
+
+
+def test_an_answer_restating_the_reference_answer_in_its_own_sentence_keeps_it() -> None:
+    it = zh_item("明长城全长约8851公里。", reference_answer="全长约8851公里。", reference_facts=[ZH_REFERENCE])
+    assert _claims.judged_text(it) == it.answer
+    extractive = item("I agree. " + EIFFEL_FACTS[0], context=EIFFEL_FACTS)  # its own words claim nothing
+    assert _claims.judged_text(extractive) == extractive.answer
+
+
+@pytest.mark.parametrize("dataset", ["halueval_qa", "halluqa"])
+def test_golden_known_bad_answers_with_the_references_pasted_score_high_no_more_often(
+    quality: Rubric, dataset: str
+) -> None:
+    from judgewatch.regression.golden import load_golden_set
+    from judgewatch.trust.validate import known_pairs
+
+    bad = known_pairs(load_golden_set(dataset, datasets_dir=REPO_ROOT / "datasets")).bad
+    judge = ReferenceJudge()
+    plain = [judge.judge_sync(it, quality).scores for it in bad]
+    pasted = [judge.judge_sync(with_references_pasted(it), quality).scores for it in bad]
+    for criterion in ("faithfulness", "completeness"):
+        before = sum(1 for s in plain if (s[criterion] or 0) >= 4) / len(bad)
+        after = sum(1 for s in pasted if (s[criterion] or 0) >= 4) / len(bad)
+        assert abs(after - before) <= 0.05, (criterion, before, after)  # the fault audit saw 15% -> 58%
+
+
+def test_small_talk_makes_no_factual_claim_and_faithfulness_is_not_applicable(quality: Rubric) -> None:
+    judge = ReferenceJudge()
+    for answer in ("i agree!", "hello, how are you?", "haha yes", "thanks for the chat!", "yeah"):
+        verdict = judge.judge_sync(item(answer, question="i loved the ending", context=EIFFEL_FACTS), quality)
+        assert verdict.status is VerdictStatus.scored
+        assert verdict.scores["faithfulness"] is None and "faithfulness" in verdict.not_applicable, answer
+        assert "no factual claim" in (verdict.reason or "")
+    claim = judge.judge_sync(item("i agree, it was completed in 1889.", context=EIFFEL_FACTS), quality)
+    assert (claim.scores["faithfulness"] or 0) >= 4
+    # a bare yes/no answers a question: it is judged (here against the stance of a short reference)
+    asked = judge.judge_sync(item("No.", question="Was it completed in 1889?", context=["Yes."]), quality)
+    assert asked.scores["faithfulness"] is not None
+
+
+def begin_rows() -> list[tuple[str, JudgeItem]]:
+    rows = []
+    for relative in ("cmu-dog/begin_dev_cmu.tsv", "topicalchat/begin_dev_tc.tsv"):
+        lines = (REPO_ROOT / "datasets" / "begin_dev" / relative).read_text(encoding="utf-8").split("\n")[1:]
+        for n, line in enumerate(filter(None, lines)):
+            _, _, knowledge, message, response, label = line.split("\t")
+            it = JudgeItem(id=f"{relative}-{n}", question=message, answer=response, context=[knowledge], language="en")
+            rows.append((label.strip(), it))
+    return rows
+
+
+def test_begin_generic_responses_are_mostly_not_applicable_and_labelled_ones_almost_never() -> None:
+    rows = begin_rows()
+    generic = [it for label, it in rows if label == "Generic"]
+    labelled = [it for label, it in rows if label != "Generic"]
+    na_generic = sum(1 for it in generic if reference.coverage(it).faithfulness is None) / len(generic)
+    na_labelled = sum(1 for it in labelled if reference.coverage(it).faithfulness is None) / len(labelled)
+    # measured: 65 of 81 (80%); the rest name a number, a title or a topic ("2009", "oscars", "it's a great plot")
+    assert na_generic >= 0.75
+    assert na_labelled <= 0.02  # measured: 6 of 718 ("how was yours?", "i am not sure.")
+
+
+def test_word_recall_is_the_unweighted_share_of_the_answers_distinct_content_words_in_the_references() -> None:
+    it = item("Gustave Eiffel completed it in 1889 in Lyon.", reference_facts=EIFFEL_FACTS)
+    # content words: gustave, eiffel, completed, 1889, lyon: four of five are in the references
+    assert _claims.word_recall(it.answer, it) == pytest.approx(4 / 5)
+    assert _claims.word_recall("", it) == 1.0
+
+
+def test_the_judge_names_the_items_its_model_was_fit_on_and_no_held_out_one() -> None:
+    ids = ReferenceJudge().fit_item_ids()
+    assert {"halueval_qa-0001", "halueval_qa-0250", "halluqa-0001", "halluqa-0228", "begin_dev-cmu-0001"} <= ids
+    # HaluEval items 250-499 (halueval_qa-0251...) and HalluQA's odd question_ids above 225 are held out
+    assert not {"halueval_qa-0251", "halueval_qa-0500", "halluqa-0227", "halluqa-0449"} & ids
+    assert not any(i.startswith("begin_dev-") and "wow" in i for i in ids)
+    document = json.loads(reference_model.MODEL_PATH.read_text(encoding="utf-8"))
+    with pytest.raises(ValueError, match="fit_items"):
+        reference_model.parse_models({k: v for k, v in document.items() if k != "fit_items"})

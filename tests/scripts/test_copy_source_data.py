@@ -17,6 +17,7 @@ SOURCES = {
     "halueval": ("halueval_upstream", "b7253db3cdaa0ab2c382f92b26b390109174f77e"),
     "halluqa": ("halluqa_upstream", "7e5c67398d7fee013c37ec1d6afafa76f9836180"),
     "pandalm": ("pandalm", "3871806e72b4832f815ecafd24d3503c73403f48"),
+    "begin_dev": ("begin_dev", "6e65f0d5a1ed1b9574643a7640ff1678d4e979b5"),
 }
 
 

@@ -1,0 +1,200 @@
+"""The reference judge's four development domains, its fit, and the leave-one-domain-out measurement.
+
+Domains (development rows only; the held-out halves earlier work read are never fitted or tuned on):
+- `halueval`: HaluEval QA one-turn items 0-249 (right vs hallucinated answer, the knowledge as reference facts).
+- `halluqa`: HalluQA's development half by category (question_id <= 225 and the even ids above).
+- `begin_cmu`, `begin_tc`: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`), every row
+  but the `Generic` ones: a response labelled `Fully attributable` is right, `Not fully attributable` wrong;
+  the knowledge passage is the context, the dialogue turn answered is the question.
+`fit` is the logistic regression scripts/fit_reference_judge.py writes (each domain weighs the same, whatever its
+size; every coefficient >= 0); `leave_one_out` fits it on three domains and scores the fourth, beside the plain
+word-recall baseline (`judges._claims.word_recall`) on the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bench.reference_judge_quality import DATASETS, Case, auroc, by_category_dev, halluqa_cases, halueval_cases
+from judgewatch.contract.items import JudgeItem
+
+BEGIN = DATASETS / "begin_dev"
+BEGIN_FILES = {"begin_cmu": ("cmu-dog/begin_dev_cmu.tsv", "cmu"), "begin_tc": ("topicalchat/begin_dev_tc.tsv", "tc")}
+RIGHT, WRONG, GENERIC = "Fully attributable", "Not fully attributable", "Generic"
+
+
+@dataclass(frozen=True)
+class BeginRow:
+    """One BEGIN response: its item (id `begin_dev-<cmu|tc>-NNNN`, 1-based data row), label and generation model."""
+
+    item: JudgeItem
+    label: str
+    model: str
+
+
+def begin_rows(domain: str, folder: Path = BEGIN) -> list[BeginRow]:
+    """Every row of one BEGIN file; ValueError naming the row when it has not six tab-separated fields."""
+    relative, tag = BEGIN_FILES[domain]
+    path = folder / relative
+    lines = path.read_text(encoding="utf-8").split("\n")
+    rows = []
+    for number, line in enumerate(lines[1:], start=1):
+        if not line:
+            continue
+        fields = line.split("\t")
+        if len(fields) != 6:
+            raise ValueError(f"{path}: data row {number} has {len(fields)} tab-separated fields, expected 6")
+        model, _, knowledge, message, response, label = fields
+        label = label.strip()
+        if label not in (RIGHT, WRONG, GENERIC):
+            raise ValueError(f"{path}: data row {number}: unknown begin_label {label!r}")
+        item = JudgeItem(
+            id=f"begin_dev-{tag}-{number:04d}", question=message, answer=response, context=[knowledge], language="en"
+        )
+        rows.append(BeginRow(item, label, model))
+    return rows
+
+
+def begin_cases(domain: str, folder: Path = BEGIN) -> list[Case]:
+    """The rows with a faithfulness label (not `Generic`), as benchmark cases (each response its own group)."""
+    return [Case(r.item, r.label == RIGHT, r.item.id, True) for r in begin_rows(domain, folder) if r.label != GENERIC]
+
+
+def domains() -> dict[str, list[Case]]:
+    """The four development domains (see the module docstring)."""
+    halluqa = halluqa_cases(DATASETS / "halluqa_upstream")[0]
+    return {
+        "halueval": [c for c in halueval_cases(DATASETS / "halueval_upstream") if c.dev],
+        "halluqa": [c for c in halluqa if by_category_dev(c)],
+        **{name: begin_cases(name) for name in BEGIN_FILES},
+    }
+
+
+def golden_id(case: Case) -> str:
+    """The id of the data-set item a case comes from, as `fit_items` names it: `halueval_qa-NNNN` (1-based upstream
+    row, the golden set's id), `halluqa-NNNN` (question_id, the golden set's id), `begin_dev-<cmu|tc>-NNNN`."""
+    if case.item.id.startswith("halueval-"):
+        return f"halueval_qa-{int(case.group.removeprefix('q')) + 1:04d}"
+    if case.item.id.startswith("halluqa-"):
+        return f"halluqa-{int(case.group.removeprefix('q')):04d}"
+    return case.item.id
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> np.ndarray:
+    """Coefficients then intercept, maximizing the weighted L2-penalized log-likelihood (Newton's method)."""
+    n, d = x.shape
+    xb = np.hstack([x, np.ones((n, 1))])
+    penalty = np.diag(np.r_[np.full(d, l2), 0.0])
+    w = np.zeros(d + 1)
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
+        gradient = xb.T @ (weights * (p - y)) + penalty @ w
+        hessian = (xb * (weights * p * (1.0 - p))[:, None]).T @ xb + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w
+
+
+def fit_non_negative(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> np.ndarray:
+    """As `fit_logistic`, with every coefficient >= 0 (more support never lowers the score): a feature whose
+    coefficient comes out negative is left out and the rest refitted."""
+    kept = list(range(x.shape[1]))
+    while True:
+        w = fit_logistic(x[:, kept], y, weights, l2)
+        if (w[:-1] >= 0).all():
+            full = np.zeros(x.shape[1] + 1)
+            full[kept], full[-1] = w[:-1], w[-1]
+            return full
+        kept.pop(int(np.argmin(w[:-1])))
+
+
+Inputs = Callable[[Case], Mapping[str, float]]
+
+
+def matrix(cases: Sequence[Case], inputs: Inputs, names: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    values = [inputs(c) for c in cases]
+    return np.array([[v[n] for n in names] for v in values], dtype=float), np.array([c.right for c in cases])
+
+
+def fit(sets: Mapping[str, Sequence[Case]], inputs: Inputs, names: Sequence[str], l2: float) -> np.ndarray:
+    """Coefficients then intercept, fitted on `sets` with each set weighing the same in the fit."""
+    parts = [matrix(cases, inputs, names) for cases in sets.values()]
+    x = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts]).astype(float)
+    weights = np.concatenate([np.full(len(p[1]), 1.0 / len(p[1])) for p in parts]) * len(y) / len(parts)
+    return fit_non_negative(x, y, weights, l2)
+
+
+@dataclass(frozen=True)
+class LeftOut:
+    """One left-out domain: the model fitted on the others, its scores and the baseline's on the same rows."""
+
+    domain: str
+    coefficients: np.ndarray  # then the intercept
+    model: np.ndarray
+    baseline: np.ndarray
+
+    def auroc(self, cases: Sequence[Case]) -> tuple[float, float]:
+        right = np.array([c.right for c in cases])
+        return auroc(self.model, right), auroc(self.baseline, right)
+
+
+def leave_one_out(
+    sets: Mapping[str, Sequence[Case]],
+    inputs: Inputs,
+    names: Sequence[str],
+    baseline: Callable[[Case], float],
+    l2: float,
+) -> list[LeftOut]:
+    """For each domain: fit on every other one, score this one with the fit and with the baseline."""
+    out = []
+    for domain, cases in sets.items():
+        coef = fit({d: c for d, c in sets.items() if d != domain}, inputs, names, l2)
+        x, _ = matrix(cases, inputs, names)
+        out.append(LeftOut(domain, coef, x @ coef[:-1] + coef[-1], np.array([baseline(c) for c in cases])))
+    return out
+
+
+def paired_bootstrap(
+    model: np.ndarray, baseline: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int, seed: int
+) -> dict[str, tuple[float, float]]:
+    """95% percentile intervals of the model's AUROC, the baseline's and their difference, from the same
+    resamples of whole groups (questions, or BEGIN responses)."""
+    index: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        index.setdefault(g, []).append(i)
+    members = list(index.values())
+    rng = np.random.default_rng(seed)
+    values: list[tuple[float, float]] = []
+    for _ in range(n):
+        pick = rng.integers(0, len(members), len(members))
+        rows = np.concatenate([members[p] for p in pick])
+        if 0 < right[rows].sum() < len(rows):
+            values.append((auroc(model[rows], right[rows]), auroc(baseline[rows], right[rows])))
+    pairs = np.array(values)
+    bounds = {
+        "model": np.percentile(pairs[:, 0], [2.5, 97.5]),
+        "baseline": np.percentile(pairs[:, 1], [2.5, 97.5]),
+        "difference": np.percentile(pairs[:, 0] - pairs[:, 1], [2.5, 97.5]),
+    }
+    return {name: (float(low), float(high)) for name, (low, high) in bounds.items()}
+
+
+def pasted(item: JudgeItem) -> JudgeItem:
+    """The fault audit's answer: the known-bad answer followed by the item's reference facts ("First for Women was
+    started first. (As the references say: ...)")."""
+    facts = " ".join(item.reference_facts or [item.reference_answer or ""])
+    tail = f"（参考资料说：{facts}）" if item.lang == "zh" else f" (As the references say: {facts})"
+    return item.model_copy(update={"id": f"{item.id}:pasted", "answer": item.answer + tail})
+
+
+def high_share(verdicts: Sequence[Mapping[str, int | None]], criterion: str, level: int = 4) -> float:
+    """Share of the verdicts scoring `criterion` >= level, among those that score it."""
+    scored = [v[criterion] for v in verdicts if v.get(criterion) is not None]
+    return sum(1 for s in scored if s is not None and s >= level) / len(scored) if scored else float("nan")
