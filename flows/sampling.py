@@ -56,7 +56,7 @@ from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import SourceConfig, Watermark, load_source_config
 from judgewatch.traffic.partitions import SourcePartition, merge_watermarks, split_source
-from judgewatch.traffic.start import parse_since, starting_point
+from judgewatch.traffic.start import parse_start, starting_point
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ async def traffic_sampling(
     if batch_size < 1 or partitions < 1:
         raise ValueError("batch_size and partitions must be >= 1")
     if since is not None:
-        parse_since(since)  # a bad value fails before anything is opened
+        parse_start(since)  # a bad value fails before anything is opened
     settings = get_settings()
     config = load_source_config(source)
     url = database_url or settings.effective_database_url

@@ -97,7 +97,7 @@ def sample(
     since: Annotated[
         str | None,
         typer.Option(
-            help="Re-read a window instead of what is new: an ISO time (2024-06-03T12:00Z), an age (24h, 7d) "
+            help="Re-read a window instead of what is new: an ISO time (2024-06-03T12:00Z), an age (24h, 7d, 2w) "
             "or a watermark JSON; the stored watermark is left as it is"
         ),
     ] = None,
