@@ -24,6 +24,7 @@ from judgewatch.traffic.sources import SourceRead
 
 logger = logging.getLogger(__name__)
 
+
 def decide(interaction_id: str, rate: float, salt: str = "") -> bool:
     """Is this interaction in the sample at `rate`? Pure function of its arguments (the stored picks' rule)."""
     return hash_unit(interaction_id, salt, variant=UnitHash.SAMPLING) < rate
