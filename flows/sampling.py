@@ -10,18 +10,13 @@ stores nothing twice (deterministic ids, upserts). One run per source at a time:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from prefect import flow
-from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_API_URL, temporary_settings
-from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows.sampling_batches import (
     RUN_COUNTS,
@@ -78,7 +73,6 @@ async def traffic_sampling(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     database_url: str | None = None,
     partitions: int = 1,
-    partition_processes: bool = False,
     partition_runs: bool = False,
     partition_deployment: str | None = PARTITION_DEPLOYMENT,
     partition_patience_s: float = PATIENCE_S,
@@ -90,8 +84,8 @@ async def traffic_sampling(
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks (on a process pool with
-    `partition_processes`); the watermark is saved per partition, in order (docs/sampling.md, "Partitions").
+    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks; the watermark is saved per
+    partition, in order (docs/sampling.md, "Partitions").
     `partition_runs` makes each partition a `sample-partition` flow run of its own instead, created from
     `partition_deployment` so that any worker of its work pool runs it (None: subflows of this process); the
     watermark advances over the partitions that completed, in order; children left waiting for
@@ -112,7 +106,7 @@ async def traffic_sampling(
     if dry_run:
         read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
         mark = start
-        for part in _partitions(read_config, start, partitions, processes=partition_processes):
+        for part in _partitions(read_config, start, partitions):
             part.on_quarantine = lambda row: note_quarantine(report, row)
             report.batches += sum(1 for _ in batched(part.picks, batch_size))
             mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
@@ -157,7 +151,7 @@ async def traffic_sampling(
                                       if partition_deployment else in_process_launch)  # fmt: skip
                             await _in_flow_runs(run, split, start, identity, launch, job, since is None)
                         else:
-                            parts = _partitions(read_config, start, partitions, processes=partition_processes)
+                            parts = _partitions(read_config, start, partitions)
                             await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
@@ -182,13 +176,10 @@ async def _in_flow_runs(
                 run.report.judged, run.report.routed)  # fmt: skip
 
 
-def _partitions(
-    config: SourceConfig, start: Watermark | None, parts: int, *, processes: bool = False
-) -> Iterator[PartitionRead]:
+def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:
     """Each partition's picks, quarantined rows, counts and watermark, in order. One partition is read here,
-    streaming; several are mapped as `read-partition` tasks, read at once and handed over in order: on the
-    flow's threads, or with `processes` on a pool of processes (one per core at most), so that reading and
-    deciding, which hold the GIL for most of their time, use every core."""
+    streaming; several are mapped as `read-partition` tasks on the flow's threads, read at once and handed over
+    in order. (A process pool was measured and removed: no gain on 2 cores, bench/README.md.)"""
     split = split_source(config, start, parts)
     if len(split) == 1:
         yield PartitionRead.streaming(split[0])
@@ -196,23 +187,8 @@ def _partitions(
     if FlowRunContext.get() is None:  # the CLI's dry run calls the flow's function without Prefect
         yield from map(read_partition.fn, split)
         return
-    if not processes:
-        for future in read_partition.map(split):
-            yield future.result()
-        return
-    with ProcessPoolTaskRunner(max_workers=min(len(split), os.cpu_count() or 1)) as runner:
-        with _api_for_subprocesses():
-            futures = runner.map(read_partition, {"partition": split})
-        for read in futures:  # Prefect 3.9 types these as futures of futures; result() is the task's value
-            yield cast(PartitionRead, read.result())
-
-
-def _api_for_subprocesses() -> AbstractContextManager[object]:
-    """Point the pool's processes at the API this flow reports to. With no PREFECT_API_URL (the CLI's ephemeral
-    mode), each process would otherwise start a temporary server of its own (about 20 s each, measured)."""
-    if PREFECT_API_URL.value():
-        return nullcontext()
-    return temporary_settings({PREFECT_API_URL: str(get_client().api_url).rstrip("/")})
+    for future in read_partition.map(split):
+        yield future.result()
 
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:

@@ -118,9 +118,6 @@ def sample(
         int,
         typer.Option(min=1, help="Split the source (its files, or a table's id/time ranges) into this many partitions"),
     ] = 1,
-    partition_processes: Annotated[
-        bool, typer.Option(help="Read the partitions on a pool of processes (one per core at most), not threads")
-    ] = False,
     partition_runs: Annotated[
         bool,
         typer.Option(
@@ -160,7 +157,6 @@ def sample(
             batch_size=batch_size,
             database_url=database_url,
             partitions=partitions,
-            partition_processes=partition_processes,
             partition_runs=partition_runs,
             partition_patience_s=partition_patience,
         )
