@@ -28,15 +28,6 @@ from flows.sampling_batches import (
     store_partitions,
     tally,
 )
-from flows.sampling_partition import (
-    PARTITION_DEPLOYMENT,
-    PATIENCE_S,
-    Launch,
-    PartitionJob,
-    deployment_launch,
-    in_process_launch,
-    run_partition_flows,
-)
 from flows.sampling_tasks import PartitionRead, peek_watermark, read_partition
 from flows.serving import serve_declared, serve_main
 from judges.factory import chain, judge_links
@@ -50,7 +41,7 @@ from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import SourceConfig, Watermark, load_source_config
-from judgewatch.traffic.partitions import SourcePartition, merge_watermarks, split_source
+from judgewatch.traffic.partitions import merge_watermarks, split_source
 from judgewatch.traffic.start import parse_start, starting_point
 
 logger = logging.getLogger(__name__)
@@ -73,9 +64,6 @@ async def traffic_sampling(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     database_url: str | None = None,
     partitions: int = 1,
-    partition_runs: bool = False,
-    partition_deployment: str | None = PARTITION_DEPLOYMENT,
-    partition_patience_s: float = PATIENCE_S,
 ) -> dict[str, Any]:
     """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
 
@@ -86,11 +74,7 @@ async def traffic_sampling(
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
     ranges of its (order, id) keys, read at once by mapped `read-partition` tasks; the watermark is saved per
     partition, in order (docs/sampling.md, "Partitions").
-    `partition_runs` makes each partition a `sample-partition` flow run of its own instead, created from
-    `partition_deployment` so that any worker of its work pool runs it (None: subflows of this process); the
-    watermark advances over the partitions that completed, in order; children left waiting for
-    `partition_patience_s` while none runs (no worker polls the pool) are cancelled and fail the run. A dry run
-    always reads here.
+    A dry run reads here too.
     Raises SourceBusy when another run holds the source.
     """
     if batch_size < 1 or partitions < 1:
@@ -142,17 +126,8 @@ async def traffic_sampling(
             try:
                 with judging:
                     try:
-                        if partition_runs:
-                            job = {"rubric": rubric, "judge": judge, "review_share": review_share,
-                                   "unscored_share": unscored_share, "borderline_share": borderline_share,
-                                   "batch_size": batch_size, "database_url": database_url}  # fmt: skip
-                            split = split_source(read_config, start, partitions)
-                            launch = (deployment_launch(partition_deployment, partition_patience_s)
-                                      if partition_deployment else in_process_launch)  # fmt: skip
-                            await _in_flow_runs(run, split, start, identity, launch, job, since is None)
-                        else:
-                            parts = _partitions(read_config, start, partitions)
-                            await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
+                        parts = _partitions(read_config, start, partitions)
+                        await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
             finally:
@@ -160,20 +135,6 @@ async def traffic_sampling(
     finally:
         engine.dispose()
     return report.model_dump(mode="json")
-
-
-async def _in_flow_runs(
-    run: StoringRun, split: list[SourcePartition], start: Watermark | None, identity: str,
-    launch: Launch, job: dict[str, Any], save: bool,
-) -> None:  # fmt: skip
-    """Each partition a `sample-partition` flow run, launched by `launch`: on the work pool, or a subflow here."""
-    parent_run = run.ensure_run()  # the children's quarantined rows are tagged with it
-    jobs = [PartitionJob.of(p, partitions=len(split), identity=identity, parent_run=parent_run, **job)
-            for p in split]  # fmt: skip
-    await run_partition_flows(run, jobs, start, launch, save=save)
-    logger.info("source %s: %d partition flow runs read %d, picked %d, quarantined %d, judged %s, routed %s",
-                run.report.source, len(jobs), run.report.read, run.report.picked, run.report.quarantined,
-                run.report.judged, run.report.routed)  # fmt: skip
 
 
 def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:
