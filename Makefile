@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check setup judge-setup judge-up judge-down review-ui bench clean stack-up stack-down stack-status
 
-$(STAMP): pyproject.toml setup.py judgewatch/traffic/_unit_hash.c judgewatch/traffic/_line_scan.c
+$(STAMP): pyproject.toml setup.py judgewatch/traffic/_unit_hash.c
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	bash scripts/native_deps.sh

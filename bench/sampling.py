@@ -5,8 +5,8 @@ shard and on all of them, each in a fresh subprocess pinned to one core (pyarrow
 (VmHWM) and CPU time are its own. Limits, on one core: >= 200,000 rows/s on Parquet, >= 150,000 rows/s on JSONL,
 RSS(all shards)/RSS(one shard) <= 1.2 (memory does not grow with the log), peak RSS / 1 GiB <= 1.0. Rows/s are
 rows over the process's CPU seconds (one core's work, not the shared machine's wall clock; wall is printed
-too). The ceiling is pyarrow reading the same file (same columns) and doing nothing; for JSONL the C line scanner
-reading the mapped fields and doing nothing is printed too (`scanner`), since that is what the sampler reads with.
+too). The ceiling is pyarrow reading the same file (same columns) and doing nothing; for JSONL the line scanner
+(pyarrow decoding only the mapped fields) doing nothing else is printed too (`scanner`): what the sampler reads with.
 
     .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
 
@@ -126,17 +126,15 @@ def _plain_read(kind: str, paths: list[str], config: object) -> int:
 
 
 def _scan_only(paths: list[str], config: object) -> int:
-    """The C line scanner reading the mapped fields of every JSONL line, in the sampler's blocks, and nothing else."""
-    import numpy as np
-
+    """pyarrow reading only the mapped fields of every JSONL line (`MappedReader`, with the block's checks), in the
+    sampler's blocks, and nothing else."""
     from judgewatch.traffic.blocks import BLOCK_BYTES
     from judgewatch.traffic.line_blocks import LineBlock
-    from judgewatch.traffic.line_scan import scan_block, scan_plan
+    from judgewatch.traffic.line_scan import MappedReader
     from judgewatch.traffic.mapping import RowMapper
 
-    plan = scan_plan(RowMapper(config))  # type: ignore[arg-type]
-    if plan is None:
-        return 0
+    mapper = RowMapper(config)  # type: ignore[arg-type]
+    reader, limit = MappedReader(mapper), mapper.config.max_row_bytes
     rows = 0
     for path in paths:
         with open(path, "rb") as f:
@@ -145,8 +143,8 @@ def _scan_only(paths: list[str], config: object) -> int:
                 buf = carry + data
                 cut = buf.rfind(b"\n") + 1
                 carry = buf[cut:]
-                lines = LineBlock(buf[:cut])
-                rows += scan_block(lines.data, lines.ends, plan, np.zeros(lines.n, dtype=bool)).num_rows
+                table = LineBlock(buf[:cut]).table(limit, first_line=rows == 0, reader=reader)
+                rows += 0 if table is None else table.num_rows
     return rows
 
 
@@ -193,11 +191,10 @@ def main() -> int:
             took = time.perf_counter() - t0
             print(f"generated {args.shards} x {args.shard_rows:,} rows (JSONL + Parquet) in {took:.0f}s")
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) before measuring")
-        from judgewatch.traffic.line_scan import NATIVE as LINE_SCANNER
         from judgewatch.traffic.unit_hashes import NATIVE
 
         print("the rule's hash: " + ("the C extension (_unit_hash)" if NATIVE else "Python (hashlib): not built"))
-        print("JSONL blocks: " + ("the C line scanner (_line_scan)" if LINE_SCANNER else "pyarrow's reader: not built"))
+        print("JSONL blocks: pyarrow, an explicit schema of the mapped paths (traffic/line_scan.py)")
         print(f"{'format':8} {'path':8} {'rows':>10} {'rows/s cpu':>11} {'rows/s wall':>12} {'picks':>7} "
               f"{'dups':>7} {'peak RSS MiB':>13}  PII scrubbed")  # fmt: skip
         ok, final, growths = True, {}, []
@@ -206,7 +203,7 @@ def main() -> int:
             small, large = measure("sample", kind, files[:1]), measure("sample", kind, files)
             ceiling = measure("ceiling", kind, files)
             runs = [("sample", small), ("sample", large), ("ceiling", ceiling)]
-            scanner = measure("scanner", kind, files) if kind == "jsonl" and LINE_SCANNER else None
+            scanner = measure("scanner", kind, files) if kind == "jsonl" else None
             if scanner is not None:
                 runs.append(("scanner", scanner))
             if args.row_path:

@@ -10,18 +10,13 @@ stores nothing twice (deterministic ids, upserts). One run per source at a time:
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from prefect import flow
-from prefect.client.orchestration import get_client
 from prefect.context import FlowRunContext
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_API_URL, temporary_settings
-from prefect.task_runners import ProcessPoolTaskRunner
 
 from flows.sampling_batches import (
     RUN_COUNTS,
@@ -32,15 +27,6 @@ from flows.sampling_batches import (
     note_quarantine,
     store_partitions,
     tally,
-)
-from flows.sampling_partition import (
-    PARTITION_DEPLOYMENT,
-    PATIENCE_S,
-    Launch,
-    PartitionJob,
-    deployment_launch,
-    in_process_launch,
-    run_partition_flows,
 )
 from flows.sampling_tasks import PartitionRead, peek_watermark, read_partition
 from flows.serving import serve_declared, serve_main
@@ -55,8 +41,8 @@ from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
 from judgewatch.traffic import SourceConfig, Watermark, load_source_config
-from judgewatch.traffic.partitions import SourcePartition, merge_watermarks, split_source
-from judgewatch.traffic.start import parse_since, starting_point
+from judgewatch.traffic.partitions import merge_watermarks, split_source
+from judgewatch.traffic.start import parse_start, starting_point
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +64,6 @@ async def traffic_sampling(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     database_url: str | None = None,
     partitions: int = 1,
-    partition_processes: bool = False,
-    partition_runs: bool = False,
-    partition_deployment: str | None = PARTITION_DEPLOYMENT,
-    partition_patience_s: float = PATIENCE_S,
 ) -> dict[str, Any]:
     """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
 
@@ -90,19 +72,15 @@ async def traffic_sampling(
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks (on a process pool with
-    `partition_processes`); the watermark is saved per partition, in order (docs/sampling.md, "Partitions").
-    `partition_runs` makes each partition a `sample-partition` flow run of its own instead, created from
-    `partition_deployment` so that any worker of its work pool runs it (None: subflows of this process); the
-    watermark advances over the partitions that completed, in order; children left waiting for
-    `partition_patience_s` while none runs (no worker polls the pool) are cancelled and fail the run. A dry run
-    always reads here.
+    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks; the watermark is saved per
+    partition, in order (docs/sampling.md, "Partitions").
+    A dry run reads here too.
     Raises SourceBusy when another run holds the source.
     """
     if batch_size < 1 or partitions < 1:
         raise ValueError("batch_size and partitions must be >= 1")
     if since is not None:
-        parse_since(since)  # a bad value fails before anything is opened
+        parse_start(since)  # a bad value fails before anything is opened
     settings = get_settings()
     config = load_source_config(source)
     url = database_url or settings.effective_database_url
@@ -112,7 +90,7 @@ async def traffic_sampling(
     if dry_run:
         read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
         mark = start
-        for part in _partitions(read_config, start, partitions, processes=partition_processes):
+        for part in _partitions(read_config, start, partitions):
             part.on_quarantine = lambda row: note_quarantine(report, row)
             report.batches += sum(1 for _ in batched(part.picks, batch_size))
             mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
@@ -148,17 +126,8 @@ async def traffic_sampling(
             try:
                 with judging:
                     try:
-                        if partition_runs:
-                            job = {"rubric": rubric, "judge": judge, "review_share": review_share,
-                                   "unscored_share": unscored_share, "borderline_share": borderline_share,
-                                   "batch_size": batch_size, "database_url": database_url}  # fmt: skip
-                            split = split_source(read_config, start, partitions)
-                            launch = (deployment_launch(partition_deployment, partition_patience_s)
-                                      if partition_deployment else in_process_launch)  # fmt: skip
-                            await _in_flow_runs(run, split, start, identity, launch, job, since is None)
-                        else:
-                            parts = _partitions(read_config, start, partitions, processes=partition_processes)
-                            await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
+                        parts = _partitions(read_config, start, partitions)
+                        await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
             finally:
@@ -168,27 +137,10 @@ async def traffic_sampling(
     return report.model_dump(mode="json")
 
 
-async def _in_flow_runs(
-    run: StoringRun, split: list[SourcePartition], start: Watermark | None, identity: str,
-    launch: Launch, job: dict[str, Any], save: bool,
-) -> None:  # fmt: skip
-    """Each partition a `sample-partition` flow run, launched by `launch`: on the work pool, or a subflow here."""
-    parent_run = run.ensure_run()  # the children's quarantined rows are tagged with it
-    jobs = [PartitionJob.of(p, partitions=len(split), identity=identity, parent_run=parent_run, **job)
-            for p in split]  # fmt: skip
-    await run_partition_flows(run, jobs, start, launch, save=save)
-    logger.info("source %s: %d partition flow runs read %d, picked %d, quarantined %d, judged %s, routed %s",
-                run.report.source, len(jobs), run.report.read, run.report.picked, run.report.quarantined,
-                run.report.judged, run.report.routed)  # fmt: skip
-
-
-def _partitions(
-    config: SourceConfig, start: Watermark | None, parts: int, *, processes: bool = False
-) -> Iterator[PartitionRead]:
+def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:
     """Each partition's picks, quarantined rows, counts and watermark, in order. One partition is read here,
-    streaming; several are mapped as `read-partition` tasks, read at once and handed over in order: on the
-    flow's threads, or with `processes` on a pool of processes (one per core at most), so that reading and
-    deciding, which hold the GIL for most of their time, use every core."""
+    streaming; several are mapped as `read-partition` tasks on the flow's threads, read at once and handed over
+    in order. (A process pool was measured and removed: no gain on 2 cores, bench/README.md.)"""
     split = split_source(config, start, parts)
     if len(split) == 1:
         yield PartitionRead.streaming(split[0])
@@ -196,23 +148,8 @@ def _partitions(
     if FlowRunContext.get() is None:  # the CLI's dry run calls the flow's function without Prefect
         yield from map(read_partition.fn, split)
         return
-    if not processes:
-        for future in read_partition.map(split):
-            yield future.result()
-        return
-    with ProcessPoolTaskRunner(max_workers=min(len(split), os.cpu_count() or 1)) as runner:
-        with _api_for_subprocesses():
-            futures = runner.map(read_partition, {"partition": split})
-        for read in futures:  # Prefect 3.9 types these as futures of futures; result() is the task's value
-            yield cast(PartitionRead, read.result())
-
-
-def _api_for_subprocesses() -> AbstractContextManager[object]:
-    """Point the pool's processes at the API this flow reports to. With no PREFECT_API_URL (the CLI's ephemeral
-    mode), each process would otherwise start a temporary server of its own (about 20 s each, measured)."""
-    if PREFECT_API_URL.value():
-        return nullcontext()
-    return temporary_settings({PREFECT_API_URL: str(get_client().api_url).rstrip("/")})
+    for future in read_partition.map(split):
+        yield future.result()
 
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:

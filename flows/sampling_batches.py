@@ -1,9 +1,9 @@
-"""The sampling flows' shared steps: the report, the storing run's state, and storing partitions batch by batch.
+"""The sampling flow's steps: the report, the storing run's state, and storing partitions batch by batch.
 
 `store_partitions` is the one place picks become stored interactions, verdicts and review items: the
-`traffic-sampling` flow runs it over its partitions (saving the watermark), a `sample-partition` flow run over
-its one partition (the parent saves the watermark). Per bounded batch of picks: store the quarantined rows read
-before them and the picks, judge the picks not judged yet, route a share of the verdicts to review.
+`traffic-sampling` flow runs it over its partitions, saving the watermark. Per bounded batch of picks: store the
+quarantined rows read before them and the picks, judge the picks not judged yet, route a share of the verdicts to
+review.
 """
 
 from __future__ import annotations
@@ -141,22 +141,6 @@ def tally(report: SamplingReport, stats: SampleStats) -> None:
 
 def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
     target.update(Counter(target) + Counter(counts))
-
-
-_STATS = set(SampleStats.model_fields) & set(SamplingReport.model_fields)  # what a partition read counts
-
-
-def merge_report(report: SamplingReport, part: SamplingReport) -> None:
-    """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
-    tally(report, SampleStats.model_validate(part.model_dump(include=_STATS)))
-    report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
-    report.already_judged += part.already_judged
-    report.review_items_created += part.review_items_created
-    for mine, theirs in ((report.judged, part.judged), (report.unscored_reasons, part.unscored_reasons),
-                         (report.routed, part.routed)):  # fmt: skip
-        add_counts(mine, theirs)
-    room = QUARANTINE_SHOWN - len(report.quarantine_positions)
-    report.quarantine_positions += part.quarantine_positions[: max(room, 0)]
 
 
 def _checkpoint(run: StoringRun, mark: Watermark, run_id: str | None) -> str:

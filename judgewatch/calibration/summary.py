@@ -8,10 +8,9 @@ counted but left out, never mixed in silently.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pandas as pd
 from sqlalchemy import Engine
@@ -39,9 +38,6 @@ from judgewatch.trust.policy import TrustVerdict
 from judgewatch.trust.records import trust_for
 
 logger = logging.getLogger(__name__)
-
-_DURATION = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
-_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,24 +80,6 @@ class CalibrationSummary:
     @property
     def synthetic(self) -> bool:
         return any(c.synthetic_items for c in self.label_counts)
-
-
-def parse_since(text: str | None, *, now: datetime | None = None) -> datetime | None:
-    """`7d`, `12h`, `4w` (before now) or an ISO date/time (UTC unless it has an offset); None for nothing.
-
-    Raises ValueError with a message fit for a user."""
-    if text is None or not text.strip():
-        return None
-    now = now or datetime.now(UTC)
-    if match := _DURATION.match(text):
-        return now - timedelta(**{_UNITS[match[2]]: int(match[1])})
-    try:
-        parsed = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise ValueError(
-            f"--since {text!r}: use a date (2026-11-01), a date-time, or a duration such as 7d, 12h, 4w"
-        ) from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def series_label(series: Series) -> str:

@@ -26,13 +26,13 @@ from typing import Any
 
 from sqlalchemy import Engine
 
+from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.redact import mask_url
 from judgewatch.regression.golden import GoldenItem, load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import accept_baseline
-from judgewatch.storage.types import stable_id
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class Outcome:
 
 def _share(item_id: str, salt: str) -> float:
     """A deterministic pseudo-random number in [0, 1) per item: the same items are picked on every run."""
-    return int(stable_id(salt, item_id)[:8], 16) / 16**8
+    return hash_unit(item_id, salt, variant=UnitHash.LABELED)
 
 
 def _answers(items: list[GoldenItem], pick: Callable[[GoldenItem], str]) -> list[tuple[str, str]]:

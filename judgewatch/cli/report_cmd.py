@@ -161,7 +161,8 @@ def computed_report(
 ) -> Report:
     """The report computed from the store now (every verdict of the series is read), in the scores' `reading`."""
     from judgewatch.calibration.report import blocks, blocks_title, report_document
-    from judgewatch.calibration.summary import parse_since, summarize
+    from judgewatch.calibration.summary import summarize
+    from judgewatch.since import parse_since
 
     try:
         start = parse_since(since)

@@ -97,7 +97,7 @@ def sample(
     since: Annotated[
         str | None,
         typer.Option(
-            help="Re-read a window instead of what is new: an ISO time (2024-06-03T12:00Z), an age (24h, 7d) "
+            help="Re-read a window instead of what is new: an ISO time (2024-06-03T12:00Z), an age (24h, 7d, 2w) "
             "or a watermark JSON; the stored watermark is left as it is"
         ),
     ] = None,
@@ -118,34 +118,9 @@ def sample(
         int,
         typer.Option(min=1, help="Split the source (its files, or a table's id/time ranges) into this many partitions"),
     ] = 1,
-    partition_processes: Annotated[
-        bool, typer.Option(help="Read the partitions on a pool of processes (one per core at most), not threads")
-    ] = False,
-    partition_runs: Annotated[
-        bool,
-        typer.Option(
-            help="Each partition a sample-partition flow run that the work pool's workers run (needs PREFECT_API_URL: "
-            "a server with the sample-partition deployment and running workers)"
-        ),
-    ] = False,
-    partition_patience: Annotated[
-        float,
-        typer.Option(
-            min=1.0,
-            help="With --partition-runs: seconds that partition flow runs may wait with none of them running (no "
-            "worker polls the pool) before they are cancelled and the run fails",
-        ),
-    ] = 900.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
-    if partition_runs and not dry_run and not _prefect_server():
-        typer.echo(
-            "error: --partition-runs hands each partition to the workers of a Prefect server: set PREFECT_API_URL "
-            "to a server where `prefect deploy` created sample-partition/sample-partition and workers are running",
-            err=True,
-        )
-        raise typer.Exit(2)
 
     def sampled() -> dict[str, Any]:
         return run_sampling(
@@ -160,20 +135,11 @@ def sample(
             batch_size=batch_size,
             database_url=database_url,
             partitions=partitions,
-            partition_processes=partition_processes,
-            partition_runs=partition_runs,
-            partition_patience_s=partition_patience,
         )
 
     # one line, not a traceback: config errors, a busy source, a dead database
     report = run_or_exit(sampled, what="sampling", failure=lambda exc: f"error: {exc}")
     echo_result(report, json_output=json_output, show=_echo_report)
-
-
-def _prefect_server() -> bool:
-    from judges.budget import prefect_api_url
-
-    return prefect_api_url() is not None
 
 
 def _echo_report(report: dict[str, Any]) -> None:

@@ -12,7 +12,6 @@ hash) need two reviewers. Routing the same verdict again never creates a second 
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -25,6 +24,7 @@ from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric, RubricError
 from judgewatch.contract.verdicts import VerdictStatus
+from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.settings import Settings
 from judgewatch.storage.db import table, upsert
@@ -35,10 +35,9 @@ from judgewatch.storage.verdicts import VerdictRecord, is_current
 logger = logging.getLogger(__name__)
 
 
-def hash_unit(salt: str, key: str) -> float:
-    """A number in [0, 1) fixed by (salt, key): the same verdict gets the same draw everywhere, forever."""
-    digest = hashlib.sha256(f"judgewatch:{salt}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
+def _draw(salt: str, verdict_id: str) -> float:
+    """The verdict's draw for one routing decision: the same verdict gets the same draw everywhere, forever."""
+    return hash_unit(verdict_id, salt, variant=UnitHash.LABELED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,17 +91,17 @@ def decide(
     verdict_id: str, *, status: str, overall: float | None, rubric: Rubric | None, policy: RoutingPolicy
 ) -> Route | None:
     """The routing decision for one verdict, or None when it is not routed."""
-    labels = 2 if hash_unit("double", verdict_id) < policy.double_label_share else 1
+    labels = 2 if _draw("double", verdict_id) < policy.double_label_share else 1
     if status != VerdictStatus.scored:
-        if policy.unscored_share > 0 and hash_unit("unscored", verdict_id) < policy.unscored_share:
+        if policy.unscored_share > 0 and _draw("unscored", verdict_id) < policy.unscored_share:
             return Route(PickReason.unscored, policy.unscored_share, labels)
         return None
-    uniform = hash_unit("uniform", verdict_id) < policy.review_share
+    uniform = _draw("uniform", verdict_id) < policy.review_share
     if policy.borderline_share > 0 and is_borderline(overall, rubric, policy.borderline_margin):
         p = 1 - (1 - policy.review_share) * (1 - policy.borderline_share)
         if uniform:
             return Route(PickReason.uniform, p, labels)
-        if hash_unit("borderline", verdict_id) < policy.borderline_share:
+        if _draw("borderline", verdict_id) < policy.borderline_share:
             return Route(PickReason.borderline, p, labels)
         return None
     return Route(PickReason.uniform, policy.review_share, labels) if uniform else None

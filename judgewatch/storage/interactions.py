@@ -12,13 +12,9 @@ from typing import Any
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.items import CONTENT_FIELDS, JudgeItem, judged_content
+from judgewatch.hashing import interaction_id as interaction_id  # re-reading a source never duplicates a row
 from judgewatch.storage.db import table, upsert
-from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
-
-
-def interaction_id(source: str, source_id: str) -> str:
-    """Stable identity: re-reading a source never duplicates its interactions."""
-    return stable_id("interaction", source, source_id)
+from judgewatch.storage.types import JSONValue, UTCDateTime, utcnow
 
 
 class Interaction(SQLModel, table=True):

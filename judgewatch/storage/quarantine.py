@@ -8,8 +8,9 @@ from datetime import datetime
 from pydantic import field_validator
 from sqlmodel import Field, Session, SQLModel
 
+from judgewatch.hashing import quarantine_id as quarantine_id
 from judgewatch.storage.db import select_matching, table, upsert
-from judgewatch.storage.types import UTCDateTime, stable_id, utcnow
+from judgewatch.storage.types import UTCDateTime, utcnow
 
 RAW_EXCERPT_BYTES = 2048
 
@@ -20,10 +21,6 @@ def bounded_excerpt(raw: str, limit: int = RAW_EXCERPT_BYTES) -> str:
     if len(data) <= limit:
         return raw
     return data[: limit - 3].decode("utf-8", errors="ignore") + "..."
-
-
-def quarantine_id(source: str, position: str) -> str:
-    return stable_id("quarantine", source, position)
 
 
 class QuarantineRecord(SQLModel):

@@ -3,7 +3,6 @@ judge and rubric identity columns that verdict and trust rows both carry."""
 
 from __future__ import annotations
 
-import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from typing_extensions import override
 
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
+from judgewatch.hashing import stable_id as stable_id  # the storage modules' ids; defined once there
 
 
 def utcnow() -> datetime:
@@ -31,15 +31,6 @@ def identity_columns(judge: JudgeIdentity, rubric: RubricIdentity) -> dict[str, 
         "rubric_version": rubric.version,
         "rubric_hash": rubric.hash,
     }
-
-
-def stable_id(*parts: object) -> str:
-    """32 hex digits of sha256 over the parts: the same parts give the same id on any machine."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(str(part).encode())
-        digest.update(b"\x1f")  # unit separator: ("ab", "c") and ("a", "bc") must differ
-    return digest.hexdigest()[:32]
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -13,7 +13,6 @@ so a demo release of two tiers has answers whose quality is known and these labe
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from sqlalchemy import Engine, select
 
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import VerdictStatus
+from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.regression.golden import GoldenSet, load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.review.dataset_labels import known_quality, normalize
@@ -111,16 +111,11 @@ def synthesize_golden_labels(
     return result
 
 
-def _unit(*parts: str) -> float:
-    digest = hashlib.sha256("\x1f".join(parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
-
-
 def demo_answers(golden: GoldenSet, *, bad_share: float, salt: str) -> list[tuple[str, str]]:
     """(id, answer) per item: its first known-bad answer for a hash-chosen `bad_share` of items, else known-good."""
     out = []
     for item in golden.items:
-        bad = item.bad_answers and _unit(salt, golden.name, item.id) < bad_share
+        bad = item.bad_answers and hash_unit(item.id, f"{salt}:{golden.name}", variant=UnitHash.LABELED) < bad_share
         pool = item.bad_answers if bad else (item.good_answers or [item.reference_answer or ""])
         if pool and pool[0]:
             out.append((item.id, pool[0]))

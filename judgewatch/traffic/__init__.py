@@ -9,6 +9,7 @@ Storage-free on purpose: the caller persists interactions, quarantined rows and 
     save(read.watermark); log(sampler.stats)
 """
 
+from judgewatch.hashing import interaction_id
 from judgewatch.traffic.config import (
     FieldMapping,
     FilterConfig,
@@ -25,9 +26,8 @@ from judgewatch.traffic.records import (
     QuarantineReason,
     RejectedTrafficRow,
     TrafficRow,
-    interaction_id,
 )
-from judgewatch.traffic.sampling import Pick, Sampler, SampleStats, StratumStats, decide, hash_unit
+from judgewatch.traffic.sampling import Pick, Sampler, SampleStats, StratumStats, decide
 from judgewatch.traffic.sources import SourceRead, read_source
 from judgewatch.traffic.watermark import FileMark, Watermark
 
@@ -53,7 +53,6 @@ __all__ = [
     "TrafficRow",
     "Watermark",
     "decide",
-    "hash_unit",
     "interaction_id",
     "load_source_config",
     "parse_source_config",

@@ -29,7 +29,7 @@ from judgewatch.traffic.files import (
     parquet_batches,
 )
 from judgewatch.traffic.line_blocks import LineBlock
-from judgewatch.traffic.line_scan import PathColumns, ScanPlan, scan_plan
+from judgewatch.traffic.line_scan import MappedReader
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.watermark import Watermark, WatermarkState
@@ -43,6 +43,7 @@ logger = logging.getLogger(__name__)
 
 BLOCK_BYTES = 1 << 24  # JSONL bytes per columnar block (about 20,000 gateway-log lines)
 BLOCK_ROWS = 32_768  # Parquet rows per columnar block
+ROW_PATH_LINES = 256  # a JSONL block pyarrow refuses is halved down to this many lines, then mapped line by line
 
 
 class RowBlock:
@@ -50,7 +51,7 @@ class RowBlock:
 
     def __init__(
         self,
-        table: pa.Table | PathColumns,
+        table: pa.Table,
         positions: Callable[[int], tuple[str, int | None]],
         item: Callable[[int], Item | None],
         mark: Callable[[int], None],
@@ -159,7 +160,7 @@ def jsonl_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterato
 
 def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
     f, gz, limit = log.f, log.gz, mapper.config.max_row_bytes
-    plan = scan_plan(mapper)
+    reader = MappedReader(mapper)
     line_no, offset, skip, carry = log.line_no, log.offset, log.skip, b""
     try:
         while True:
@@ -187,7 +188,7 @@ def _blocks_of(log: OpenLog, path: str, mapper: RowMapper, state: WatermarkState
                 head = skip - line_no
                 line_no, offset = skip, offset + int(lines.lengths[:head].sum())
                 lines = lines.after(head)
-            yield from _jsonl_block(path, mapper, state, lines, line_no, None if gz else offset, plan)
+            yield from _jsonl_block(path, mapper, state, lines, line_no, None if gz else offset, reader)
             line_no, offset = line_no + lines.n, offset + lines.total
     except (EOFError, OSError, zlib.error) as exc:
         detail = f"stopped reading: {exc}"
@@ -201,9 +202,12 @@ def _jsonl_block(
     lines: LineBlock,
     before: int,
     offset: int | None,
-    plan: ScanPlan | None,
+    reader: MappedReader,
 ) -> Iterator[Block]:
-    """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly."""
+    """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly.
+
+    A block pyarrow will not read is halved until the halves it reads are found, so a bad line costs the row
+    path's speed to at most `ROW_PATH_LINES` lines around it, not to its whole block."""
     ends = np.cumsum(lines.lengths) + offset if offset is not None else None
 
     def position(i: int) -> tuple[str, int]:
@@ -216,7 +220,13 @@ def _jsonl_block(
     def mark(i: int) -> None:
         state.files[path] = (before + i + 1, None if ends is None else int(ends[i]))
 
-    table = lines.columns(mapper.config.max_row_bytes, first_line=before == 0, plan=plan)
+    table = lines.table(mapper.config.max_row_bytes, first_line=before == 0, reader=reader)
+    if table is None and lines.n > ROW_PATH_LINES:
+        half = lines.n // 2
+        yield from _jsonl_block(path, mapper, state, lines.first(half), before, offset, reader)
+        rest = None if offset is None else offset + int(lines.lengths[:half].sum())
+        yield from _jsonl_block(path, mapper, state, lines.after(half), before + half, rest, reader)
+        return
     if table is None:
         for i in range(lines.n):
             mark(i)

@@ -1,12 +1,11 @@
 """Decide before you parse: the few fields the sampling rule needs, read from a batch as whole Arrow columns.
 
-`decision_columns` resolves the mapping's paths on a batch of rows (Parquet, JSONL lines parsed by pyarrow, or
-the JSONL line scanner's `PathColumns`), checks on whole columns what `RowMapper.map` would reject, and hands
-back per-row lists of the id, tier, route, department, timestamp, answer length and de-duplication content. A
-row those checks (or the scanner) cannot vouch for is flagged `full`: the sampler maps it with `RowMapper.map`,
-exactly as the row-by-row reader does. A batch
-whose column types these rules do not cover (JSON held in a text column, content parts, numbers as labels...)
-raises `Unsupported`, and the whole batch is mapped row by row. Either way the decisions are the row path's.
+`decision_columns` resolves the mapping's paths on a batch of rows (Parquet, or JSONL lines parsed by pyarrow),
+checks on whole columns what `RowMapper.map` would reject, and hands back per-row lists of the id, tier, route,
+department, timestamp, answer length and de-duplication content. A row those checks cannot vouch for is flagged
+`full`: the sampler maps it with `RowMapper.map`, exactly as the row-by-row reader does. A batch whose column
+types these rules do not cover (JSON held in a text column, content parts, numbers as labels...) raises
+`Unsupported`, and the whole batch is mapped row by row. Either way the decisions are the row path's.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from judgewatch.traffic.line_scan import PathColumns
 from judgewatch.traffic.mapping import Path, RowMapper
 
 NUL = "\x00"
@@ -58,14 +56,12 @@ def _element_positions(arr: pa.Array, index: int) -> np.ndarray:
     return np.where(valid, starts + index, -1)
 
 
-def _walk(table: pa.Table | PathColumns, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
+def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
     """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row).
 
     A list index is not applied where it is met: the path goes on in the lists' values and only the value it
     ends at is taken per row (`resolve`'s `value[int(seg)]`, null where the list is null or too short), so
-    the structs around it are never copied. The line scanner's columns are the paths' values already."""
-    if isinstance(table, PathColumns):
-        return table.columns.get(segments)
+    the structs around it are never copied."""
     if segments[0] not in table.column_names:
         return None
     column = table.column(segments[0])
@@ -94,7 +90,7 @@ def _walk(table: pa.Table | PathColumns, segments: tuple[str, ...], nested_keys:
     return arr
 
 
-def resolve_column(table: pa.Table | PathColumns, path: Path, nested_keys: list[str]) -> pa.Array | None:
+def resolve_column(table: pa.Table, path: Path, nested_keys: list[str]) -> pa.Array | None:
     """The first fallback's non-null value per row (`mapping.resolve` on whole columns)."""
     result = None
     for segments in path:
@@ -225,7 +221,7 @@ def _messages(arr: pa.Array | None, n: int, flags: _Flags, sizes: list[pa.Array]
 
 
 def decision_columns(
-    table: pa.Table | PathColumns,
+    table: pa.Table,
     mapper: RowMapper,
     *,
     line_sizes: np.ndarray | None = None,
@@ -235,8 +231,6 @@ def decision_columns(
     """Resolve and check a batch; `line_sizes` are JSONL line lengths (None: sized from the texts, as Parquet)."""
     p, n, keys = mapper.paths, table.num_rows, mapper.nested_keys
     flags, sizes = _Flags(n), list[pa.Array]()
-    if isinstance(table, PathColumns):
-        flags.rows(table.suspect)  # lines the scanner could not vouch for
 
     def col(name: str) -> pa.Array | None:
         return resolve_column(table, p[name], keys) if p[name] else None

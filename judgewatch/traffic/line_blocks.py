@@ -1,10 +1,9 @@
 """A block of JSONL lines kept as one buffer and the offsets where its lines end, not one bytes object a line.
 
-`LineBlock.columns()` reads the block's mapped fields with the C line scanner (`line_scan`) when it is built:
-every line it cannot vouch for is flagged for the row path, line by line. Without it, `LineBlock.table()` parses
-the block with pyarrow when the block path would read every line exactly as the row path does (no blank,
-overlong, BOM-prefixed or deeply nested line; one row per line). Otherwise they give None and the caller reads
-the lines one by one (`LineBlock.body(i)`).
+`LineBlock.table()` parses the block with pyarrow (`line_scan.MappedReader`: only the mapping's paths) when the
+block path would read every line exactly as the row path does (no blank, overlong, BOM-prefixed, deeply nested or
+non-UTF-8 line; one object a line). Otherwise it gives None and the caller reads the lines one by one
+(`LineBlock.body(i)`).
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ import logging
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.json as pa_json
 
 from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
 from judgewatch.traffic.files import BOM
-from judgewatch.traffic.line_scan import PathColumns, ScanPlan, scan_block
+from judgewatch.traffic.line_scan import MappedReader
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +45,10 @@ class LineBlock:
         last = int(self.lengths[-1]) if self.overlong is not None else 0
         return LineBlock(self.data[start:], self.overlong, last)
 
+    def first(self, k: int) -> LineBlock:
+        """The block's first `k` lines (0 < k < n: never the overlong last line)."""
+        return LineBlock(self.data[: int(self.ends[k - 1])])
+
     def body(self, i: int) -> bytes:
         """Line i without its line ending, as the row path reads it."""
         if i == len(self.ends):
@@ -54,25 +56,37 @@ class LineBlock:
         start = int(self.ends[i - 1]) if i else 0
         return self.data[start : int(self.ends[i]) - 1].rstrip(b"\r\n")
 
-    def columns(self, limit: int, *, first_line: bool, plan: ScanPlan | None) -> PathColumns | pa.Table | None:
-        """The lines' mapped fields by the scanner when there is a plan, else `table()`; None: read row by row."""
-        if plan is None or not self.n or self.overlong is not None:
-            return self.table(limit, first_line=first_line)
-        return scan_block(self.data, self.ends, plan, too_long=self.lengths > limit + 1)
-
-    def table(self, limit: int, *, first_line: bool) -> pa.Table | None:
+    def table(self, limit: int, *, first_line: bool, reader: MappedReader) -> pa.Table | None:
         """The lines as an Arrow table, one row per line; None when any line needs the row path's own reading."""
         if not self.n or self.overlong is not None or (first_line and self.data.startswith(BOM)):
             return None
         if int(self.lengths.min()) < 4 or int(self.lengths.max()) > limit + 1:
             return None  # a blank or overlong line
+        if not self._one_object_a_line():
+            return None
         openers = np.frombuffer(self.data.translate(None, _NOT_OPENERS), dtype=np.uint8)  # "{", "[" and newlines
         if int(np.diff(np.flatnonzero(openers == 10), prepend=-1).max()) - 1 > MAX_JSON_DEPTH:
             return None  # deep enough that the depth guard must look at it (and pyarrow may not survive it)
-        options = pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, 2 * len(self.data)))
-        try:
-            table = pa_json.read_json(pa.BufferReader(self.data), read_options=options)
-        except (pa.ArrowException, OverflowError) as exc:
-            logger.debug("block read row by row: %s", exc)
-            return None
-        return table if table.num_rows == self.n else None
+        if not self.data.isascii() and not _utf8(self.data):
+            return None  # pyarrow checks UTF-8 only in the strings it keeps; the row path decodes whole lines
+        table = reader.read(self.data)
+        return table if table is not None and table.num_rows == self.n else None
+
+    def _one_object_a_line(self) -> bool:
+        """Every line starts with "{" and ends with "}" (before "\\r\\n"): pyarrow reads a stream of objects, so
+        without this, two broken lines (`{"a": 1}{"b":` and `2}`) could read as two rows the row path refuses."""
+        view = np.frombuffer(self.data, dtype=np.uint8)
+        starts = np.concatenate(([0], self.ends[:-1]))
+        last = self.ends - 2
+        last = np.where(view[np.maximum(last, 0)] == 13, last - 1, last)  # a CR before the newline
+        return bool((view[starts] == 123).all() and (view[np.maximum(last, 0)] == 125).all())
+
+
+def _utf8(data: bytes) -> bool:
+    """Arrow's UTF-8 validation of the whole block (one string), far cheaper than decoding it in Python."""
+    offsets = pa.py_buffer(np.array([0, len(data)], dtype=np.int64))
+    try:
+        pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(data)]).cast(pa.large_string())
+    except pa.ArrowInvalid:
+        return False
+    return True

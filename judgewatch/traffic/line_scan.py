@@ -1,147 +1,118 @@
-"""Decide before you parse, for JSONL: the mapping's fields of a block of lines as columns, read by a C scanner.
+"""Decide before you parse, for JSONL: pyarrow's JSON reader told to decode only the mapping's paths.
 
-`scan_block` hands a block's lines to the optional C extension `_line_scan` (built beside `_unit_hash`), which
-parses each line as `json.loads` would and keeps only the values at the mapping's paths: no Python object and no
-Arrow column per field the rule never reads. What comes back is `PathColumns`: one Arrow column per path (its
-segments as the key), shaped as pyarrow's own reader would give that path's values, and a `suspect` flag per line
-the scanner cannot vouch for (invalid, too deep, a kind the columns do not hold...), which
-`columns.decision_columns` maps with the row path's own code. Without the extension, or for a mapping whose paths
-it does not cover, `scan_plan` gives None and the block is parsed by pyarrow as before.
+`MappedReader.read` parses a block of lines with pyarrow (a maintained C++ reader, not code of ours) and an
+explicit schema holding only the mapping's paths, with every other field skipped (`unexpected_field_behavior=
+"ignore"`): no column is built for a field the rule never reads, which halves the parse. The paths' types are
+learned from the first block read in full (pyarrow's inference); a path not seen there gets the type the mapping
+reads it as. A block the schema does not fit (a number where text was learned...) is read again in full with
+inference, and one pyarrow refuses is mapped line by line by the row path (`LineBlock.table` decides which).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
-import numpy as np
 import pyarrow as pa
+import pyarrow.json as pa_json
 
-from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
 from judgewatch.traffic.mapping import RowMapper
-
-try:
-    from judgewatch.traffic._line_scan import scan as _scan
-except ImportError:  # built without a C compiler: pyarrow's JSON reader parses the blocks
-    _scan = None
 
 logger = logging.getLogger(__name__)
 
-NATIVE = _scan is not None
-MISSING, TEXT, INT, FLOAT = 0, 1, 2, 3  # a value's kind, as the scanner reports it
-SCALAR, TEXTS, RECORDS = 0, 1, 2  # what a path holds
-LISTED = {"messages": (RECORDS, ("role", "content")), "reference_facts": (TEXTS, ()), "context": (TEXTS, ())}
-_MAX_INDEX = 2**62  # a longer list index matches no list, as `resolve`'s IndexError does
+_RECORD = pa.struct([("role", pa.string()), ("content", pa.string())])
+# The type a path gets when no block has shown it yet: what `columns.decision_columns` reads it as.
+_DEFAULT = {"messages": pa.list_(_RECORD), "reference_facts": pa.list_(pa.string()), "context": pa.list_(pa.string())}
+_COUNTS = {"prompt_tokens", "completion_tokens", "cached_tokens"}
+_INDEX = "#"  # every list index of a level: a list has one element type
 
 
-@dataclass
-class PathColumns:
-    """A block's values per mapping path (`columns[segments]`), and the lines to map in full (`suspect`)."""
+class MappedReader:
+    """Reads a source's JSONL blocks through one explicit schema of the mapping's paths, once it knows their types."""
 
-    num_rows: int
-    columns: dict[tuple[str, ...], pa.Array]
-    suspect: np.ndarray  # bool per line
+    def __init__(self, mapper: RowMapper) -> None:
+        self.paths: dict[tuple[str, ...], pa.DataType] = {}
+        for field, fallbacks in mapper.paths.items():
+            default = _DEFAULT.get(field, pa.int64() if field in _COUNTS else pa.string())
+            for segments in fallbacks:
+                self.paths.setdefault(segments, default)
+        self.schema: pa.Schema | None = None
+        self.expressible = _expressible(list(self.paths))
+
+    def read(self, data: bytes) -> pa.Table | None:
+        """The lines as a table (only the mapped paths once learned); None when pyarrow refuses the block."""
+        options = pa_json.ReadOptions(use_threads=False, block_size=max(1 << 20, 2 * len(data)))
+        if self.schema is not None:
+            parse = pa_json.ParseOptions(explicit_schema=self.schema, unexpected_field_behavior="ignore")
+            try:
+                return pa_json.read_json(pa.BufferReader(data), read_options=options, parse_options=parse)
+            except (pa.ArrowException, OverflowError) as exc:
+                logger.debug("block read in full: the mapped schema does not fit it: %s", exc)
+        try:
+            table = pa_json.read_json(pa.BufferReader(data), read_options=options)
+        except (pa.ArrowException, OverflowError) as exc:
+            logger.debug("block read row by row: %s", exc)
+            return None
+        if self.schema is None and self.expressible:
+            self.schema = self.learn(table.schema)
+        return table
+
+    def learn(self, inferred: pa.Schema) -> pa.Schema:
+        """The explicit schema: each mapped path with the type pyarrow inferred for it, or its default."""
+        tree: dict[str, object] = {}
+        for segments, default in self.paths.items():
+            node = tree
+            for seg in segments[:-1]:
+                node = node.setdefault(_INDEX if seg.isdigit() else seg, {})  # type: ignore[assignment]
+            node[_INDEX if segments[-1].isdigit() else segments[-1]] = _inferred_at(inferred, segments) or default
+        return pa.schema([pa.field(key, _type_of(value)) for key, value in tree.items()])
 
 
-@dataclass(frozen=True)
-class ScanPlan:
-    """The paths to read, as the scanner takes them: (segments, what the path holds, record fields)."""
+def _expressible(paths: list[tuple[str, ...]]) -> bool:
+    """Whether one schema holds every path: none ends where another goes on, no level is both object and list,
+    and every index is plain ASCII digits (`resolve` reads "-1" too; pyarrow has no such index)."""
+    for a in paths:
+        if any(len(b) > len(a) and b[: len(a)] == a for b in paths):
+            return False
+    levels: dict[tuple[str, ...], set[bool]] = {}
+    for segments in paths:
+        if segments[0].isdigit():
+            return False
+        for depth, seg in enumerate(segments[1:], start=1):
+            index = seg.isascii() and seg.isdigit()
+            if not index and _int_like(seg):
+                return False
+            levels.setdefault(tuple("#" if s.isdigit() else s for s in segments[:depth]), set()).add(index)
+    return all(len(kinds) == 1 for kinds in levels.values())
 
-    paths: tuple[tuple[str, ...], ...]
-    specs: tuple[tuple[tuple[tuple[bytes, int], ...], int, tuple[bytes, ...]], ...]
 
-
-def _index(segment: str) -> int | None:
-    """The list index `resolve` would use for this segment (-1: none); None when only Python's `int()` reads it."""
-    if segment.isascii() and segment.isdigit():
-        value = int(segment)
-        return value if value < _MAX_INDEX else -1
+def _int_like(segment: str) -> bool:
     try:
         int(segment)
     except ValueError:
-        return -1
-    return None  # "-1", " 2", "1_0", non-ASCII digits: int() takes them, the scanner does not
+        return False
+    return True
 
 
-def scan_plan(mapper: RowMapper) -> ScanPlan | None:
-    """What the scanner reads for this mapping, or None (no extension, or paths it does not cover)."""
-    if _scan is None:
+def _inferred_at(schema: pa.Schema, segments: tuple[str, ...]) -> pa.DataType | None:
+    """The inferred type at a path (list indexes walk into the list's values); None where absent or all null."""
+    if schema.get_field_index(segments[0]) < 0:
         return None
-    kinds: dict[tuple[str, ...], tuple[int, tuple[str, ...]]] = {}
-    for field, fallbacks in mapper.paths.items():
-        kind = LISTED.get(field, (SCALAR, ()))
-        for segments in fallbacks:
-            if kinds.setdefault(segments, kind) != kind:
-                return None  # one path read as two kinds of value
-    paths = tuple(kinds)
-    for a in paths:
-        if any(len(b) > len(a) and b[: len(a)] == a for b in paths):
-            return None  # a path that goes on past another's end
-    specs = []
-    for segments in paths:
-        encoded = []
-        for seg in segments:
-            index = _index(seg)
-            if index is None:
-                return None
-            encoded.append((seg.encode(), index))
-        mode, fields = kinds[segments]
-        specs.append((tuple(encoded), mode, tuple(f.encode() for f in fields)))
-    return ScanPlan(paths, tuple(specs))
-
-
-def scan_block(data: bytes, ends: np.ndarray, plan: ScanPlan, too_long: np.ndarray) -> PathColumns:
-    """The lines `data[0:ends[0]]`, `data[ends[0]:ends[1]]`... read through `plan`; `too_long` lines are suspect."""
-    assert _scan is not None
-    n = len(ends)
-    flags, outputs = _scan(data, np.ascontiguousarray(ends, dtype=np.int64), list(plan.specs), MAX_JSON_DEPTH)
-    suspect = np.frombuffer(flags, dtype=np.uint8).astype(bool) | too_long
-    columns: dict[tuple[str, ...], pa.Array] = {}
-    for segments, (_, mode, fields), out in zip(plan.paths, plan.specs, outputs, strict=True):
-        if mode == SCALAR:
-            columns[segments], odd = _scalar(n, out)
-            suspect |= odd
+    t = schema.field(segments[0]).type
+    for seg in segments[1:]:
+        if seg.isdigit() and pa.types.is_list(t):
+            t = t.value_type
+        elif not seg.isdigit() and pa.types.is_struct(t) and t.get_field_index(seg) >= 0:
+            t = t.field(seg).type
         else:
-            columns[segments] = _listed(n, out, mode, fields)
-    return PathColumns(n, columns, suspect)
+            return None
+    return None if pa.types.is_null(t) else t
 
 
-def _texts(cells: tuple[bytes, bytes, bytes, bytes, bytes], present: np.ndarray) -> pa.Array:
-    kinds, lengths, _, _, data = cells
-    m = len(kinds)
-    offsets = np.zeros(m + 1, dtype=np.int32)
-    np.cumsum(np.frombuffer(lengths, dtype=np.int32), out=offsets[1:])
-    validity = None if present.all() else pa.py_buffer(np.packbits(present, bitorder="little"))
-    return pa.Array.from_buffers(pa.string(), m, [validity, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _scalar(n: int, cells: tuple[bytes, bytes, bytes, bytes, bytes]) -> tuple[pa.Array, np.ndarray]:
-    """One column of the kind most lines hold (pyarrow's reader would refuse a mix); the others are suspect."""
-    kinds = np.frombuffer(cells[0], dtype=np.uint8)
-    counts = np.bincount(kinds, minlength=4)
-    if not counts[1:].any():
-        return pa.nulls(n), np.zeros(n, dtype=bool)
-    kind = 1 + int(np.argmax(counts[1:]))
-    present = kinds == kind
-    odd = (kinds != MISSING) & ~present
-    if kind == TEXT:
-        return _texts(cells, present), odd
-    values = np.frombuffer(cells[2] if kind == INT else cells[3], dtype=np.int64 if kind == INT else np.float64)
-    return pa.array(values, mask=~present), odd
-
-
-def _listed(
-    n: int, out: tuple[bytes, bytes, tuple[tuple[bytes, ...], ...]], mode: int, fields: tuple[bytes, ...]
-) -> pa.Array:
-    """list<string> (texts) or list<struct<fields: string>> (records); a null list where the value was null."""
-    lengths, valid, cells = out
-    offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.frombuffer(lengths, dtype=np.int32), out=offsets[1:])
-    if mode == TEXTS:
-        values: pa.Array = _texts(cells[0], np.ones(len(cells[0][0]), dtype=bool))  # type: ignore[arg-type]
-    else:
-        children = [_texts(c, np.frombuffer(c[0], dtype=np.uint8) == TEXT) for c in cells]  # type: ignore[arg-type]
-        values = pa.StructArray.from_arrays(children, names=[f.decode() for f in fields])
-    listed = np.frombuffer(valid, dtype=np.uint8).astype(bool)
-    mask = None if listed.all() else pa.array(~listed)
-    return pa.ListArray.from_arrays(pa.array(offsets), values, mask=mask)
+def _type_of(node: object) -> pa.DataType:
+    """A tree level as a type: a leaf's own type, a list (every index leads to its one element), or a struct."""
+    if isinstance(node, pa.DataType):
+        return node
+    assert isinstance(node, dict)
+    if _INDEX in node:  # `_expressible`: a level of indexes has no keys
+        return pa.list_(_type_of(node[_INDEX]))
+    return pa.struct([pa.field(key, _type_of(child)) for key, child in node.items()])

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from judgewatch.contract.items import Language
 from judgewatch.contract.raw_rows import NUL, loads_bounded, storable_excerpt, text_bytes
 from judgewatch.contract.verdicts import TokenUsage
+from judgewatch.hashing import interaction_id
 from judgewatch.settings import get_settings
 from judgewatch.traffic.config import FieldPath, SourceConfig
 from judgewatch.traffic.pii import Scrubber
@@ -25,7 +26,6 @@ from judgewatch.traffic.records import (
     QuarantineReason,
     RejectedTrafficRow,
     TrafficRow,
-    interaction_id,
     source_label,
 )
 

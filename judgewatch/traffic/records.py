@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 from enum import StrEnum
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.contract.verdicts import TokenUsage
+from judgewatch.hashing import quarantine_id
 
 EXCERPT_CHARS = 500
-
-
-def stable_id(*parts: str) -> str:
-    """32 hex digits of sha256 over the parts, each closed by a unit separator (as judgewatch.storage does)."""
-    digest = hashlib.sha256()
-    for part in parts:
-        digest.update(part.encode())
-        digest.update(b"\x1f")
-    return digest.hexdigest()[:32]
 
 
 def source_label(name: str) -> str:
     """The `source` of a traffic source's interactions: "traffic:<name>"."""
     return f"traffic:{name}"
-
-
-def interaction_id(source: str, source_id: str) -> str:
-    """Stable id of one call: the same (source, source id) always gives the same id, on any machine.
-
-    Same formula as `judgewatch.storage.interactions.interaction_id`, so stored rows and read rows agree.
-    """
-    return stable_id("interaction", source, source_id)
 
 
 class Message(BaseModel):
@@ -102,5 +85,5 @@ class RejectedTrafficRow(BaseModel):
 
     @property
     def quarantine_id(self) -> str:
-        """Key for an idempotent upsert (as `judgewatch.storage.quarantine.quarantine_id`)."""
-        return stable_id("quarantine", self.source, self.position)
+        """Key for an idempotent upsert: the stored quarantine row's id."""
+        return quarantine_id(self.source, self.position)

@@ -8,7 +8,6 @@ higher one (same salt). Every pick carries its inclusion probability, so estimat
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -16,6 +15,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.dedup import DedupWindow, content_key
 from judgewatch.traffic.pii import Scrubber
@@ -24,18 +24,10 @@ from judgewatch.traffic.sources import SourceRead
 
 logger = logging.getLogger(__name__)
 
-_TWO_64 = float(2**64)
-
-
-def hash_unit(interaction_id: str, salt: str = "") -> float:
-    """First 8 bytes of blake2b(salt + id) as a big-endian uint64, scaled to [0, 1)."""
-    digest = hashlib.blake2b((salt + interaction_id).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") / _TWO_64
-
 
 def decide(interaction_id: str, rate: float, salt: str = "") -> bool:
-    """Is this interaction in the sample at `rate`? Pure function of its arguments."""
-    return hash_unit(interaction_id, salt) < rate
+    """Is this interaction in the sample at `rate`? Pure function of its arguments (the stored picks' rule)."""
+    return hash_unit(interaction_id, salt, variant=UnitHash.SAMPLING) < rate
 
 
 class Pick(BaseModel):

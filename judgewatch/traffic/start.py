@@ -1,40 +1,30 @@
 """Where a sampling run starts reading a source: after its stored watermark, or where `--since` says.
 
-`--since` takes a watermark as JSON (resume exactly there), an ISO 8601 time or an age ("24h", "7d"); a time
-re-reads the source from its start, filtered to rows at or after that time, and never moves the stored
-watermark. Pure functions: the flow reads and saves the watermark.
+`--since` takes a watermark as JSON (resume exactly there), or what `judgewatch.since` reads (an ISO 8601 time or
+an age: "24h", "7d", "2w"); a time re-reads the source from its start, filtered to rows at or after that time,
+and never moves the stored watermark. Pure functions: the flow reads and saves the watermark.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
+from judgewatch.since import parse_since
 from judgewatch.traffic.config import SourceConfig
 from judgewatch.traffic.watermark import Watermark
 
 logger = logging.getLogger(__name__)
 
-_RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhd])$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-
-def parse_since(since: str, now: datetime | None = None) -> Watermark | datetime:
-    """`--since`: a watermark as JSON, an ISO 8601 time (UTC unless it has an offset) or an age ("24h", "7d")."""
-    value = since.strip()
-    if value.startswith("{"):
-        return Watermark.model_validate_json(value)
-    if match := _RELATIVE.match(value):
-        return (now or datetime.now(UTC)) - timedelta(seconds=float(match[1]) * _UNIT_SECONDS[match[2]])
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        raise ValueError(
-            f"--since: expected an ISO 8601 time (2024-06-03T12:00Z), an age (24h, 30m, 7d) or a watermark JSON, "
-            f"got {since!r}"
-        ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+def parse_start(since: str, now: datetime | None = None) -> Watermark | datetime:
+    """`judgewatch sample --since`: a watermark as JSON, else the shared `--since` grammar (`parse_since`)."""
+    if since.strip().startswith("{"):
+        return Watermark.model_validate_json(since)
+    moment = parse_since(since, now=now)
+    if moment is None:
+        raise ValueError("--since '': expected an age (30m, 24h, 7d, 2w), an ISO 8601 time or a watermark JSON")
+    return moment
 
 
 def starting_point(
@@ -45,7 +35,7 @@ def starting_point(
         if stored is None:
             return config, None, "the start"
         return config, Watermark.model_validate_json(stored), "the stored watermark"
-    parsed = parse_since(since)
+    parsed = parse_start(since)
     if isinstance(parsed, Watermark):
         return config, parsed, "--since <watermark>"
     floor = max(parsed, config.filters.since) if config.filters.since else parsed

@@ -1,4 +1,4 @@
-"""The sampling rule's hash for a column of source ids: `sampling.hash_unit(records.interaction_id(...))`.
+"""The sampling rule's hash for a column of source ids: `hash_unit(interaction_id(...), variant=SAMPLING)`.
 
 The two digests per row (sha256 for the interaction id, blake2b for the decision) are the rule itself. With
 the package's C extension (`_unit_hash`, built at install when a C compiler and OpenSSL's headers are there) a
@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from judgewatch.hashing import TWO_64
+
 try:  # CPython 3.11's own SHA-256: the same digest as OpenSSL's, with less overhead per (short) call
     from _sha256 import sha256
 except ImportError:  # pragma: no cover - other interpreters
@@ -27,12 +29,11 @@ try:
 except ImportError:  # built without a compiler or OpenSSL's headers: the same values, computed in Python
     _native_units = None
 
-_TWO_64 = float(2**64)
 NATIVE = _native_units is not None
 
 
 def id_inputs(source: str, source_ids: pa.Array) -> list[bytes | None]:
-    """Per row what `records.interaction_id(source, id)` hashes (None where the id is null)."""
+    """Per row what `hashing.interaction_id(source, id)` hashes (None where the id is null)."""
     prefix = pa.scalar(b"interaction\x1f" + source.encode() + b"\x1f", pa.binary())
     return pc.binary_join_element_wise(prefix, source_ids, pa.scalar(b"\x1f", pa.binary()), b"").to_pylist()
 
@@ -42,7 +43,7 @@ def id_input(source: str, source_id: str) -> bytes:
 
 
 def units_of_inputs(inputs: list[bytes], salt: str) -> np.ndarray:
-    """`hash_unit(interaction id, salt)` per row, from what each interaction id hashes (`id_inputs`)."""
+    """`hash_unit(interaction id, salt, variant=SAMPLING)` per row, from what each id hashes (`id_inputs`)."""
     if _native_units is not None:
         return np.frombuffer(_native_units(inputs, salt.encode()), dtype=np.float64).copy()  # writable
     return python_units_of_inputs(inputs, salt)
@@ -65,7 +66,7 @@ def units_of_ids(ids: np.ndarray, salt: str) -> np.ndarray:
     rows = messages.view(f"S{width}").ravel().tolist()
     digests = np.frombuffer(b"".join([blake2b(m).digest() for m in rows]), dtype=np.uint8).reshape(-1, 64)
     first8 = np.ascontiguousarray(digests[:, :8]).view(">u8").ravel()
-    return first8.astype(np.float64) / _TWO_64
+    return first8.astype(np.float64) / TWO_64
 
 
 def id_matrix(interaction_ids: Sequence[str]) -> np.ndarray:

@@ -249,15 +249,6 @@ async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_wat
     assert again["read"] == 0  # the saved watermark covers every partition
 
 
-async def test_partitions_read_on_a_process_pool_store_what_threads_store(split_source: Path, tmp_path: Path) -> None:
-    runs = {}
-    for processes in (False, True):
-        db = f"sqlite:///{tmp_path / f'proc-{processes}.db'}"
-        report = await sample(split_source, db, partitions=4, partition_processes=processes)
-        runs[processes] = (stored_sample(db), {k: report[k] for k in ("read", "picked", "duplicate")})
-    assert runs[True] == runs[False] and len(runs[True][0]["interactions"]) > 200
-
-
 async def test_a_dry_run_over_partitions_reports_what_one_pass_reports(split_source: Path, db: str) -> None:
     one = await sample(split_source, db, dry_run=True, partitions=1)
     two = await sample(split_source, db, dry_run=True, partitions=2)

@@ -110,24 +110,3 @@ async def test_a_failed_range_leaves_the_watermark_after_the_ranges_before_it_an
     one_pass = f"sqlite:///{tmp_path / 'one.db'}"
     await sample(source, one_pass)
     assert stored(db) == stored(one_pass)  # no retry straddles id 200: the two runs store what one pass does
-
-
-@pytest.mark.parametrize("source", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
-async def test_key_ranges_read_on_a_process_pool_store_what_threads_store(source: Path, tmp_path: Path) -> None:
-    runs = {}
-    for processes in (False, True):
-        db = f"sqlite:///{tmp_path / f'proc-{processes}.db'}"
-        report = await sample(source, db, partitions=4, partition_processes=processes)
-        runs[processes] = (stored(db), {k: report[k] for k in KEYS})
-    assert runs[True] == runs[False] and len(runs[True][0]["interactions"]) > 40
-
-
-async def test_key_ranges_as_partition_flow_runs_store_what_one_pass_stores(source: Path, tmp_path: Path) -> None:
-    # The children as subflows of this process (no worker here); tests/integration runs them on real workers.
-    one_db = f"sqlite:///{tmp_path / 'one.db'}"
-    one = await sample(source, one_db)
-    for parts in (2, 4):
-        db = f"sqlite:///{tmp_path / f'runs-{parts}.db'}"
-        report = await sample(source, db, partitions=parts, partition_runs=True, partition_deployment=None)
-        assert {k: report[k] for k in KEYS} == {k: one[k] for k in KEYS}, parts
-        assert stored(db) == stored(one_db) and stored(db)["watermark"]["last_id"] == N, parts

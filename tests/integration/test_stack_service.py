@@ -128,7 +128,7 @@ def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
     # Prefect's own database is PostgreSQL: its tables are in the stack's judgewatch_prefect database.
     engine = create_engine(PG.rsplit("/", 1)[0] + "/" + stack["env"]["JUDGEWATCH_PREFECT_DB"])
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 4  # + sample-partition
+        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 3
     engine.dispose()
     again = subprocess.run(
         ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=stack["env"], capture_output=True, text=True, timeout=900

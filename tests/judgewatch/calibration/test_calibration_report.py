@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from judges.reference import ReferenceJudge
 from judgewatch.calibration.anchors import ensure_anchor_verdicts, freeze_anchor_set
 from judgewatch.calibration.report import SECTIONS, write_report
-from judgewatch.calibration.summary import parse_since, summarize
+from judgewatch.calibration.summary import summarize
 from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
@@ -128,16 +128,6 @@ def test_report_command_refuses_a_bad_since_or_an_unknown_judge(db_url: str, tmp
         app, ["tiers", "--database-url", db_url, "--judge-config", "nope", "--output", str(out)]
     )
     assert result.exit_code == 2 and "nope" in result.output and not out.exists()
-
-
-def test_since_accepts_durations_and_dates() -> None:
-    now = datetime(2026, 3, 10, 12, tzinfo=UTC)
-    assert parse_since("7d", now=now) == datetime(2026, 3, 3, 12, tzinfo=UTC)
-    assert parse_since("12h", now=now) == datetime(2026, 3, 10, 0, tzinfo=UTC)
-    assert parse_since("2026-03-01") == datetime(2026, 3, 1, tzinfo=UTC)
-    assert parse_since(None) is None and parse_since(" ") is None
-    with pytest.raises(ValueError, match="duration"):
-        parse_since("soon")
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

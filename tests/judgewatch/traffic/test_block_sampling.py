@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import judgewatch.traffic.block_sampling as block_sampling
-import judgewatch.traffic.blocks as blocks_module
+import judgewatch.traffic.line_scan as line_scan
 from judgewatch.testing.gateway_log import write_gateway_logs
 from judgewatch.traffic import Sampler, SourceConfig, load_source_config, parse_source_config, read_source
-from judgewatch.traffic.line_scan import NATIVE
+from judgewatch.traffic.blocks import ROW_PATH_LINES
 from judgewatch.traffic.watermark import FileMark, Watermark
 
 REPO = Path(__file__).resolve().parents[3]
@@ -24,13 +24,12 @@ STORED = json.loads((Path(__file__).parent / "data" / "picks_before_columnar.jso
 COUNTS = ("read", "quarantined", "filtered", "duplicate", "eligible", "picked")
 
 
-@pytest.fixture(autouse=True, params=["line scanner", "pyarrow"])
+@pytest.fixture(autouse=True, params=["mapped schema", "inferred"])
 def jsonl_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test runs with both JSONL block readers: the C line scanner, and pyarrow's reader without it."""
-    if request.param == "line scanner":
-        assert NATIVE, "judgewatch.traffic._line_scan is not built: `make setup` needs gcc"
-    else:
-        monkeypatch.setattr(blocks_module, "scan_plan", lambda _mapper: None)
+    """Every test runs with both ways pyarrow reads a JSONL block: an explicit schema of only the mapped paths,
+    and every field with inferred types (what a mapping no one schema expresses gets)."""
+    if request.param == "inferred":
+        monkeypatch.setattr(line_scan.MappedReader, "learn", lambda _self, _inferred: None)
     return str(request.param)
 
 
@@ -171,6 +170,26 @@ def test_lines_the_block_reader_cannot_vouch_for_are_read_by_the_row_paths_own_c
     got = _same(make_config(paths=[str(path)], sampling={"default_rate": 1.0}))
     assert [q[1] for q in got["quarantined"]] == [2, 3, 4, 6]
     assert got["counts"]["picked"] == 3
+
+
+def test_a_line_pyarrow_refuses_costs_the_row_paths_speed_to_a_few_lines_around_it_not_to_its_block(
+    write_jsonl: Any, make_config: Any, gateway_row: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines: list[Any] = [gateway_row(i) for i in range(2000)]
+    lines[1234] = '{"id": "cut", "timestamp": "2024-06-03T08:00'
+    path = write_jsonl("one-bad.jsonl", lines)
+    on_columns: list[int] = []
+    original = block_sampling.decision_columns
+
+    def spy(table: Any, *args: Any, **kwargs: Any) -> Any:
+        on_columns.append(table.num_rows)
+        return original(table, *args, **kwargs)
+
+    monkeypatch.setattr(block_sampling, "decision_columns", spy)
+    got = _same(make_config(paths=[str(path)], sampling={"default_rate": 1.0}))
+    assert [(q[1], q[2]) for q in got["quarantined"]] == [(1235, "invalid_json")]
+    assert got["counts"]["picked"] == 1999
+    assert 2000 - ROW_PATH_LINES <= sum(on_columns) < 2000  # the halves pyarrow reads, on columns
 
 
 def test_parquet_with_columns_the_rules_do_not_cover_is_mapped_row_by_row(tmp_path: Path, make_config: Any) -> None:

@@ -11,13 +11,13 @@ from math import sqrt
 
 import pytest
 
+from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.traffic import (
     QuarantineReason,
     RejectedTrafficRow,
     Sampler,
     TrafficRow,
     decide,
-    hash_unit,
     interaction_id,
 )
 from judgewatch.traffic.dedup import DedupWindow
@@ -36,7 +36,7 @@ def _rows(config, raws) -> list[TrafficRow]:
 def test_decide_is_the_documented_blake2b_rule():
     iid, salt = IDS[7], "s1"
     expected = int.from_bytes(hashlib.blake2b((salt + iid).encode()).digest()[:8], "big") / 2**64
-    assert hash_unit(iid, salt) == expected
+    assert hash_unit(iid, salt, variant=UnitHash.SAMPLING) == expected
     assert decide(iid, expected + 1e-12, salt) is True
     assert decide(iid, expected, salt) is False
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from judgewatch.traffic import Watermark, parse_source_config
-from judgewatch.traffic.start import parse_since, starting_point
+from judgewatch.traffic.start import parse_start, starting_point
 
 CONFIG = parse_source_config({"name": "x", "kind": "sql", "url_env": "JW_TEST_LOG_DB", "table": "t"})
 MARK = Watermark(last_order="2026-03-01T00:00:00+00:00", last_id="42")
@@ -15,13 +15,15 @@ MARK = Watermark(last_order="2026-03-01T00:00:00+00:00", last_id="42")
 
 def test_since_accepts_a_watermark_an_iso_time_or_an_age() -> None:
     now = datetime(2026, 3, 10, 12, tzinfo=UTC)
-    assert parse_since(MARK.model_dump_json()) == MARK
-    assert parse_since("2026-03-01T08:00") == datetime(2026, 3, 1, 8, tzinfo=UTC)  # no offset: UTC
-    assert parse_since("2026-03-01T08:00+08:00") == datetime(2026, 3, 1, 8, tzinfo=timezone(timedelta(hours=8)))
-    assert parse_since(" 24h ", now=now) == now - timedelta(hours=24)
-    assert parse_since("1.5d", now=now) == now - timedelta(hours=36)
-    with pytest.raises(ValueError, match=r"--since: expected an ISO 8601 time .* got 'soon'"):
-        parse_since("soon")
+    assert parse_start(MARK.model_dump_json()) == MARK
+    assert parse_start("2026-03-01T08:00") == datetime(2026, 3, 1, 8, tzinfo=UTC)  # no offset: UTC
+    assert parse_start("2026-03-01T08:00+08:00") == datetime(2026, 3, 1, 8, tzinfo=timezone(timedelta(hours=8)))
+    assert parse_start(" 24h ", now=now) == now - timedelta(hours=24)
+    assert parse_start("2w", now=now) == now - timedelta(weeks=2)  # the grammar `report tiers --since` reads
+    with pytest.raises(ValueError, match=r"--since 'soon': expected an age .* or an ISO 8601 date or time"):
+        parse_start("soon")
+    with pytest.raises(ValueError, match="--since ''"):
+        parse_start(" ")
 
 
 def test_without_since_a_run_starts_after_the_stored_watermark_or_at_the_start() -> None:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from judgewatch.traffic import hash_unit, interaction_id
+from judgewatch.hashing import UnitHash, hash_unit, interaction_id
 from judgewatch.traffic.unit_hashes import id_input, id_inputs, id_matrix, units_of_ids, units_of_inputs
 
 
 def test_units_of_a_column_of_ids_are_hash_unit_of_each_interaction_id() -> None:
     ids = [f"chatcmpl-{i:012d}" for i in range(500)] + ["x", "长江-1", "a\x1fb"]
     for salt in ("", "judgewatch", "盐"):
-        expected = [hash_unit(interaction_id("traffic:s", i), salt) for i in ids]
+        expected = [hash_unit(interaction_id("traffic:s", i), salt, variant=UnitHash.SAMPLING) for i in ids]
         inputs = id_inputs("traffic:s", pa.array([i.encode() for i in ids], pa.binary()))
         assert inputs == [id_input("traffic:s", i) for i in ids]
         assert units_of_inputs(inputs, salt).tolist() == expected  # type: ignore[arg-type]
@@ -34,4 +34,5 @@ def test_the_c_extension_is_built_and_gives_the_python_rules_floats_bit_for_bit(
     for salt in ("", "judgewatch", "盐" * 40, "s" * 95, "s" * 96, "s" * 97, "t" * 300):
         native = unit_hashes.units_of_inputs(inputs, salt)
         assert native.tolist() == unit_hashes.python_units_of_inputs(inputs, salt).tolist(), len(salt)
-        assert native[0] == hash_unit(interaction_id("traffic:s", "chatcmpl-000000000000"), salt)
+        first = interaction_id("traffic:s", "chatcmpl-000000000000")
+        assert native[0] == hash_unit(first, salt, variant=UnitHash.SAMPLING)

@@ -1,0 +1,54 @@
+"""Deterministic ids and draws: the same inputs give the same value on any machine, in any release.
+
+`stable_id` names every stored row; `interaction_id` and `quarantine_id` are the one formula for those ids, which
+the traffic readers compute before anything is stored. `hash_unit`
+is the one "number in [0, 1) from a key": the first 8 bytes of a digest, big-endian, over 2**64. Two message
+formats survive because stored data depends on each; a new use takes `UnitHash.LABELED`.
+Pure standard library, so the traffic readers and the CLI import it without SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import StrEnum
+
+TWO_64 = float(2**64)
+
+
+class UnitHash(StrEnum):
+    """Which bytes `hash_unit` digests. Changing either would re-draw decisions already stored."""
+
+    SAMPLING = "sampling"
+    """blake2b(salt + key): the traffic sampler's rule; stored picks and watermarks were decided with it, and
+    `traffic/unit_hashes` (with the C extension `_unit_hash`) computes the same floats on whole columns."""
+    LABELED = "labeled"
+    """sha256("judgewatch:{salt}:{key}"): review routing (which verdicts go to review, which are labelled twice),
+    whose stored review items were routed with it; the demo's picks use it too."""
+
+
+def hash_unit(key: str, salt: str = "", *, variant: UnitHash) -> float:
+    """A number in [0, 1) fixed by (key, salt, variant): the same key gets the same draw everywhere, forever."""
+    if variant is UnitHash.SAMPLING:
+        digest = hashlib.blake2b((salt + key).encode("utf-8")).digest()
+    else:
+        digest = hashlib.sha256(f"judgewatch:{salt}:{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / TWO_64
+
+
+def stable_id(*parts: object) -> str:
+    """32 hex digits of sha256 over the parts: the same parts give the same id on any machine."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(str(part).encode())
+        digest.update(b"\x1f")  # unit separator: ("ab", "c") and ("a", "bc") must differ
+    return digest.hexdigest()[:32]
+
+
+def interaction_id(source: str, source_id: str) -> str:
+    """Stable id of one call: the same (source, source id) always gives the same id, on any machine."""
+    return stable_id("interaction", source, source_id)
+
+
+def quarantine_id(source: str, position: str) -> str:
+    """Key of a quarantined row, for an idempotent upsert: its source and position ("path:line", "table#id=N")."""
+    return stable_id("quarantine", source, position)
