@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     login_address_failures: int = Field(default=20, ge=1)
     login_window_s: float = Field(default=900.0, gt=0)
     login_lockout_s: float = Field(default=900.0, gt=0)
+    # Web origins (scheme://host[:port]) allowed to call the review app besides its own (the host it is served
+    # under); requests from any other site are refused and its session cookies are SameSite=Lax.
+    review_allowed_origins: list[str] = Field(default_factory=list)
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 
