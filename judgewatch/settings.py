@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     )
     run_expiry_s: float = Field(default=300.0, gt=0, description="A running run silent this long is abandoned")
 
+    # PII: question, answer and references are scrubbed (judgewatch.contract.pii, every kind) before a judge or
+    # a reviewer sees them, on every path. Turn off only for inputs known to hold none (curated golden sets).
+    pii_scrub: bool = Field(default=True, description="Scrub PII from content sent to judges and reviewers")
+
     review_share: float = 0.10
     double_label_share: float = 0.10
     lease_seconds: int = 600

@@ -103,7 +103,9 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
 
     Each tab is shown only to the roles that may use it (set when the page loads); the handlers check anyway.
     """
-    queue = ReviewQueue(engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir)
+    queue = ReviewQueue(
+        engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir, scrub_pii=settings.pii_scrub
+    )
     gated: list[tuple[Any, frozenset[Role]]] = []
     with gr.Blocks(title="judgewatch review", analytics_enabled=False) as app:
         gr.Markdown("## judgewatch · human review")

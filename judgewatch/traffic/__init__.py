@@ -9,6 +9,7 @@ Storage-free on purpose: the caller persists interactions, quarantined rows and 
     save(read.watermark); log(sampler.stats)
 """
 
+from judgewatch.contract.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.traffic.config import (
     FieldMapping,
     FilterConfig,
@@ -19,7 +20,6 @@ from judgewatch.traffic.config import (
     load_source_config,
     parse_source_config,
 )
-from judgewatch.traffic.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.traffic.records import (
     Message,
     QuarantineReason,
