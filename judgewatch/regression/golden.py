@@ -125,6 +125,12 @@ class GoldenSet:
     def __len__(self) -> int:
         return len(self.items)
 
+    @property
+    def scrub_pii(self) -> bool | None:
+        """False when the card declares the set free of personal data (`pii: none`): judging runs over it skip
+        the PII scrubber. None otherwise: the `pii_scrub` setting decides."""
+        return False if str(self.card.get("pii", "")).strip().lower() == "none" else None
+
     def to_judge_items(
         self, answer_by_id: Mapping[str, str] | None = None, which: Which = "reference"
     ) -> list[JudgeItem]:

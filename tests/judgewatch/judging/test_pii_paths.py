@@ -3,6 +3,7 @@ the review screen scrubbed; the `pii_scrub` switch turns it off for inputs known
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +13,20 @@ import pytest
 from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
+from judges.base import config_hash, plan, scored_verdict
 from judgewatch.cli import get_app
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric, load_rubric
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
+from judgewatch.judging.run import JudgingRun
+from judgewatch.regression.golden import load_golden_set
 from judgewatch.review.accounts import add_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.runs import RunKind
 from judgewatch.testing.simulator import run_simulator_in_thread
 
 PLANTED = {
@@ -110,8 +118,7 @@ def test_the_switch_off_sends_content_as_it_is(
 
 
 def test_content_stored_unscrubbed_is_scrubbed_on_the_review_screen(engine: Engine) -> None:
-    from judgewatch.contract.items import JudgeItem
-    from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, Verdict, VerdictStatus
+    from judgewatch.contract.verdicts import RubricIdentity, VerdictStatus
     from judgewatch.storage.interactions import upsert_interactions
     from judgewatch.storage.verdicts import upsert_verdicts
 
@@ -136,3 +143,45 @@ def test_content_stored_unscrubbed_is_scrubbed_on_the_review_screen(engine: Engi
     assert shown.question == "My SSN is [SSN]" and shown.answer == "Mail [EMAIL]"
     raw = ReviewQueue(engine, scrub_pii=False).lease_next("rita")
     assert raw is not None and PLANTED["ssn"] in raw.question
+
+
+class _Recorder:
+    """A judge that records what it was sent and scores every criterion 3."""
+
+    kind = "fake"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind="fake", name="recorder", config_hash=config_hash(rubric, recorder=1))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        self.seen.append(item.model_dump_json())
+        to_score, not_applicable = plan(rubric, item)
+        return scored_verdict(item, rubric, self.identity(rubric), dict.fromkeys(to_score, 3), not_applicable, "ok")
+
+    async def aclose(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("front_matter", "scrubbed"), [("pii: none\n", False), ("", True)])
+def test_a_golden_set_whose_card_declares_no_pii_is_judged_unscrubbed(
+    tmp_path: Path, front_matter: str, scrubbed: bool
+) -> None:
+    folder = tmp_path / "curated"
+    folder.mkdir()
+    row = {"id": "a", "question": "Who is Mr. Charles Darwin?", "language": "en", "good_answers": ["A naturalist."]}
+    (folder / "data.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (folder / "README.md").write_text(f"---\nname: curated\n{front_matter}---\n", encoding="utf-8")
+    golden = load_golden_set(folder)
+    judge = _Recorder()
+    run = JudgingRun(
+        None, kind=RunKind.validation, name="v", identity="v", rubric=load_rubric("answer_quality"), judge=judge,
+        scrub_pii=golden.scrub_pii,
+    )  # fmt: skip
+    with run:
+        asyncio.run(run.judge_new(golden.to_judge_items(which="good"), source="golden:curated"))
+    assert len(judge.seen) == 1
+    assert ("Charles Darwin" not in judge.seen[0]) is scrubbed
+    assert ("[NAME]" in judge.seen[0]) is scrubbed
