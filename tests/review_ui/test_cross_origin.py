@@ -97,3 +97,26 @@ def test_a_cross_site_state_change_without_an_origin_is_refused(client: httpx.Cl
         "/login", data={"username": "alice", "password": PASSWORD}, headers={"Sec-Fetch-Site": "cross-site"}
     )
     assert answer.status_code == 403
+
+
+def _scope(host: str, origin: str | None = None, method: str = "POST", **extra: str) -> dict:
+    headers = [(b"host", host.encode())] + ([(b"origin", origin.encode())] if origin else [])
+    headers += [(k.replace("_", "-").encode(), v.encode()) for k, v in extra.items()]
+    return {"type": "http", "method": method, "headers": headers}
+
+
+def test_the_policy_compares_origins_by_host_and_port_and_refuses_null() -> None:
+    from review_ui.origins import OriginPolicy, normalize_origin
+
+    policy = OriginPolicy.of(["HTTPS://Tools.Example.org:443/"])
+    assert normalize_origin("https://tools.example.org:443") == "https://tools.example.org"
+    assert policy.refusal(_scope("review.example.com", "https://review.example.com")) is None  # behind TLS proxy
+    assert policy.refusal(_scope("review.example.com:8443", "https://review.example.com:8443")) is None
+    assert policy.refusal(_scope("[::1]:7860", "http://[::1]:7860")) is None
+    assert policy.refusal(_scope("x.example", "https://tools.example.org")) is None
+    assert policy.refusal(_scope("review.example.com", "https://review.example.com.evil.example")) is not None
+    assert policy.refusal(_scope("review.example.com", "null")) is not None
+    assert policy.refusal(_scope("review.example.com", None, "GET", sec_fetch_site="cross-site")) is None
+    assert policy.refusal(_scope("review.example.com", None, "POST", sec_fetch_site="cross-site")) is not None
+    with pytest.raises(ValueError, match="not an origin"):
+        OriginPolicy.of(["review.example.com"])
