@@ -233,6 +233,7 @@ def regression_run(
         rubric=rubric,
         judge=judge,
         params=params,
+        scrub_pii=golden.scrub_pii,
     )
 
 

@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     )
     run_expiry_s: float = Field(default=300.0, gt=0, description="A running run silent this long is abandoned")
 
+    # PII: question, answer and references are scrubbed (judgewatch.contract.pii, every kind) before a judge or
+    # a reviewer sees them, on every path. Turn off only for inputs known to hold none (curated golden sets).
+    pii_scrub: bool = Field(default=True, description="Scrub PII from content sent to judges and reviewers")
+
     review_share: float = 0.10
     double_label_share: float = 0.10
     lease_seconds: int = 600
@@ -79,6 +83,9 @@ class Settings(BaseSettings):
     login_address_failures: int = Field(default=20, ge=1)
     login_window_s: float = Field(default=900.0, gt=0)
     login_lockout_s: float = Field(default=900.0, gt=0)
+    # Web origins (scheme://host[:port]) allowed to call the review app besides its own (the host it is served
+    # under); requests from any other site are refused and its session cookies are SameSite=Lax.
+    review_allowed_origins: list[str] = Field(default_factory=list)
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 

@@ -14,7 +14,7 @@ import gradio as gr
 from judgewatch.review.adjudication import Adjudication, AdjudicationCase
 from judgewatch.review.views import ReviewError
 from review_ui.common import username
-from review_ui.queue_page import MAX_CRITERIA, literal, radio_updates, references_md
+from review_ui.queue_page import MAX_CRITERIA, literal, radio_updates, references_md, untrusted_md
 
 logger = logging.getLogger(__name__)
 
@@ -58,9 +58,9 @@ def add_adjudication_tab(adjudication: Adjudication) -> gr.Tab:
         return [
             item.item_id if item else None,
             [c.name for c in item.scored_criteria] if item else [],
-            f"### Question\n\n{item.question}" if item else "",
+            f"### Question\n\n{untrusted_md(item.question)}" if item else "",
             references_md(item) if item else "",
-            item.answer if item else "",
+            untrusted_md(item.answer) if item else "",
             labels_md(case) if case else "",
             *radio_updates(item),
             gr.update(value=""),

@@ -30,6 +30,7 @@ from review_ui.calibration_page import add_calibration_tab
 from review_ui.compare_page import add_compare_tab
 from review_ui.items_page import add_items_tab
 from review_ui.judges_page import add_judges_tab
+from review_ui.origins import OriginPolicy, install_in_front
 from review_ui.queue_page import add_queue_tab
 from review_ui.session_guard import SessionGuard, client_address
 from review_ui.tiers_page import add_tiers_tab
@@ -110,7 +111,9 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
 
     Each tab is shown only to the roles that may use it (set when the page loads); the handlers check anyway.
     """
-    queue = ReviewQueue(engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir)
+    queue = ReviewQueue(
+        engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir, scrub_pii=settings.pii_scrub
+    )
     gated: list[tuple[Any, frozenset[Role]]] = []
     with gr.Blocks(title="judgewatch review", analytics_enabled=False) as app:
         gr.Markdown("## judgewatch · human review")
@@ -154,9 +157,11 @@ def login_throttle(settings: Settings) -> LoginThrottle:
     )
 
 
-def launch_options(engine: Engine, throttle: LoginThrottle | None = None) -> dict[str, Any]:
-    """`launch()` keywords: throttled database login, session guard, keyboard shortcuts, no MCP server, no API
-    page, no SSR, no uploads, /metrics."""
+def launch_options(
+    engine: Engine, throttle: LoginThrottle | None = None, origins: OriginPolicy | None = None
+) -> dict[str, Any]:
+    """`launch()` keywords: throttled database login, session guard (other sites' requests refused), keyboard
+    shortcuts, no MCP server, no API page, no SSR, no uploads, /metrics."""
     throttle = throttle or LoginThrottle()
 
     def check(name: str, password: str) -> bool:
@@ -166,7 +171,7 @@ def launch_options(engine: Engine, throttle: LoginThrottle | None = None) -> dic
         "auth": check,
         # Prometheus scrapes /metrics without a login: aggregate counts only, no item text and no reviewer names.
         "app_kwargs": {
-            "middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle)],
+            "middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle, origins=origins)],
             "routes": [store_metrics_route(engine)],
         },
         "max_file_size": MAX_UPLOAD_BYTES,
@@ -193,7 +198,11 @@ def serve(
     """Build and launch the app; with `block=False` it serves from a thread and returns (call `app.close()`)."""
     app = build_app(engine, settings, extra_tabs)
     app.queue(default_concurrency_limit=8)
-    options = launch_options(engine, throttle or login_throttle(settings))
+    origins = OriginPolicy.of(settings.review_allowed_origins)
+    options = launch_options(engine, throttle or login_throttle(settings), origins)
     logger.info("review app on http://%s:%d", host, port)
-    app.launch(server_name=host, server_port=port, prevent_thread_lock=not block, quiet=True, **options)
+    app.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, **options)
+    install_in_front(app.server_app, origins)
+    if block:
+        app.block_thread()
     return app

@@ -1,14 +1,16 @@
 """The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed.
 
 Handlers hold no authority of their own: each passes `request.username` to the review service, which checks
-the account and the lease. Untrusted text (question, references, answer, judge reason) is rendered only with
-`gr.Markdown`'s default HTML sanitizing; free text that should read literally is escaped first.
+the account and the lease. Judged content (question, references, answer) is shown as Markdown with its HTML
+escaped and its images turned to text (`untrusted_md`), inside `gr.Markdown`'s default sanitizing; free text that
+should read literally (judge reason, names, messages) is escaped completely (`literal`).
 """
 
 from __future__ import annotations
 
 import html
 import logging
+import re
 from typing import Any
 
 import gradio as gr
@@ -22,19 +24,31 @@ logger = logging.getLogger(__name__)
 MAX_CRITERIA = 8  # criterion slots on the screen; rubrics have 1-5
 
 
+# Markdown's punctuation (CommonMark lets a backslash escape any of it).
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~])")
+
+
 def literal(text: str) -> str:
-    """Text shown as typed (no markdown, no HTML)."""
-    return html.escape(text).replace("\n", "<br>")
+    """Text shown as typed: no Markdown, no HTML (punctuation backslash-escaped, then <, >, & escaped)."""
+    return html.escape(_MARKDOWN_PUNCTUATION.sub(r"\\\1", text), quote=False).replace("\n", "<br>")
+
+
+def untrusted_md(text: str) -> str:
+    """Judged content as safe Markdown: any HTML in it shows as text (escaped), and images become text too, so
+    nothing in an answer makes the reviewer's browser fetch from elsewhere. Emphasis, lists, code and links
+    still render (a link is fetched only if the reviewer clicks it)."""
+    return html.escape(text, quote=False).replace("![", "!\\[")
 
 
 def references_md(item: LeasedItem) -> str:
     parts = []
     if item.reference_answer:
-        parts.append(f"**Reference answer**\n\n{item.reference_answer}")
+        parts.append(f"**Reference answer**\n\n{untrusted_md(item.reference_answer)}")
     if item.reference_facts:
-        parts.append("**Reference facts**\n\n" + "\n".join(f"- {fact}" for fact in item.reference_facts))
+        facts = "\n".join(f"- {untrusted_md(fact)}" for fact in item.reference_facts)
+        parts.append(f"**Reference facts**\n\n{facts}")
     if item.context:
-        parts.append("**Context**\n\n" + "\n\n".join(f"> {c}" for c in item.context))
+        parts.append("**Context**\n\n" + "\n\n".join(f"> {untrusted_md(c)}" for c in item.context))
     return "\n\n".join(parts) or "_No reference material came with this item._"
 
 
@@ -66,7 +80,7 @@ def reveal_md(shown: Revealed) -> str:
     for name, mine in shown.your_scores.items():
         judge = shown.judge_scores.get(name)
         rows.append(f"| {name} | {mine} | {'–' if judge is None else judge} |")
-    status = "scored" if shown.judge_status == "scored" else f"unscored ({shown.judge_unscored_reason})"
+    status = "scored" if shown.judge_status == "scored" else f"unscored ({literal(shown.judge_unscored_reason or '')})"
     overall = "–" if shown.judge_overall is None else f"{shown.judge_overall:g}"
     return (
         f"### Judge's verdict\n\n{chr(10).join(rows)}\n\n"
@@ -134,9 +148,9 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
             item.item_id if item else None,
             item.rubric_version if item else "",
             [c.name for c in item.scored_criteria] if item else [],
-            f"### Question\n\n{item.question}" if item else "",
+            f"### Question\n\n{untrusted_md(item.question)}" if item else "",
             references_md(item) if item else "",
-            item.answer if item else "",
+            untrusted_md(item.answer) if item else "",
             *radio_updates(item),
             gr.update(value="", interactive=shown),
             gr.update(visible=shown),

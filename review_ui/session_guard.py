@@ -6,7 +6,9 @@ An ASGI middleware (passed to Gradio's FastAPI app through `launch(app_kwargs=..
   calls the `auth` function with name and password only);
 - answers 429 to a login from an address that is locked out, before Gradio reads the form;
 - ends the sessions of an account that was disabled: a request carrying its session cookie finds the session
-  gone (Gradio then asks for a login), checked at most every `recheck_s` seconds per account.
+  gone (Gradio then asks for a login), checked at most every `recheck_s` seconds per account;
+- refuses (403) a request from another web origin, login included, and makes the session cookies
+  `SameSite=Lax` (`review_ui.origins`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from sqlalchemy import Engine
 from judgewatch.review.accounts import is_active
 from judgewatch.review.login_throttle import LoginThrottle
 from judgewatch.storage.db import session_scope
+from review_ui.origins import OriginPolicy, same_site_lax
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +59,19 @@ def _drop_tokens(app: object, name: str) -> int:
 class SessionGuard:
     """The ASGI middleware; `engine` answers "is this account active", `throttle` "is this address locked"."""
 
-    def __init__(self, app: ASGIApp, *, engine: Engine, throttle: LoginThrottle, recheck_s: float = 2.0) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        engine: Engine,
+        throttle: LoginThrottle,
+        origins: OriginPolicy | None = None,
+        recheck_s: float = 2.0,
+    ) -> None:
         self.app = app
         self.engine = engine
         self.throttle = throttle
+        self.origins = origins or OriginPolicy()
         self.recheck_s = recheck_s
         self._checked: dict[str, tuple[float, bool]] = {}  # name -> (when, active)
 
@@ -71,6 +83,11 @@ class SessionGuard:
         address = str(client[0]) if client else None
         token = client_address.set(address)
         try:
+            refusal = self.origins.refusal(scope)
+            if refusal is not None:
+                logger.warning("%s (%s %s from %s)", refusal, scope.get("method"), scope.get("path"), address)
+                await _refuse(send, 403, refusal)
+                return
             path = str(scope.get("path", ""))
             if scope.get("method") == "POST" and path.rstrip("/").endswith("/login") and address:
                 wait = self.throttle.locked_for("", address)
@@ -78,7 +95,13 @@ class SessionGuard:
                     await _too_many(send, wait)
                     return
             self._end_disabled_session(scope)
-            await self.app(scope, receive, send)
+
+            async def lax_cookies(message: MutableMapping[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    same_site_lax(message)
+                await send(message)
+
+            await self.app(scope, receive, lax_cookies)
         finally:
             client_address.reset(token)
 
@@ -120,7 +143,12 @@ def _cookie_values(scope: Scope) -> list[str]:
 
 
 async def _too_many(send: Send, wait: float) -> None:
-    body = json.dumps({"detail": f"Too many failed logins from this address; try again in {wait:.0f} s."}).encode()
-    headers = [(b"content-type", b"application/json"), (b"retry-after", str(int(wait) + 1).encode())]
-    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    detail = f"Too many failed logins from this address; try again in {wait:.0f} s."
+    await _refuse(send, 429, detail, [(b"retry-after", str(int(wait) + 1).encode())])
+
+
+async def _refuse(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    headers = [(b"content-type", b"application/json"), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -232,8 +232,14 @@ def review_ui(
 ) -> None:
     """Serve the review app (login with `judgewatch reviewer add` accounts)."""
     from review_ui.app import serve
+    from review_ui.origins import OriginPolicy
 
     settings = get_settings()
+    try:
+        OriginPolicy.of(settings.review_allowed_origins)
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     app = serve(open_store_or_exit(database_url), settings, host=host, port=port, block=False)
     typer.echo(f"review app ready: http://{host}:{port} (Ctrl+C stops it)")
     app.block_thread()

@@ -1,7 +1,9 @@
 """Rubric + item -> chat messages, through one sandboxed Jinja2 environment with StrictUndefined.
 
-Templates are data, not code: they render in Jinja's `ImmutableSandboxedEnvironment` with no globals but the
-variables judgewatch passes, so a template cannot reach `__globals__`, `os` or mutate what it is given.
+Templates are data, not code: they render in Jinja's immutable sandbox with no globals but the variables
+judgewatch passes, so a template cannot reach `__globals__`, `os` or mutate what it is given, and with resource
+limits (`contract.sandbox`): no operation builds a value over MAX_VALUE_CHARS and no prompt is longer than
+MAX_PROMPT_CHARS. Any failure while rendering is a RubricError naming the file and field.
 
 The rubric's instructions form the system message (identical for every item of a language, so vLLM's
 prefix cache reuses it); the judged content comes last, in the user message, delimited and neutralized.
@@ -14,10 +16,15 @@ import unicodedata
 from functools import lru_cache
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+from jinja2.sandbox import SecurityError
 
 from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError
+from judgewatch.contract.sandbox import BoundedSandbox
+
+# A rendered prompt (system and user message together) longer than this is refused: judged fields are at most
+# 256 KiB each by default, and no judge's context window comes near a few million characters.
+MAX_PROMPT_CHARS = 4_000_000
 
 SYSTEM_BLOCK = "system"
 USER_BLOCK = "user"
@@ -52,7 +59,7 @@ def environment() -> jinja2.Environment:
     Jinja's default globals (`lipsum`, `cycler`, `joiner`, `namespace`, `range`, `dict`) are removed: a
     template sees only the variables judgewatch renders it with.
     """
-    env = ImmutableSandboxedEnvironment(
+    env = BoundedSandbox(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         trim_blocks=True,
@@ -140,16 +147,33 @@ def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[st
     missing = [b for b in (SYSTEM_BLOCK, USER_BLOCK) if b not in template.blocks]
     if missing:
         raise RubricError(f"{rubric.path}: field 'templates.{lang}': template lacks block(s) {missing}")
+    where = f"{rubric.path}: field 'templates.{lang}'"
     try:
-        parts = {
-            block: "".join(template.blocks[block](template.new_context(context))).strip()
-            for block in (SYSTEM_BLOCK, USER_BLOCK)
-        }
+        parts = _render_blocks(template, context)
     except jinja2.UndefinedError as exc:
-        raise RubricError(f"{rubric.path}: field 'templates.{lang}': undefined template variable: {exc}") from exc
+        raise RubricError(f"{where}: undefined template variable: {exc}") from exc
     except SecurityError as exc:
-        raise RubricError(f"{rubric.path}: field 'templates.{lang}': unsafe template refused: {exc}") from exc
+        raise RubricError(f"{where}: unsafe template refused: {exc}") from exc
+    except RubricError as exc:
+        raise RubricError(f"{where}: {exc}") from exc
+    except Exception as exc:  # templates are data: whatever fails while rendering is the template's error
+        raise RubricError(f"{where}: template failed to render: {type(exc).__name__}: {exc}") from exc
     return [
         {"role": "system", "content": parts[SYSTEM_BLOCK]},
         {"role": "user", "content": parts[USER_BLOCK]},
     ]
+
+
+def _render_blocks(template: jinja2.Template, context: dict[str, object]) -> dict[str, str]:
+    """Both blocks' text, refused (RubricError) as soon as the output passes MAX_PROMPT_CHARS."""
+    total = 0
+    parts: dict[str, str] = {}
+    for block in (SYSTEM_BLOCK, USER_BLOCK):
+        pieces = []
+        for piece in template.blocks[block](template.new_context(context)):
+            total += len(piece)
+            if total > MAX_PROMPT_CHARS:
+                raise RubricError(f"the rendered prompt is over the limit of {MAX_PROMPT_CHARS:,} characters")
+            pieces.append(piece)
+        parts[block] = "".join(pieces).strip()
+    return parts

@@ -20,6 +20,7 @@ from typing import Any
 MAX_JSON_DEPTH = 64
 _SNIFF_BYTES = 64 * 1024
 NUL = "\x00"
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark: every reader accepts it at the start of a file
 
 
 class InputFileError(ValueError):
@@ -38,6 +39,8 @@ def sniff_jsonl_file(path: Path, *, allow_empty: bool = False) -> None:
         if allow_empty:
             return
         raise InputFileError(f"{path}: the file is empty: no rows to read")
+    if kind := _binary_kind(head):
+        raise InputFileError(f"{path}: the file is {kind}, not JSONL text (one JSON object per line, UTF-8)")
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (len(head) >= 4 and _utf16_pattern(head)):
         raise InputFileError(
             f"{path}: the file is UTF-16 encoded; JSONL must be UTF-8 (convert it: iconv -f UTF-16 -t UTF-8)"
@@ -49,13 +52,44 @@ def sniff_jsonl_file(path: Path, *, allow_empty: bool = False) -> None:
         )
 
 
+# File signatures ("magic numbers") of the binary formats most often passed by mistake.
+_SIGNATURES = (
+    (b"\x7fELF", "an ELF binary (a program or library)"),
+    (b"MZ", "a Windows executable"),
+    (b"PAR1", "a Parquet file"),
+    (b"PK\x03\x04", "a ZIP archive (or a file packed as one: xlsx, docx, jar)"),
+    (b"\x1f\x8b", "gzip-compressed"),
+    (b"BZh", "bzip2-compressed"),
+    (b"\xfd7zXZ\x00", "xz-compressed"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"%PDF", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"SQLite format 3\x00", "an SQLite database"),
+)
+
+
+def _binary_kind(head: bytes) -> str | None:
+    """What a binary file is (by its signature, or "a binary file" when it holds NUL bytes but is not UTF-16
+    text); None for text."""
+    for magic, kind in _SIGNATURES:
+        if head.startswith(magic) and not (magic == b"MZ" and b"\x00" not in head[:512]):
+            return kind
+    if b"\x00" in head[:512] and not head.startswith((b"\xff\xfe", b"\xfe\xff")) and not _utf16_pattern(head):
+        return "a binary file"
+    return None
+
+
 def _utf16_pattern(head: bytes) -> bool:
-    """UTF-16 without a byte-order mark: every other byte of ASCII text is NUL."""
-    sample = head[:512]
-    zeros_even = sample[0::2].count(0)
-    zeros_odd = sample[1::2].count(0)
+    """UTF-16 without a byte-order mark: ASCII text with every other byte NUL, the bytes between not NUL."""
+    sample = head[: 512 - 512 % 2]
     half = len(sample) // 2
-    return half > 0 and max(zeros_even, zeros_odd) >= 0.4 * half
+    if half == 0:
+        return False
+    for zeros, others in ((sample[0::2], sample[1::2]), (sample[1::2], sample[0::2])):
+        if zeros.count(0) >= 0.4 * half and others.count(0) <= 0.05 * half:
+            return True
+    return False
 
 
 def loads_bounded(text: str | bytes) -> Any:

@@ -151,6 +151,36 @@ def rubric_path(name_or_path: str | Path, rubrics_dir: Path) -> Path:
     return path
 
 
+def confined_template(rubric_file: Path, lang: str, template: str) -> Path:
+    """The template file named by a rubric, which must be a file inside the rubric's own folder.
+
+    Templates are data the rubric owns: a path that leaves the folder (`../`, an absolute path, a symlink out)
+    could read any file on the machine into a prompt, so it is refused.
+    """
+    folder = rubric_file.parent.resolve()
+    where = f"{rubric_file}: field 'templates.{lang}'"
+    candidate = (folder / template).resolve()
+    if not candidate.is_relative_to(folder):
+        raise RubricError(f"{where}: template path {template!r} leaves the rubric folder {folder}: not allowed")
+    if candidate.is_dir():
+        raise RubricError(f"{where}: template path {template!r} is a directory, not a template file")
+    if not candidate.is_file():
+        raise RubricError(f"{where}: template file {folder / template} not found")
+    return candidate
+
+
+def _read_text(file: Path, rubric_file: Path, field: str) -> str:
+    """A rubric or template file as UTF-8 text (a leading byte-order mark dropped), or a one-line RubricError."""
+    try:
+        return file.read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise RubricError(
+            f"{rubric_file}: field '{field}': {file.name} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+        ) from None
+    except OSError as exc:
+        raise RubricError(f"{rubric_file}: field '{field}': cannot read {file}: {exc.strerror or exc}") from None
+
+
 def load_rubric(name_or_path: str | Path, rubrics_dir: Path | None = None) -> Rubric:
     """Load, validate and attach templates; raises RubricError naming file, field and problem."""
     if rubrics_dir is None:
@@ -159,7 +189,7 @@ def load_rubric(name_or_path: str | Path, rubrics_dir: Path | None = None) -> Ru
         rubrics_dir = get_settings().rubrics_dir
     path = rubric_path(name_or_path, rubrics_dir)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.safe_load(_read_text(path, path, "(top level)"))
     except yaml.YAMLError as exc:
         raise RubricError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
@@ -172,10 +202,7 @@ def load_rubric(name_or_path: str | Path, rubrics_dir: Path | None = None) -> Ru
         raise RubricError(f"{path}: field 'name': '{rubric.name}' does not match the file name '{path.stem}'")
     texts: dict[Language, str] = {}
     for lang, template in rubric.templates.items():
-        template_path = path.parent / template
-        if not template_path.exists():
-            raise RubricError(f"{path}: field 'templates.{lang}': template file {template_path} not found")
-        texts[lang] = template_path.read_text(encoding="utf-8")
+        texts[lang] = _read_text(confined_template(path, lang, template), path, f"templates.{lang}")
     rubric.path = path
     rubric.template_texts = texts
     return rubric

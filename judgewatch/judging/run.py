@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -36,6 +37,7 @@ from judges.base import Judge
 from judges.errors import ENDPOINT_REASONS, is_endpoint_failure
 from judges.fallback import link_label
 from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.pii import Scrubber, scrub_content
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingResult, JudgingSummary, Tally, judge_keyed
@@ -110,6 +112,7 @@ class JudgingRun:
         expiry_s: float | None = None,
         configured: Judge | None = None,
         degraded_share: float | None = None,
+        scrub_pii: bool | None = None,
     ) -> None:
         self.engine, self.kind, self.name, self.identity = engine, kind, name, identity
         self.rubric, self.judge, self.params = rubric, judge, params or {}
@@ -120,6 +123,11 @@ class JudgingRun:
         self.judged_now = 0
         self.already_judged = 0
         self.reused = 0  # stored verdicts delivered instead of judging again (a resumed run)
+        if scrub_pii is None:
+            scrub_pii = get_settings().pii_scrub
+        # PII is scrubbed from every item before it is stored as a new interaction or sent to the judge.
+        self.scrubber = Scrubber() if scrub_pii else None
+        self.pii: Counter[str] = Counter()
         if heartbeat_s is None or expiry_s is None or degraded_share is None:
             settings = get_settings()
             heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
@@ -326,6 +334,12 @@ class JudgingRun:
             self.reused += len(found)
             yield from chunk
 
+    def _scrubbed(self, items: Iterable[tuple[str, JudgeItem]], scrubber: Scrubber) -> Iterator[tuple[str, JudgeItem]]:
+        for key, item in items:
+            yield key, scrub_content(item, scrubber, self.pii)
+        if self.pii:
+            self.extra["pii_scrubbed"] = dict(self.pii)
+
     async def _judge(
         self,
         items: Iterable[tuple[str, JudgeItem]],
@@ -337,6 +351,8 @@ class JudgingRun:
         reuse: dict[str, Verdict] | None = None,
     ) -> JudgingResult:
         run_id = self.start()
+        if self.scrubber is not None:
+            items = self._scrubbed(items, self.scrubber)
 
         def delivered(key: str, verdict: Verdict) -> None:
             self._count(verdict)

@@ -25,6 +25,7 @@ from pydantic_core import ErrorDetails
 
 from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.contract.raw_rows import (
+    BOM,
     InputFileError,
     RowError,
     json_object,
@@ -123,6 +124,12 @@ class GoldenSet:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    @property
+    def scrub_pii(self) -> bool | None:
+        """False when the card declares the set free of personal data (`pii: none`): judging runs over it skip
+        the PII scrubber. None otherwise: the `pii_scrub` setting decides."""
+        return False if str(self.card.get("pii", "")).strip().lower() == "none" else None
 
     def to_judge_items(
         self, answer_by_id: Mapping[str, str] | None = None, which: Which = "reference"
@@ -232,9 +239,9 @@ def _resolve(name_or_path: str | Path, datasets_dir: Path | str | None) -> Path 
 def _read_card(folder: Path) -> dict[str, Any]:
     """`card.yaml`, else the YAML front matter of `README.md` (the HF dataset-card convention), else {}."""
     if (folder / "card.yaml").is_file():
-        where, text = "card.yaml", (folder / "card.yaml").read_text(encoding="utf-8")
+        where, text = "card.yaml", _card_text(folder, "card.yaml")
     elif (folder / "README.md").is_file():
-        readme = (folder / "README.md").read_text(encoding="utf-8")
+        readme = _card_text(folder, "README.md")
         match = re.match(r"---\r?\n(.*?)\r?\n---\s*(?:\n|$)", readme, re.DOTALL)
         if not match:
             return {}
@@ -250,6 +257,14 @@ def _read_card(folder: Path) -> dict[str, Any]:
     if not isinstance(card, dict):
         raise GoldenSetError([f"{folder.name}: {where}: expected a mapping, got {json_type_name(card)}"])
     return card
+
+
+def _card_text(folder: Path, name: str) -> str:
+    """A card file as text (a UTF-8 byte-order mark dropped), or GoldenSetError naming it when it is not UTF-8."""
+    try:
+        return (folder / name).read_bytes().decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise GoldenSetError([f"{folder.name}: {name}: not valid UTF-8 ({exc.reason} at byte {exc.start})"]) from None
 
 
 def _data_files(folder: Path, card: Mapping[str, Any]) -> list[Path]:
@@ -354,6 +369,8 @@ def _scan_jsonl(name: str, files: list[Path]) -> tuple[list[tuple[str, dict[str,
             continue
         for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
             label = f"{prefix}row {number}"
+            if number == 1:  # a UTF-8 byte-order mark is accepted, as by `judge --input` and traffic files
+                raw = raw.removeprefix(BOM)
             if not raw.strip():
                 continue
             try:

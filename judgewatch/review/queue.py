@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine, func, select, update
 from sqlmodel import Session
 
+from judgewatch.contract.pii import Scrubber, scrub_content
 from judgewatch.review.holding import Held, LeaseMemo, StaleLease, holding, label_row, remembered
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
@@ -72,8 +73,11 @@ class ReviewQueue:
         lease_seconds: int = 600,
         rubrics_dir: Path | None = None,
         clock: Callable[[], datetime] = utcnow,
+        scrub_pii: bool = True,
     ) -> None:
         self.engine = engine
+        # Content stored before it could be scrubbed (or by another path) is scrubbed again on the way to a screen.
+        self.scrubber = Scrubber() if scrub_pii else None
         self.lease = timedelta(seconds=lease_seconds)
         self.rubrics = RubricResolver(rubrics_dir)
         self.clock = clock
@@ -100,7 +104,7 @@ class ReviewQueue:
                 raise NotAllowed(f"{reviewer!r} is not an active reviewer")
             if row.id is not None:
                 logger.debug("%s leased %s", reviewer, row.id)
-                shown = leased_item(row, self.rubrics.get(row.rubric_name))
+                shown = self._shown(row)
                 self._memos[reviewer] = LeaseMemo.of(row)
                 return shown
         return None
@@ -281,4 +285,8 @@ class ReviewQueue:
         row = session.execute(VIEW_ROWS, {"item": item_id}).first()
         if row is None:
             raise LeaseError(f"no review item {item_id}")
-        return leased_item(row, self.rubrics.get(row.rubric_name))
+        return self._shown(row)
+
+    def _shown(self, row: Any) -> LeasedItem:
+        shown = leased_item(row, self.rubrics.get(row.rubric_name))
+        return scrub_content(shown, self.scrubber) if self.scrubber is not None else shown

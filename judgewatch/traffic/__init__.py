@@ -9,6 +9,7 @@ Storage-free on purpose: the caller persists interactions, quarantined rows and 
     save(read.watermark); log(sampler.stats)
 """
 
+from judgewatch.contract.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.hashing import interaction_id
 from judgewatch.traffic.config import (
     FieldMapping,
@@ -20,7 +21,6 @@ from judgewatch.traffic.config import (
     load_source_config,
     parse_source_config,
 )
-from judgewatch.traffic.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.traffic.records import (
     Message,
     QuarantineReason,

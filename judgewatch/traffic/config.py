@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from judgewatch.traffic.pii import PiiKind
+from judgewatch.contract.pii import PiiKind
 
 FieldPath = str | list[str]  # a dotted path ("response.choices.0.message.content"), or fallbacks tried in order
 

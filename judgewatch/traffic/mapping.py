@@ -14,12 +14,12 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from judgewatch.contract.items import Language
+from judgewatch.contract.pii import Scrubber
 from judgewatch.contract.raw_rows import NUL, loads_bounded, storable_excerpt, text_bytes
 from judgewatch.contract.verdicts import TokenUsage
 from judgewatch.hashing import interaction_id
 from judgewatch.settings import get_settings
 from judgewatch.traffic.config import FieldPath, SourceConfig
-from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import (
     EXCERPT_CHARS,
     Message,

@@ -15,10 +15,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgewatch.contract.pii import Scrubber
 from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.dedup import DedupWindow, content_key
-from judgewatch.traffic.pii import Scrubber
 from judgewatch.traffic.records import Message, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
 

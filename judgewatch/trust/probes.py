@@ -164,7 +164,13 @@ def probe_figures(
 
 
 async def _judge_probes(
-    judge: Judge, rubric: Rubric, items: ProbeItems, engine: Engine | None, dataset: str, revision: str
+    judge: Judge,
+    rubric: Rubric,
+    items: ProbeItems,
+    engine: Engine | None,
+    dataset: str,
+    revision: str,
+    scrub_pii: bool | None = None,
 ) -> tuple[list[Verdict], list[Verdict], dict[str, Any]]:
     """Two runs: every probe under the rubric as written, then the consistency items with the criteria shuffled."""
     identity = judge.identity(rubric)
@@ -182,6 +188,7 @@ async def _judge_probes(
             identity=f"{dataset}@{revision} probes{suffix}",
             rubric=run_rubric,
             judge=judge,
+            scrub_pii=scrub_pii,
         ) as run:
             judged = await run.judge_new(run_items, source=f"probe:{dataset}")
         verdicts.append(judged.verdicts)
@@ -202,7 +209,9 @@ async def probe_judge(
     probe = probe_items(pairs.good, pairs.bad)
     identity = judge.identity(rubric)
     logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
-    first, shuffled, cost = await _judge_probes(judge, rubric, probe, engine, pairs.dataset, pairs.revision)
+    first, shuffled, cost = await _judge_probes(
+        judge, rubric, probe, engine, pairs.dataset, pairs.revision, pairs.scrub_pii
+    )
     unscored: dict[str, int] = {}
     for verdict in [*first, *shuffled]:
         if verdict.unscored_reason is not None:

@@ -44,6 +44,7 @@ class KnownPairs:
     good: list[JudgeItem]
     bad: list[JudgeItem]
     skipped: int  # golden items lacking a good or a bad answer, or any reference besides the good answer
+    scrub_pii: bool | None = None  # the golden set's `GoldenSet.scrub_pii`
 
 
 def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | None:
@@ -80,7 +81,7 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
     revision = golden.revision
     if limit is not None and limit < len(good):  # a subset is other evidence: it must not replace the full set's
         good, bad, revision = good[:limit], bad[:limit], f"{revision}[:{limit}]"
-    return KnownPairs(golden.name, revision, good, bad, skipped)
+    return KnownPairs(golden.name, revision, good, bad, skipped, scrub_pii=golden.scrub_pii)
 
 
 def pairs_record(
@@ -109,7 +110,13 @@ def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:
 
 
 async def _judge_all(
-    judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, dataset: str, revision: str
+    judge: Judge,
+    rubric: Rubric,
+    items: list[JudgeItem],
+    engine: Engine | None,
+    dataset: str,
+    revision: str,
+    scrub_pii: bool | None = None,
 ) -> tuple[list[Verdict], dict[str, Any]]:
     identity = judge.identity(rubric)
     with JudgingRun(
@@ -119,6 +126,7 @@ async def _judge_all(
         identity=f"{dataset}@{revision}",
         rubric=rubric,
         judge=judge,
+        scrub_pii=scrub_pii,
     ) as run:
         judged = await run.judge_new(items, source=f"golden:{dataset}")
     cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run.run_id}
@@ -165,7 +173,9 @@ async def _pointwise_figures(
     judge: Judge, rubric: Rubric, pairs: KnownPairs, engine: Engine | None, resamples: int, seed: int
 ) -> dict[str, Any]:
     """Each good and bad answer graded in one judging run: AUROC, gap and unscored rate, and the reference judge."""
-    verdicts, cost = await _judge_all(judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision)
+    verdicts, cost = await _judge_all(
+        judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision, pairs.scrub_pii
+    )
     n = len(pairs.good)
     good = list(zip(pairs.good, verdicts[:n], strict=True))
     bad = list(zip(pairs.bad, verdicts[n:], strict=True))

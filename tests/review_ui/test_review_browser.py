@@ -11,6 +11,8 @@ from sqlalchemy import select
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import ReviewLabel
 
+from .conftest import BEACON_HOST
+
 pytestmark = pytest.mark.browser
 TIMEOUT = 30_000  # ms; a shared 2-core machine can be slow, nothing here is a timing assertion
 
@@ -77,6 +79,21 @@ def test_an_answer_carrying_scripts_runs_nothing(page: Page, served_xss, credent
     assert answer.locator("script").count() == 0
     assert answer.locator("[onerror]").count() == 0
     assert answer.locator("a[href^='javascript']").count() == 0
+
+
+def test_raw_html_in_an_answer_shows_as_text_and_fetches_nothing(page: Page, served_raw_html, credentials) -> None:
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
+    log_in(page, served_raw_html.url, credentials)
+    take_next_item(page)
+    answer = page.locator("#jw-answer")
+    expect(answer.locator("strong")).to_have_text("still markdown")  # markdown still renders
+    expect(answer).to_contain_text('<input type="password" name="password">')  # shown as text
+    page.wait_for_timeout(1000)  # give the browser time to fetch an image or frame, were one there
+    for selector in ("form", "input", "img", "svg", "iframe", "image"):
+        assert answer.locator(selector).count() == 0, selector
+    assert page.locator("input[type=password]").count() == 0  # not in the answer, not anywhere on the page
+    assert [url for url in requested if BEACON_HOST in url] == []
 
 
 def test_s_skips_with_a_typed_reason(page: Page, served, credentials) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from judgewatch.contract.pii import cn_id_valid, luhn_valid
 from judgewatch.traffic import PiiKind, Scrubber, scrub
-from judgewatch.traffic.pii import cn_id_valid, luhn_valid
 
 _ID_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 
@@ -96,7 +96,7 @@ def test_pii_is_replaced_with_typed_placeholders(text, expected, counts):
         "6222 0212 3456 7890",  # UnionPay-shaped, fails Luhn
         "ISBN 978-7-111-54742-6 / 9787111547426 / ISBN-10 7-111-54742-6",
         "timestamps 1700000000123 and 1700000000, at 2024-03-15 12:30:45.123",
-        "version v2.13.0, Python 3.11.7, build 20240315.1, IP 192.168.1.100:8080",
+        "version v2.13.0, Python 3.11.7, build 20240315.1, port 8080",  # an IP address is PII now: test_pii_kinds
         "the task-scheduler risk-free desk-lamp uses sk-learn and sklearn",
         "请问π等于3.14159265358979吗？温度-12.5℃，电话区号010",
         "max_tokens=1024, token_count: 12345",

@@ -1,8 +1,10 @@
-"""PII scrubbing: replace e-mails, phones, Chinese ID numbers, card numbers and secrets with typed placeholders.
+"""PII scrubbing: replace e-mails, phones, Chinese ID numbers, cards, secrets, US SSNs, IP addresses, IBANs,
+street addresses and personal names with typed placeholders.
 
-Numbers are validated (ID checksum and birth date, Luhn and card prefix) so order numbers, timestamps, ISBNs
-and random digit runs survive. Patterns are ASCII-bounded so Chinese text and full-width punctuation around
-the PII stay in place.
+Numbers are validated (ID checksum and birth date, Luhn and card prefix, IBAN check digits, SSN ranges, IP
+octets) so order numbers, timestamps, ISBNs, versions and random digit runs survive. Patterns are ASCII-bounded
+so Chinese text and full-width punctuation around the PII stay in place. The kinds added later (SSN, IP, IBAN,
+address, name) live in `pii_more`, with what their patterns cannot find; docs/pii.md lists the limits.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import date
 from enum import StrEnum
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from judgewatch.contract import pii_more
 
 
 class PiiKind(StrEnum):
@@ -22,6 +27,11 @@ class PiiKind(StrEnum):
     cn_id = "cn_id"
     card = "card"
     secret = "secret"
+    ssn = "ssn"
+    ip = "ip"
+    iban = "iban"
+    address = "address"
+    name = "name"
 
 
 PLACEHOLDERS: dict[PiiKind, str] = {
@@ -30,11 +40,28 @@ PLACEHOLDERS: dict[PiiKind, str] = {
     PiiKind.cn_id: "[CN_ID]",
     PiiKind.card: "[CARD]",
     PiiKind.secret: "[SECRET]",
+    PiiKind.ssn: "[SSN]",
+    PiiKind.ip: "[IP]",
+    PiiKind.iban: "[IBAN]",
+    PiiKind.address: "[ADDRESS]",
+    PiiKind.name: "[NAME]",
 }
 
 # Secrets first (keys contain digit runs and '@'), then e-mail, then IDs before cards and phones (an ID is
-# 18 digits that could also pass Luhn or contain a mobile number).
-ORDER = (PiiKind.secret, PiiKind.email, PiiKind.cn_id, PiiKind.card, PiiKind.phone)
+# 18 digits that could also pass Luhn or contain a mobile number); an IBAN before the numbers inside it; an
+# address before the names (a street may be named after a person) and after the numbers.
+ORDER = (
+    PiiKind.secret,
+    PiiKind.email,
+    PiiKind.iban,
+    PiiKind.cn_id,
+    PiiKind.card,
+    PiiKind.ssn,
+    PiiKind.ip,
+    PiiKind.phone,
+    PiiKind.address,
+    PiiKind.name,
+)
 
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_WORD_AFTER = r"(?![A-Za-z0-9_])"
@@ -134,7 +161,7 @@ def cn_id_valid(body17: str, check: str) -> bool:
 # e-mail, and for the numbers as many ASCII digits as the shortest form has (ID 17, card 13, phone 8: +1 and 7).
 _TOKEN_STARTS = re.compile("sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ")
 _ASSIGN = re.compile("[:=\uff1a]")
-_ANY_HINT = re.compile("[0-9@:=\uff1a]|-----BEGIN |(?i:bearer)|" + _TOKEN_STARTS.pattern)
+_ANY_HINT = re.compile("[0-9@:=\uff1a\u53f7]|-----BEGIN |(?i:bearer)|" + _TOKEN_STARTS.pattern)
 _DIGIT = re.compile("[0-9]")
 _MIN_DIGITS = {PiiKind.cn_id: 17, PiiKind.card: 13, PiiKind.phone: 8}
 
@@ -206,12 +233,26 @@ _SUBSTITUTERS: dict[PiiKind, _Substituter] = {
     PiiKind.cn_id: _simple(PiiKind.cn_id, _CN_ID, _id_match_valid),
     PiiKind.card: _simple(PiiKind.card, _CARD, _card_match_valid),
     PiiKind.phone: _simple(PiiKind.phone, _PHONE, _phone_match_valid),
+    PiiKind.ssn: pii_more.sub_ssn,
+    PiiKind.ip: pii_more.sub_ip,
+    PiiKind.iban: pii_more.sub_iban,
+    PiiKind.address: pii_more.sub_address,
+    PiiKind.name: pii_more.sub_name,
+}
+_MAY_HOLD: dict[PiiKind, Callable[[str], bool]] = {
+    PiiKind.iban: pii_more.may_hold_iban,
+    PiiKind.ssn: pii_more.may_hold_ssn,
+    PiiKind.ip: pii_more.may_hold_ip,
+    PiiKind.address: pii_more.may_hold_address,
+    PiiKind.name: pii_more.may_hold_name,
 }
 
 
 def _may_hold(kind: PiiKind, text: str, digits: int) -> bool:
     if kind is PiiKind.email:
         return "@" in text
+    if kind in _MAY_HOLD:
+        return _MAY_HOLD[kind](text)
     return digits >= _MIN_DIGITS.get(kind, 0)
 
 
@@ -231,7 +272,10 @@ class Scrubber:
 
     def scrub_into(self, text: str, counts: Counter[str]) -> str:
         """Scrub `text`, adding what was replaced to `counts` (cheap to call for many fields)."""
-        if not text or not _ANY_HINT.search(text):  # one scan: most text holds nothing any pattern needs
+        if not text:
+            return text
+        # One scan: most text holds nothing any pattern needs (names: a cue word, found without a regex).
+        if not _ANY_HINT.search(text) and not (PiiKind.name in self.kinds and pii_more.may_hold_name(text)):
             return text
         digits = len(_DIGIT.findall(text))
         for kind in self.kinds:
@@ -247,3 +291,30 @@ class Scrubber:
 def scrub(text: str, kinds: Iterable[PiiKind | str] = tuple(PiiKind)) -> ScrubResult:
     """One-off scrub; build a `Scrubber` once when scrubbing many texts."""
     return Scrubber(kinds).scrub(text)
+
+
+Content = TypeVar("Content", bound=BaseModel)
+_TEXT_FIELDS = ("question", "answer", "reference_answer")
+_LIST_FIELDS = ("reference_facts", "context")
+
+
+def scrub_content(record: Content, scrubber: Scrubber, counts: Counter[str] | None = None) -> Content:
+    """`record` (a JudgeItem, review screen or any record with judged content) with its question, answer and
+    references scrubbed; the same object when nothing was found. What was replaced is added to `counts`."""
+    found: Counter[str] = Counter()
+    update: dict[str, object] = {}
+    for name in _TEXT_FIELDS:
+        value = getattr(record, name, None)
+        if isinstance(value, str) and value:
+            clean = scrubber.scrub_into(value, found)
+            if clean != value:
+                update[name] = clean
+    for name in _LIST_FIELDS:
+        values = getattr(record, name, None)
+        if isinstance(values, list) and values:
+            cleaned = [scrubber.scrub_into(v, found) if isinstance(v, str) else v for v in values]
+            if cleaned != values:
+                update[name] = cleaned
+    if counts is not None:
+        counts.update(found)
+    return record.model_copy(update=update) if update else record

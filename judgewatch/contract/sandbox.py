@@ -1,0 +1,281 @@
+"""The Jinja sandbox rubric templates render in, with resource limits on what a template can build.
+
+Jinja's `ImmutableSandboxedEnvironment` keeps a template away from Python's internals but not from memory:
+`{{ 'x' * 200000000 }}` builds a 200 MB string and `[1] * 10**10` exhausts memory before any check. Here
+every operation that can multiply its input is checked *before* it runs, against MAX_VALUE_CHARS (the length
+of any string or sequence a template builds):
+
+- the operators `*` (repetition), `**` (exponent at most MAX_EXPONENT), `%` (formatting widths) and `+`;
+- the string methods that pad, repeat or substitute (`ljust`, `rjust`, `center`, `zfill`, `expandtabs`,
+  `replace`, `join`, `format`, `format_map`) and integer arguments of any other call;
+- the filters that do the same (`center`, `indent`, `wordwrap`, `replace`, `join`, `format`);
+- string concatenation with `~`.
+
+Constructs that build a value out of captured output, where no operation can be checked (`{% set %}` blocks,
+`{% filter %}` blocks, macros, `{% call %}`, `self.<block>()`), and those that load other files
+(`{% include %}`, `{% import %}`, `{% extends %}`: there is no loader) are refused when the template compiles.
+
+The prompt as a whole is bounded by the renderer (`prompt.MAX_PROMPT_CHARS`). Not bounded: time. A template
+that loops over a long string inside another such loop, printing nothing, runs for a long time; templates are
+reviewed files in the rubric folder, and `rubric check` renders them before any run.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Callable, Sized
+from functools import wraps
+from typing import Any
+
+import jinja2
+from jinja2 import nodes
+from jinja2.compiler import CodeGenerator, Frame
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
+
+# No prompt needs a value longer than this from one operation (the input fields are at most 256 KiB each).
+MAX_VALUE_CHARS = 2_000_000
+MAX_EXPONENT = 256
+_DIGITS = re.compile(r"\d+")
+_PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill"})
+
+
+class TooLargeError(SecurityError):
+    """A template operation that would build a value over the limit (refused before it runs)."""
+
+
+def _refuse(what: str, size: int) -> TooLargeError:
+    return TooLargeError(f"{what} would build {size:,} characters or items, over the limit of {MAX_VALUE_CHARS:,}")
+
+
+def _length(value: Any) -> int:
+    return len(value) if isinstance(value, str | bytes | list | tuple | dict | set | frozenset) else 0
+
+
+def _check_int(value: Any, what: str) -> None:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_VALUE_CHARS:
+        raise _refuse(what, abs(value))
+
+
+def _check_widths(fmt: str, what: str) -> None:
+    """A format string's widths and precisions (any run of digits) each within the limit."""
+    for digits in _DIGITS.findall(fmt):
+        if len(digits) > 7 or int(digits) > MAX_VALUE_CHARS:
+            raise TooLargeError(f"{what}: a width of {digits[:12]} is over the limit of {MAX_VALUE_CHARS:,}")
+
+
+def _check_result(value: Any, what: str) -> Any:
+    size = _length(value)
+    if size > MAX_VALUE_CHARS:
+        raise _refuse(what, size)
+    return value
+
+
+def _repeat_size(left: Any, right: Any) -> int | None:
+    """The length `left * right` would have when it repeats a string or sequence, else None."""
+    for seq, times in ((left, right), (right, left)):
+        if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int) and not isinstance(times, bool):
+            return len(seq) * max(times, 0)
+    return None
+
+
+def _replace_size(text: str, old: str, new: str, count: int = -1) -> int:
+    hits = len(text) + 1 if old == "" else text.count(old)
+    if count >= 0:
+        hits = min(hits, count)
+    return len(text) + hits * max(len(new) - len(old), 0)
+
+
+def _join_size(separator: str, parts: list[Any]) -> int:
+    return sum(len(str(p)) for p in parts) + len(separator) * max(len(parts) - 1, 0)
+
+
+def _indent_size(text: str, width: Any) -> int:
+    pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
+    return len(text) + (text.count("\n") + 1) * max(pad, 0)
+
+
+# Node types a rubric template may not use: what they are for, as the error message says it.
+_REFUSED_NODES: dict[type[nodes.Node], str] = {
+    nodes.Extends: "{% extends %} (templates are self-contained)",
+    nodes.Include: "{% include %} (templates are self-contained)",
+    nodes.Import: "{% import %} (templates are self-contained)",
+    nodes.FromImport: "{% from ... import %} (templates are self-contained)",
+    nodes.AssignBlock: "a {% set %} block (captured output has no size limit)",
+    nodes.FilterBlock: "a {% filter %} block (captured output has no size limit)",
+    nodes.Macro: "{% macro %} (captured output has no size limit)",
+    nodes.CallBlock: "{% call %} (captured output has no size limit)",
+}
+
+
+def refused_constructs(ast: nodes.Template) -> list[tuple[int, str]]:
+    """(line, what) for each construct in `ast` that rubric templates may not use."""
+    found = [(node.lineno, what) for kind, what in _REFUSED_NODES.items() for node in ast.find_all(kind)]
+    found += [
+        (node.lineno, "'self' (a block rendered into a value has no size limit)")
+        for node in ast.find_all(nodes.Name)
+        if node.name == "self" and node.ctx == "load"
+    ]
+    return sorted(found)
+
+
+class _BoundedCodeGenerator(CodeGenerator):
+    """Jinja's code generator, but `a ~ b` goes through the environment's checked join."""
+
+    def visit_Concat(self, node: nodes.Concat, frame: Frame) -> None:
+        self.write("environment.bounded_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
+
+
+class BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The immutable sandbox, with every multiplying operation checked before it runs (see the module doc)."""
+
+    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _BoundedCodeGenerator
+
+    def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
+        ast = super()._parse(source, name, filename)
+        refused = refused_constructs(ast)
+        if refused:
+            line, what = refused[0]
+            raise jinja2.TemplateSyntaxError(f"{what} is not allowed in a rubric template", line, name, filename)
+        return ast
+
+    def bounded_concat(self, parts: tuple[Any, ...]) -> str:
+        texts = [_text(part) for part in parts]
+        size = sum(len(t) for t in texts)
+        if size > MAX_VALUE_CHARS:
+            raise _refuse("the operator '~'", size)
+        return "".join(texts)
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        for name, guard in _FILTER_GUARDS.items():
+            self.filters[name] = _guarded_filter(self.filters[name], name, guard)
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        what = f"the operator {operator!r}"
+        if operator == "*":
+            size = _repeat_size(left, right)
+            if size is not None and size > MAX_VALUE_CHARS:
+                raise _refuse(what, size)
+        elif operator == "**":
+            if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
+                raise TooLargeError(f"{what}: an exponent of {right} is over the limit of {MAX_EXPONENT}")
+        elif operator == "%" and isinstance(left, str):
+            _check_widths(left, what)
+            for arg in right if isinstance(right, tuple) else (right,):
+                _check_int(arg, what)
+        elif operator == "+":
+            size = _length(left) + _length(right)
+            if size > MAX_VALUE_CHARS:
+                raise _refuse(what, size)
+        return _check_result(super().call_binop(context, operator, left, right), what)
+
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        target = getattr(__obj, "__wrapped__", __obj)  # str.format arrives wrapped by the sandbox
+        name = getattr(target, "__name__", "a call")
+        owner = getattr(target, "__self__", None) if isinstance(target, types.BuiltinMethodType) else None
+        what = f"{name}()"
+        for arg in (*args, *kwargs.values()):
+            _check_int(arg, what)
+        if isinstance(owner, str):
+            _check_str_method(owner, name, args, kwargs, what)
+        return _check_result(super().call(__context, __obj, *args, **kwargs), what)
+
+
+def _check_str_method(owner: str, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> None:
+    if name in ("format", "format_map"):
+        _check_widths(owner, what)
+    elif name == "expandtabs":
+        size = len(owner) + owner.count("\t") * int(args[0] if args else kwargs.get("tabsize", 8))
+        if size > MAX_VALUE_CHARS:
+            raise _refuse(what, size)
+    elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        count = args[2] if len(args) > 2 and isinstance(args[2], int) else kwargs.get("count", -1)
+        size = _replace_size(owner, args[0], args[1], count)
+        if size > MAX_VALUE_CHARS:
+            raise _refuse(what, size)
+    elif name == "join" and args:
+        parts = _sequence(args[0])
+        if _join_size(owner, parts) > MAX_VALUE_CHARS:
+            raise _refuse(what, _join_size(owner, parts))
+    elif name in _PADDING_METHODS:
+        pass  # their one width is an integer argument, checked by the caller
+
+
+# A filter's guard: the size its result could have, from (value, positional args, keyword args).
+Guard = Callable[[Any, tuple[Any, ...], dict[str, Any]], int]
+
+
+def _guarded_filter(function: Callable[..., Any], name: str, guard: Guard) -> Callable[..., Any]:
+    what = f"the filter {name!r}"
+
+    @wraps(function)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        # Filters may take the environment or a context first (pass_environment, pass_context...): skip them.
+        passed = [a for a in args if isinstance(a, jinja2.Environment | jinja2.runtime.Context | nodes.EvalContext)]
+        values = list(args[len(passed) :])
+        if values and not isinstance(values[0], Sized):  # an iterator (map, select): measure it, then pass it on
+            values[0] = list(values[0])
+        for arg in (*values[1:], *kwargs.values()):
+            _check_int(arg, what)
+        size = guard(values[0] if values else "", tuple(values[1:]), kwargs)
+        if size > MAX_VALUE_CHARS:
+            raise _refuse(what, size)
+        return _check_result(function(*passed, *values, **kwargs), what)
+
+    return checked
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any) -> Any:
+    return args[index] if len(args) > index else kwargs.get(name, default)
+
+
+def _sequence(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple | str | dict | set | frozenset) else []
+
+
+def _center(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return max(len(_text(value)), int(_arg(args, kwargs, 0, "width", 80)))
+
+
+def _indent(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return _indent_size(_text(value), _arg(args, kwargs, 0, "width", 4))
+
+
+def _wordwrap(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    wrapstring = _arg(args, kwargs, 2, "wrapstring", None) or "\n"
+    return len(_text(value)) * (1 + len(_text(wrapstring)))  # at worst one break after every character
+
+
+def _replace(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    count = _arg(args, kwargs, 2, "count", None)
+    old, new = _arg(args, kwargs, 0, "old", ""), _arg(args, kwargs, 1, "new", "")
+    return _replace_size(_text(value), _text(old), _text(new), -1 if count is None else int(count))
+
+
+def _join(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    return _join_size(_text(_arg(args, kwargs, 0, "d", "")), _sequence(value))
+
+
+def _format(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    _check_widths(_text(value), "the filter 'format'")  # its integer arguments are checked by the wrapper
+    return len(_text(value)) + sum(len(_text(a)) for a in (*args, *kwargs.values()))
+
+
+_FILTER_GUARDS: dict[str, Guard] = {
+    "center": _center,
+    "indent": _indent,
+    "wordwrap": _wordwrap,
+    "replace": _replace,
+    "join": _join,
+    "format": _format,
+}
