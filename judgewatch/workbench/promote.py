@@ -63,7 +63,7 @@ def _language(row: ItemRow) -> str:
 
 
 def golden_row(row: ItemRow, scores: dict[str, int], *, criterion: str, good_at: int, bad_at: int) -> dict[str, Any]:
-    from judgewatch.traffic.pii import Scrubber
+    from judgewatch.contract.pii import Scrubber
 
     scrubber = Scrubber()
     counts: Counter[str] = Counter()
