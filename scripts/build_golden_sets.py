@@ -226,6 +226,9 @@ def _card_front(name: str, n_rows: int, subset_of: str | None, **fields: Any) ->
         "pretty_name": f"{name} (judgewatch golden set)" + (" - mini subset" if subset_of else ""),
         "version": "1.0.0",
         **fields,
+        # Public benchmark text, no personal data: judging runs skip the PII scrubber on it (its names are public
+        # figures, and scrubbing them would judge other text than the file holds).
+        "pii": "none",
     }
     if not subset_of:
         return front, ""
