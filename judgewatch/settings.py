@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     login_address_failures: int = Field(default=20, ge=1)
     login_window_s: float = Field(default=900.0, gt=0)
     login_lockout_s: float = Field(default=900.0, gt=0)
+
+    # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
+    ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 

@@ -26,6 +26,7 @@ def get_app() -> typer.Typer:
         dataset_cmd,
         db_cmd,
         demo_cmd,
+        ingest_cmd,
         judge_cmd,
         judges_cmd,
         metrics_cmd,
@@ -53,6 +54,7 @@ def get_app() -> typer.Typer:
     app.add_typer(report_cmd.app, name="report")
     app.command("calibrate")(report_cmd.calibrate)
     app.add_typer(metrics_cmd.app, name="metrics")
+    app.add_typer(ingest_cmd.app, name="ingest")
     return app
 
 

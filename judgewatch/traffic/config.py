@@ -98,7 +98,7 @@ class SourceConfig(_Strict):
     """One traffic source. `name` is part of every interaction id: renaming a source re-keys its rows."""
 
     name: str = Field(min_length=1)
-    kind: Literal["jsonl", "parquet", "sql"]
+    kind: Literal["jsonl", "parquet", "sql", "otlp"]  # otlp: collector files, or `judgewatch ingest serve`
     paths: list[str] = Field(default_factory=list)  # globs; relative ones are relative to the config file
     url: str | None = None
     url_env: str | None = None  # name of an environment variable holding the URL (keeps passwords out)

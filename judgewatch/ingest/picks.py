@@ -1,0 +1,44 @@
+"""A sampled pick as its stored interaction, a rejected row as its quarantine record: one rule each for the
+sampling flows and the OTLP receiver."""
+
+from __future__ import annotations
+
+from judgewatch.contract.items import judged_content
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.traffic.records import RejectedTrafficRow
+from judgewatch.traffic.sampling import Pick
+
+
+def pick_interaction(pick: Pick) -> Interaction:
+    """The stored interaction of a pick: keyed by the row's interaction id, dated by the call's own timestamp."""
+    row = pick.row
+    meta = {
+        "inclusion_probability": pick.inclusion_probability,
+        "stratum": pick.stratum,
+        "sampling_salt": pick.salt,
+        "pii_redacted": pick.pii_counts,
+        "tokens": row.tokens.model_dump(),
+    }
+    if row.attributes:
+        meta["attributes"] = row.attributes
+    return Interaction(
+        id=row.interaction_id,
+        source=row.source,
+        source_id=row.source_id,
+        messages=[m.model_dump() for m in row.messages] or None,
+        **judged_content(row),
+        tier=row.tier,
+        model=row.model,
+        release=row.release,
+        route=row.route,
+        department=row.department,
+        created_at=row.timestamp,
+        meta=meta,
+    )
+
+
+def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:
+    """The stored record of a row a source could not map: position, line, reason with its detail, excerpt."""
+    reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
+    return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
