@@ -20,6 +20,7 @@ from judgewatch.traffic.config import SourceConfig
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.otel_decode import BadSpan, PayloadError, payload_origin
 from judgewatch.traffic.otel_source import request_items
+from judgewatch.traffic.otel_spans import TraceDocuments
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.sampling import Pick, Sampler
 
@@ -53,13 +54,14 @@ class SpanStore:
         self._quarantined: list[RejectedTrafficRow] = []
         self.sampler = Sampler(config, on_quarantine=self._quarantined.append)
         self.totals: Counter[str] = Counter()
+        self.documents = TraceDocuments()  # retrieved documents of recent traces, for LLM spans sent later
         self._lock = threading.Lock()
 
     def store_request(self, request: ExportTraceServiceRequest, origin: str, bad: list[BadSpan]) -> Accepted:
         """One export request: every LLM span mapped and sampled, the picks and quarantined spans upserted
         together; returns when they are committed (so an acknowledged span is a stored one)."""
         with self._lock:
-            items, counts = request_items(request, self.mapper, origin, bad)
+            items, counts = request_items(request, self.mapper, origin, bad, self.documents)
             before = self.sampler.stats
             picks: list[Pick] = []
             for item in items:

@@ -56,6 +56,11 @@ class BadSpan:
     index: int
     name: str
     reason: str
+    parsed: bool = True  # False: the JSON span did not parse (its index counts every span of the payload)
+
+    @property
+    def where(self) -> str:
+        return f"span={self.index}" if self.parsed else f"unparsed-span={self.index}"
 
 
 def payload_origin(body: bytes) -> str:
@@ -139,10 +144,10 @@ def decode_json(text: bytes | str) -> tuple[ExportTraceServiceRequest, list[BadS
             for span_doc in _list(ss_doc, "spans"):
                 span = SpanMessage()
                 try:
-                    json_format.ParseDict(_hex_ids_as_base64(span_doc), span, ignore_unknown_fields=True)
+                    json_format.ParseDict(span_doc, span, ignore_unknown_fields=True)  # ids re-encoded already
                 except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
                     name = span_doc.get("name") if isinstance(span_doc, dict) else None
-                    bad.append(BadSpan(index=index, name=str(name or ""), reason=_first_line(str(exc))))
+                    bad.append(BadSpan(index=index, name=str(name or ""), reason=_first_line(str(exc)), parsed=False))
                 else:
                     ss.spans.append(span)
                 index += 1

@@ -13,12 +13,13 @@ import logging
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from judgewatch.traffic.files import each_file, open_jsonl
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.otel_decode import MAX_BODY_BYTES, BadSpan, PayloadError, decode_json, spans_of
-from judgewatch.traffic.otel_spans import payload_rows
+from judgewatch.traffic.otel_spans import TraceDocuments, payload_rows
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
@@ -46,16 +47,20 @@ class SpanCounts:
 
 
 def request_items(
-    request: ExportTraceServiceRequest, mapper: RowMapper, origin: str, bad: list[BadSpan] | None = None
+    request: ExportTraceServiceRequest,
+    mapper: RowMapper,
+    origin: str,
+    bad: list[BadSpan] | None = None,
+    documents: TraceDocuments | None = None,
 ) -> tuple[list[Item], SpanCounts]:
     """The request's LLM spans as rows (or quarantine records positioned "<origin>#span=<trace>:<span>"); `bad`:
-    spans the decoder could not read."""
-    found, dropped = payload_rows([*spans_of(request), *(bad or [])])
+    spans the decoder could not read; `documents`: retrieved documents remembered from earlier requests."""
+    found, dropped = payload_rows([*spans_of(request), *(bad or [])], documents)
     counts = SpanCounts(dropped=dropped)
     items: list[Item] = []
     for entry in found:
         if isinstance(entry, BadSpan):
-            where = f"{origin}#span={entry.index}"
+            where = f"{origin}#{entry.where}"
             items.append(mapper.quarantine(where, QuarantineReason.wrong_type, entry.reason, entry.name))
             counts.quarantined += 1
             continue
@@ -73,10 +78,14 @@ def request_items(
 
 def read_otlp_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
     """The source's files in name order (rotated ones included), line by line after the watermark."""
-    return each_file(mapper, state, read_otlp_file, read_otlp_file)
+    documents = TraceDocuments()  # a trace's spans may be split over lines and files
+    read = partial(read_otlp_file, documents=documents)
+    return each_file(mapper, state, read, read)
 
 
-def read_otlp_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+def read_otlp_file(
+    path: str, mapper: RowMapper, state: WatermarkState, documents: TraceDocuments | None = None
+) -> Iterator[Item]:
     """One collector file: each line an `ExportTraceServiceRequest` in OTLP/JSON; a bad line is quarantined
     with its line number and the lines after it are read."""
     log = open_jsonl(path, mapper, state)
@@ -97,7 +106,7 @@ def read_otlp_file(path: str, mapper: RowMapper, state: WatermarkState) -> Itera
                 if line_no <= skip:
                     continue
                 mark = (line_no, None if log.gz else offset)
-                items = list(_line_items(chunk.strip(), path, line_no, mapper))
+                items = list(_line_items(chunk.strip(), path, line_no, mapper, documents))
                 if not items:
                     state.files[path] = mark
                 for k, item in enumerate(items):
@@ -108,7 +117,9 @@ def read_otlp_file(path: str, mapper: RowMapper, state: WatermarkState) -> Itera
             yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, f"stopped reading: {exc}", "")
 
 
-def _line_items(body: bytes, path: str, line_no: int, mapper: RowMapper) -> Iterator[Item]:
+def _line_items(
+    body: bytes, path: str, line_no: int, mapper: RowMapper, documents: TraceDocuments | None
+) -> Iterator[Item]:
     if not body:
         return
     where = f"{path}:{line_no}"
@@ -120,7 +131,7 @@ def _line_items(body: bytes, path: str, line_no: int, mapper: RowMapper) -> Iter
     except PayloadError as exc:
         yield mapper.quarantine(where, QuarantineReason.invalid_json, str(exc), body, line_no)
         return
-    items, counts = request_items(request, mapper, where, bad)
+    items, counts = request_items(request, mapper, where, bad, documents)
     logger.debug("%s: %d LLM spans, %d quarantined, %d other spans dropped", where, counts.rows,
                  counts.quarantined, counts.dropped)  # fmt: skip
     for item in items:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -61,13 +61,27 @@ def kind_of(span: Span) -> str:
     return "other"
 
 
-def trace_documents(spans: Iterable[Span]) -> dict[str, list[str]]:
-    """trace id -> the texts its retriever spans returned, in span order."""
-    docs: dict[str, list[str]] = defaultdict(list)
-    for span in spans:
-        if kind_of(span) == "retriever":
-            docs[span.trace_id].extend(documents_of(span))
-    return docs
+class TraceDocuments:
+    """The documents retriever spans returned, by trace, for the most recent `max_traces` traces: an LLM span
+    exported in a later payload than its trace's retriever span (a per-span exporter, a batch boundary) still
+    gets them. Bounded, so memory stays flat however many traces pass."""
+
+    def __init__(self, max_traces: int = 10_000) -> None:
+        self.max_traces = max_traces
+        self._docs: OrderedDict[str, list[str]] = OrderedDict()
+
+    def add(self, spans: Iterable[Span]) -> None:
+        for span in spans:
+            if kind_of(span) == "retriever":
+                texts = documents_of(span)
+                if texts:
+                    self._docs.setdefault(span.trace_id, []).extend(texts)
+                    self._docs.move_to_end(span.trace_id)
+        while len(self._docs) > self.max_traces:
+            self._docs.popitem(last=False)
+
+    def get(self, trace_id: str) -> list[str]:
+        return list(self._docs.get(trace_id, ()))
 
 
 def documents_of(span: Span) -> list[str]:
@@ -173,18 +187,21 @@ def output_text(span: Span) -> str | None:
     return _value_answer(attrs.get("output.value"), attrs.get("output.mime_type"))
 
 
-def payload_rows(spans: Iterable[Span | BadSpan]) -> tuple[list[tuple[Span, dict[str, Any]] | BadSpan], int]:
-    """(each LLM span with its row, or a span that cannot be keyed; how many other spans were dropped)."""
+def payload_rows(
+    spans: Iterable[Span | BadSpan], documents: TraceDocuments | None = None
+) -> tuple[list[tuple[Span, dict[str, Any]] | BadSpan], int]:
+    """(each LLM span with its row, or a span that cannot be keyed; how many other spans were dropped).
+    `documents`: the retrieved documents of earlier payloads, kept across calls (default: this payload's)."""
     spans = list(spans)
-    good = [s for s in spans if isinstance(s, Span)]
-    docs = trace_documents(good)
+    documents = documents if documents is not None else TraceDocuments()
+    documents.add(s for s in spans if isinstance(s, Span))
     out: list[tuple[Span, dict[str, Any]] | BadSpan] = []
     dropped = 0
     for span in spans:
         if isinstance(span, BadSpan):
             out.append(span)
         elif kind_of(span) == "llm":
-            out.append((span, span_row(span, docs.get(span.trace_id, []))))
+            out.append((span, span_row(span, documents.get(span.trace_id))))
         else:
             dropped += 1
     return out, dropped
