@@ -3,6 +3,8 @@ sampling flows and the OTLP receiver."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from judgewatch.contract.items import judged_content
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.quarantine import QuarantineRecord
@@ -10,32 +12,39 @@ from judgewatch.traffic.records import RejectedTrafficRow
 from judgewatch.traffic.sampling import Pick
 
 
-def pick_interaction(pick: Pick) -> Interaction:
-    """The stored interaction of a pick: keyed by the row's interaction id, dated by the call's own timestamp."""
+def pick_row(pick: Pick) -> dict[str, Any]:
+    """The stored interaction of a pick as an `interaction` row: keyed by the row's interaction id, dated by the
+    call's own timestamp, with the inclusion probability, stratum, salt, PII counts and tokens in `metadata`."""
     row = pick.row
-    meta = {
+    meta: dict[str, Any] = {
         "inclusion_probability": pick.inclusion_probability,
         "stratum": pick.stratum,
         "sampling_salt": pick.salt,
         "pii_redacted": pick.pii_counts,
-        "tokens": row.tokens.model_dump(),
+        "tokens": {"prompt": row.tokens.prompt, "completion": row.tokens.completion, "cached": row.tokens.cached},
     }
     if row.attributes:
         meta["attributes"] = row.attributes
-    return Interaction(
-        id=row.interaction_id,
-        source=row.source,
-        source_id=row.source_id,
-        messages=[m.model_dump() for m in row.messages] or None,
+    return {
+        "id": row.interaction_id,
+        "source": row.source,
+        "source_id": row.source_id,
+        "messages": [{"role": m.role, "content": m.content} for m in row.messages] or None,
         **judged_content(row),
-        tier=row.tier,
-        model=row.model,
-        release=row.release,
-        route=row.route,
-        department=row.department,
-        created_at=row.timestamp,
-        meta=meta,
-    )
+        "tier": row.tier,
+        "model": row.model,
+        "release": row.release,
+        "route": row.route,
+        "department": row.department,
+        "created_at": row.timestamp,
+        "metadata": meta,
+    }
+
+
+def pick_interaction(pick: Pick) -> Interaction:
+    """`pick_row` as an `Interaction` record."""
+    row = pick_row(pick)
+    return Interaction(**row, meta=row.pop("metadata"))
 
 
 def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:

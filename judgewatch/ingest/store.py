@@ -12,9 +12,9 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from judgewatch.ingest.picks import pick_interaction, quarantine_record
+from judgewatch.ingest.picks import pick_row, quarantine_record
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import upsert_interactions
+from judgewatch.storage.interactions import upsert_interaction_rows
 from judgewatch.storage.quarantine import quarantine_rows
 from judgewatch.traffic.config import SourceConfig
 from judgewatch.traffic.mapping import RowMapper
@@ -97,6 +97,6 @@ class SpanStore:
             return
         with session_scope(self.engine) as session:
             if picks:
-                upsert_interactions(session=session, interactions=[pick_interaction(p) for p in picks])
+                upsert_interaction_rows(session=session, rows=[pick_row(p) for p in picks])
             if quarantined:
                 quarantine_rows(session=session, records=[quarantine_record(q) for q in quarantined])

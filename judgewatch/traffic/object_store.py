@@ -15,6 +15,8 @@ from __future__ import annotations
 import io
 from typing import IO, TYPE_CHECKING
 
+from judgewatch.traffic.config import SourceConfigError
+
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
@@ -30,7 +32,11 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     """(the fsspec filesystem for the URL's scheme, the path within it)."""
     from fsspec.core import url_to_fs
 
-    fs, path = url_to_fs(url)
+    try:
+        fs, path = url_to_fs(url)
+    except ImportError as exc:  # the scheme's backend is an optional dependency
+        extra = {"s3": "s3", "gs": "gcs", "gcs": "gcs"}.get(url.split("://", 1)[0], "azure")
+        raise SourceConfigError(f"{url}: {exc} (pip install 'judgewatch[{extra}]')") from None
     return fs, path
 
 

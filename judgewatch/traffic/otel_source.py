@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Item = TrafficRow | RejectedTrafficRow
-KEPT_ATTRIBUTES = ("user", "session", "service", "latency_ms", "trace_id", "span_id")
+KEPT_ATTRIBUTES = ("user", "session", "service", "latency_ms")  # trace and span id: the source id
 
 
 @dataclass
@@ -65,10 +65,9 @@ def request_items(
             counts.quarantined += 1
             continue
         span, raw = entry
-        item = mapper.map(raw, position=f"{origin}#span={span.key}", fallback_id=span.key)
+        kept = {k: raw["metadata"][k] for k in KEPT_ATTRIBUTES if k in raw["metadata"]}
+        item = mapper.map(raw, position=f"{origin}#span={span.key}", fallback_id=span.key, attributes=kept)
         if isinstance(item, TrafficRow):
-            kept = {k: raw["metadata"][k] for k in KEPT_ATTRIBUTES if k in raw["metadata"]}
-            item = item.model_copy(update={"attributes": kept})
             counts.rows += 1
         else:
             counts.quarantined += 1

