@@ -3,12 +3,13 @@
 Starts the receiver in its own process pinned to one core (SQLite store in a temporary folder, sampling rate 1.0
 so every LLM span is mapped, scrubbed and upserted: the most storing work a span can cost), then posts protobuf
 `ExportTraceServiceRequest`s of `--batch` spans (four GenAI chat spans and one OpenInference LLM span to each
-retriever span, as a RAG service exports them) from this process, two requests in flight. A request is
-acknowledged once its spans are committed, so spans/s counts stored spans.
+retriever span, as a RAG service exports them; PII in one trace of 50) from this process, two requests in flight.
+A request is acknowledged once its spans are committed, so spans/s counts stored spans.
 
-Limits, on one core: >= 5,000 LLM spans stored per second of the receiver's CPU time (retriever spans are read
-but not counted), and RSS after 200k spans / RSS after 50k spans <= 1.2 (memory does not grow with the number
-of spans). Wall-clock spans/s is printed too (the client shares the machine).
+`--rate` below 1 measures a production sampling rate: every span is still mapped and decided, only the picks are
+scrubbed and stored. Limits, on one core: >= 5,000 LLM spans stored per second of the receiver's CPU time
+(retriever spans are read but not counted), and RSS after 200k spans / RSS after 50k spans <= 1.2 (memory does not
+grow with the number of spans). Wall-clock spans/s is printed too (the client shares the machine).
 
     .venv/bin/python bench/ingest.py [--spans 200000] [--batch 500]
 
@@ -36,8 +37,8 @@ TOKEN = "bench-ingest-token"
 CONFIG = """\
 name: bench-otlp
 kind: otlp
-tiers: {small-q: quantized, big-fp16: full}
-sampling: {default_rate: 1.0}
+tiers: {{small-q: quantized, big-fp16: full}}
+sampling: {{default_rate: {rate}}}
 """
 
 
@@ -53,8 +54,9 @@ def make_batch(first_trace: int, llm_spans: int) -> bytes:
         labels = {"judgewatch.route": "support/orders", "user.id": f"user-{t % 997}"}
         for s in range(2, 6):
             question = f"When will order {t}-{s} arrive, and can I change the address?"
-            answer = (f"Order {t}-{s} ships within {t % 7 + 1} days; the address can be changed until it leaves "
-                      "the warehouse. Contact support@example.com for help.")  # fmt: skip
+            answer = f"Order {t}-{s} ships within {t % 7 + 1} days; the address can be changed until it leaves."
+            if t % 50 == 0:  # PII in one answer of 50, as in the sampling benchmark's gateway log
+                answer += f" Write to buyer{t}@example.com or call 1381234{t % 10_000:04d}."
             spans.append(genai_chat(t, s, question, answer, **labels))
         spans.append(openinference_llm(t, 6, f"Summarise order {t}", f"Order {t}: 2 items, paid, not shipped."))
     return decode_json(json.dumps(request(*spans)))[0].SerializeToString()
@@ -73,13 +75,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--rate", type=float, default=1.0, help="sampling rate (1.0: every LLM span stored)")
     args = parser.parse_args()
     import httpx
 
     from judgewatch.testing.processes import free_port, stop_process
 
     work = Path(tempfile.mkdtemp(prefix="jw-ingest-bench-"))
-    (work / "source.yaml").write_text(CONFIG)
+    (work / "source.yaml").write_text(CONFIG.format(rate=args.rate))
     port = free_port()
     env = {**os.environ, "JUDGEWATCH_INGEST_TOKEN": TOKEN, "PYTHONPATH": str(HERE.parent),
            "JUDGEWATCH_DATA_DIR": str(work)}  # fmt: skip
@@ -122,14 +125,15 @@ def main() -> None:
         totals = httpx.get(f"{url}/healthz").json()
     finally:
         stop_process(server)
-    stored = (batches - 1) * args.batch
-    if totals.get("picked") != batches * args.batch:
-        raise SystemExit(f"stored {totals.get('picked')} spans of {batches * args.batch}: {totals}")
-    rate = stored / cpu
+    received = (batches - 1) * args.batch
+    if totals.get("llm_spans") != batches * args.batch:
+        raise SystemExit(f"received {totals.get('llm_spans')} LLM spans of {batches * args.batch}: {totals}")
+    rate = received / cpu
     ratio = rss_at[args.spans] / rss_at[50_000]
     print(f"receiver counts: {totals}")
     print(
-        f"stored {stored:,} LLM spans in {cpu:.1f} s of receiver CPU ({wall:.1f} s wall, {stored / wall:,.0f}/s wall)"
+        f"{received:,} LLM spans mapped and decided at rate {args.rate}, {totals['picked']:,} stored (all requests), "
+        f"in {cpu:.1f} s of receiver CPU ({wall:.1f} s wall, {received / wall:,.0f}/s wall)"
     )
     print(f"spans/s {rate:,.0f} (limit >= {SPANS_PER_S_LIMIT:,}: ratio {rate / SPANS_PER_S_LIMIT:.2f})")
     low, high = rss_at[50_000] / 2**20, rss_at[args.spans] / 2**20
