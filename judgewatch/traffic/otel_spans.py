@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import re
 from collections import OrderedDict, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -120,7 +120,7 @@ def span_row(span: Span, documents: list[str]) -> dict[str, Any]:
         "response": {"usage": usage},
         "model": model,
         "metadata": labels,
-        "timestamp": datetime.fromtimestamp(span.start_ns / 1e9, tz=UTC).isoformat() if span.start_ns else None,
+        "timestamp": datetime.fromtimestamp(span.start_ns / 1e9, tz=UTC) if span.start_ns else None,
         "reference": {"context": documents},
     }
     if answer is not None:
@@ -176,14 +176,15 @@ def input_messages(span: Span) -> list[dict[str, str]]:
 def output_text(span: Span) -> str | None:
     """The answer text: the first output message (or choice) that says something."""
     attrs = span.attributes
-    for messages in (
-        _indexed_messages(attrs, "llm.output_messages"),
-        _messages(_event_attr(span, "gen_ai.output.messages")),
-        _messages(_event_attr(span, "gen_ai.completion")),
-        [_choice(a) for name, a in span.events if name == "gen_ai.choice"],
-        _indexed_messages(attrs, "gen_ai.completion"),
-    ):
-        texts = [m["content"] for m in messages if m.get("content")]
+    conventions: tuple[Callable[[], list[dict[str, str]]], ...] = (
+        lambda: _indexed_messages(attrs, "llm.output_messages"),
+        lambda: _messages(_event_attr(span, "gen_ai.output.messages")),
+        lambda: _messages(_event_attr(span, "gen_ai.completion")),
+        lambda: [_choice(a) for name, a in span.events if name == "gen_ai.choice"],
+        lambda: _indexed_messages(attrs, "gen_ai.completion"),
+    )
+    for read in conventions:  # in order, reading only until one has an answer
+        texts = [m["content"] for m in read() if m.get("content")]
         if texts:
             return texts[0]
     completion = _event_attr(span, "gen_ai.completion")
