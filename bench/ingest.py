@@ -105,7 +105,11 @@ def main() -> None:
         batches = args.spans // args.batch
 
         def post(k: int) -> None:
-            reply = client.post(f"{url}/v1/traces", content=make_batch(1 + k * args.batch, args.batch), headers=headers)
+            body = make_batch(1 + k * args.batch, args.batch)
+            try:
+                reply = client.post(f"{url}/v1/traces", content=body, headers=headers)
+            except httpx.TransportError:  # a kept-alive connection the server closed: retried, as exporters do
+                reply = client.post(f"{url}/v1/traces", content=body, headers=headers)
             if reply.status_code != 200:
                 raise SystemExit(f"batch {k}: HTTP {reply.status_code}: {reply.text[:200]}")
 
