@@ -48,3 +48,44 @@ def serve(
         uvicorn.run(app_, host=host, port=port, log_level="warning", access_log=False)
     finally:
         engine.dispose()
+
+
+@app.command("judge")
+def judge(
+    source: Annotated[str, typer.Option(help="Name of the otlp source whose stored picks to judge.")] = "otlp",
+    judge: Annotated[str, typer.Option(help="Judge: `reference`, an endpoint URL, or URLs separated by commas.")] = (
+        "reference"
+    ),
+    rubric: Annotated[str, typer.Option(help="Rubric name (rubrics/<name>.yaml).")] = "answer_quality",
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: configured)")] = None,
+) -> None:
+    """Judge the received picks not judged yet under the rubric and judge; route a share of the verdicts to review."""
+    import asyncio
+
+    from judges.factory import chain, judge_links
+    from judgewatch.cli._store import open_store_or_exit
+    from judgewatch.contract.rubric import load_rubric
+    from judgewatch.ingest.judging import judge_received
+    from judgewatch.review.routing import RoutingPolicy
+    from judgewatch.settings import get_settings
+
+    settings = get_settings()
+    engine = open_store_or_exit(database_url)
+    judge_obj = chain(judge_links(judge, settings))
+
+    async def run() -> dict[str, object]:
+        try:
+            return await judge_received(engine, source=source, rubric=load_rubric(rubric, settings.rubrics_dir),
+                                        judge=judge_obj, policy=RoutingPolicy.from_settings(settings),
+                                        rubrics_dir=settings.rubrics_dir)  # fmt: skip
+        finally:
+            await judge_obj.aclose()
+
+    try:
+        counts = asyncio.run(run())
+    finally:
+        engine.dispose()
+    judged = counts["judged"]
+    total = sum(judged.values()) if isinstance(judged, dict) else 0
+    typer.echo(f"source {source}: judged {total} {judged}, {counts['already_judged']} already judged, "
+               f"routed {counts['routed']} ({counts['review_items_created']} new review items)")  # fmt: skip

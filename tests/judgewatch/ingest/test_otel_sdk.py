@@ -4,7 +4,6 @@ scrubbed, and judged; non-LLM spans are dropped; a span without an answer is qua
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -14,15 +13,15 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from sqlalchemy import Engine
-from sqlmodel import select
+from sqlmodel import col, select
+from typer.testing import CliRunner
 
-from judges.reference import ReferenceJudge
-from judgewatch.contract.rubric import Rubric
+from judgewatch.cli import get_app
 from judgewatch.ingest.store import SpanStore
-from judgewatch.judging.pipeline import judge_keyed
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.quarantine import get_quarantined
+from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.ingest_server import run_receiver_in_thread
 from judgewatch.traffic.config import SourceConfig
 
@@ -71,7 +70,7 @@ def _export(url: str, token: str = TOKEN) -> None:
     provider.shutdown()
 
 
-def test_sdk_spans_are_stored_sampled_and_judged(engine: Engine, rubric: Rubric) -> None:
+def test_sdk_spans_are_stored_sampled_and_judged(engine: Engine) -> None:
     config = SourceConfig(
         name="shop", kind="otlp", tiers={"small-q": "quantized", "big": "full"}, sampling={"default_rate": 1.0}
     )
@@ -85,6 +84,7 @@ def test_sdk_spans_are_stored_sampled_and_judged(engine: Engine, rubric: Rubric)
         stored = {i.model: i for i in session.exec(select(Interaction).where(Interaction.source == "traffic:shop"))}
         quarantined = get_quarantined(session=session, source="traffic:shop")
     current, older = stored["small-q"], stored["big-fp16"]
+    stored_ids = {i.id for i in stored.values()}
     assert current.question == "What is the capital of France?"
     assert current.answer == "Paris is the capital of France."
     assert current.context == ["Paris is the capital of France.", "France is in Western Europe."]
@@ -99,9 +99,15 @@ def test_sdk_spans_are_stored_sampled_and_judged(engine: Engine, rubric: Rubric)
     assert "sk-" not in older.answer and "[SECRET]" in older.answer
     assert [q.reason.split(":")[0] for q in quarantined] == ["missing_response"]
 
-    items = [(i.id, i.to_item()) for i in stored.values()]
-    result = asyncio.run(judge_keyed(items, rubric, ReferenceJudge(), engine=engine))
-    assert [v.status for v in result.verdicts] == ["scored", "scored"]
+    url = engine.url.render_as_string(hide_password=False)
+    judged = CliRunner().invoke(get_app(), ["ingest", "judge", "--source", "shop", "--database-url", url])
+    assert judged.exit_code == 0, judged.output
+    assert "judged 2 {'scored': 2}, 0 already judged" in judged.output
+    with session_scope(engine) as session:
+        verdicts = session.exec(select(VerdictRecord).where(col(VerdictRecord.interaction_id).in_(list(stored_ids))))
+        assert sorted(v.status for v in verdicts) == ["scored", "scored"]
+    again = CliRunner().invoke(get_app(), ["ingest", "judge", "--source", "shop", "--database-url", url])
+    assert "judged 0 {}, 2 already judged" in again.output
 
 
 def test_wrong_token_is_refused_and_nothing_is_stored(engine: Engine) -> None:
