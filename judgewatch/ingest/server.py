@@ -43,6 +43,9 @@ def create_app(store: SpanStore, token: str) -> Starlette:
         as_json = content_type.split(";")[0].strip().lower() == JSON
         if content_type.split(";")[0].strip().lower() not in (JSON, PROTOBUF, "application/protobuf"):
             return _status(415, f"unsupported Content-Type {content_type!r}: {PROTOBUF} or {JSON}", as_json)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before it is read into memory
+            return _status(413, f"body larger than {MAX_BODY_BYTES} bytes", as_json)
         body = await request.body()
         if len(body) > MAX_BODY_BYTES:
             return _status(413, f"body larger than {MAX_BODY_BYTES} bytes", as_json)
