@@ -17,13 +17,13 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine, inspect
 from sqlalchemy.engine import make_url
 
-from judgewatch.contract.items import judged_content
+from judgewatch.ingest.picks import pick_interaction, quarantine_record
 from judgewatch.judging.run import JudgingRun, StoredBatch
 from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdicts
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.interactions import Interaction, upsert_interactions
-from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
+from judgewatch.storage.interactions import upsert_interactions
+from judgewatch.storage.quarantine import quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
 from judgewatch.traffic import Pick, RejectedTrafficRow, SampleStats, Watermark
 from judgewatch.traffic.partitions import SourcePartition, partition_sampler
@@ -108,36 +108,6 @@ def peek_watermark(url: str, source: str) -> str | None:
             return row.watermark if row else None
     finally:
         engine.dispose()
-
-
-def pick_interaction(pick: Pick) -> Interaction:
-    """The stored interaction of a pick: keyed by the row's interaction id, dated by the call's own timestamp."""
-    row = pick.row
-    return Interaction(
-        id=row.interaction_id,
-        source=row.source,
-        source_id=row.source_id,
-        messages=[m.model_dump() for m in row.messages] or None,
-        **judged_content(row),
-        tier=row.tier,
-        model=row.model,
-        release=row.release,
-        route=row.route,
-        department=row.department,
-        created_at=row.timestamp,
-        meta={
-            "inclusion_probability": pick.inclusion_probability,
-            "stratum": pick.stratum,
-            "sampling_salt": pick.salt,
-            "pii_redacted": pick.pii_counts,
-            "tokens": row.tokens.model_dump(),
-        },
-    )
-
-
-def quarantine_record(row: RejectedTrafficRow) -> QuarantineRecord:
-    reason = f"{row.reason.value}: {row.detail}" if row.detail else row.reason.value
-    return QuarantineRecord(source=row.source, position=row.position, line=row.line, reason=reason, raw=row.excerpt)
 
 
 @task(name="store-picks", cache_policy=NO_CACHE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +86,9 @@ class Settings(BaseSettings):
     # Web origins (scheme://host[:port]) allowed to call the review app besides its own (the host it is served
     # under); requests from any other site are refused and its session cookies are SameSite=Lax.
     review_allowed_origins: list[str] = Field(default_factory=list)
+
+    # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
+    ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 

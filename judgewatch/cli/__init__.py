@@ -26,6 +26,7 @@ def get_app() -> typer.Typer:
         dataset_cmd,
         db_cmd,
         demo_cmd,
+        ingest_cmd,
         judge_cmd,
         judges_cmd,
         metrics_cmd,
@@ -56,6 +57,7 @@ def get_app() -> typer.Typer:
     app.add_typer(metrics_cmd.app, name="metrics")
     app.command("compare")(workbench_cmd.compare)
     app.command("export")(workbench_cmd.export)
+    app.add_typer(ingest_cmd.app, name="ingest")
     return app
 
 

@@ -98,8 +98,9 @@ class SourceConfig(_Strict):
     """One traffic source. `name` is part of every interaction id: renaming a source re-keys its rows."""
 
     name: str = Field(min_length=1)
-    kind: Literal["jsonl", "parquet", "sql"]
-    paths: list[str] = Field(default_factory=list)  # globs; relative ones are relative to the config file
+    kind: Literal["jsonl", "parquet", "sql", "otlp"]  # otlp: collector files, or `judgewatch ingest serve`
+    # globs; relative ones are relative to the config file; s3://, gs://, az:// URLs read objects (object_store)
+    paths: list[str] = Field(default_factory=list)
     url: str | None = None
     url_env: str | None = None  # name of an environment variable holding the URL (keeps passwords out)
     table: str | None = None
@@ -122,7 +123,7 @@ class SourceConfig(_Strict):
         base = (info.context or {}).get("base_dir")
         if base is None:
             return paths
-        return [p if Path(p).is_absolute() else str(Path(base) / p) for p in paths]
+        return [p if Path(p).is_absolute() or "://" in p else str(Path(base) / p) for p in paths]
 
     @field_validator("timezone")
     @classmethod

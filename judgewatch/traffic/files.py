@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from judgewatch.contract.raw_rows import InputFileError, loads_bounded, sniff_jsonl_file
 from judgewatch.traffic.mapping import RowMapper
+from judgewatch.traffic.object_store import RemotePath, glob_urls, is_object, is_url, object_size, open_binary
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.watermark import WatermarkState
 
@@ -38,7 +39,17 @@ def expand_paths(patterns: list[str]) -> tuple[list[str], list[str]]:
     seen: dict[str, None] = {}
     missing = []
     for pattern in patterns:
-        if glob.has_magic(pattern):
+        if is_url(pattern):  # object storage (judgewatch.traffic.object_store)
+            if glob.has_magic(pattern):
+                matches = glob_urls(pattern)
+                if not matches:
+                    logger.warning("no object matches %s", pattern)
+                seen.update((m, None) for m in matches)
+            elif is_object(pattern):
+                seen[pattern] = None
+            else:
+                missing.append(pattern)
+        elif glob.has_magic(pattern):
             matches = sorted(glob.glob(pattern, recursive=True))
             if not matches:
                 logger.warning("no file matches %s", pattern)
@@ -67,7 +78,7 @@ def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
 
 
 def _is_gzip(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         return f.read(2) == _GZIP_MAGIC
 
 
@@ -87,13 +98,16 @@ def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog |
     mark_rows, mark_offset = state.files.get(path, (0, None))
     try:
         gz = _is_gzip(path)
-        size = Path(path).stat().st_size
-        f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+        size = object_size(path) if is_url(path) else Path(path).stat().st_size
+        if not is_url(path):
+            f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+        else:  # an object's buffered, seekable file (closed with the gzip reader's garbage)
+            f = gzip.GzipFile(fileobj=open_binary(path), mode="rb") if gz else open_binary(path)  # type: ignore[assignment]
     except OSError as exc:
         return mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
     if not gz and size > 0 and mark_offset is None:
         try:  # a UTF-16 or CR-only file: one message for the file, not one per line
-            sniff_jsonl_file(Path(path), allow_empty=True)  # an empty log is just quiet
+            sniff_jsonl_file(RemotePath(path) if is_url(path) else Path(path), allow_empty=True)  # type: ignore[arg-type]
         except InputFileError as exc:
             f.close()
             return mapper.quarantine(path, QuarantineReason.undecodable, str(exc), "")
@@ -192,7 +206,7 @@ def open_parquet(
 
     mark_rows = state.files.get(path, (0, None))[0]
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(open_binary(path) if is_url(path) else path)
     except (OSError, pa.ArrowException) as exc:
         return mapper.quarantine(path, QuarantineReason.unreadable, str(exc), "")
     meta = pf.metadata

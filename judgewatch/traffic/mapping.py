@@ -190,13 +190,21 @@ class RowMapper:
         )
 
     def map(
-        self, raw: Any, *, position: str, fallback_id: str, size: int | None = None, line: int | None = None
+        self,
+        raw: Any,
+        *,
+        position: str,
+        fallback_id: str,
+        size: int | None = None,
+        line: int | None = None,
+        attributes: dict[str, str | float] | None = None,
     ) -> TrafficRow | RejectedTrafficRow:
-        """Map a decoded row; `size` is its byte length when known (else estimated from its texts)."""
+        """Map a decoded row; `size` is its byte length when known (else estimated from its texts); `attributes`
+        are kept with the row as they are (`TrafficRow.attributes`)."""
         if not isinstance(raw, dict):
             return self.quarantine(position, QuarantineReason.not_an_object, f"got {type(raw).__name__}", raw, line)
         try:
-            return self._map(raw, fallback_id=fallback_id, size=size)
+            return self._map(raw, fallback_id=fallback_id, size=size, attributes=attributes)
         except BadRow as bad:
             return self.quarantine(position, bad.reason, bad.detail, raw, line)
         except ValidationError as exc:  # a value the record rejects: still a bad row, never an exception
@@ -204,7 +212,14 @@ class RowMapper:
             detail = f"{'.'.join(map(str, first['loc']))}: {first['msg']}"
             return self.quarantine(position, QuarantineReason.wrong_type, detail, raw, line)
 
-    def _map(self, raw: dict[str, Any], *, fallback_id: str, size: int | None) -> TrafficRow:
+    def _map(
+        self,
+        raw: dict[str, Any],
+        *,
+        fallback_id: str,
+        size: int | None,
+        attributes: dict[str, str | float] | None = None,
+    ) -> TrafficRow:
         for key in self.nested_keys:
             value = raw.get(key)
             if isinstance(value, str) and value[:1] in ("{", "["):
@@ -274,6 +289,7 @@ class RowMapper:
             reference_facts=facts,
             context=context,
             language=_language(resolve(raw, p["language"]), question, answer),
+            attributes=attributes or {},
         )
 
     def _check_field_sizes(

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 
 from judgewatch.traffic.config import SourceConfig
 from judgewatch.traffic.files import expand_paths
+from judgewatch.traffic.object_store import open_binary
 from judgewatch.traffic.records import RejectedTrafficRow
 from judgewatch.traffic.sampling import Sampler
 from judgewatch.traffic.sources import SourceRead, read_source
@@ -151,8 +152,9 @@ def _row_count(path: str) -> int | None:
     if path.endswith(".parquet") or _is_parquet(path):
         import pyarrow.parquet as pq
 
-        return int(pq.ParquetFile(path).metadata.num_rows)
-    with open(path, "rb") as f:
+        with open_binary(path) as f:
+            return int(pq.ParquetFile(f).metadata.num_rows)
+    with open_binary(path) as f:
         if f.read(2) == b"\x1f\x8b":
             return None
         f.seek(0)
@@ -160,7 +162,7 @@ def _row_count(path: str) -> int | None:
 
 
 def _is_parquet(path: str) -> bool:
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         return f.read(4) == b"PAR1"
 
 
@@ -169,7 +171,7 @@ def _mark_at(path: str, rows: int) -> FileMark:
     if _is_parquet(path):
         return FileMark(rows=rows)
     offset, seen = 0, 0
-    with open(path, "rb") as f:
+    with open_binary(path) as f:
         while seen < rows:
             chunk = f.read(1 << 24)
             if not chunk:

@@ -49,6 +49,9 @@ class TrafficRow(BaseModel):
     reference_facts: list[str] = Field(default_factory=list)
     context: list[str] = Field(default_factory=list)
     language: Language
+    # What a source knows beyond the mapped fields and keeps with the interaction (OTLP: user, session, service,
+    # latency_ms, trace and span ids); text values are PII-scrubbed with the rest.
+    attributes: dict[str, str | float] = Field(default_factory=dict)
 
     def to_judge_item(self) -> JudgeItem:
         """The judge's input contract, keyed by the interaction id."""

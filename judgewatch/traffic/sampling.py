@@ -265,6 +265,7 @@ class Sampler:
                 "reference_answer": (scrub(row.reference_answer, counts) if row.reference_answer is not None else None),
                 "reference_facts": [scrub(t, counts) for t in row.reference_facts],
                 "context": [scrub(t, counts) for t in row.context],
+                "attributes": {k: scrub(v, counts) if isinstance(v, str) else v for k, v in row.attributes.items()},
             }
         )
         self._pii.update(counts)

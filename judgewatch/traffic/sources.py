@@ -64,6 +64,10 @@ class SourceRead:
         mapper = self._start()
         if self.config.kind == "sql":
             return sql_blocks(mapper, self._state, self.engine, self.until)
+        if self.config.kind == "otlp":  # spans are mapped one by one: a line holds a whole export request
+            from judgewatch.traffic.otel_source import read_otlp_files
+
+            return read_otlp_files(mapper, self._state)
         return read_file_blocks(mapper, self._state)
 
     def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
@@ -73,6 +77,10 @@ class SourceRead:
             from judgewatch.traffic.sql import read_sql
 
             items = read_sql(mapper, self._state, self.engine, self.until)
+        elif self.config.kind == "otlp":
+            from judgewatch.traffic.otel_source import read_otlp_files
+
+            items = read_otlp_files(mapper, self._state)
         else:
             from judgewatch.traffic.files import read_files
 

@@ -46,7 +46,7 @@ def test_rates_outside_zero_one_are_rejected_with_their_field(tmp_path):
     [
         ("name: x\nkind: jsonl\n", "a jsonl source needs `paths`"),
         ("name: x\nkind: sql\nurl: sqlite://\n", "needs `url` (or `url_env`) and `table`"),
-        ("name: x\nkind: csv\npaths: [a]\n", "kind: Input should be 'jsonl', 'parquet' or 'sql'"),
+        ("name: x\nkind: csv\npaths: [a]\n", "kind: Input should be 'jsonl', 'parquet', 'sql' or 'otlp'"),
         ("name: x\nkind: jsonl\npaths: [a]\ntimezone: Mars/Olympus\n", "timezone: Value error, unknown timezone"),
         ("name: x\nkind: jsonl\npaths: [a]\nmax_row_bytes: many\n", "max_row_bytes: Input should be a valid integer"),
         ("name: [unclosed\n", "not valid YAML"),

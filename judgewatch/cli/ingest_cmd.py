@@ -1,0 +1,91 @@
+"""`judgewatch ingest serve`: receive OTLP/HTTP traces, store the sampled LLM spans as interactions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+app = typer.Typer(help="OTLP traces in: receive OpenTelemetry GenAI / OpenInference spans.", no_args_is_help=True)
+
+
+@app.command("serve")
+def serve(
+    config: Annotated[
+        Path | None,
+        typer.Option(help="Source YAML of kind otlp: name, sampling rates, tiers, filters, PII (default: name otlp)."),
+    ] = None,
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (4318 is OTLP/HTTP's).")] = 4318,
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: configured)")] = None,
+) -> None:
+    """Serve POST /v1/traces until interrupted; senders authenticate with JUDGEWATCH_INGEST_TOKEN as bearer."""
+    import uvicorn
+
+    from judgewatch.cli._store import open_store_or_exit
+    from judgewatch.ingest.server import create_app
+    from judgewatch.ingest.store import SpanStore
+    from judgewatch.settings import get_settings
+    from judgewatch.traffic.config import SourceConfig, SourceConfigError, load_source_config
+
+    token = get_settings().ingest_token
+    if token is None or not token.get_secret_value():
+        typer.echo("error: set JUDGEWATCH_INGEST_TOKEN: the receiver does not accept unauthenticated spans", err=True)
+        raise typer.Exit(2)
+    try:
+        source = load_source_config(config) if config else SourceConfig(name="otlp", kind="otlp")
+    except SourceConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if source.kind != "otlp":
+        typer.echo(f"error: {config}: kind: the receiver needs a source of kind otlp, got {source.kind}", err=True)
+        raise typer.Exit(2)
+    engine = open_store_or_exit(database_url)
+    app_ = create_app(SpanStore(engine, source), token.get_secret_value())
+    typer.echo(f"receiving OTLP/HTTP traces on http://{host}:{port}/v1/traces as source {source.name}", err=True)
+    try:
+        uvicorn.run(app_, host=host, port=port, log_level="warning", access_log=False)
+    finally:
+        engine.dispose()
+
+
+@app.command("judge")
+def judge(
+    source: Annotated[str, typer.Option(help="Name of the otlp source whose stored picks to judge.")] = "otlp",
+    judge: Annotated[str, typer.Option(help="Judge: `reference`, an endpoint URL, or URLs separated by commas.")] = (
+        "reference"
+    ),
+    rubric: Annotated[str, typer.Option(help="Rubric name (rubrics/<name>.yaml).")] = "answer_quality",
+    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: configured)")] = None,
+) -> None:
+    """Judge the received picks not judged yet under the rubric and judge; route a share of the verdicts to review."""
+    import asyncio
+
+    from judges.factory import chain, judge_links
+    from judgewatch.cli._store import open_store_or_exit
+    from judgewatch.contract.rubric import load_rubric
+    from judgewatch.ingest.judging import judge_received
+    from judgewatch.review.routing import RoutingPolicy
+    from judgewatch.settings import get_settings
+
+    settings = get_settings()
+    engine = open_store_or_exit(database_url)
+    judge_obj = chain(judge_links(judge, settings))
+
+    async def run() -> dict[str, object]:
+        try:
+            return await judge_received(engine, source=source, rubric=load_rubric(rubric, settings.rubrics_dir),
+                                        judge=judge_obj, policy=RoutingPolicy.from_settings(settings),
+                                        rubrics_dir=settings.rubrics_dir)  # fmt: skip
+        finally:
+            await judge_obj.aclose()
+
+    try:
+        counts = asyncio.run(run())
+    finally:
+        engine.dispose()
+    judged = counts["judged"]
+    total = sum(judged.values()) if isinstance(judged, dict) else 0
+    typer.echo(f"source {source}: judged {total} {judged}, {counts['already_judged']} already judged, "
+               f"routed {counts['routed']} ({counts['review_items_created']} new review items)")  # fmt: skip

@@ -1,0 +1,73 @@
+"""Judging what the receiver stored: the picks of an `otlp` source not judged yet under a rubric and judge, in
+keyset batches, each batch's verdicts routed to review by the same policy as the sampling flow's.
+
+The receiver answers exporters as soon as spans are stored; judging runs apart (`judgewatch ingest judge`, on a
+schedule), so a slow or down judge never makes exporters retry or drop spans.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sqlmodel import col, select
+
+from judgewatch.judging.run import JudgingRun
+from judgewatch.review.routing import RoutingPolicy, route_verdicts
+from judgewatch.review.rubrics import RubricResolver
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.runs import RunKind
+from judgewatch.traffic.records import source_label
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from judges.base import Judge
+    from judgewatch.contract.rubric import Rubric
+
+
+async def judge_received(
+    engine: Engine,
+    *,
+    source: str,
+    rubric: Rubric,
+    judge: Judge,
+    policy: RoutingPolicy,
+    rubrics_dir: Path | None = None,
+    batch_size: int = 500,
+) -> dict[str, object]:
+    """Judge the stored picks of source `source` that have no verdict under `rubric` and `judge` yet; returns the
+    counts (judged by status, already judged, routed to review, the run id)."""
+    label = source_label(source)
+    run = JudgingRun(engine, kind=RunKind.sampling, name=f"ingest-judge/{source}", identity=f"{source}@received",
+                     rubric=rubric, judge=judge, params={"source": source}, lazy=True)  # fmt: skip
+    routed: Counter[str] = Counter()
+    created = 0
+    with run:
+        after = ""
+        while True:
+            with session_scope(engine) as session:
+                query = select(Interaction).where(Interaction.source == label, col(Interaction.id) > after)
+                rows = list(session.exec(query.order_by(col(Interaction.id)).limit(batch_size)))
+            if not rows:
+                break
+            after = rows[-1].id
+            batch = await run.judge_stored([(row.id, row.to_item()) for row in rows])
+            if batch.verdict_ids:
+                with session_scope(engine, write=True) as session:
+                    report = route_verdicts(session=session, policy=policy, rubrics=RubricResolver(rubrics_dir),
+                                            verdict_ids=list(batch.verdict_ids.values()))  # fmt: skip
+                routed.update(report.by_reason)
+                created += report.created
+        run.extra = {"routed": dict(routed), "review_items_created": created}
+    summary = run.summary
+    return {
+        "run_id": run.run_id,
+        "judged": dict(summary.by_status),
+        "unscored_reasons": dict(summary.by_unscored_reason),
+        "already_judged": run.already_judged,
+        "routed": dict(routed),
+        "review_items_created": created,
+    }

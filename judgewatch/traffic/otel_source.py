@@ -1,0 +1,141 @@
+"""OTLP traces as a traffic source: a decoded export request to rows, and the `otlp` source kind that reads what
+the OpenTelemetry Collector's file exporter writes (JSON lines of `ExportTraceServiceRequest`, rotated files too).
+
+Every LLM span becomes a `TrafficRow` through the source's own `RowMapper` (so tiers, filters, sampling and PII
+scrubbing are the other sources' own), keyed "<trace id>:<span id>": a span read or received twice is the same
+interaction. A span the mapping rejects is quarantined with its reason; other spans are counted as dropped.
+A file's watermark moves a whole line (one export request) at a time, after its last span is handed out.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
+
+from judgewatch.traffic.files import each_file, open_jsonl
+from judgewatch.traffic.mapping import RowMapper
+from judgewatch.traffic.otel_decode import MAX_BODY_BYTES, BadSpan, PayloadError, decode_json, spans_of
+from judgewatch.traffic.otel_spans import TraceDocuments, payload_rows
+from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
+from judgewatch.traffic.watermark import WatermarkState
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+logger = logging.getLogger(__name__)
+
+Item = TrafficRow | RejectedTrafficRow
+KEPT_ATTRIBUTES = ("user", "session", "service", "latency_ms")  # trace and span id: the source id
+
+
+@dataclass
+class SpanCounts:
+    """What a payload held: LLM spans mapped, spans quarantined, other spans dropped."""
+
+    rows: int = 0
+    quarantined: int = 0
+    dropped: int = 0
+
+    def add(self, other: SpanCounts) -> None:
+        self.rows += other.rows
+        self.quarantined += other.quarantined
+        self.dropped += other.dropped
+
+
+def request_items(
+    request: ExportTraceServiceRequest,
+    mapper: RowMapper,
+    origin: str,
+    bad: list[BadSpan] | None = None,
+    documents: TraceDocuments | None = None,
+) -> tuple[list[Item], SpanCounts]:
+    """The request's LLM spans as rows (or quarantine records positioned "<origin>#span=<trace>:<span>"); `bad`:
+    spans the decoder could not read; `documents`: retrieved documents remembered from earlier requests."""
+    found, dropped = payload_rows([*spans_of(request), *(bad or [])], documents)
+    counts = SpanCounts(dropped=dropped)
+    items: list[Item] = []
+    for entry in found:
+        if isinstance(entry, BadSpan):
+            where = f"{origin}#{entry.where}"
+            items.append(mapper.quarantine(where, QuarantineReason.wrong_type, entry.reason, entry.name))
+            counts.quarantined += 1
+            continue
+        span, raw = entry
+        kept = {k: raw["metadata"][k] for k in KEPT_ATTRIBUTES if k in raw["metadata"]}
+        item = mapper.map(raw, position=f"{origin}#span={span.key}", fallback_id=span.key, attributes=kept)
+        if isinstance(item, TrafficRow):
+            counts.rows += 1
+        else:
+            counts.quarantined += 1
+        items.append(item)
+    return items, counts
+
+
+def read_otlp_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """The source's files in name order (rotated ones included), line by line after the watermark."""
+    documents = TraceDocuments()  # a trace's spans may be split over lines and files
+    read = partial(read_otlp_file, documents=documents)
+    return each_file(mapper, state, read, read)
+
+
+def read_otlp_file(
+    path: str, mapper: RowMapper, state: WatermarkState, documents: TraceDocuments | None = None
+) -> Iterator[Item]:
+    """One collector file: each line an `ExportTraceServiceRequest` in OTLP/JSON; a bad line is quarantined
+    with its line number and the lines after it are read."""
+    log = open_jsonl(path, mapper, state)
+    if isinstance(log, RejectedTrafficRow):
+        yield log
+        return
+    with log.f as f:
+        line_no, offset, skip = log.line_no, log.offset, log.skip
+        try:
+            while True:
+                chunk = f.readline(MAX_BODY_BYTES + 1)
+                if not chunk:
+                    break
+                if not chunk.endswith(b"\n") and not log.gz:
+                    break  # the exporter is still writing this line: read it next time
+                line_no += 1
+                offset += len(chunk)
+                if line_no <= skip:
+                    continue
+                mark = (line_no, None if log.gz else offset)
+                items = list(_line_items(chunk.strip(), path, line_no, mapper, documents))
+                if not items:
+                    state.files[path] = mark
+                for k, item in enumerate(items):
+                    if k == len(items) - 1:
+                        state.files[path] = mark  # the watermark covers the line once its last span is out
+                    yield item
+        except (EOFError, OSError, zlib.error) as exc:
+            yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, f"stopped reading: {exc}", "")
+
+
+def _line_items(
+    body: bytes, path: str, line_no: int, mapper: RowMapper, documents: TraceDocuments | None
+) -> Iterator[Item]:
+    if not body:
+        return
+    where = f"{path}:{line_no}"
+    if len(body) > MAX_BODY_BYTES:
+        yield mapper.quarantine(where, QuarantineReason.oversize, f"line over {MAX_BODY_BYTES} bytes", body, line_no)
+        return
+    try:
+        request, bad = decode_json(body)
+    except PayloadError as exc:
+        yield mapper.quarantine(where, QuarantineReason.invalid_json, str(exc), body, line_no)
+        return
+    items, counts = request_items(request, mapper, where, bad, documents)
+    logger.debug("%s: %d LLM spans, %d quarantined, %d other spans dropped", where, counts.rows,
+                 counts.quarantined, counts.dropped)  # fmt: skip
+    for item in items:
+        yield _with_line(item, line_no)
+
+
+def _with_line(item: Item, line_no: int) -> Item:
+    return item.model_copy(update={"line": line_no}) if isinstance(item, RejectedTrafficRow) else item
