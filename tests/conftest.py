@@ -279,6 +279,8 @@ def _fail_on_blocked_endpoints(request: pytest.FixtureRequest) -> Iterator[None]
 
 # The fast tier (`make test-fast`) deselects every test that needs something started: a test is marked by the
 # fixtures it uses, so a new test that takes one of these is kept out of the fast tier without anyone remembering.
+# A test that runs a flow on Prefect's ephemeral server uses no fixture: it carries `prefect_server` by hand, and the
+# fast tier (ephemeral mode off) fails it when it does not.
 SERVER_FIXTURES = {
     "prefect_server": "prefect_server",  # prefect_test_harness: a real Prefect server
     "quick_demo": "prefect_server",  # the quick demo runs its flows on a temporary Prefect server
