@@ -248,19 +248,8 @@ def with_faults(items: list[JudgeItem]) -> list[JudgeItem]:
     return marked
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=5000)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--latency-ms", type=float, default=250.0)
-    parser.add_argument("--sim-concurrency", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/pipeline runs; the best is kept")
-    parser.add_argument("--profile", type=Path, help="write a cProfile of the pipeline runs here")
-    parser.add_argument("--e2e-items", type=int, default=1000, help="items of the end-to-end comparison (0: skip)")
-    parser.add_argument("--faults", action="store_true", help="end to end: 5%% transient errors, 5%% malformed")
-    args = parser.parse_args()
-
-    rubric = load_rubric("answer_quality", REPO / "rubrics")
+def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float) -> None:
+    """The pipeline inside this process against the bare loop, alternating rounds (the judging window only)."""
     items = bench_items(args.items)
     requests = []
     for item in items:
@@ -268,8 +257,6 @@ def main() -> None:
         requests.append(
             {"messages": render_messages(rubric, item, to_score), "response_format": response_format(rubric, to_score)}
         )
-    limit = args.sim_concurrency / (args.latency_ms / 1000)
-    tmp = Path(tempfile.mkdtemp(prefix="jw-bench-"))
     profiler = cProfile.Profile() if args.profile else None
     bare_runs: list[tuple[float, float]] = []
     pipe_runs: list[tuple[float, float]] = []
@@ -317,6 +304,25 @@ def main() -> None:
         f"CPU per judgment      : bare {statistics.median(c for _, c in bare_runs):.2f} ms, "
         f"pipeline {statistics.median(c for _, c in pipe_runs):.2f} ms (median over rounds)"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=5000, help="items of the in-process comparison (0: skip)")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=250.0)
+    parser.add_argument("--sim-concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/pipeline runs; the best is kept")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the pipeline runs here")
+    parser.add_argument("--e2e-items", type=int, default=1000, help="items of the end-to-end comparison (0: skip)")
+    parser.add_argument("--faults", action="store_true", help="end to end: 5%% transient errors, 5%% malformed")
+    args = parser.parse_args()
+
+    rubric = load_rubric("answer_quality", REPO / "rubrics")
+    limit = args.sim_concurrency / (args.latency_ms / 1000)
+    tmp = Path(tempfile.mkdtemp(prefix="jw-bench-"))
+    if args.items:
+        in_process(args, rubric, tmp, limit)
     if args.e2e_items:  # last, so its line is the last one printed
         e2e = bench_items(args.e2e_items)
         with simulator_process(args.latency_ms, args.sim_concurrency) as url:
