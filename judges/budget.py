@@ -10,6 +10,7 @@ through: the budget is an operator's choice, never a requirement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -50,6 +51,7 @@ def prefect_api_url() -> str | None:
     return get_current_settings().api.url or None
 
 
+@functools.cache
 def _prefect_may_be_configured() -> bool:
     """Whether any source of Prefect's settings exists: its environment, a profiles file, or prefect.toml, `.env`
     or pyproject's [tool.prefect] in the working directory (Prefect 3's sources)."""
