@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check setup judge-setup judge-up judge-down review-ui bench clean stack-up stack-down stack-status
+.PHONY: demo test test-fast check setup judge-setup judge-up judge-down review-ui bench clean stack-up stack-down stack-status
 
 $(STAMP): pyproject.toml setup.py judgewatch/traffic/_unit_hash.c
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
@@ -31,6 +31,16 @@ demo: setup judge-setup  ## the main job on the embedded defaults: the gate's th
 
 test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and a real browser
 	bash scripts/run_tests.sh
+
+# Everything but the tests that need a Prefect server, the vLLM judge, a browser, Prometheus or a child pytest
+# (tests/conftest.py marks them by the fixtures they use). PostgreSQL tests run: scripts/test_postgres.sh uses
+# the server at JUDGEWATCH_TEST_POSTGRES_URL or installs one. Ephemeral Prefect is off, so a test that runs a flow
+# without the prefect_server fixture fails here instead of quietly starting a server.
+FAST_TIER := not (prefect_server or vllm or browser or prometheus or child_pytest)
+test-fast: setup  ## the fast tier: every test that needs nothing but PostgreSQL (a few minutes)
+	bash scripts/test_postgres.sh
+	PREFECT_SERVER_ALLOW_EPHEMERAL_MODE=false PREFECT_SERVER_ANALYTICS_ENABLED=false \
+	  $(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
 
 check: setup  ## lint, types, rubric and dataset checks
 	$(BIN)/ruff check .

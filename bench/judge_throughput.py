@@ -5,9 +5,17 @@ fixed 250 ms per request, so the endpoint's limit is 64 / 0.25 s = 256 judgments
 same prompts at concurrency 64; the pipeline also renders, parses, validates and stores every verdict.
 
     .venv/bin/python bench/judge_throughput.py [--items 5000] [--rounds 2] [--profile out.prof]
+        [--e2e-items 1000] [--faults]
 
 Prints judgments/s as a ratio of the bare loop's (target >= 0.9) and of the endpoint's limit, and the
 process CPU milliseconds per judgment.
+
+End to end (`--e2e-items`, default 1,000; 0 skips it): the `judgewatch judge` command against a bare
+AsyncOpenAI loop, each a fresh process started side by side in the same run (process start and imports
+included), at the same concurrency on the same simulator. Wall time and the child process's CPU (user + system)
+are compared; the last line is `judge end_to_end_ratio R cpu_ratio C` (targets R >= 0.9, C <= 1.5).
+`--faults` marks 5% of the items for a transient HTTP 503 (retried by both) and 5% for one malformed reply
+(asked again by both: judgewatch's repair, the loop's own check).
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ import asyncio
 import contextlib
 import cProfile
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -136,17 +146,110 @@ def stored_count(engine: Engine) -> int:
         return int(session.exec(select(func.count()).select_from(VerdictRecord)).one()[0])  # type: ignore[call-overload]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--items", type=int, default=5000)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--latency-ms", type=float, default=250.0)
-    parser.add_argument("--sim-concurrency", type=int, default=64)
-    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/pipeline runs; the best is kept")
-    parser.add_argument("--profile", type=Path, help="write a cProfile of the pipeline runs here")
-    args = parser.parse_args()
+# The floor end to end: a fresh interpreter that imports openai, reads the prepared requests and sends them at the
+# same concurrency. A reply that is not JSON is asked for once more, as judgewatch's repair does.
+BARE_SCRIPT = """
+import asyncio, json, sys
+import openai
 
-    rubric = load_rubric("answer_quality", REPO / "rubrics")
+async def main(url, path, concurrency):
+    client = openai.AsyncOpenAI(base_url=url, api_key="EMPTY", max_retries=2)
+    semaphore = asyncio.Semaphore(concurrency)
+    requests = [json.loads(line) for line in open(path, encoding="utf-8")]
+
+    async def one(request):
+        for _ in range(2):
+            try:
+                async with semaphore:
+                    completion = await client.chat.completions.create(
+                        model="sim-judge", temperature=0, seed=1234, **request
+                    )
+            except openai.APIError:
+                return False
+            try:
+                json.loads(completion.choices[0].message.content or "")
+                return True
+            except ValueError:
+                continue
+        return False
+
+    done = await asyncio.gather(*(one(r) for r in requests))
+    await client.close()
+    print(sum(done))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def child_run(cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run a child process to its end -> (result, wall seconds, its CPU seconds: user + system)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result, wall, cpu
+
+
+def end_to_end(url: str, items: list[JudgeItem], rubric: Rubric, concurrency: int, rounds: int, tmp: Path) -> None:
+    """`judgewatch judge` and the bare loop as fresh processes, alternating; prints the ratios of the medians."""
+    input_path, requests_path = tmp / "e2e-items.jsonl", tmp / "e2e-requests.jsonl"
+    with input_path.open("w", encoding="utf-8") as rows, requests_path.open("w", encoding="utf-8") as reqs:
+        for item in items:
+            fields = ("id", "question", "answer", "reference_answer", "reference_facts", "context")
+            row = {f: getattr(item, f) for f in fields if getattr(item, f) is not None}
+            rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+            to_score = [c.name for c in rubric.applicable(item.has_references)]
+            request = {
+                "messages": render_messages(rubric, item, to_score),
+                "response_format": response_format(rubric, to_score),
+            }
+            reqs.write(json.dumps(request, ensure_ascii=False) + "\n")
+    bare_cmd = [sys.executable, "-c", BARE_SCRIPT, url, str(requests_path), str(concurrency)]
+    walls: dict[str, list[float]] = {"bare": [], "judge": []}
+    cpus: dict[str, list[float]] = {"bare": [], "judge": []}
+    for r in range(rounds):
+        result, wall, cpu = child_run(bare_cmd)
+        if result.returncode != 0:
+            raise SystemExit(f"bare loop failed: {result.stderr.strip()[-500:]}")
+        walls["bare"].append(wall)
+        cpus["bare"].append(cpu)
+        judge_cmd = [sys.executable, "-m", "judgewatch", "judge", "--rubric", "answer_quality"]
+        judge_cmd += ["--input", str(input_path), "--output", str(tmp / f"e2e-out{r}.jsonl"), "--judge", url]
+        judge_cmd += ["--model", MODEL, "--concurrency", str(concurrency), "--no-fallback-reference"]
+        judge_cmd += ["--database-url", f"sqlite:///{tmp / f'e2e{r}.db'}"]
+        result, wall, cpu = child_run(judge_cmd)
+        if result.returncode != 0:
+            raise SystemExit(f"judgewatch judge exited {result.returncode}: {result.stderr.strip()[-500:]}")
+        walls["judge"].append(wall)
+        cpus["judge"].append(cpu)
+        print(
+            f"e2e round {r + 1}: bare {walls['bare'][-1]:.2f} s wall, {cpus['bare'][-1]:.2f} s CPU; "
+            f"judgewatch judge {wall:.2f} s wall, {cpu:.2f} s CPU; {result.stdout.splitlines()[0]}"
+        )
+    bare_wall, judge_wall = statistics.median(walls["bare"]), statistics.median(walls["judge"])
+    bare_cpu, judge_cpu = statistics.median(cpus["bare"]), statistics.median(cpus["judge"])
+    per_k = 1000 / len(items)
+    print(
+        f"end to end, {len(items)} items, concurrency {concurrency}, median of {rounds}: bare loop {bare_wall:.2f} s "
+        f"({bare_cpu * per_k:.2f} s CPU per 1,000), judgewatch judge {judge_wall:.2f} s "
+        f"({judge_cpu * per_k:.2f} s CPU per 1,000); load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"judge end_to_end_ratio {bare_wall / judge_wall:.2f} cpu_ratio {judge_cpu / bare_cpu:.2f}")
+
+
+def with_faults(items: list[JudgeItem]) -> list[JudgeItem]:
+    """5% of the items get one transient 503, another 5% one malformed reply (simulator markers in the answer)."""
+    marked = []
+    for i, item in enumerate(items):
+        marker = "[[sim:flaky=1]]" if i % 20 == 7 else "[[sim:garbled=1]]" if i % 20 == 13 else ""
+        marked.append(item.model_copy(update={"answer": f"{item.answer} {marker}".strip()}) if marker else item)
+    return marked
+
+
+def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float) -> None:
+    """The pipeline inside this process against the bare loop, alternating rounds (the judging window only)."""
     items = bench_items(args.items)
     requests = []
     for item in items:
@@ -154,8 +257,6 @@ def main() -> None:
         requests.append(
             {"messages": render_messages(rubric, item, to_score), "response_format": response_format(rubric, to_score)}
         )
-    limit = args.sim_concurrency / (args.latency_ms / 1000)
-    tmp = Path(tempfile.mkdtemp(prefix="jw-bench-"))
     profiler = cProfile.Profile() if args.profile else None
     bare_runs: list[tuple[float, float]] = []
     pipe_runs: list[tuple[float, float]] = []
@@ -203,6 +304,29 @@ def main() -> None:
         f"CPU per judgment      : bare {statistics.median(c for _, c in bare_runs):.2f} ms, "
         f"pipeline {statistics.median(c for _, c in pipe_runs):.2f} ms (median over rounds)"
     )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", type=int, default=5000, help="items of the in-process comparison (0: skip)")
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency-ms", type=float, default=250.0)
+    parser.add_argument("--sim-concurrency", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=2, help="alternating bare/pipeline runs; the best is kept")
+    parser.add_argument("--profile", type=Path, help="write a cProfile of the pipeline runs here")
+    parser.add_argument("--e2e-items", type=int, default=1000, help="items of the end-to-end comparison (0: skip)")
+    parser.add_argument("--faults", action="store_true", help="end to end: 5%% transient errors, 5%% malformed")
+    args = parser.parse_args()
+
+    rubric = load_rubric("answer_quality", REPO / "rubrics")
+    limit = args.sim_concurrency / (args.latency_ms / 1000)
+    tmp = Path(tempfile.mkdtemp(prefix="jw-bench-"))
+    if args.items:
+        in_process(args, rubric, tmp, limit)
+    if args.e2e_items:  # last, so its line is the last one printed
+        e2e = bench_items(args.e2e_items)
+        with simulator_process(args.latency_ms, args.sim_concurrency) as url:
+            end_to_end(url, with_faults(e2e) if args.faults else e2e, rubric, args.concurrency, args.rounds, tmp)
 
 
 if __name__ == "__main__":

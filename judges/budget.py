@@ -10,9 +10,13 @@ through: the budget is an operator's choice, never a requirement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 logger = logging.getLogger(__name__)
@@ -35,10 +39,32 @@ def limit_name(base_url: str) -> str:
 
 
 def prefect_api_url() -> str | None:
-    """The configured Prefect API (env or profile); None when Prefect runs without a server."""
+    """The configured Prefect API (env or profile); None when Prefect runs without a server.
+
+    Importing Prefect costs seconds of a command's start: when it is not loaded yet and nothing Prefect reads its
+    settings from exists, there is no API to ask, and Prefect is not imported to learn that.
+    """
+    if "prefect" not in sys.modules and not _prefect_may_be_configured():
+        return None
     from prefect.settings import get_current_settings
 
     return get_current_settings().api.url or None
+
+
+@functools.cache
+def _prefect_may_be_configured() -> bool:
+    """Whether any source of Prefect's settings exists: its environment, a profiles file, or prefect.toml, `.env`
+    or pyproject's [tool.prefect] in the working directory (Prefect 3's sources)."""
+    if any(name in os.environ for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH")):
+        return True
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+    if (home / "profiles.toml").exists() or Path("prefect.toml").exists():
+        return True
+    for name, marker in ((".env", "PREFECT_"), ("pyproject.toml", "[tool.prefect")):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if marker in Path(name).read_text(encoding="utf-8"):
+                return True
+    return False
 
 
 async def _limit_exists(name: str) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from judges._text import share, tokenize
-from judges.window import TokenCounter, Window
+from judges.window import TokenCounter, Window, tokens_bound
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import neutralize, render_messages
 from judgewatch.contract.rubric import Rubric
@@ -122,6 +122,8 @@ async def fit_messages(
     """The item's messages cut to `window`'s budget, or why they cannot be."""
     budget = window.budget
     full = render_messages(rubric, item, to_score)
+    if tokens_bound(full) <= budget:
+        return Fitted(full)  # fits whatever the tokenizer counts: nothing to ask the endpoint
     full_tokens = await counter.messages(full)
     if full_tokens <= budget:
         return Fitted(full)

@@ -9,6 +9,7 @@ is `too_long` without a request.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types.chat import ChatCompletion
@@ -32,6 +33,10 @@ logger = logging.getLogger(__name__)
 
 # Names the request layout (system rubric + user content, json_schema output): part of the config hash.
 PROMPT_FORMAT = "chat:system-rubric+user-content;json_schema;v1"
+# A reply the parser rejects (`parse_error`) is asked for once more with the same request; a second malformed
+# reply is stored unscored. Sampled judges often answer well the second time; a truncated reply is not retried
+# (the same max_tokens would cut it again).
+PARSE_REPAIRS = 1
 
 
 def token_usage(completion: ChatCompletion) -> TokenUsage:
@@ -42,6 +47,15 @@ def token_usage(completion: ChatCompletion) -> TokenUsage:
     details = usage.prompt_tokens_details
     cached = details.cached_tokens if details is not None and details.cached_tokens else 0
     return TokenUsage(prompt=usage.prompt_tokens or 0, completion=usage.completion_tokens or 0, cached=cached)
+
+
+@dataclass(frozen=True)
+class _Spent:
+    """Latency, attempts and tokens of the requests made for an item before the current one."""
+
+    latency_ms: float = 0.0
+    attempts: int = 0
+    tokens: TokenUsage = field(default_factory=TokenUsage)
 
 
 class OpenAIJudge:
@@ -106,23 +120,30 @@ class OpenAIJudge:
                 not_applicable=not_applicable,
                 attempts=0,  # nothing was sent
             )
-        messages = fitted.messages
-        try:
-            result = await self.client.chat(
-                messages, response_format=self._response_format(rubric, to_score), top_logprobs=self._top_logprobs()
-            )
-        except CallError as exc:
-            return Verdict.unscored(
-                item.id,
-                exc.failure.reason,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=exc.failure.detail,
-                not_applicable=not_applicable,
-                latency_ms=exc.latency_ms,
-                attempts=exc.attempts,
-            )
-        verdict = self._verdict(item, rubric, identity, to_score, not_applicable, result)
+        response_format = self._response_format(rubric, to_score)
+        spent = _Spent()  # of the requests before a repair
+        for repair in range(PARSE_REPAIRS + 1):
+            try:
+                result = await self.client.chat(
+                    fitted.messages, response_format=response_format, top_logprobs=self._top_logprobs()
+                )
+            except CallError as exc:
+                return Verdict.unscored(
+                    item.id,
+                    exc.failure.reason,
+                    judge=identity,
+                    rubric=rubric.identity,
+                    detail=exc.failure.detail,
+                    not_applicable=not_applicable,
+                    latency_ms=spent.latency_ms + exc.latency_ms,
+                    attempts=spent.attempts + exc.attempts,
+                    tokens=spent.tokens,
+                )
+            verdict = self._verdict(item, rubric, identity, to_score, not_applicable, result, spent)
+            if verdict.unscored_reason is not UnscoredReason.parse_error or repair == PARSE_REPAIRS:
+                break
+            logger.debug("item %s: malformed reply, asking once more", item.id)
+            spent = _Spent(verdict.latency_ms, verdict.attempts, verdict.tokens)
         verdict.trimmed = fitted.trimmed
         return verdict
 
@@ -141,11 +162,12 @@ class OpenAIJudge:
         to_score: list[str],
         not_applicable: list[str],
         result: ChatResult,
+        spent: _Spent,
     ) -> Verdict:
         cost: dict[str, Any] = {
-            "latency_ms": result.latency_ms,
-            "attempts": result.attempts,
-            "tokens": token_usage(result.completion),
+            "latency_ms": spent.latency_ms + result.latency_ms,
+            "attempts": spent.attempts + result.attempts,
+            "tokens": spent.tokens + token_usage(result.completion),
             "not_applicable": not_applicable,
         }
         outcome = read_reply(result, lambda text, finish: parse_reply(rubric, to_score, text, finish_reason=finish))

@@ -24,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 CACHE_SIZE = 16384
 MESSAGE_OVERHEAD = 8  # estimated tokens of a chat template's role markers per message
+# A chat template's tokens per message (role markers, separators, a tokenizer's prefix) and for the generation
+# prompt, taken generously: `surely_fits` must never call a prompt short that the endpoint would count long.
+TEMPLATE_BOUND = 32
 ESTIMATE_MARGIN = 0.05  # an estimate keeps this share of the budget free, in case it counted short
 
 
@@ -45,8 +48,15 @@ class Window:
 
 def estimate_tokens(text: str, chars_per_token: float) -> int:
     """A conservative count without a tokenizer: ASCII at `chars_per_token`, every other character one token."""
-    other = sum(1 for ch in text if ord(ch) > 127)
+    other = 0 if text.isascii() else len(text) - len(text.encode("ascii", "ignore"))  # characters over 127
     return math.ceil((len(text) - other) / chars_per_token) + other
+
+
+def tokens_bound(messages: Sequence[dict[str, str]]) -> int:
+    """An upper bound of a chat prompt's tokens whatever the tokenizer: no tokenizer makes more tokens of a text
+    than its UTF-8 bytes (byte-level BPE makes at least one byte per token), plus TEMPLATE_BOUND per message and
+    one more for the generation prompt."""
+    return sum(len(m["content"].encode("utf-8")) + TEMPLATE_BOUND for m in messages) + TEMPLATE_BOUND
 
 
 class _Lru(OrderedDict[Hashable, int]):
@@ -66,11 +76,25 @@ class TokenCounter:
         self._window: Window | None = None
         self._exact = True  # until the endpoint shows it cannot count
         self._cache = _Lru()
+        # One learner at a time: the first items of a run all ask at once, and one /models answer serves them all.
+        self._learning: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._tries = 0
 
     async def window(self) -> Window | None:
         """The endpoint's window, learned once; None while the endpoint does not answer (try again later)."""
         if self._window is not None:
             return self._window
+        loop = asyncio.get_running_loop()
+        if self._learning is None or self._learning[0] is not loop:
+            self._learning = (loop, asyncio.Lock())
+        tries = self._tries
+        async with self._learning[1]:
+            if self._window is not None or self._tries != tries:
+                return self._window  # learned, or just tried and failed while this caller waited
+            self._tries += 1
+            return await self._learn()
+
+    async def _learn(self) -> Window | None:
         cfg = self.endpoint
         try:
             card = await self.client.model_card()

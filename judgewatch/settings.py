@@ -1,14 +1,26 @@
-"""One settings object, read from the environment (JUDGEWATCH_*), a `.env` file and an optional TOML file."""
+"""One settings object, read from the environment (JUDGEWATCH_*), a `.env` file and an optional TOML file.
+
+Precedence, highest first: arguments, environment, `.env`, the TOML file (`judgewatch.toml` in the working
+directory, or the file `JUDGEWATCH_CONFIG_FILE` names), then the defaults below. TOML keys are the field names
+without the prefix (`judge_url = "http://..."`).
+"""
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG_FILE = "judgewatch.toml"
 
 
 class ModelPrice(BaseModel):
@@ -102,6 +114,20 @@ class Settings(BaseSettings):
     # JUDGEWATCH_JUDGE_PRICES='{"my-judge": {"input": 0.10, "output": 0.40, "cached_input": 0.025}}').
     judge_prices: dict[str, ModelPrice] = Field(default_factory=dict)
     cost_currency: str = "USD"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """The TOML file below the environment and `.env` (a missing file is no error: defaults apply)."""
+        toml_file = Path(os.environ.get("JUDGEWATCH_CONFIG_FILE") or DEFAULT_CONFIG_FILE)
+        toml = TomlConfigSettingsSource(settings_cls, toml_file=toml_file)
+        return (init_settings, env_settings, dotenv_settings, toml, file_secret_settings)
 
     @property
     def effective_database_url(self) -> str:

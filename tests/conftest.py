@@ -277,7 +277,34 @@ def _fail_on_blocked_endpoints(request: pytest.FixtureRequest) -> Iterator[None]
         pytest.fail("reached a model endpoint it did not start: " + "; ".join(violations), pytrace=False)
 
 
+# The fast tier (`make test-fast`) deselects every test that needs something started: a test is marked by the
+# fixtures it uses, so a new test that takes one of these is kept out of the fast tier without anyone remembering.
+# A test that runs a flow on Prefect's ephemeral server uses no fixture: it carries `prefect_server` by hand, and the
+# fast tier (ephemeral mode off) fails it when it does not.
+SERVER_FIXTURES = {
+    "prefect_server": "prefect_server",  # prefect_test_harness: a real Prefect server
+    "quick_demo": "prefect_server",  # the quick demo runs its flows on a temporary Prefect server
+    "vllm_url": "vllm",
+    "page": "browser",  # pytest-playwright
+    "context": "browser",
+    "browser": "browser",
+    "promtool": "prometheus",
+    "prometheus_bin": "prometheus",
+    "pytester": "child_pytest",
+}
+
+
+def server_markers(fixturenames: list[str]) -> set[str]:
+    """The markers a test gets from the fixtures it uses (SERVER_FIXTURES)."""
+    return {SERVER_FIXTURES[name] for name in fixturenames if name in SERVER_FIXTURES}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Browser tests run last: playwright's sync API keeps an event loop running in the main thread for the rest
-    of the session, and every async test or `asyncio.run` after it would fail on that loop."""
+    """Mark each test by the servers its fixtures start; run browser tests last: playwright's sync API keeps an
+    event loop running in the main thread for the rest of the session, and every async test or `asyncio.run`
+    after it would fail on that loop."""
+    for item in items:
+        for marker in sorted(server_markers(list(getattr(item, "fixturenames", ())))):
+            if item.get_closest_marker(marker) is None:
+                item.add_marker(marker)
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)

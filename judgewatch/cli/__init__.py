@@ -1,8 +1,17 @@
-"""The `judgewatch` command line: one Typer app; each command group lives in its own module."""
+"""The `judgewatch` command line: one Typer app; each command group lives in its own module.
+
+Command modules import only typer and light judgewatch modules at the top: openai, SQLAlchemy, Prefect, pandas
+and scipy load inside the commands that use them, so `--help` and argument errors answer at once
+(tests/judgewatch/cli/test_cli_imports.py).
+"""
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
+
+import judgewatch
 
 app = typer.Typer(
     name="judgewatch",
@@ -10,7 +19,24 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # click's plain help: whole option names at any width, and no rich import
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"judgewatch {judgewatch.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """Continuous quality evaluation for LLM applications: a measured judge, stored verdicts, release gates."""
 
 
 _registered = False
@@ -61,6 +87,44 @@ def get_app() -> typer.Typer:
     return app
 
 
+# Typer shows a value's Python type (`<str>`, `<list[str]>`, `<float range>`); the help says what to type.
+_METAVARS = {"str": "TEXT", "path": "PATH", "int": "INTEGER", "float": "NUMBER", "datetime": "DATETIME"}
+
+
+def readable_metavar(typer_type: str) -> str:
+    """`<list[str]>` -> TEXT, `<int range>` -> INTEGER, `<md|html>` -> [md|html]: the value a user types."""
+    label = typer_type.strip("<>")
+    if label.startswith("list[") and label.endswith("]"):
+        label = label[5:-1]
+    label = label.removesuffix(" range")
+    if "|" in label:
+        return f"[{label}]"
+    return _METAVARS.get(label, label.upper())
+
+
+def _set_metavars(command: Any, ctx: Any) -> None:
+    # Typer's own (vendored) click classes: duck-typed, as `typer.main.get_command` builds them.
+    for param in command.params:
+        if getattr(param, "is_flag", False) or getattr(param, "count", False):
+            continue
+        if param.metavar is not None or not hasattr(param, "display_type"):
+            continue
+        if getattr(param, "param_type_name", "") == "argument":
+            param.metavar = (param.name or "value").upper()  # its name says what to type: PATH, NAME
+            param.display_type_rich = lambda _ctx: None
+        else:
+            param.metavar = readable_metavar(param.display_type(ctx))
+    for name, sub in getattr(command, "commands", {}).items():
+        _set_metavars(sub, sub.context_class(sub, parent=ctx, info_name=name))
+
+
+def get_command() -> Any:
+    """The command behind the app, with readable metavars."""
+    command = typer.main.get_command(get_app())
+    _set_metavars(command, command.context_class(command, info_name="judgewatch"))
+    return command
+
+
 def main() -> None:
     from judgewatch.logs import configure_logging
 
@@ -68,4 +132,4 @@ def main() -> None:
         configure_logging()  # JUDGEWATCH_LOG_LEVEL, JUDGEWATCH_LOG_FORMAT=text|json; URL passwords masked
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
-    get_app()()
+    get_command()(prog_name="judgewatch")

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import SQLAlchemyError
 
-from judgewatch.settings import get_settings
-from judgewatch.storage.db import make_engine
-from judgewatch.storage.migrations import migrate
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 # Every command's `--database-url`.
 DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: the configured one)")]
@@ -23,6 +19,13 @@ class CannotRun(Exception):
 
 def open_store(url: str | None = None) -> Engine:
     """The migrated store at `url` (default: the configured one), or CannotRun naming it without its password."""
+    from sqlalchemy.engine import make_url  # SQLAlchemy only for the commands that open the store
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import make_engine
+    from judgewatch.storage.migrations import migrate
+
     url = url or get_settings().effective_database_url
     try:
         engine = make_engine(url)

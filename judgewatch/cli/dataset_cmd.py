@@ -8,8 +8,6 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.regression.golden import GoldenSetError, list_golden_sets, load_golden_set
-
 logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Golden regression sets: validate and list them.", no_args_is_help=True)
@@ -26,6 +24,8 @@ def check(
     datasets_dir: DatasetsDir = None,
 ) -> None:
     """Validate every row of a golden set; exit 0 when usable, 2 with the problems when not."""
+    from judgewatch.regression.golden import GoldenSetError, load_golden_set
+
     try:
         golden = load_golden_set(name, datasets_dir=datasets_dir)
     except GoldenSetError as exc:
@@ -38,6 +38,8 @@ def check(
 @app.command("list")
 def list_sets(datasets_dir: DatasetsDir = None) -> None:
     """Show the golden sets found in the datasets folder, with their sizes (rows are not validated here)."""
+    from judgewatch.regression.golden import list_golden_sets
+
     summaries = list_golden_sets(datasets_dir=datasets_dir)
     if not summaries:
         typer.echo("no golden sets found")
@@ -75,6 +77,7 @@ def promote(
     """Turn traffic items whose scores people settled (adjudicated, or two or more agreeing labels) into a
     versioned golden set, PII scrubbed again; items already in the set are not added twice."""
     from judgewatch.cli._store import CannotRun, open_store
+    from judgewatch.regression.golden import load_golden_set
     from judgewatch.settings import get_settings
     from judgewatch.storage.db import session_scope
     from judgewatch.workbench.items import ItemFilter

@@ -8,8 +8,6 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.settings import get_settings
-
 
 def demo(
     quick: Annotated[bool, typer.Option(help="Use the 40-item mini golden sets (seconds instead of minutes)")] = False,
@@ -27,6 +25,8 @@ def demo(
     """The gate's three outcomes, then the vLLM judge measured: r1 passes (baseline), r2 passes, r3 regresses,
     r4 cannot be evaluated (a tier endpoint is down), and the gate refuses the untrustworthy judge. Exit 1 if any
     outcome differs from that."""
+    from judgewatch.settings import get_settings
+
     settings = get_settings()
     # Embedded defaults: the SQLite file and Prefect's ephemeral state both live under the data directory.
     if "PREFECT_API_URL" not in os.environ:

@@ -16,27 +16,24 @@ import json
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
-from judges.base import Judge
-from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
 from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
-from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.raw_rows import InputFileError
-from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
-from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.input_rows import input_source, read_judge_input
-from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary
-from judgewatch.judging.run import JudgingRun
-from judgewatch.redact import mask_urls_in
-from judgewatch.settings import Settings, get_settings
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
-from judgewatch.storage.runs import RunKind
+
+# The command's module is imported for `--help`: openai, SQLAlchemy and the judging core load when it runs.
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from judges.base import Judge
+    from judgewatch.contract.items import JudgeItem
+    from judgewatch.contract.rubric import Rubric
+    from judgewatch.contract.verdicts import Verdict
+    from judgewatch.judging.pipeline import JudgingSummary
+    from judgewatch.judging.run import JudgingRun
+    from judgewatch.settings import Settings
+    from judgewatch.storage.quarantine import QuarantineRecord
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +61,10 @@ def judge(
     ] = True,
 ) -> None:
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
+    from judgewatch.contract.rubric import RubricError, load_rubric
+    from judgewatch.redact import mask_urls_in
+    from judgewatch.settings import get_settings
+
     settings = get_settings()
     repairs: list[str] = []  # rows changed to be storable (NUL removed), by line
     try:
@@ -113,6 +114,8 @@ def _check_paths(input_path: Path, output: Path) -> None:
 
 
 def _check_spec(spec: str) -> None:
+    from judges.factory import parse_judge_spec
+
     try:
         parse_judge_spec(spec)
     except ValueError as exc:
@@ -135,6 +138,8 @@ async def _connect(
     fallback_reference: bool,
 ) -> tuple[Judge, Judge]:
     """The chain of reachable judges and the configured (first) one; CannotRun when none answers its health check."""
+    from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links
+
     try:
         links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference)
     except ValueError as exc:  # a malformed --judge
@@ -170,6 +175,18 @@ async def _run(
     repairs: list[str],
     resume: bool,
 ) -> tuple[JudgingSummary, list[QuarantineRecord], JudgingRun]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from judges.factory import describe
+    from judgewatch.contract.raw_rows import InputFileError
+    from judgewatch.judging.input_rows import input_source, read_judge_input
+    from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT
+    from judgewatch.judging.run import JudgingRun
+    from judgewatch.redact import mask_urls_in
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
+    from judgewatch.storage.run_states import RunKind
+
     try:
         reader = read_judge_input(input_path, max_field_bytes=settings.max_field_bytes)
     except InputFileError as exc:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
-from judgewatch.settings import get_settings
 
 if TYPE_CHECKING:
     from judgewatch.trust.policy import TrustPolicy
@@ -116,6 +115,7 @@ def validate_cmd(
     """
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.regression.golden import GoldenSetError, load_golden_set
+    from judgewatch.settings import get_settings
     from judgewatch.trust.policy import policy_from_settings
     from judgewatch.trust.runs import JudgeUnreachable, judges_under_test, validate
 
@@ -170,6 +170,7 @@ def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON")] = False,
 ) -> None:
     """Every judge configuration measured: trust per rubric, evidence, dataset and tier, vs the reference judge."""
+    from judgewatch.settings import get_settings
     from judgewatch.trust.leaderboard import leaderboard, table
     from judgewatch.trust.policy import policy_from_settings
 

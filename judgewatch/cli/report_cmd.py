@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from sqlalchemy import Engine
-from sqlalchemy.exc import SQLAlchemyError
 
 from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
-from judgewatch.contract.rubric import RubricError, load_rubric
-from judgewatch.settings import get_settings
 
 if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
+    from sqlalchemy import Engine
+
     from judgewatch.calibration.report import Block
 
 FILL_COMMAND = "judgewatch calibrate"
@@ -85,6 +83,7 @@ def tiers(
     Read from the snapshot the calibration flow stored for this period and judge series; computed from the
     store (and said so) only when there is none, or for a --since, --baseline the flow does not store."""
     from judgewatch.calibration.report import write_blocks
+    from judgewatch.settings import get_settings
     from judgewatch.storage.types import utcnow
 
     settings = get_settings()
@@ -162,6 +161,7 @@ def computed_report(
     """The report computed from the store now (every verdict of the series is read), in the scores' `reading`."""
     from judgewatch.calibration.report import blocks, blocks_title, report_document
     from judgewatch.calibration.summary import summarize
+    from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.since import parse_since
 
     try:
@@ -203,7 +203,10 @@ def calibrate(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Run the daily calibration once: tier estimates, agreement, drift alerts, anchor set (Prefect flow)."""
+    from sqlalchemy.exc import SQLAlchemyError
+
     from flows.calibration import calibration
+    from judgewatch.contract.rubric import RubricError
 
     try:
         result = asyncio.run(

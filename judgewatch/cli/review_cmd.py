@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from sqlalchemy import func, select
-from sqlmodel import Session
 
 from judgewatch.cli._options import BorderlineShare, UnscoredShare
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
-from judgewatch.settings import get_settings
-from judgewatch.storage.db import session_scope, table
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
+
 
 logger = logging.getLogger(__name__)
 
@@ -94,6 +94,7 @@ def _set_active(name: str, active: bool, database_url: str | None) -> None:
 def _change_account(database_url: str | None, change: Callable[[Session], object], done: str) -> None:
     """Run one account change in a transaction; an AccountError becomes a one-line error and exit 1."""
     from judgewatch.review.accounts import AccountError
+    from judgewatch.storage.db import session_scope
 
     engine = open_store_or_exit(database_url)
     try:
@@ -119,7 +120,10 @@ def reviewer_enable(name: str, database_url: DatabaseUrl = None) -> None:
 @reviewer_app.command("list")
 def reviewer_list(database_url: DatabaseUrl = None) -> None:
     """Accounts with their status and how many items each has labeled."""
+    from sqlalchemy import func, select
+
     from judgewatch.review.accounts import list_reviewers
+    from judgewatch.storage.db import session_scope, table
     from judgewatch.storage.review import ReviewLabel
 
     labels = table(ReviewLabel)
@@ -150,6 +154,8 @@ def route(
     """Turn stored verdicts into review items (deterministic: routing again creates nothing new)."""
     from judgewatch.review.routing import RoutingPolicy, route_verdicts
     from judgewatch.review.rubrics import RubricResolver
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import session_scope
 
     settings = get_settings()
     try:
@@ -185,6 +191,7 @@ def replay(
     """Submit existing labels through the review service (same checks as the app); exit 1 if any was refused."""
     from judgewatch.review.queue import ReviewQueue
     from judgewatch.review.replay import read_label_rows, replay_labels, replay_pandalm
+    from judgewatch.settings import get_settings
 
     if (labels is None) == (pandalm is None):
         raise _fail("give exactly one of --labels FILE or --pandalm DIR")
@@ -211,6 +218,9 @@ def replay(
 @review_app.command("status")
 def status(database_url: DatabaseUrl = None) -> None:
     """Review items by state and pick reason, and labels stored."""
+    from sqlalchemy import func, select
+
+    from judgewatch.storage.db import session_scope, table
     from judgewatch.storage.review import ReviewItem, ReviewLabel
 
     items, labels = table(ReviewItem), table(ReviewLabel)
@@ -231,6 +241,7 @@ def review_ui(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Serve the review app (login with `judgewatch reviewer add` accounts)."""
+    from judgewatch.settings import get_settings
     from review_ui.app import serve
     from review_ui.origins import OriginPolicy
 

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import typer
 
-from judgewatch.contract.rubric_check import check_rubrics
-from judgewatch.settings import get_settings
-
 app = typer.Typer(help="Rubric files: validate them before they grade anything.", no_args_is_help=True)
 
 
 @app.command("check")
 def check(path: Path | None = typer.Argument(None, help="A rubric YAML file or a folder of them")) -> None:
     """Validate every rubric file and template; exit 1 naming the file, the field and the problem."""
+    from judgewatch.contract.rubric_check import check_rubrics
+    from judgewatch.settings import get_settings
+
     target = path or get_settings().rubrics_dir
     if not target.exists():
         typer.echo(f"error: {target} does not exist", err=True)

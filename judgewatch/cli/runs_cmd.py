@@ -13,10 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
-from judgewatch.judging.costs import judge_costs
-from judgewatch.settings import get_settings
-from judgewatch.storage.db import session_scope
-from judgewatch.storage.runs import RunKind, RunStatus, expire_runs, list_runs
+from judgewatch.storage.run_states import RunKind, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +31,11 @@ def runs_list(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Recorded runs, newest first: id, kind, status, name, start, last heartbeat and counts."""
+    from judgewatch.judging.costs import judge_costs
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.runs import expire_runs, list_runs
+
     engine = open_store_or_exit(database_url)
     try:
         with session_scope(engine, write=True) as session:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import select, update
@@ -15,25 +14,11 @@ from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.contract.verdicts import RubricIdentity
 from judgewatch.storage.db import select_matching, table, upsert
+from judgewatch.storage.run_states import RunKind as RunKind  # re-exported: the kinds live beside the states
+from judgewatch.storage.run_states import RunStatus as RunStatus
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 logger = logging.getLogger(__name__)
-
-
-class RunKind(StrEnum):
-    file = "file"
-    regression = "regression"
-    sampling = "sampling"
-    validation = "validation"
-    anchor = "anchor"
-
-
-class RunStatus(StrEnum):
-    running = "running"
-    completed = "completed"
-    failed = "failed"
-    degraded = "degraded"  # finished, but too many verdicts came from a fallback judge or a failing endpoint
-    abandoned = "abandoned"  # its process is gone: no heartbeat within the expiry (see `expire_runs`)
 
 
 def run_id(kind: str, identity: str, rubric_hash: str, judge_config_hash: str) -> str:

@@ -6,7 +6,8 @@ each takes a fixed latency. Faults are chosen per server (`--mode`) or per reque
 the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, `[[sim:reset]]`,
 `[[sim:garbage]]`, `[[sim:schema]]`, `[[sim:length]]` (cut after the scores), `[[sim:length_early]]` (cut
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
-attempts of this prompt, then a normal reply), `[[sim:no_logprobs]]` (no log-probabilities though asked).
+attempts of this prompt, then a normal reply), `[[sim:garbled=1]]` (a malformed reply to the first attempt of
+this prompt, then a valid one), `[[sim:no_logprobs]]` (no log-probabilities though asked).
 A request with `logprobs=True` gets plausible per-token log-probabilities (`judgewatch.testing.sim_logprobs`).
 
 Like vLLM 0.32, it can enforce a context window (`max_model_len`, reported in /v1/models): a prompt that fills
@@ -209,6 +210,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
             state.status[503] += 1
             return _error(503, "simulated flaky failure")
         kind = "ok"
+    if kind == "garbled":
+        key = prompt_key(messages)
+        state.flaky_attempts[key] += 1
+        kind = "garbage" if state.flaky_attempts[key] <= (fault.arg or 1) else "ok"
     if kind.isdigit():
         state.status[int(kind)] += 1
         return _error(int(kind), f"simulated HTTP {kind}")

@@ -42,6 +42,7 @@ def stop_ephemeral_server() -> Iterator[None]:
             server.stop()
 
 
+@pytest.mark.prefect_server  # runs the flow on Prefect's ephemeral server (make test-fast turns it off)
 async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(engine: Engine, db_url: str) -> None:
     from flows.calibration import calibration
 
@@ -94,6 +95,7 @@ async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(eng
     assert n_verdicts == 120 + 10  # the traffic, plus the anchors judged once by the reference judge
 
 
+@pytest.mark.prefect_server  # runs the flow on Prefect's ephemeral server (make test-fast turns it off)
 def test_calibrate_command_runs_the_flow_once(engine: Engine, db_url: str) -> None:
     import typer
     from typer.testing import CliRunner

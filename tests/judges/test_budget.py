@@ -8,6 +8,11 @@ Prefect server; without a server the clients work as before.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +21,7 @@ from judges import budget
 from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
 from judgewatch.cli import get_app
+from judgewatch.settings import REPO_ROOT
 from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
 
 MESSAGES = [{"role": "user", "content": "Say hello."}]
@@ -52,6 +58,39 @@ async def test_without_a_prefect_server_calls_are_bounded_only_by_the_client() -
             await _two_flow_runs(sim)
             assert sim.state.status[200] == 48
             assert sim.state.max_in_flight > 16  # two clients of 16 each: nothing shared bounds them
+
+
+def _api_url_in_a_fresh_process(tmp_path: Path, **env: str) -> tuple[str | None, bool]:
+    """(prefect_api_url(), whether Prefect got imported) in a new interpreter run in tmp_path with HOME there."""
+    code = (
+        "import json, sys; from judges.budget import prefect_api_url; "
+        "print(json.dumps([prefect_api_url(), 'prefect' in sys.modules]))"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**clean, "HOME": str(tmp_path), "PYTHONPATH": str(REPO_ROOT), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    url, imported = json.loads(result.stdout.strip().splitlines()[-1])
+    return url, imported
+
+
+def test_with_nothing_configuring_prefect_a_judge_call_does_not_import_it(tmp_path: Path) -> None:
+    assert _api_url_in_a_fresh_process(tmp_path) == (None, False)
+
+
+def test_a_prefect_profile_with_an_api_url_is_still_found(tmp_path: Path) -> None:
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    (home / "profiles.toml").write_text(
+        'active = "ops"\n[profiles.ops]\nPREFECT_API_URL = "http://127.0.0.1:4299/api"\n', encoding="utf-8"
+    )
+    assert _api_url_in_a_fresh_process(tmp_path, PREFECT_HOME=str(home)) == ("http://127.0.0.1:4299/api", True)
 
 
 def test_limit_command_needs_a_prefect_server() -> None:

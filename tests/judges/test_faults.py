@@ -33,8 +33,9 @@ OUTCOMES: dict[str, tuple[UnscoredReason | None, int]] = {
     "[[sim:404]]": (UnscoredReason.refused, 1),
     "[[sim:422]]": (UnscoredReason.refused, 1),
     "[[sim:content_filter]]": (UnscoredReason.refused, 1),
-    "[[sim:garbage]]": (UnscoredReason.parse_error, 1),
-    "[[sim:schema]]": (UnscoredReason.parse_error, 1),
+    "[[sim:garbage]]": (UnscoredReason.parse_error, 2),  # one repair: the same request once more
+    "[[sim:schema]]": (UnscoredReason.parse_error, 2),
+    "[[sim:garbled=1]]": (None, 2),  # malformed, then repaired by the second request
     "[[sim:length]]": (None, 1),
     "[[sim:length_early]]": (UnscoredReason.truncated, 1),
     "[[sim:flaky=2]]": (None, 3),
@@ -79,6 +80,32 @@ async def test_parse_error_keeps_an_excerpt_of_the_raw_reply(
     assert verdict.unscored_reason is UnscoredReason.parse_error
     assert "I think this answer is quite good" in (verdict.detail or "")
     assert verdict.tokens.completion > 0  # the judge's cost is accounted even when its reply is unusable
+
+
+async def test_a_malformed_reply_is_asked_again_once_and_the_repaired_reply_is_scored(
+    sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
+) -> None:
+    verdict = await _judge_one(sim, rubric, make_item("r", "[[sim:garbled=1]]"))
+    assert verdict.status is VerdictStatus.scored
+    assert verdict.attempts == 2 and sim.state.requests == 2
+    first, second = list(sim.state.captured)
+    assert first["messages"] == second["messages"]  # the same request, not a new prompt
+    assert first["response_format"] == second["response_format"]
+    assert verdict.tokens.completion > len("I think this answer is quite good") // 4  # both replies are paid for
+
+
+async def test_two_malformed_replies_leave_the_item_unscored_after_exactly_one_repair(
+    sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
+) -> None:
+    verdict = await _judge_one(sim, rubric, make_item("r2", "[[sim:garbled=2]]"))
+    assert verdict.unscored_reason is UnscoredReason.parse_error
+    assert verdict.attempts == 2 and sim.state.requests == 2
+
+
+async def test_a_truncated_reply_is_not_asked_again(sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem) -> None:
+    verdict = await _judge_one(sim, rubric, make_item("t", "[[sim:length_early]]"))
+    assert verdict.unscored_reason is UnscoredReason.truncated
+    assert sim.state.requests == 1
 
 
 async def test_reply_cut_after_every_score_is_scored_and_its_reason_marked_truncated(

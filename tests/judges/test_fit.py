@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
 import openai
 import pytest
 
+from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
 from judges.errors import classify_exception
 from judges.openai_judge import OpenAIJudge
+from judges.window import TokenCounter, tokens_bound
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import UnscoredReason, Verdict, VerdictStatus
@@ -126,6 +129,46 @@ async def test_a_short_item_is_sent_whole_and_not_marked_trimmed(
     )
     verdict = await _judged(windowed, item, rubric)
     assert verdict.status == VerdictStatus.scored and verdict.trimmed is None
+
+
+async def test_a_prompt_under_the_byte_bound_is_sent_without_counting_its_tokens(rubric: Rubric) -> None:
+    item = JudgeItem(id="short2", question="Capital of France?", answer="Paris.", reference_answer="Paris")
+    async with serve_simulator(latency_ms=5, max_model_len=4 * WINDOW) as sim:  # room for the rubric's bytes
+        judge = OpenAIJudge(EndpointConfig(sim.base_url, sim.state.model, max_tokens=MAX_TOKENS))
+        try:
+            await judge.judge(item, rubric)
+            learned = sim.state.tokenize_requests  # the window's probe of /tokenize only
+            verdict = await judge.judge(item.model_copy(update={"id": "short3", "answer": "It is Paris."}), rubric)
+        finally:
+            await judge.aclose()
+        assert learned == 1 and sim.state.tokenize_requests == learned
+    assert verdict.status == VerdictStatus.scored and verdict.trimmed is None
+
+
+def test_the_byte_bound_is_never_below_the_simulators_count() -> None:
+    for text in ("Paris.", "北京是中国的首都。" * 40, "naïve café " * 100, "x" * 3000):
+        messages = [{"role": "system", "content": "Grade the answer."}, {"role": "user", "content": text}]
+        assert tokens_bound(messages) >= prompt_tokens(messages)
+
+
+async def test_concurrent_first_items_learn_the_window_with_one_models_request(windowed: SimulatorHandle) -> None:
+    client = ChatClient(EndpointConfig(windowed.base_url, windowed.state.model, max_tokens=MAX_TOKENS))
+    counter = TokenCounter(client)
+    calls = 0
+    card = client.model_card
+
+    async def counted() -> dict[str, object] | None:
+        nonlocal calls
+        calls += 1
+        return await card()
+
+    client.model_card = counted  # type: ignore[method-assign]
+    try:
+        windows = await asyncio.gather(*(counter.window() for _ in range(32)))
+    finally:
+        await client.aclose()
+    assert calls == 1
+    assert {w.size for w in windows if w is not None} == {WINDOW} and None not in windows
 
 
 async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(

@@ -11,6 +11,8 @@ import pytest
 
 from judgewatch.settings import REPO_ROOT
 
+pytestmark = pytest.mark.child_pytest  # each test runs pytest again in a child process
+
 BROWSER_TEST = "tests/review_ui/test_review_browser.py::test_the_queue_is_not_shown_before_login"
 
 
