@@ -14,6 +14,7 @@ from sqlmodel import select
 from typer.testing import CliRunner
 
 from judgewatch.cli.sample_cmd import standalone_app
+from judgewatch.hashing import interaction_id
 from judgewatch.ingest.store import SpanStore
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction
@@ -22,7 +23,6 @@ from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.testing.ingest_server import run_receiver_in_thread
 from judgewatch.testing.otlp_payloads import genai_chat, openinference_llm, request, retriever, span
 from judgewatch.traffic import Sampler, load_source_config, read_source
-from judgewatch.traffic.records import interaction_id
 from judgewatch.traffic.sampling import decide
 
 SOURCE = """\
