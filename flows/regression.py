@@ -26,7 +26,7 @@ from prefect.variables import Variable
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from flows.regression_eval import evaluate_tier, resolve_baselines, resolve_trust
+from flows.regression_eval import evaluate_tier, measure_trust, resolve_baselines, resolve_trust
 from flows.regression_pairwise import tier_preference
 from flows.regression_tasks import (
     Generation,
@@ -136,9 +136,11 @@ async def post_release_regression(
             await judge_obj.aclose()
     path = Path(report) if report else default_report_path(settings, release)
     out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url))
+    # The release pipeline reads the state message: a judge accepted unvalidated is the first thing it says.
+    accepted = f"WARNING: {out['accepted_unvalidated']} | " if out.get("accepted_unvalidated") else ""
     if fail_on_gate and out["exit_code"] != 0:
-        return Failed(message=f"gate exit {out['exit_code']}: {out['summary']}", data=out)
-    return Completed(message=out["summary"], data=out) if fail_on_gate else out
+        return Failed(message=f"{accepted}gate exit {out['exit_code']}: {out['summary']}", data=out)
+    return Completed(message=accepted + out["summary"], data=out) if fail_on_gate else out
 
 
 async def _evaluate(
@@ -160,11 +162,15 @@ async def _evaluate(
     report.datasets, report.rubric = inputs.datasets, inputs.rubric.identity
     report.judge = identity = judge.identity(inputs.rubric)
     trust = resolve_trust(engine, identity, inputs.rubric, settings, options.accept_unvalidated_judge)
-    report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
     down, problems = await check_endpoints(inputs.tiers, judge)
     names = [t.name for t in inputs.tiers]
     baselines, baseline_problems, notes = resolve_baselines(engine, release, names, options.baseline, inputs.datasets)
     problems += baseline_problems
+    if trust.trustworthy is None and not trust.accepted_on_purpose and not problems:  # a reachable, unmeasured judge
+        measured = await measure_trust(engine, judge, inputs.rubric, inputs.golden, settings)
+        trust = measured.verdict
+        notes += [line] if (line := measured.note()) else []
+    report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
     if trust.trustworthy is False or problems:  # nothing to learn from judging: say why now, in seconds
         report.gate = _decide(report, [], [], trust, problems, notes, options)
         return report

@@ -33,11 +33,14 @@ Integer scores: `CUTS` below, documented per criterion.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 from judges._claims import (
     claims,
@@ -52,7 +55,7 @@ from judges._slot import NO_SLOT, Slot, slot
 from judges._text import is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
-from judges.reference_model import FaithfulnessModels, load_models
+from judges.reference_model import MODEL_PATH, FaithfulnessModels, load_models
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
@@ -262,6 +265,14 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 
+@cache
+def _fit_items(path: Path) -> frozenset[str]:
+    listed = json.loads(path.read_text(encoding="utf-8")).get("fit_items") or {}
+    if not isinstance(listed, dict) or not all(isinstance(v, list) for v in listed.values()):
+        raise ValueError(f"{path}: fit_items must map each set to a list of item ids or content keys")
+    return frozenset(str(key) for keys in listed.values() for key in keys)
+
+
 class ReferenceJudge:
     """Lexical-coverage judge (kind "reference"); grades relevance, faithfulness and completeness only."""
 
@@ -280,6 +291,11 @@ class ReferenceJudge:
             )
             self._identities[key] = JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
         return self._identities[key]
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """The golden items its fitted models were fit on (`judges.base.FittedJudge`): read from the model
+        file's `fit_items` (per set, a list of item ids or question `content_key`s), empty when it has none."""
+        return _fit_items(MODEL_PATH)
 
     def raw_scores(self, item: JudgeItem) -> dict[str, float]:
         """Continuous scores in [0, 1] of every criterion this item allows (for AUROC and borderline routing)."""

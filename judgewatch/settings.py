@@ -71,6 +71,9 @@ class Settings(BaseSettings):
     trust_min_auroc: float = 0.70
     trust_max_unscored_rate: float = 0.2
     trust_min_items: int = 20
+    # Known-answer pairs and probe items per golden set a gate measures an unmeasured judge on
+    # (judgewatch.trust.measure); below trust_min_items the measurement is inconclusive and the gate exits 2.
+    trust_gate_items: int = Field(default=20, ge=1)
 
     @property
     def effective_database_url(self) -> str:

@@ -45,6 +45,8 @@ def print_result(result: dict[str, Any]) -> None:
         for entry in result.get(kind, []):
             typer.echo(f"  {kind[:-1]}: {entry}", err=err)
     typer.echo(f"report: {result['report']} (JSON: {result['report_json']})")
+    if result.get("accepted_unvalidated"):  # the last line a release pipeline's log shows
+        typer.echo(f"WARNING: {result['accepted_unvalidated']}")
 
 
 def regress(
@@ -78,7 +80,11 @@ def regress(
         float | None, typer.Option(min=0.0, help="Also fail when quantized trails full by more than this")
     ] = None,
     accept_unvalidated_judge: Annotated[
-        bool, typer.Option(help="Use a judge that failed or lacks validation, with a warning in the report")
+        bool,
+        typer.Option(
+            help="Use a judge that failed or lacks validation (skips measuring it): said first in the report and "
+            "last in the output"
+        ),
     ] = False,
     concurrency: Annotated[int, typer.Option(min=1, help="Concurrent answer requests per live tier")] = 8,
     answer_max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens of a generated answer")] = 256,
