@@ -171,7 +171,8 @@ async def _evaluate(
         trust = measured.verdict
         notes += [line] if (line := measured.note()) else []
     report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
-    if trust.trustworthy is False or problems:  # nothing to learn from judging: say why now, in seconds
+    refused = trust.trustworthy is not True and not trust.accepted_on_purpose
+    if refused or problems:  # nothing to learn from judging: say why now, in seconds
         report.gate = _decide(report, [], [], trust, problems, notes, options)
         return report
     live = [t for t in inputs.tiers if t.name not in down]
