@@ -45,6 +45,7 @@ COLUMNS = (
 
 NOT_PROBED = "not probed"  # a known-answers row without a conclusive bias-probe record beside it
 
+
 class LeaderboardRow(BaseModel):
     judge: str  # kind:name
     endpoint: str | None
