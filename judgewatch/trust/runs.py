@@ -176,7 +176,12 @@ async def ademo_trust_step(
             )
             under_test = metered(under_test, CallMeter(total, echo, every_s=every_s))
         try:
-            report = await validate(under_test, [pointwise], sets, engine=engine, policy=policy, limit=limit)
+            # The reference judge is probed too (seconds); an LLM judge's probes (12 calls per item) are left to
+            # the gate, which measures them only for a judge that passed its known answers.
+            probes = DEMO_LIMIT if spec == REFERENCE else None
+            report = await validate(
+                under_test, [pointwise], sets, engine=engine, policy=policy, limit=limit, probe_items=probes
+            )
             if pair_sets:
                 pair_report = await validate(
                     under_test, [pairwise], pair_sets, engine=engine, policy=policy, limit=pairwise_limit
