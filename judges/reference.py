@@ -266,7 +266,9 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
 
 
 @cache
-def _fit_items(path: Path) -> frozenset[str]:
+def fit_items(path: Path = MODEL_PATH) -> frozenset[str]:
+    """What the fitted models were fit on: the model file's `fit_items` (per set, item ids or question
+    `judges.base.content_key`s), empty when the file lists none."""
     listed = json.loads(path.read_text(encoding="utf-8")).get("fit_items") or {}
     if not isinstance(listed, dict) or not all(isinstance(v, list) for v in listed.values()):
         raise ValueError(f"{path}: fit_items must map each set to a list of item ids or content keys")
@@ -295,7 +297,7 @@ class ReferenceJudge:
     def fit_item_ids(self) -> frozenset[str]:
         """The golden items its fitted models were fit on (`judges.base.FittedJudge`): read from the model
         file's `fit_items` (per set, a list of item ids or question `content_key`s), empty when it has none."""
-        return _fit_items(MODEL_PATH)
+        return fit_items()
 
     def raw_scores(self, item: JudgeItem) -> dict[str, float]:
         """Continuous scores in [0, 1] of every criterion this item allows (for AUROC and borderline routing)."""

@@ -1,8 +1,9 @@
 """`judgewatch regress ...` (the post-release gate) and `judgewatch baseline accept|list`.
 
 `regress` runs the `post-release-regression` flow in this process (Prefect ephemeral mode unless
-PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate). Anything
-unexpected is exit 2 with a one-line message: the gate never passes silently.
+PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate, including a
+judge that is untrustworthy or could not be measured). Anything unexpected is exit 2 with a one-line message: the
+gate never passes silently. With `--accept-unvalidated-judge` the last line printed says the judge was accepted.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def regress(
     # the gate must fail loudly, never crash into an ambiguous exit code
     result = run_or_exit(gate, what="regression flow", failure=_could_not_evaluate)
     echo_result(result, json_output=json_output, show=print_result)
+    if json_output and result.get("accepted_unvalidated"):  # stdout stays one JSON document; the log says it last
+        typer.echo(f"WARNING: {result['accepted_unvalidated']}", err=True)
     raise typer.Exit(int(result["exit_code"]))
 
 
