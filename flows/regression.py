@@ -14,7 +14,6 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from judges.base import Judge
 from judges.factory import chain, judge_links
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.regression.generation import TierRequest, config_change
+from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.regression.report import RegressionReport, write_report
 from judgewatch.regression.serving import TierSpec
 from judgewatch.review.routing import RoutingPolicy
@@ -71,19 +71,6 @@ def display_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-@dataclass(frozen=True)
-class GateOptions:
-    """How the gate decides and how answers are produced (the flow's parameters beyond its inputs)."""
-
-    baseline: str = "accepted"
-    margin: float = 0.25
-    max_unscored_share: float = 0.2
-    gap_margin: float | None = None
-    accept_unvalidated_judge: bool = False
-    concurrency: int = 8
-    answer_max_tokens: int = 256
-
-
 @flow(name=FLOW_NAME, log_prints=True)
 async def post_release_regression(
     release: str,
@@ -91,15 +78,15 @@ async def post_release_regression(
     tiers: list[str] | None = None,
     answers: list[str] | None = None,
     judge: str | None = None,
-    baseline: str = "accepted",
-    margin: float = 0.25,
-    max_unscored_share: float = 0.2,
+    baseline: str = DEFAULTS.baseline,
+    margin: float = DEFAULTS.margin,
+    max_unscored_share: float = DEFAULTS.max_unscored_share,
     rubric: str = "answer_quality",
     report: str | None = None,
-    gap_margin: float | None = None,
-    accept_unvalidated_judge: bool = False,
-    concurrency: int = 8,
-    answer_max_tokens: int = 256,
+    gap_margin: float | None = DEFAULTS.gap_margin,
+    accept_unvalidated_judge: bool = DEFAULTS.accept_unvalidated_judge,
+    concurrency: int = DEFAULTS.concurrency,
+    answer_max_tokens: int = DEFAULTS.answer_max_tokens,
     database_url: str | None = None,
     fail_on_gate: bool = True,
     tiers_file: str | None = None,
@@ -115,7 +102,13 @@ async def post_release_regression(
     Failed with the summary as its message (what a CI job triggering the deployment sees).
     """
     options = GateOptions(
-        baseline, margin, max_unscored_share, gap_margin, accept_unvalidated_judge, concurrency, answer_max_tokens
+        baseline=baseline,
+        margin=margin,
+        max_unscored_share=max_unscored_share,
+        gap_margin=gap_margin,
+        accept_unvalidated_judge=accept_unvalidated_judge,
+        concurrency=concurrency,
+        answer_max_tokens=answer_max_tokens,
     )
     settings = get_settings()
     url = database_url or settings.effective_database_url

@@ -18,12 +18,18 @@ import typer
 
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.regression.options import DEFAULTS, GateOptions
 
 logger = logging.getLogger(__name__)
 
 baseline_app = typer.Typer(
     help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True
 )
+
+
+def _help(option: str) -> str:
+    """An option's help text, from the one model of the gate's options."""
+    return GateOptions.model_fields[option].description or ""
 
 
 def run_regression(**params: Any) -> dict[str, Any]:
@@ -68,27 +74,25 @@ def regress(
     judge: Annotated[
         str | None, typer.Option(help="'reference' or the judge's base URL (default: the configured judge)")
     ] = None,
-    baseline: Annotated[str, typer.Option(help="'accepted' (each tier's accepted baseline) or a release id")] = (
-        "accepted"
-    ),
-    margin: Annotated[float, typer.Option(min=0.0, help="Allowed drop in mean score (rubric scale)")] = 0.25,
+    baseline: Annotated[str, typer.Option(help=_help("baseline"))] = DEFAULTS.baseline,
+    margin: Annotated[float, typer.Option(min=0.0, help=_help("margin"))] = DEFAULTS.margin,
     report: Annotated[Path | None, typer.Option(help="Markdown report path (JSON beside it)")] = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
     max_unscored: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Largest share of unscored verdicts per tier before exit 2")
-    ] = 0.2,
-    gap_margin: Annotated[
-        float | None, typer.Option(min=0.0, help="Also fail when quantized trails full by more than this")
-    ] = None,
+        float, typer.Option(min=0.0, max=1.0, help=_help("max_unscored_share"))
+    ] = DEFAULTS.max_unscored_share,
+    gap_margin: Annotated[float | None, typer.Option(min=0.0, help=_help("gap_margin"))] = DEFAULTS.gap_margin,
     accept_unvalidated_judge: Annotated[
         bool,
         typer.Option(
             help="Use a judge that failed or lacks validation (skips measuring it): said first in the report and "
             "last in the output"
         ),
-    ] = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="Concurrent answer requests per live tier")] = 8,
-    answer_max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens of a generated answer")] = 256,
+    ] = DEFAULTS.accept_unvalidated_judge,
+    concurrency: Annotated[int, typer.Option(min=1, help=_help("concurrency"))] = DEFAULTS.concurrency,
+    answer_max_tokens: Annotated[
+        int, typer.Option(min=1, help=_help("answer_max_tokens"))
+    ] = DEFAULTS.answer_max_tokens,
     database_url: DatabaseUrl = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
 ) -> None:
