@@ -3,7 +3,7 @@
 SmolLM2-135M judges at chance (JUDGE_RUNTIME.md: it scores nearly everything 1), so no release can be made to
 regress *through its scores* reliably, and a gate that measures it refuses to rest on it. The cases:
 - exit 2 through the real vLLM judge: the gate measures the unmeasured SmolLM2 on the golden sets' known answers
-  first (10 per set, with the policy's minimum lowered to 10 so that 40 calls decide), finds it at chance and
+  first (5 pairs per set, with the policy's minimum lowered to 5 so that 20 calls decide), finds it at chance and
   refuses ("judge not trustworthy"); the next gate finds the stored measurement and measures nothing;
 - exit 0 through the real vLLM judge only with `--accept-unvalidated-judge`, which the report says first and the
   CLI last: a release with the same recorded answers as its baseline;
@@ -83,7 +83,9 @@ def work(tmp_path_factory: pytest.TempPathFactory, vllm_url: str) -> Iterator[di
 
 
 ACCEPT = "--accept-unvalidated-judge"
-SMALL_POLICY = {"JUDGEWATCH_TRUST_MIN_ITEMS": "10"}  # 10 known-answer pairs per set decide (the default is 20)
+# The gate measures 5 known-answer pairs per set (20 SmolLM2 calls), and the policy lets 5 decide (default 20):
+# a judge at chance, half its replies unusable, fails on that many as surely as on more.
+SMALL_POLICY = {"JUDGEWATCH_TRUST_GATE_ITEMS": "5", "JUDGEWATCH_TRUST_MIN_ITEMS": "5"}
 
 
 def judgewatch(work: dict[str, object], *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
@@ -109,6 +111,7 @@ def report(work: dict[str, object], release: str) -> tuple[str, dict[str, object
     return path.read_text(encoding="utf-8"), json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.timeout(1800)  # three gate runs through a CPU vLLM on a shared machine
 def test_the_gate_measures_smollm2_first_refuses_it_and_passes_only_when_accepted(
     work: dict[str, object], vllm_url: str
 ) -> None:
