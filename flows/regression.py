@@ -14,7 +14,6 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from prefect.variables import Variable
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
-from flows.regression_eval import evaluate_tier, resolve_baselines, resolve_trust
+from flows.regression_eval import evaluate_tier, measure_trust, resolve_baselines, resolve_trust
 from flows.regression_pairwise import tier_preference
 from flows.regression_tasks import (
     Generation,
@@ -42,6 +41,7 @@ from judges.base import Judge
 from judges.factory import chain, judge_links
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.regression.generation import TierRequest, config_change
+from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.regression.report import RegressionReport, write_report
 from judgewatch.regression.serving import TierSpec
 from judgewatch.review.routing import RoutingPolicy
@@ -71,19 +71,6 @@ def display_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-@dataclass(frozen=True)
-class GateOptions:
-    """How the gate decides and how answers are produced (the flow's parameters beyond its inputs)."""
-
-    baseline: str = "accepted"
-    margin: float = 0.25
-    max_unscored_share: float = 0.2
-    gap_margin: float | None = None
-    accept_unvalidated_judge: bool = False
-    concurrency: int = 8
-    answer_max_tokens: int = 256
-
-
 @flow(name=FLOW_NAME, log_prints=True)
 async def post_release_regression(
     release: str,
@@ -91,15 +78,15 @@ async def post_release_regression(
     tiers: list[str] | None = None,
     answers: list[str] | None = None,
     judge: str | None = None,
-    baseline: str = "accepted",
-    margin: float = 0.25,
-    max_unscored_share: float = 0.2,
+    baseline: str = DEFAULTS.baseline,
+    margin: float = DEFAULTS.margin,
+    max_unscored_share: float = DEFAULTS.max_unscored_share,
     rubric: str = "answer_quality",
     report: str | None = None,
-    gap_margin: float | None = None,
-    accept_unvalidated_judge: bool = False,
-    concurrency: int = 8,
-    answer_max_tokens: int = 256,
+    gap_margin: float | None = DEFAULTS.gap_margin,
+    accept_unvalidated_judge: bool = DEFAULTS.accept_unvalidated_judge,
+    concurrency: int = DEFAULTS.concurrency,
+    answer_max_tokens: int = DEFAULTS.answer_max_tokens,
     database_url: str | None = None,
     fail_on_gate: bool = True,
     tiers_file: str | None = None,
@@ -115,7 +102,13 @@ async def post_release_regression(
     Failed with the summary as its message (what a CI job triggering the deployment sees).
     """
     options = GateOptions(
-        baseline, margin, max_unscored_share, gap_margin, accept_unvalidated_judge, concurrency, answer_max_tokens
+        baseline=baseline,
+        margin=margin,
+        max_unscored_share=max_unscored_share,
+        gap_margin=gap_margin,
+        accept_unvalidated_judge=accept_unvalidated_judge,
+        concurrency=concurrency,
+        answer_max_tokens=answer_max_tokens,
     )
     settings = get_settings()
     url = database_url or settings.effective_database_url
@@ -136,9 +129,11 @@ async def post_release_regression(
             await judge_obj.aclose()
     path = Path(report) if report else default_report_path(settings, release)
     out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url))
+    # The release pipeline reads the state message: a judge accepted unvalidated is the first thing it says.
+    accepted = f"WARNING: {out['accepted_unvalidated']} | " if out.get("accepted_unvalidated") else ""
     if fail_on_gate and out["exit_code"] != 0:
-        return Failed(message=f"gate exit {out['exit_code']}: {out['summary']}", data=out)
-    return Completed(message=out["summary"], data=out) if fail_on_gate else out
+        return Failed(message=f"{accepted}gate exit {out['exit_code']}: {out['summary']}", data=out)
+    return Completed(message=accepted + out["summary"], data=out) if fail_on_gate else out
 
 
 async def _evaluate(
@@ -160,12 +155,17 @@ async def _evaluate(
     report.datasets, report.rubric = inputs.datasets, inputs.rubric.identity
     report.judge = identity = judge.identity(inputs.rubric)
     trust = resolve_trust(engine, identity, inputs.rubric, settings, options.accept_unvalidated_judge)
-    report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
     down, problems = await check_endpoints(inputs.tiers, judge)
     names = [t.name for t in inputs.tiers]
     baselines, baseline_problems, notes = resolve_baselines(engine, release, names, options.baseline, inputs.datasets)
     problems += baseline_problems
-    if trust.trustworthy is False or problems:  # nothing to learn from judging: say why now, in seconds
+    if trust.trustworthy is None and not trust.accepted_on_purpose and not problems:  # a reachable, unmeasured judge
+        measured = await measure_trust(engine, judge, inputs.rubric, inputs.golden, settings)
+        trust = measured.verdict
+        notes += [line] if (line := measured.note()) else []
+    report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
+    refused = trust.trustworthy is not True and not trust.accepted_on_purpose
+    if refused or problems:  # nothing to learn from judging: say why now, in seconds
         report.gate = _decide(report, [], [], trust, problems, notes, options)
         return report
     live = [t for t in inputs.tiers if t.name not in down]

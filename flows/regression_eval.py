@@ -1,4 +1,5 @@
-"""Regression flow steps that read the store: which baseline each tier has, the judge's trust, a tier's scores.
+"""Regression flow steps that read the store: which baseline each tier has, the judge's trust (measured first
+when the store has none), a tier's scores.
 
 Thin Prefect tasks over `judgewatch.regression.scores`: only verdicts of this rubric and this judge configuration
 are compared, and a baseline judged by another judge is judged again by this one first (its answers are stored).
@@ -13,6 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
+from judges.base import Judge
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.regression.golden import GoldenSet
@@ -21,6 +23,7 @@ from judgewatch.regression.scores import find_baselines, tier_section
 from judgewatch.regression.serving import TierSpec
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
+from judgewatch.trust.measure import GateTrust, measure_for_gate
 from judgewatch.trust.policy import TrustVerdict, policy_from_settings
 from judgewatch.trust.records import trust_for
 
@@ -43,6 +46,18 @@ def resolve_trust(
     """The judge's measured trust under this rubric; `accept_unvalidated` turns a refusal into a loud warning."""
     verdict = trust_for(engine, identity, rubric.identity, policy=policy_from_settings(settings))
     return verdict.accept_unvalidated() if accept_unvalidated else verdict
+
+
+@task(name="measure-judge-trust", cache_policy=NO_CACHE)
+async def measure_trust(
+    engine: Engine, judge: Judge, rubric: Rubric, golden: Sequence[GoldenSet], settings: Settings
+) -> GateTrust:
+    """Measure an unmeasured judge on the golden sets' known answers before the gate rests on it (cached by
+    config hash in the trust records): see `judgewatch.trust.measure`."""
+    policy = policy_from_settings(settings)
+    return await measure_for_gate(
+        judge, rubric, golden, engine=engine, policy=policy, items=settings.trust_gate_items, seed=settings.judge_seed
+    )
 
 
 @task(name="evaluate-tier", cache_policy=NO_CACHE)

@@ -28,6 +28,27 @@ class Judge(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class FittedJudge(Protocol):
+    """A judge fitted on data: it names the golden items it was fit on, so validation can leave them out.
+
+    `fit_item_ids()` returns golden item ids (e.g. "halueval_qa-0001") and/or `content_key`s of their
+    questions; a validation item whose id or question key is among them is in-sample, never trust evidence.
+    """
+
+    def fit_item_ids(self) -> frozenset[str]: ...
+
+
+def content_key(question: str) -> str:
+    """How a fitted judge names an item by content: sha256 of the whitespace-normalized question, 16 hex digits."""
+    return hashlib.sha256(" ".join(question.split()).encode()).hexdigest()[:16]
+
+
+def fit_item_ids(judge: object) -> frozenset[str]:
+    """The items `judge` was fit on (empty for a judge that was not fit on golden items)."""
+    return judge.fit_item_ids() if isinstance(judge, FittedJudge) else frozenset()
+
+
 def config_hash(rubric: Rubric, **params: object) -> str:
     """Hash of the judge's scoring-relevant configuration and the rubric's content (16 hex digits)."""
     payload = json.dumps({"rubric": rubric.content_hash, **params}, sort_keys=True, default=str)

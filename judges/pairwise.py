@@ -21,6 +21,7 @@ from judges.config import EndpointConfig
 from judges.errors import CallError
 from judges.reference import ALGORITHM_VERSION, coverage
 from judges.reference import NAME as REFERENCE_NAME
+from judges.reference_model import load_models
 from judges.replies import Unusable, read_reply
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.prompt import render_pair_messages
@@ -110,6 +111,10 @@ class ReferencePairwiseJudge(PairwiseJudge):
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         digest = config_hash(rubric, algorithm="overlap-pairwise", version=ALGORITHM_VERSION, margin=self.margin)
         return JudgeIdentity(kind=self.kind, name=self.name, config_hash=digest)
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """The reference judge's fit items: its support comes from the same fitted models."""
+        return load_models().fit_item_ids()
 
     @override
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:

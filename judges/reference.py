@@ -24,7 +24,8 @@ Raw scores (continuous, in [0, 1]):
   that the references mostly do not support ("I hope this answer helps."), adds nothing (recall only grows
   with more words, so filler sharing a word with the reference would otherwise raise it: see
   judgewatch/trust/probes.py).
-- relevance: share of the question's content tokens found in the answer (half of them is enough for 1.0),
+- relevance: share of the question's content tokens found in the answer's claim sentences (half of them is
+  enough for 1.0; a sentence restating the question is no answer to it, and padding with one must not pay),
   floored at 0.6 x the answer's support when the references are on-topic (they share >= 20% of the question's
   content tokens): a short right answer ("Delhi") repeats nothing of the question but is on-topic.
 Integer scores: `CUTS` below, documented per criterion.
@@ -60,7 +61,7 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
 logger = logging.getLogger(__name__)
 
 # Bump on ANY change that can alter a score (tokenizer, weights, formulas, cuts): it is in the config hash.
-ALGORITHM_VERSION = "3.0.0"
+ALGORITHM_VERSION = "3.0.0"  # 3.0.0: four-domain faithfulness model; relevance counts the claim sentences
 NAME = "reference-overlap"
 CRITERIA = ("relevance", "faithfulness", "completeness")
 
@@ -158,7 +159,7 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
         recalls = [recall(fact, claimed, question, False) for fact in item.reference_facts]
         completeness, target = sum(recalls) / len(recalls), "reference facts"
 
-    repeated = _share(question, answer)
+    repeated = _share(question, claimed)  # a restated question is not an answer to it (see `claims`)
     relevance = 0.0 if repeated is None or empty else min(1.0, repeated / RELEVANCE_SATURATION)
     if references and not empty and (_share(question, references) or 0.0) >= ON_TOPIC_MIN_OVERLAP:
         relevance = max(relevance, ON_TOPIC_FLOOR * support)

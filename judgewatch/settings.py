@@ -109,6 +109,9 @@ class Settings(BaseSettings):
     trust_min_auroc: float = 0.70
     trust_max_unscored_rate: float = 0.2
     trust_min_items: int = 20
+    # Known-answer pairs and probe items per golden set a gate measures an unmeasured judge on
+    # (judgewatch.trust.measure); below trust_min_items the measurement is inconclusive and the gate exits 2.
+    trust_gate_items: int = Field(default=20, ge=1)
 
     # Judge cost in money: price per million tokens per judge model id (JSON in the environment, e.g.
     # JUDGEWATCH_JUDGE_PRICES='{"my-judge": {"input": 0.10, "output": 0.40, "cached_input": 0.025}}').

@@ -111,12 +111,14 @@ def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> 
     """
     from judgewatch.contract.rubric import load_rubric
     from judgewatch.trust.policy import policy_from_settings
+    from judgewatch.trust.probes import DEFAULT_ITEMS
     from judgewatch.trust.runs import PAIRWISE_RUBRIC, POINTWISE_RUBRIC, judges_under_test, validate
 
     [reference] = judges_under_test("reference", settings)
     rubrics = [load_rubric(name, settings.rubrics_dir) for name in (POINTWISE_RUBRIC, PAIRWISE_RUBRIC)]
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in MINI_DATASETS]
-    report = asyncio.run(validate(reference, rubrics, sets, engine=engine, policy=policy_from_settings(settings)))
+    policy = policy_from_settings(settings)  # with the probes: known answers alone leave a judge "not probed"
+    report = asyncio.run(validate(reference, rubrics, sets, engine=engine, policy=policy, probe_items=DEFAULT_ITEMS))
     for verdict in report.verdicts[:1]:
         echo("   " + verdict.summary.replace("\n", "\n   "))
 

@@ -1,6 +1,7 @@
 """`judgewatch judges validate|list|limit`: measure a judge, the leaderboard of judges, a judge's shared budget.
 
-`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive, with a warning),
+`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive or not probed, with
+a warning that says so),
 1 when one is measured untrustworthy, 2 when nothing could be measured (unreachable judge, unknown rubric or
 golden set, unusable store).
 """
@@ -99,10 +100,14 @@ def validate_cmd(
         ),
     ] = None,
     probes: Annotated[
-        bool, typer.Option(help="Also run the bias probes (verbosity, confidence, reference-blindness, consistency)")
+        bool,
+        typer.Option(
+            help="Also run the bias probes (verbosity, confidence, reference sensitivity, prompt injection, "
+            "consistency); without them a pointwise judge is recorded 'not probed', never trustworthy"
+        ),
     ] = True,
     probe_items: Annotated[
-        int, typer.Option(min=1, help="Golden items per set the probes use (about 9 judge calls each)")
+        int, typer.Option(min=1, help="Golden items per set the probes use (12 judge calls each)")
     ] = 20,
     min_auroc: Annotated[float | None, typer.Option(help="Override JUDGEWATCH_TRUST_MIN_AUROC")] = None,
     database_url: DatabaseUrl = None,

@@ -1,8 +1,9 @@
 """`judgewatch regress ...` (the post-release gate) and `judgewatch baseline accept|list`.
 
 `regress` runs the `post-release-regression` flow in this process (Prefect ephemeral mode unless
-PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate). Anything
-unexpected is exit 2 with a one-line message: the gate never passes silently.
+PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate, including a
+judge that is untrustworthy or could not be measured). Anything unexpected is exit 2 with a one-line message: the
+gate never passes silently. With `--accept-unvalidated-judge` the last line printed says the judge was accepted.
 """
 
 from __future__ import annotations
@@ -17,12 +18,18 @@ import typer
 
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.regression.options import DEFAULTS, GateOptions
 
 logger = logging.getLogger(__name__)
 
 baseline_app = typer.Typer(
     help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True
 )
+
+
+def _help(option: str) -> str:
+    """An option's help text, from the one model of the gate's options."""
+    return GateOptions.model_fields[option].description or ""
 
 
 def run_regression(**params: Any) -> dict[str, Any]:
@@ -45,6 +52,8 @@ def print_result(result: dict[str, Any]) -> None:
         for entry in result.get(kind, []):
             typer.echo(f"  {kind[:-1]}: {entry}", err=err)
     typer.echo(f"report: {result['report']} (JSON: {result['report_json']})")
+    if result.get("accepted_unvalidated"):  # the last line a release pipeline's log shows
+        typer.echo(f"WARNING: {result['accepted_unvalidated']}")
 
 
 def regress(
@@ -65,23 +74,25 @@ def regress(
     judge: Annotated[
         str | None, typer.Option(help="'reference' or the judge's base URL (default: the configured judge)")
     ] = None,
-    baseline: Annotated[str, typer.Option(help="'accepted' (each tier's accepted baseline) or a release id")] = (
-        "accepted"
-    ),
-    margin: Annotated[float, typer.Option(min=0.0, help="Allowed drop in mean score (rubric scale)")] = 0.25,
+    baseline: Annotated[str, typer.Option(help=_help("baseline"))] = DEFAULTS.baseline,
+    margin: Annotated[float, typer.Option(min=0.0, help=_help("margin"))] = DEFAULTS.margin,
     report: Annotated[Path | None, typer.Option(help="Markdown report path (JSON beside it)")] = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
     max_unscored: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Largest share of unscored verdicts per tier before exit 2")
-    ] = 0.2,
-    gap_margin: Annotated[
-        float | None, typer.Option(min=0.0, help="Also fail when quantized trails full by more than this")
-    ] = None,
+        float, typer.Option(min=0.0, max=1.0, help=_help("max_unscored_share"))
+    ] = DEFAULTS.max_unscored_share,
+    gap_margin: Annotated[float | None, typer.Option(min=0.0, help=_help("gap_margin"))] = DEFAULTS.gap_margin,
     accept_unvalidated_judge: Annotated[
-        bool, typer.Option(help="Use a judge that failed or lacks validation, with a warning in the report")
-    ] = False,
-    concurrency: Annotated[int, typer.Option(min=1, help="Concurrent answer requests per live tier")] = 8,
-    answer_max_tokens: Annotated[int, typer.Option(min=1, help="max_tokens of a generated answer")] = 256,
+        bool,
+        typer.Option(
+            help="Use a judge that failed or lacks validation (skips measuring it): said first in the report and "
+            "last in the output"
+        ),
+    ] = DEFAULTS.accept_unvalidated_judge,
+    concurrency: Annotated[int, typer.Option(min=1, help=_help("concurrency"))] = DEFAULTS.concurrency,
+    answer_max_tokens: Annotated[
+        int, typer.Option(min=1, help=_help("answer_max_tokens"))
+    ] = DEFAULTS.answer_max_tokens,
     database_url: DatabaseUrl = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
 ) -> None:
@@ -110,6 +121,8 @@ def regress(
     # the gate must fail loudly, never crash into an ambiguous exit code
     result = run_or_exit(gate, what="regression flow", failure=_could_not_evaluate)
     echo_result(result, json_output=json_output, show=print_result)
+    if json_output and result.get("accepted_unvalidated"):  # stdout stays one JSON document; the log says it last
+        typer.echo(f"WARNING: {result['accepted_unvalidated']}", err=True)
     raise typer.Exit(int(result["exit_code"]))
 
 

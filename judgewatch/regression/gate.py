@@ -4,9 +4,12 @@
   entirely below -margin); a tier's first release has no baseline and passes with a note.
 - exit 1: a regression; each reason names tier, criterion, estimate and interval.
 - exit 2: could not evaluate: an endpoint unreachable, an input invalid, more than the allowed share of verdicts
-  unscored, an interval that cannot be computed, or a judge measured untrustworthy. Never a silent pass.
-An untrustworthy judge cannot pass or fail a release, so it wins over everything; otherwise a regression found
-on what could be evaluated wins over what could not (both are listed).
+  unscored, an interval that cannot be computed, a judge measured untrustworthy ("judge not trustworthy") or
+  not measured ("judge not measured"). Never a silent pass.
+An untrustworthy or unmeasured judge cannot pass or fail a release, so it wins over everything; otherwise a
+regression found on what could be evaluated wins over what could not (both are listed). Only a trust verdict
+accepted on purpose (`--accept-unvalidated-judge`) gets past, and `GateResult.accepted_unvalidated` then
+carries the line every reader of the result must show first (report) or last (CLI).
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ class TrustLike(Protocol):
 
     @property
     def summary(self) -> str: ...
+
+    @property
+    def accepted_on_purpose(self) -> bool: ...  # the operator passed --accept-unvalidated-judge
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,7 @@ class GateResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
+    accepted_unvalidated: str | None = None  # the judge accepted unmeasured or untrusted, on purpose: say so
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,18 +188,22 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
 
 
 def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
-    """Adds the trust reason/warning; True when the judge is measured untrustworthy."""
+    """Adds the trust reason, warning or note; True when the judge's trust stops the gate (exit 2)."""
     if trust is None:
-        out.warnings.append("JUDGE TRUST UNMEASURED: no trust verdict was given; treat these scores with caution")
-        return False
+        out.reasons.insert(0, "judge not measured: no trust verdict was given")
+        return True
     headline = trust.summary.strip().splitlines()[0] if trust.summary.strip() else "(no summary)"
+    if trust.accepted_on_purpose and trust.trustworthy is not True:
+        out.accepted_unvalidated = headline
+        out.warnings.insert(0, headline)
+        return False
     if trust.trustworthy is False:
         out.reasons.insert(0, f"judge not trustworthy: {headline}")
         return True
     if trust.trustworthy is None:
-        out.warnings.append(f"JUDGE TRUST UNMEASURED: {headline}")
-    else:
-        out.notes.append(f"judge trust: {headline}")
+        out.reasons.insert(0, f"judge not measured: {headline}")
+        return True
+    out.notes.append(f"judge trust: {headline}")
     return False
 
 

@@ -114,7 +114,10 @@ def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: boo
 
 def _header(report: RegressionReport) -> list[str]:
     gate = report.gate
+    # Accepting an unvalidated judge on purpose is the first thing anyone reading the report must see.
+    first = [f"**WARNING: {gate.accepted_unvalidated}**", ""] if gate.accepted_unvalidated else []
     lines = [
+        *first,
         f"# Regression gate: release {report.release}",
         "",
         f"**{gate.summary}**",

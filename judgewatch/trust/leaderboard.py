@@ -43,6 +43,9 @@ COLUMNS = (
 )
 
 
+NOT_PROBED = "not probed"  # a known-answers row without a conclusive bias-probe record beside it
+
+
 class LeaderboardRow(BaseModel):
     judge: str  # kind:name
     endpoint: str | None
@@ -71,6 +74,8 @@ class LeaderboardRow(BaseModel):
 
     @property
     def trust_label(self) -> str:
+        if self.trustworthy is None and self.probes == NOT_PROBED:
+            return NOT_PROBED
         return {True: "trusted", False: "NOT TRUSTED", None: "inconclusive"}[self.trustworthy]
 
     @property
@@ -128,11 +133,15 @@ def _probe_key(record: TrustRecord) -> tuple[str, str, str | None, str]:
 
 
 def _with_probes(row: LeaderboardRow, probes: TrustRecord | None, policy: TrustPolicy) -> LeaderboardRow:
-    if probes is None:
+    """The row beside its probes: a failed probe takes trust away; known answers without a conclusive probe
+    record are not probed, never trusted (`judgewatch.trust.policy.evaluate`)."""
+    passed = None
+    if probes is not None:
+        passed, _ = evaluate_record(probes.evidence, probes.figures, probes.n_items, policy)
+    if row.evidence != TrustEvidence.known_answers and probes is None:
         return row
-    passed, _ = evaluate_record(probes.evidence, probes.figures, probes.n_items, policy)
-    label = short_label(probes.figures, policy.probes) + f" (n={probes.n_items})"
-    trust = False if passed is False else row.trustworthy
+    label = NOT_PROBED if probes is None else short_label(probes.figures, policy.probes) + f" (n={probes.n_items})"
+    trust = False if passed is False else (None if passed is None and row.trustworthy else row.trustworthy)
     return row.model_copy(update={"probes": label, "probes_passed": passed, "trustworthy": trust})
 
 

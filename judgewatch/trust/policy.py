@@ -5,11 +5,12 @@ The default policy reads the criterion the gate uses (faithfulness). A record pa
   lower bound is above chance (0.5), the unscored rate is <= `max_unscored_rate` (0.2), and, for pairwise
   records, position consistency over both orders is >= `min_position_consistency` (0.8);
 - human labels: the weighted kappa point estimate is >= `min_kappa` (0.4), on at least `min_items` pairs.
-- bias probes: every probe within its limit (`probe_policy.ProbeLimits`: verbosity, confidence,
-  reference-blindness, consistency). A probe only takes trust away: passing them trusts no judge by itself.
+- bias probes: every probe within its limit (`probe_policy.ProbeLimits`: verbosity, confidence, reference
+  sensitivity, prompt injection, consistency). Passing them trusts no judge by itself.
 A record resting on fewer than `min_items` items decides nothing. The judge is untrustworthy when any record
-fails, trustworthy when at least one known-answer, pairwise or human-label record passes and none fails,
-unmeasured (None) otherwise.
+fails; trustworthy when at least one known-answer, pairwise or human-label record passes, none fails and, for
+a judge that grades answers one by one (known answers, human labels), a bias-probe record passes too; "not
+probed" (None) when that probe record is missing; unmeasured (None) otherwise. A gate treats None as unmeasured.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def evaluate_record(
     if criterion is None:
         return None, f"criterion {policy.criterion} not measured"
     line = f"{policy.criterion}: {describe_figures(evidence, criterion)}, n={n_items}"
+    if figures.get("in_sample_items"):
+        line += f" ({figures['in_sample_items']} in-sample items the judge was fit on left out)"
     if n_items < policy.min_items:
         return None, f"{line} (fewer than {policy.min_items} items: inconclusive)"
     if evidence == TrustEvidence.human_labels:
@@ -193,10 +196,15 @@ def evaluate(
     who = f"judge {judge_name} (config {judge_config_hash[:12]}), rubric {rubric}"
     failed = [r for r in refs if r.passed is False]
     passed = [r for r in refs if r.passed is True and r.evidence != TrustEvidence.bias_probes]
+    probed = [r for r in refs if r.passed is True and r.evidence == TrustEvidence.bias_probes]
+    pointwise = {TrustEvidence.known_answers, TrustEvidence.human_labels}
     if failed:
         verdict, head = False, f"{who}: NOT TRUSTWORTHY"
-    elif passed:
+    elif passed and (probed or not any(r.evidence in pointwise for r in passed)):
         verdict, head = True, f"{who}: trustworthy"
+        passed += probed
+    elif passed:
+        verdict, head = None, f"{who}: NOT PROBED, so unmeasured (no conclusive bias-probe record; run the probes)"
     elif refs:
         verdict, head = None, f"{who}: UNMEASURED (no conclusive measurement)"
     else:

@@ -3,11 +3,15 @@
 A probe can only take trust away: a judge over any limit is untrustworthy, one within every limit is still
 judged on its known-answer and human-label records (see `judgewatch.trust.policy.evaluate`).
 Defaults, on a 1-5 scale:
-- verbosity: mean shift (padded - plain) of each limited criterion < +0.25 and its 95% upper bound < +0.5;
+- verbosity: mean shift (padded - plain) of every criterion the rubric has < +0.25 and its 95% upper bound
+  < +0.5;
 - confidence: share of items whose bad answer, with a confident preamble, overtakes the hedged good answer
   (when plainly it did not) <= 10% and its Wilson upper bound < 30%;
-- reference-blindness: no verdict may score a criterion that needs references on an item without them;
+- reference sensitivity: faithfulness of the same good answer drops by >= 1.0 (one scale level) on average
+  when its references contradict it, and the drop's 95% lower bound is above 0;
+- prompt injection: mean rise (injected - plain bad answer) of every criterion < +0.25, upper bound < +0.5;
 - consistency: identical verdicts when judged again >= 95%, with the criteria order shuffled >= 80%.
+A bias-probe record lacking any of these probes (made before one existed) is not a probed judge.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PROBES = ("verbosity", "confidence", "reference_blindness", "consistency")
+PROBES = ("verbosity", "confidence", "reference_sensitivity", "injection", "consistency")
 
 
 class ProbeLimits(BaseModel):
@@ -24,23 +28,32 @@ class ProbeLimits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    verbosity_criteria: tuple[str, ...] = ("faithfulness", "completeness")
+    verbosity_criteria: tuple[str, ...] | None = None  # None: every criterion the rubric has
     max_verbosity_shift: float = 0.25
     max_verbosity_upper: float = 0.5
     confidence_criteria: tuple[str, ...] = ("faithfulness",)
     max_overtake_share: float = Field(default=0.10, ge=0.0, le=1.0)
     max_overtake_upper: float = Field(default=0.30, ge=0.0, le=1.0)
-    max_blind_share: float = Field(default=0.0, ge=0.0, le=1.0)
+    reference_criteria: tuple[str, ...] = ("faithfulness",)
+    min_reference_drop: float = Field(default=1.0, ge=0.0)
+    injection_criteria: tuple[str, ...] | None = None  # None: every criterion the rubric has
+    max_injection_shift: float = 0.25
+    max_injection_upper: float = 0.5
     min_repeat_identical: float = Field(default=0.95, ge=0.0, le=1.0)
     min_shuffled_identical: float = Field(default=0.80, ge=0.0, le=1.0)
 
     def describe(self) -> str:
+        verbose = "/".join(self.verbosity_criteria) if self.verbosity_criteria else "every criterion"
+        injected = "/".join(self.injection_criteria) if self.injection_criteria else "every criterion"
         return (
-            f"bias probes: verbosity shift on {'/'.join(self.verbosity_criteria)} < {self.max_verbosity_shift:+.2f} "
+            f"bias probes: verbosity shift on {verbose} < {self.max_verbosity_shift:+.2f} "
             f"(upper bound < {self.max_verbosity_upper:+.2f}), confident bad answer overtakes hedged good on "
-            f"<= {self.max_overtake_share:.0%} (upper bound < {self.max_overtake_upper:.0%}), reference-needing "
-            f"criteria scored without references <= {self.max_blind_share:.0%}, identical verdicts judged again >= "
-            f"{self.min_repeat_identical:.0%} and with criteria shuffled >= {self.min_shuffled_identical:.0%}"
+            f"<= {self.max_overtake_share:.0%} (upper bound < {self.max_overtake_upper:.0%}), "
+            f"{'/'.join(self.reference_criteria)} drops by >= {self.min_reference_drop:.2f} against contradicting "
+            f"references (lower bound > 0), a bad answer's rise on {injected} with an instruction to the judge "
+            f"appended < {self.max_injection_shift:+.2f} (upper bound < {self.max_injection_upper:+.2f}), "
+            f"identical verdicts judged again >= {self.min_repeat_identical:.0%} and with criteria shuffled >= "
+            f"{self.min_shuffled_identical:.0%}"
         )
 
 
@@ -55,21 +68,32 @@ def _share(fig: dict[str, Any], count: str, total: str) -> str:
     )
 
 
-def _verbosity(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
+def _rise(
+    fig: dict[str, Any], criteria: tuple[str, ...] | None, max_shift: float, max_upper: float
+) -> tuple[str, list[str], bool]:
+    """A shift that must stay small (verbosity, injection): each limited criterion's mean and upper bound."""
     parts, failures, measured = [], [], False
     for name, c in fig.get("criteria", {}).items():
         shift, high = c.get("shift"), c.get("high")
         figure = f"{name} shift {_num(shift, '+.2f')} [{_num(c.get('low'), '+.2f')}, {_num(high, '+.2f')}]"
         parts.append(f"{figure}, up on {_num(c.get('up_share'), '.0%')} of {c.get('n', 0)}")
-        if name not in limits.verbosity_criteria or shift is None:
+        if (criteria is not None and name not in criteria) or shift is None:
             continue
         measured = True
-        if shift >= limits.max_verbosity_shift or high is None or high >= limits.max_verbosity_upper:
+        if shift >= max_shift or high is None or high >= max_upper:
             failures.append(
-                f"{figure}, up on {_num(c.get('up_share'), '.0%')} (limit < {limits.max_verbosity_shift:+.2f}, "
-                f"upper bound < {limits.max_verbosity_upper:+.2f})"
+                f"{figure}, up on {_num(c.get('up_share'), '.0%')} (limit < {max_shift:+.2f}, "
+                f"upper bound < {max_upper:+.2f})"
             )
     return "; ".join(parts) or "nothing scored", failures, measured
+
+
+def _verbosity(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
+    return _rise(fig, limits.verbosity_criteria, limits.max_verbosity_shift, limits.max_verbosity_upper)
+
+
+def _injection(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
+    return _rise(fig, limits.injection_criteria, limits.max_injection_shift, limits.max_injection_upper)
 
 
 def _confidence(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
@@ -88,14 +112,21 @@ def _confidence(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str
     return "; ".join(parts) or "nothing scored", failures, measured
 
 
-def _reference_blindness(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
-    scored = ", ".join(f"{k} {v}" for k, v in sorted(fig.get("scored_criteria", {}).items()) if v)
-    line = f"scored a reference-needing criterion without references on {_share(fig, 'blind', 'answered')}"
-    line += f" ({scored})" if scored else ""
-    line += f"; declared not applicable on {fig.get('declared_not_applicable', 0)}/{fig.get('answered', 0)}"
-    share = fig.get("share")
-    over = share is not None and share > limits.max_blind_share
-    return line, [f"{line} (limit <= {limits.max_blind_share:.0%})"] if over else [], share is not None
+def _reference_sensitivity(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
+    parts, failures, measured = [], [], False
+    for name, c in fig.get("criteria", {}).items():
+        drop, low = c.get("drop"), c.get("low")
+        figure = (
+            f"{name} drop against contradicting references {_num(drop, '+.2f')} [{_num(low, '+.2f')}, "
+            f"{_num(c.get('high'), '+.2f')}], down on {_num(c.get('dropped_share'), '.0%')} of {c.get('n', 0)}"
+        )
+        parts.append(figure)
+        if name not in limits.reference_criteria or drop is None:
+            continue
+        measured = True
+        if drop < limits.min_reference_drop or low is None or low <= 0:
+            failures.append(f"{figure} (limit >= {limits.min_reference_drop:+.2f}, lower bound > 0)")
+    return "; ".join(parts) or "nothing scored", failures, measured
 
 
 def _consistency(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str], bool]:
@@ -118,7 +149,8 @@ def _consistency(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[st
 _CHECKS = {
     "verbosity": _verbosity,
     "confidence": _confidence,
-    "reference_blindness": _reference_blindness,
+    "reference_sensitivity": _reference_sensitivity,
+    "injection": _injection,
     "consistency": _consistency,
 }
 
@@ -143,7 +175,11 @@ def _checked(figures: dict[str, Any], limits: ProbeLimits) -> list[tuple[str, bo
 def evaluate_probes(
     figures: dict[str, Any], n_items: int, limits: ProbeLimits, min_items: int
 ) -> tuple[bool | None, str]:
-    """(passed, detail) of one bias-probe record: each failed probe named with its figure and limit."""
+    """(passed, detail) of one bias-probe record: each failed probe named with its figure and limit.
+
+    None (not probed) when the record lacks a probe, has a probe without a limited figure, or rests on fewer
+    than `min_items` items; a failure still fails whatever is missing.
+    """
     checked = _checked(figures, limits)
     failed = [f"{probe.replace('_', '-')}: {'; '.join(failures)}" for probe, ok, _, failures in checked if ok is False]
     if n_items < min_items:
@@ -151,8 +187,11 @@ def evaluate_probes(
         return None, f"{len(checked)} probes, n={n_items} (fewer than {min_items} items: inconclusive){over}"
     if failed:
         return False, "FAILED " + " | ".join(failed) + f", n={n_items}"
-    if not checked or any(ok is None for _, ok, _, _ in checked):
-        return None, f"probes without a figure: {', '.join(p for p, ok, _, _ in checked if ok is None) or 'all'}"
+    missing = [p.replace("_", "-") for p in PROBES if p not in {probe for probe, _, _, _ in checked}]
+    if missing:
+        return None, f"NOT PROBED on {', '.join(missing)} (a record from before these probes existed)"
+    if any(ok is None for _, ok, _, _ in checked):
+        return None, f"probes without a figure: {', '.join(p for p, ok, _, _ in checked if ok is None)}"
     return True, f"passed {', '.join(p.replace('_', '-') for p, _, _, _ in checked)}, n={n_items}"
 
 
@@ -161,14 +200,16 @@ def short_label(figures: dict[str, Any], limits: ProbeLimits) -> str:
     cells = []
     for probe, ok, _ in probe_lines(figures, limits):
         fig = figures["probes"][probe]
-        if probe == "verbosity":
-            shifts = [c.get("shift") for k, c in fig.get("criteria", {}).items() if k in limits.verbosity_criteria]
+        if probe in ("verbosity", "injection"):
+            chosen = limits.verbosity_criteria if probe == "verbosity" else limits.injection_criteria
+            shifts = [c.get("shift") for k, c in fig.get("criteria", {}).items() if chosen is None or k in chosen]
             value = _num(max((s for s in shifts if s is not None), default=None), "+.2f")
         elif probe == "confidence":
             shares = [c.get("share") for k, c in fig.get("criteria", {}).items() if k in limits.confidence_criteria]
             value = _num(max((s for s in shares if s is not None), default=None), ".0%")
-        elif probe == "reference_blindness":
-            value = _num(fig.get("share"), ".0%")
+        elif probe == "reference_sensitivity":
+            drops = [c.get("drop") for k, c in fig.get("criteria", {}).items() if k in limits.reference_criteria]
+            value = _num(min((d for d in drops if d is not None), default=None), "+.2f")
         else:
             value = "/".join(_num(fig.get(k, {}).get("share"), ".0%") for k in ("repeat", "shuffled"))
         mark = {True: "ok", False: "FAIL", None: "?"}[ok]

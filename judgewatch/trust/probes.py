@@ -5,13 +5,18 @@ fluency: the set's confounds are measured with it. The probes (built in `probe_i
 `JudgingRun`, so their verdicts are stored like any other, and one `bias_probes` trust record per golden set
 carries the figures; `probe_policy` holds the limits.
 
-Size. `n` golden items (default `DEFAULT_ITEMS` = 20, the policy's minimum per measurement) give 8n calls:
-plain good and bad, padded good and bad, hedged good, confident bad, good without references, good again; and
-n more with the criteria shuffled. Why 20: the verbosity shift is a mean over 2n = 40 paired answers; with a
-per-answer spread of up to 1.2 points its 95% interval is about +-0.37 wide, so a judge that does not move
-ends below the +0.5 upper limit and one that moves by half a point cannot pass. Shares over 20 items have a
+Size. `n` golden items (default `DEFAULT_ITEMS` = 20, the policy's minimum per measurement) give 11n calls:
+plain good and bad, padded good and bad, hedged good, confident bad, good against contradicting references,
+bad with each of three instructions to the judge appended, good again; and n more with the criteria shuffled.
+Why 20: the verbosity shift is a mean over 2n = 40 paired answers; with a per-answer spread of up to 1.2
+points its 95% interval is about +-0.37 wide, so a judge that does not move ends below the +0.5 upper limit
+and one that moves by half a point cannot pass. Shares over 20 items have a
 Wilson upper bound of 16% when nothing happened, below the confidence limit of 30%, and a single overtake out
-of 20 still passes while two (10%, upper bound 30%) do not.
+of 20 still passes while two (10%, upper bound 30%) do not. The injection shift is one paired difference per
+item (its three injections averaged), so its interval rests on n independent items. The reference-sensitivity
+drop is one difference per good answer; a judge that reads the references moves a good answer judged against
+a contradicting reference by several levels (the reference judge: +3.4 on halueval_qa_mini, +3.6 on
+halluqa_mini), a reference-blind one by none.
 """
 
 from __future__ import annotations
@@ -26,14 +31,14 @@ from sqlalchemy import Engine
 from judges.base import Judge
 from judges.errors import is_endpoint_failure
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import UnscoredReason, Verdict
+from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.run import JudgingRun
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import paired_mean_diff
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy
-from judgewatch.trust.probe_items import FILLER, ProbeItems, probe_items, reordered
+from judgewatch.trust.probe_items import FILLER, INJECTIONS, ProbeItems, probe_items, reordered
 from judgewatch.trust.validate import KnownPairs, pairs_record
 
 logger = logging.getLogger(__name__)
@@ -109,26 +114,69 @@ def confidence_figures(
     return {"criteria": criteria, "items": len(good)}
 
 
-def reference_blindness_figures(rubric: Rubric, verdicts: Sequence[Verdict]) -> dict[str, Any]:
-    """Share of items without references on which a criterion that needs them was scored anyway.
+def reference_sensitivity_figures(
+    rubric: Rubric, true_refs: Sequence[Verdict], contradicting: Sequence[Verdict], *, seed: int = 0
+) -> dict[str, Any]:
+    """Per criterion that needs references: mean drop (true references - contradicting ones) of the same good
+    answer, with a paired bootstrap interval, and the share of answers that dropped."""
+    criteria: dict[str, Any] = {}
+    for criterion in rubric.criteria:
+        if not criterion.needs_reference:
+            continue
+        before, after = _scores(true_refs, criterion.name), _scores(contradicting, criterion.name)
+        both = np.isfinite(before) & np.isfinite(after)
+        if not both.any():
+            continue
+        diff = paired_mean_diff(before, after, seed=seed)
+        dropped = int((after[both] < before[both]).sum())
+        criteria[criterion.name] = {
+            "drop": _round(diff.estimate),
+            "low": _round(diff.low),
+            "high": _round(diff.high),
+            "n": diff.n,
+            "dropped": dropped,
+            "dropped_share": _round(dropped / diff.n),
+        }
+    return {"criteria": criteria, "answers": len(true_refs)}
 
-    `declared` counts the verdicts that said so properly: every such criterion not applicable, or the whole
-    verdict unscored as `no_reference`; the rest of the unscored ones failed for another reason (parse error...).
+
+def injection_figures(
+    rubric: Rubric, plain: Sequence[Verdict], injected: Sequence[Verdict], *, seed: int = 0
+) -> dict[str, Any]:
+    """Per criterion: how far each known-bad answer rose, on average over the instructions appended to it.
+
+    `injected` holds every bad answer with INJECTIONS[0], then with [1]...: one paired difference per item
+    (the mean over its scored injections), so the interval rests on independent items.
     """
-    needing = [c.name for c in rubric.criteria if c.needs_reference]
-    answered = [v for v in verdicts if not is_endpoint_failure(v)]
-    scored = {name: sum(v.scores.get(name) is not None for v in answered) for name in needing}
-    blind = sum(any(v.scores.get(name) is not None for name in needing) for v in answered)
-    declared = sum(
-        v.unscored_reason == UnscoredReason.no_reference or set(needing) <= set(v.not_applicable) for v in answered
-    )
-    return {
-        "answered": len(answered),
-        "blind": blind,
-        **share(blind, len(answered)),
-        "scored_criteria": scored,
-        "declared_not_applicable": declared,
-    }
+    n, k = len(plain), len(INJECTIONS)
+    criteria: dict[str, Any] = {}
+    for criterion in rubric.criteria:
+        before = _scores(plain, criterion.name)
+        after = _scores(injected, criterion.name).reshape(k, n)
+        scored = np.isfinite(after)
+        after_mean = np.divide(
+            np.where(scored, after, 0.0).sum(axis=0), scored.sum(axis=0),
+            out=np.full(n, np.nan), where=scored.any(axis=0),
+        )  # fmt: skip
+        both = np.isfinite(before) & np.isfinite(after_mean)
+        if not both.any():
+            continue
+        diff = paired_mean_diff(after_mean, before, seed=seed)
+        rose = int((after_mean[both] > before[both]).sum())
+        per_instruction = [
+            _round(float(np.nanmean(after[j][both] - before[both]))) if np.isfinite(after[j][both]).any() else None
+            for j in range(k)
+        ]
+        criteria[criterion.name] = {
+            "shift": _round(diff.estimate),
+            "low": _round(diff.low),
+            "high": _round(diff.high),
+            "n": diff.n,
+            "up": rose,
+            "up_share": _round(rose / diff.n),
+            "per_instruction": per_instruction,
+        }
+    return {"criteria": criteria, "answers": len(injected), "instructions": list(INJECTIONS)}
 
 
 def _same(a: Verdict, b: Verdict) -> bool:
@@ -148,16 +196,18 @@ def probe_figures(
     rubric: Rubric, items: ProbeItems, first: Sequence[Verdict], shuffled: Sequence[Verdict], *, seed: int = 0
 ) -> dict[str, Any]:
     """Every probe's figures from the verdicts of `items.first_run()` (in that order) and of `items.shuffled`."""
-    n = items.n
-    good, bad, good_padded, bad_padded, hedged, confident, no_refs, repeat = (
-        list(first[k * n : (k + 1) * n]) for k in range(8)
-    )
+    v: dict[str, list[Verdict]] = {}
+    start = 0
+    for name, size in items.sizes().items():
+        v[name], start = list(first[start : start + size]), start + size
+    good, bad = v["good"], v["bad"]
     return {
-        "verbosity": verbosity_figures(rubric, good + bad, good_padded + bad_padded, seed=seed),
-        "confidence": confidence_figures(rubric, good, bad, hedged, confident),
-        "reference_blindness": reference_blindness_figures(rubric, no_refs),
+        "verbosity": verbosity_figures(rubric, good + bad, v["good_padded"] + v["bad_padded"], seed=seed),
+        "confidence": confidence_figures(rubric, good, bad, v["good_hedged"], v["bad_confident"]),
+        "reference_sensitivity": reference_sensitivity_figures(rubric, good, v["contradicted"], seed=seed),
+        "injection": injection_figures(rubric, bad, v["bad_injected"], seed=seed),
         "consistency": {
-            "repeat": consistency_figures(good, repeat),
+            "repeat": consistency_figures(good, v["repeat"]),
             "shuffled": consistency_figures(good, shuffled) | {"order": [c.name for c in reordered(rubric).criteria]},
         },
     }
@@ -206,7 +256,7 @@ async def probe_judge(
         raise ValueError(f"rubric '{rubric.name}' is {rubric.kind}: the bias probes grade answers one by one")
     if not pairs.good:
         raise ValueError(f"golden set {pairs.dataset} has no item with both a good and a bad answer to probe")
-    probe = probe_items(pairs.good, pairs.bad)
+    probe = probe_items(pairs.good, pairs.bad, rubric)
     identity = judge.identity(rubric)
     logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
     first, shuffled, cost = await _judge_probes(
@@ -219,6 +269,7 @@ async def probe_judge(
     figures = {
         "probes": probe_figures(rubric, probe, first, shuffled, seed=seed),
         "items": probe.n,
+        "in_sample_items": pairs.in_sample,
         "cost": cost,
         "unscored_reasons": unscored,
         "filler": {lang: list(sentences) for lang, sentences in FILLER.items()},

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
-from judges.base import Judge
+from judges.base import Judge, fit_item_ids
 from judges.config import judge_endpoint
 from judges.factory import REFERENCE, is_healthy, parse_judge_spec
 from judges.openai_judge import OpenAIJudge
@@ -108,7 +108,7 @@ async def validate(
             )
             if not pairwise and probe_items is not None:
                 report.records.append(record)
-                pairs = known_pairs(golden, limit=probe_items)
+                pairs = known_pairs(golden, limit=probe_items, fit_items=fit_item_ids(under_test.pointwise))
                 record = await probe_judge(under_test.pointwise, rubric, pairs, engine=engine, policy=policy, seed=seed)
             report.records.append(record)
         judge = under_test.pairwise if rubric.kind == "pairwise" else under_test.pointwise
@@ -176,7 +176,12 @@ async def ademo_trust_step(
             )
             under_test = metered(under_test, CallMeter(total, echo, every_s=every_s))
         try:
-            report = await validate(under_test, [pointwise], sets, engine=engine, policy=policy, limit=limit)
+            # The reference judge is probed too (seconds); an LLM judge's probes (12 calls per item) are left to
+            # the gate, which measures them only for a judge that passed its known answers.
+            probes = DEMO_LIMIT if spec == REFERENCE else None
+            report = await validate(
+                under_test, [pointwise], sets, engine=engine, policy=policy, limit=limit, probe_items=probes
+            )
             if pair_sets:
                 pair_report = await validate(
                     under_test, [pairwise], pair_sets, engine=engine, policy=policy, limit=pairwise_limit

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from judges.base import Judge
+from judges.base import Judge, content_key, fit_item_ids
 from judges.pairwise import PairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
@@ -44,6 +44,7 @@ class KnownPairs:
     good: list[JudgeItem]
     bad: list[JudgeItem]
     skipped: int  # golden items lacking a good or a bad answer, or any reference besides the good answer
+    in_sample: int = 0  # golden items the judge was fit on: left out, never trust evidence
     scrub_pii: bool | None = None  # the golden set's `GoldenSet.scrub_pii`
 
 
@@ -65,23 +66,36 @@ def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | N
     return {"reference_answer": reference, "reference_facts": facts, "context": context}
 
 
-def known_pairs(golden: GoldenSet, *, limit: int | None = None) -> KnownPairs:
-    """The first good and first bad answer of every item that has both and an independent reference."""
+def in_sample(item: GoldenItem, fit_items: frozenset[str]) -> bool:
+    """Was the judge fit on this item (named by its id or its question's `content_key`)?"""
+    return bool(fit_items) and (item.id in fit_items or content_key(item.question) in fit_items)
+
+
+def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: frozenset[str] = frozenset()) -> KnownPairs:
+    """The first good and first bad answer of every item that has both and an independent reference.
+
+    Items in `fit_items` (what the judge was fit on: `judges.base.fit_item_ids`) are left out and counted
+    as in-sample; `limit` then takes the first held-out items.
+    """
     good: list[JudgeItem] = []
     bad: list[JudgeItem] = []
+    fitted = 0
     for item in golden.items:
         if not (item.good_answers and item.bad_answers):
+            continue
+        if in_sample(item, fit_items):
+            fitted += 1
             continue
         references = _independent_references(item, item.good_answers[0])
         if references is None:
             continue
         good.append(item.to_judge_item(item.good_answers[0], item_id=f"{item.id}:good").model_copy(update=references))
         bad.append(item.to_judge_item(item.bad_answers[0], item_id=f"{item.id}:bad").model_copy(update=references))
-    skipped = len(golden.items) - len(good)
+    skipped = len(golden.items) - len(good) - fitted
     revision = golden.revision
     if limit is not None and limit < len(good):  # a subset is other evidence: it must not replace the full set's
         good, bad, revision = good[:limit], bad[:limit], f"{revision}[:{limit}]"
-    return KnownPairs(golden.name, revision, good, bad, skipped, scrub_pii=golden.scrub_pii)
+    return KnownPairs(golden.name, revision, good, bad, skipped, fitted, scrub_pii=golden.scrub_pii)
 
 
 def pairs_record(
@@ -101,9 +115,14 @@ def pairs_record(
     return store_record(engine, record) if engine is not None else record
 
 
-def _measurable_pairs(golden: GoldenSet, limit: int | None) -> KnownPairs:
-    """The known pairs to measure a judge on; ValueError naming the golden set when it has none."""
-    pairs = known_pairs(golden, limit=limit)
+def measurable_pairs(golden: GoldenSet, limit: int | None, fit_items: frozenset[str] = frozenset()) -> KnownPairs:
+    """The held-out known pairs to measure a judge on; ValueError naming the golden set when it has none."""
+    pairs = known_pairs(golden, limit=limit, fit_items=fit_items)
+    if not pairs.good and pairs.in_sample:
+        raise ValueError(
+            f"golden set {golden.name}: all {pairs.in_sample} items with known answers are in-sample (the judge "
+            "was fit on them): no trust evidence"
+        )
     if not pairs.good:
         raise ValueError(f"golden set {golden.name} has no item with both a good and a bad answer")
     return pairs
@@ -148,7 +167,7 @@ async def measure_judge(
 
     A pointwise judge grades each good and bad answer; a pairwise judge compares them (see `_pairwise_figures`).
     """
-    pairs = _measurable_pairs(golden, limit)
+    pairs = measurable_pairs(golden, limit, fit_item_ids(judge))
     identity = judge.identity(rubric)
     logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
     if isinstance(judge, PairwiseJudge):
@@ -181,6 +200,7 @@ async def _pointwise_figures(
     bad = list(zip(pairs.bad, verdicts[n:], strict=True))
     figures = known_answer_figures(rubric, good, bad, resamples=resamples, seed=seed)
     figures["skipped_items"] = pairs.skipped
+    figures["in_sample_items"] = pairs.in_sample
     figures["context_window"] = trim_figures(rubric, good, bad, resamples=resamples, seed=seed)
     figures["cost"] = cost
     figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
@@ -257,6 +277,7 @@ async def _pairwise_figures(
     }
     return {
         "criteria": {rubric.criteria[0].name: criterion},
+        "in_sample_items": pairs.in_sample,
         "items": stats.pairs,
         "calls": 2 * stats.pairs,
         "unscored_reasons": reasons,

@@ -79,6 +79,12 @@ def accept(db: str, release: str) -> None:
         accept_baseline(session=session, release=release, by="tester")
 
 
+# What measuring the reference judge before its first gate stores: JUDGEWATCH_TRUST_GATE_ITEMS (20) known-answer
+# pairs of halueval_qa_mini (40 answers) and 20 probe items x 12 calls.
+MEASURED = 2 * 20 + 12 * 20
+REGRESSION_RUN_COUNTS = "SELECT counts FROM eval_run WHERE kind = 'regression'"
+
+
 def row_counts(db: str) -> dict[str, int]:
     tables = ("interaction", "verdict", "criterion_score", "eval_run", "release_tier", "gate_decision")
     with make_engine(db).connect() as conn:
@@ -147,12 +153,15 @@ async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
     with make_engine(db).connect() as conn:
         verdict_ids = set(conn.execute(text("SELECT id FROM verdict")).scalars())
     again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
-    assert row_counts(db) == before
-    # 40 golden items x 2 tiers, plus the 40 quantized-vs-full pairs and their pairwise verdicts
-    assert before["interaction"] == 120 and before["verdict"] == 120 and before["gate_decision"] == 1
+    assert row_counts(db) == before  # the judge's trust measured once, before the first gate: cached since
+    # 40 golden items x 2 tiers, plus the 40 quantized-vs-full pairs and their pairwise verdicts; and the judge's
+    # measurement before the first gate (JUDGEWATCH_TRUST_GATE_ITEMS = 20 pairs: 40 known answers, 20 x 12 probes)
+    assert before["interaction"] == before["verdict"] == 120 + MEASURED and before["gate_decision"] == 1
+    assert "judge measured before this gate" in " ".join(first["notes"])
+    assert not any("judge measured" in note for note in again["notes"])
     with make_engine(db).connect() as conn:
         assert set(conn.execute(text("SELECT id FROM verdict")).scalars()) == verdict_ids
-        counts = [json.loads(c) for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
+        counts = [json.loads(c) for c in conn.execute(text(REGRESSION_RUN_COUNTS)).scalars()]
     assert all(c["judged_now"] == 0 for c in counts)
     assert again["run_ids"] == first["run_ids"]
 
@@ -162,9 +171,9 @@ async def test_a_changed_recorded_answer_is_stored_and_judged_again(
 ) -> None:
     await gate(db, tmp_path, "r1", answers=recorded(answer_files))
     await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
-    assert row_counts(db)["verdict"] == 120
+    assert row_counts(db)["verdict"] == 120 + MEASURED  # and the judge's trust measurement, once
     with make_engine(db).connect() as conn:
-        judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
+        judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text(REGRESSION_RUN_COUNTS)).scalars()]
     # full unchanged; half of quantized replaced by bad answers, and so the pairs holding those answers
     assert sorted(judged_now) == [0, 20, 20]
 
@@ -245,7 +254,7 @@ async def test_answers_a_tier_refuses_are_not_stored_and_too_many_cannot_be_eval
     result = await gate(db, tmp_path, "r1", tiers=[f"full={tier.url}#fake"])
     assert len(tier.requests) == 40  # a 404 is permanent: asked once, never retried
     assert result["exit_code"] == 2 and "tier full: 40/40 (100%): no_answer 40 verdicts unscored" in result["summary"]
-    assert row_counts(db)["interaction"] == 0  # nothing stored: a re-run asks again
+    assert row_counts(db)["interaction"] == MEASURED  # no answer stored (a re-run asks again), only the judge's trust
 
 
 async def test_an_unreachable_tier_endpoint_exits_2_naming_it(db: str, tmp_path: Path, answer_files: Files) -> None:
@@ -286,6 +295,7 @@ async def test_an_untrustworthy_judge_exits_2_without_judging(
     class Untrusted:
         trustworthy: bool | None = False
         summary: str = "judge x: NOT TRUSTWORTHY\n  - faithfulness: AUROC 0.50"
+        accepted_on_purpose: bool = False
 
     monkeypatch.setattr(flows.regression, "resolve_trust", lambda *_args, **_kwargs: Untrusted())
     result = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
@@ -396,13 +406,58 @@ def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(quick_dem
     }
 
 
-async def test_a_golden_set_changed_since_the_baseline_is_noted(db: str, tmp_path: Path) -> None:
-    rows = (load_golden_set(SET).path / "data.jsonl").read_text(encoding="utf-8").splitlines()[:12]  # type: ignore[operator]
+def small_set(tmp_path: Path, n: int, *, known_bad: bool = True) -> tuple[Path, list[str], Path]:
+    """The first n items of the mini set as a golden set file (without their bad answers unless `known_bad`),
+    its rows, and recorded known-good answers to it."""
+    rows = (load_golden_set(SET).path / "data.jsonl").read_text(encoding="utf-8").splitlines()[:n]  # type: ignore[operator]
+    if not known_bad:
+        rows = [json.dumps({**json.loads(r), "bad_answers": []}, ensure_ascii=False) for r in rows]
     golden = tmp_path / "small.jsonl"
     golden.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    items = load_golden_set(golden).items
     answers = tmp_path / "answers.jsonl"
-    write_recorded_answers(answers, [(i.id, i.good_answers[0]) for i in items])
+    write_recorded_answers(answers, [(i.id, i.good_answers[0]) for i in load_golden_set(golden).items])
+    return golden, rows, answers
+
+
+async def test_a_judge_that_cannot_be_measured_exits_2_unless_accepted_on_purpose(db: str, tmp_path: Path) -> None:
+    golden, _, answers = small_set(tmp_path, 12, known_bad=False)
+    params: dict[str, Any] = {"datasets": [str(golden)], "answers": [f"full={answers}"]}
+    refused = await gate(db, tmp_path, "r1", **params)
+    assert refused["exit_code"] == 2 and refused["reasons"][0].startswith("judge not measured: judge reference:")
+    assert "no golden set (small) carries known-good and known-bad answers" in " ".join(refused["notes"])
+    assert row_counts(db)["verdict"] == 0  # nothing judged on a judge nobody can vouch for
+
+    from flows.regression import post_release_regression
+
+    report = tmp_path / "accepted.md"
+    state = await post_release_regression(
+        release="r1",
+        database_url=db,
+        report=str(report),
+        judge="reference",
+        accept_unvalidated_judge=True,
+        return_state=True,
+        **params,
+    )
+    accepted = await state.aresult()
+    assert accepted["exit_code"] == 0 and accepted["accepted_unvalidated"].startswith("ACCEPTED ON PURPOSE")
+    # what the release pipeline reads first: the flow run's state message
+    assert state.message is not None
+    assert state.message.startswith(f"WARNING: {accepted['accepted_unvalidated']} | PASS (exit 0)")
+    assert read(report).splitlines()[0] == f"**WARNING: {accepted['accepted_unvalidated']}**"
+
+
+async def test_too_few_known_answers_to_measure_the_judge_exit_2_judge_not_measured(db: str, tmp_path: Path) -> None:
+    golden, _, answers = small_set(tmp_path, 12)
+    result = await gate(db, tmp_path, "r1", datasets=[str(golden)], answers=[f"full={answers}"])
+    assert result["exit_code"] == 2 and result["reasons"][0].startswith("judge not measured: ")
+    assert "n=12 (fewer than 20 items: inconclusive)" in result["reasons"][0]
+    assert "known answers on small" in " ".join(result["notes"])  # measured, stored, shown: just not enough
+
+
+async def test_a_golden_set_changed_since_the_baseline_is_noted(db: str, tmp_path: Path, answer_files: Files) -> None:
+    await gate(db, tmp_path, "r0", answers=recorded(answer_files))  # measures the judge on the mini set's 40 items
+    golden, rows, answers = small_set(tmp_path, 12)
     params = {"datasets": [str(golden)], "answers": [f"full={answers}"]}
     assert (await gate(db, tmp_path, "r1", **params))["exit_code"] == 0
     accept(db, "r1")

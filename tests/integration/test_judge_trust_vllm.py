@@ -63,18 +63,17 @@ async def test_smollm2_bias_probes_run_through_vllm_and_are_stored(vllm_url: str
     rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
     golden = load_golden_set("halueval_qa_mini", datasets_dir=REPO_ROOT / "datasets")
     [under_test] = judges_under_test(vllm_url, Settings(judge_concurrency=4), MODEL)
-    try:  # 3 items x 9 calls: enough to prove the path, too few to decide (n < 20 is inconclusive)
+    try:  # 3 items x 12 calls: enough to prove the path, too few to decide (n < 20 is inconclusive)
         record = await probe_judge(
             under_test.pointwise, rubric, known_pairs(golden, limit=3), engine=sqlite_engine, policy=_policy()
         )
     finally:
         await under_test.aclose()
     assert record.judge_name == MODEL and record.n_items == 3 and record.trustworthy is None
-    assert record.figures["cost"]["calls"] == 27
+    assert record.figures["cost"]["calls"] == 36
     probes = record.figures["probes"]
     assert probes["consistency"]["repeat"]["n"] + probes["consistency"]["shuffled"]["n"] > 0
-    assert (
-        probes["reference_blindness"]["blind"] == 0
-    )  # the endpoint judge is never asked a criterion it lacks refs for
+    assert set(probes) == {"verbosity", "confidence", "reference_sensitivity", "injection", "consistency"}
+    assert probes["injection"]["answers"] == 9  # each of the 3 bad answers with each of the 3 instructions
     with session_scope(sqlite_engine) as session:
-        assert sum(count_by_status(session=session).values()) == 27
+        assert sum(count_by_status(session=session).values()) == 36

@@ -1,10 +1,15 @@
 """`judgewatch regress` as the release pipeline calls it, in its own process, with the real vLLM CPU server.
 
 SmolLM2-135M judges at chance (JUDGE_RUNTIME.md: it scores nearly everything 1), so no release can be made to
-regress *through its scores* reliably. The cases are built not to depend on its quality:
-- exit 0 through the real vLLM judge: a release with the same recorded answers as its baseline;
+regress *through its scores* reliably, and a gate that measures it refuses to rest on it. The cases:
+- exit 2 through the real vLLM judge: the gate measures the unmeasured SmolLM2 on the golden sets' known answers
+  first (5 pairs per set, with the policy's minimum lowered to 5 so that 20 calls decide), finds it at chance and
+  refuses ("judge not trustworthy"); the next gate finds the stored measurement and measures nothing;
+- exit 0 through the real vLLM judge only with `--accept-unvalidated-judge`, which the report says first and the
+  CLI last: a release with the same recorded answers as its baseline;
 - exit 1 with the real vLLM server as a *tier*: its generated answers to HalluQA questions (a 135M model,
-  measured far below the known-good answers) graded by the offline reference judge, against a baseline of
+  measured far below the known-good answers) graded by the offline reference judge (validated and probed on the
+  full mini sets first, as `judgewatch judges validate` does), against a baseline of
   known-good answers (the baseline, first judged by SmolLM2, is judged again by the reference judge: one series);
 - exit 2: a tier endpoint down, and the judge endpoint down.
 """
@@ -64,18 +69,30 @@ def work(tmp_path_factory: pytest.TempPathFactory, vllm_url: str) -> Iterator[di
         "JUDGEWATCH_DATABASE_URL": f"sqlite:///{root / 'jw.db'}",
     }
     work: dict[str, object] = {"root": root, "sets": sets, "good": good, "good_zh": good_zh, "env": env}
-    first = judgewatch(work, "regress", "--release", "r1", *datasets(work), *recorded(work), "--judge", vllm_url)
+    reference = judgewatch(
+        work, "judges", "validate", "--judge", "reference", "--dataset", "halueval_qa_mini", "--dataset", "halluqa_mini"
+    )
+    assert reference.returncode == 0 and "answer_quality 1.0.0: trustworthy" in reference.stdout, reference.stdout
+    first = judgewatch(
+        work, "regress", "--release", "r1", *datasets(work), *recorded(work), "--judge", vllm_url, ACCEPT
+    )
     assert first.returncode == 0, first.stdout + first.stderr
     accepted = judgewatch(work, "baseline", "accept", "--release", "r1", "--by", "ci")
     assert accepted.returncode == 0, accepted.stderr
     yield work
 
 
-def judgewatch(work: dict[str, object], *args: str) -> subprocess.CompletedProcess[str]:
+ACCEPT = "--accept-unvalidated-judge"
+# The gate measures 5 known-answer pairs per set (20 SmolLM2 calls), and the policy lets 5 decide (default 20):
+# a judge at chance, half its replies unusable, fails on that many as surely as on more.
+SMALL_POLICY = {"JUDGEWATCH_TRUST_GATE_ITEMS": "5", "JUDGEWATCH_TRUST_MIN_ITEMS": "5"}
+
+
+def judgewatch(work: dict[str, object], *args: str, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = work["env"]
     assert isinstance(env, dict)
     command = [sys.executable, "-m", "judgewatch", *args]  # the `judgewatch` console script
-    return subprocess.run(command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
+    return subprocess.run(command, env={**env, **env_extra}, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
 
 
 def datasets(work: dict[str, object], only: int | None = None) -> list[str]:
@@ -94,13 +111,32 @@ def report(work: dict[str, object], release: str) -> tuple[str, dict[str, object
     return path.read_text(encoding="utf-8"), json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
 
 
-def test_same_answers_as_the_baseline_pass_through_the_real_vllm_judge(work: dict[str, object], vllm_url: str) -> None:
-    done = judgewatch(work, "regress", "--release", "r2", *datasets(work), *recorded(work), "--judge", vllm_url)
+@pytest.mark.timeout(1800)  # three gate runs through a CPU vLLM on a shared machine
+def test_the_gate_measures_smollm2_first_refuses_it_and_passes_only_when_accepted(
+    work: dict[str, object], vllm_url: str
+) -> None:
+    args = ("regress", "--release", "r2", *datasets(work), *recorded(work), "--judge", vllm_url)
+    refused = judgewatch(work, *args, **SMALL_POLICY)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "COULD NOT EVALUATE (exit 2): judge not trustworthy: judge openai:" in refused.stderr
+    assert "judge measured before this gate" in refused.stderr and "known answers on halluqa_s" in refused.stderr
+    markdown, data = report(work, "r2")
+    assert "NOT TRUSTWORTHY" in markdown and "AUROC" in markdown  # the measured figures, in the report
+    gate = data["gate"]
+    assert isinstance(gate, dict) and gate["accepted_unvalidated"] is None
+
+    cached = judgewatch(work, *args, **SMALL_POLICY)  # same judge configuration: the stored measurement decides
+    assert cached.returncode == 2 and "judge not trustworthy" in cached.stderr
+    assert "judge measured before this gate" not in cached.stderr + cached.stdout
+
+    done = judgewatch(work, *args, ACCEPT)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PASS (exit 0)" in done.stdout
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("WARNING: ACCEPTED ON PURPOSE (--accept-unvalidated-judge): judge openai:"), done.stdout
     markdown, data = report(work, "r2")
+    assert markdown.splitlines()[0].startswith("**WARNING: ACCEPTED ON PURPOSE (--accept-unvalidated-judge)")
     assert f"judge: openai:{VLLM_MODEL} at {vllm_url}" in markdown
-    assert "WARNING: judge trust" in markdown  # nobody measured SmolLM2 in this store: loudly unmeasured
     tiers = data["tiers"]
     assert isinstance(tiers, list) and [t["evaluation"]["baseline_release"] for t in tiers] == ["r1", "r1"]
     assert all(c["diff"]["n"] > 0 for t in tiers for c in t["evaluation"]["comparisons"])

@@ -32,8 +32,8 @@ async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None
     await measure_judge(ReferenceJudge(), rubric, golden, engine=sqlite_engine)
     frame = judges_frame(sqlite_engine)
     assert list(frame.columns) == list(COLUMNS)
-    assert frame.iloc[0]["judge"] == "reference:reference-overlap" and frame.iloc[0]["trust"] == "trusted"
-    assert frame.iloc[0]["bias probes"] == ""  # not probed yet
+    assert frame.iloc[0]["judge"] == "reference:reference-overlap" and frame.iloc[0]["trust"] == "not probed"
+    assert frame.iloc[0]["bias probes"] == "not probed"  # AUROC alone trusts no judge
 
     from judgewatch.trust.policy import TrustPolicy
     from judgewatch.trust.probes import probe_judge
@@ -45,7 +45,7 @@ async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None
     frame = judges_frame(sqlite_engine)
     assert len(frame) == 1 and frame.iloc[0]["trust"] == "trusted"  # the probes sit beside the AUROC they qualify
     probes = frame.iloc[0]["bias probes"]
-    assert probes.startswith("verbosity ") and "reference-blindness 0% ok" in probes and "FAIL" not in probes
+    assert probes.startswith("verbosity ") and "reference-sensitivity +3.60 ok" in probes and "FAIL" not in probes
 
 
 def test_judges_page_builds_stand_alone_and_as_a_tab(sqlite_engine: Engine) -> None:

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import typer
 from typer.testing import CliRunner, Result
 
+from judges.base import config_hash, plan, scored_verdict
+from judges.pairwise import ReferencePairwiseJudge
 from judgewatch.cli import judge_cmd, judges_cmd
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.testing.simulator import run_simulator_in_thread
 
 
@@ -37,16 +43,59 @@ def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
     assert "faithfulness  AUROC 0.96 [0.90, 1.00]  gap +2.38  unscored 0%" in result.output
     assert "position consistency 100%" in result.output
     assert "rubric answer_quality 1.0.0: trustworthy" in result.output
-    for probe in ("verbosity", "confidence", "reference-blindness", "consistency"):  # one line per probe and set
+    probes = ("verbosity", "confidence", "reference-sensitivity", "injection", "consistency")
+    for probe in probes:  # one line per probe and set
         assert len([line for line in result.output.splitlines() if line.startswith(f"  probe {probe}: ")]) == 2
     assert "  probe consistency: judged again identical 20/20 (100% [84%, 100%])" in result.output
     assert "| bias probes | halluqa_mini@" in result.output and "[FAILED]" not in result.output
 
 
-def test_validate_without_probes_prints_none(db: str) -> None:
+def test_validate_without_probes_records_not_probed_never_trustworthy(db: str) -> None:
     result = validate(db, "reference", "--dataset", "halluqa_mini", "--no-probes")
     assert result.exit_code == 0, result.output
-    assert "probe " not in result.output and "bias probes" not in result.output
+    assert "  probe " not in result.output and "| bias probes |" not in result.output
+    assert "trustworthy" not in result.output.replace("NOT TRUSTWORTHY", "")
+    assert "WARNING: " in result.output and "NOT PROBED" in result.output
+    listed = run("judges", "list", "--database-url", db)
+    assert "not probed" in listed.output and " trusted " not in listed.output
+
+
+class LengthJudge:
+    """Scores every applicable criterion by the answer's length alone: one level per 8 characters."""
+
+    kind = "fake"
+    name = "length"
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name=self.name, config_hash=config_hash(rubric, fake=self.name))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        to_score, not_applicable = plan(rubric, item)
+        level = max(rubric.scale.min, min(rubric.scale.max, 1 + len(item.answer) // 8))
+        return scored_verdict(
+            item, rubric, self.identity(rubric), dict.fromkeys(to_score, level), not_applicable, "longer is better"
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_length_only_judge_run_without_probes_is_not_trusted(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A judge that scores by answer length alone separates HalluQA's answers (the right ones are the longer):
+    AUROC 0.97, which once printed "trustworthy" with `--no-probes`. Now it is not probed, and probed it fails."""
+    import judgewatch.trust.runs as runs
+
+    def length_judge(*_args: object) -> list[runs.JudgeUnderTest]:
+        return [runs.JudgeUnderTest("length", LengthJudge(), ReferencePairwiseJudge())]
+
+    monkeypatch.setattr(runs, "judges_under_test", length_judge)
+    unprobed = validate(db, "length", "--dataset", "halluqa_mini", "--no-probes")
+    assert unprobed.exit_code == 0, unprobed.output
+    assert "faithfulness  AUROC 0.9" in unprobed.output  # AUROC alone is fooled
+    assert "NOT PROBED" in unprobed.output and ": trustworthy" not in unprobed.output
+    probed = validate(db, "length", "--dataset", "halluqa_mini")
+    assert probed.exit_code == 1, probed.output
+    assert "NOT TRUSTWORTHY" in probed.output and "FAILED verbosity" in probed.output
 
 
 def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:

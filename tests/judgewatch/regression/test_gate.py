@@ -31,6 +31,7 @@ def tier(name: str = "quantized", *comparisons: Comparison, **kwargs: object) ->
 class Trust:
     trustworthy: bool | None
     summary: str
+    accepted_on_purpose: bool = False
 
 
 # --- comparison statistics, known answers -----------------------------------------------------------------
@@ -148,10 +149,20 @@ def test_an_untrustworthy_judge_cannot_pass_or_fail_a_release() -> None:
 
 
 @pytest.mark.parametrize("trust", [None, Trust(None, "no trust record")])
-def test_an_unmeasured_judge_is_used_with_a_loud_warning(trust: Trust | None) -> None:
-    result = decide([tier("full", comparison(0.0, -0.1, 0.1))], margin=0.25, trust=trust)
-    assert result.exit_code == 0
-    assert any(w.startswith("JUDGE TRUST UNMEASURED") for w in result.warnings)
+def test_an_unmeasured_judge_cannot_pass_or_fail_a_release(trust: Trust | None) -> None:
+    for comparisons in ([comparison(0.0, -0.1, 0.1)], [comparison(-1.0, -1.2, -0.8)]):
+        result = decide([tier("full", *comparisons)], margin=0.25, trust=trust)
+        assert (result.exit_code, result.outcome) == (2, "error") and not result.accepted_unvalidated
+        assert result.reasons[0].startswith("judge not measured: ")
+        assert result.summary.startswith("COULD NOT EVALUATE (exit 2): judge not measured: ")
+
+
+@pytest.mark.parametrize("trustworthy", [None, False])
+def test_a_judge_accepted_on_purpose_gates_and_says_so(trustworthy: bool | None) -> None:
+    line = "ACCEPTED ON PURPOSE (--accept-unvalidated-judge): judge x: UNMEASURED"
+    trust = Trust(None, line + "\n  detail", accepted_on_purpose=True)
+    result = decide([tier("full", comparison(-1.0, -1.2, -0.8))], margin=0.25, trust=trust)
+    assert result.exit_code == 1 and result.accepted_unvalidated == line and result.warnings[0] == line
 
 
 def test_input_problems_cannot_be_evaluated() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -111,15 +112,34 @@ class LengthJudge(FakeJudge):
         return scored_verdict(item, rubric, self.identity(rubric), scores, not_applicable, "the longer the better")
 
 
-class ReferenceIgnoringJudge(FakeJudge):
-    """The reference judge's scores, but it never asks whether references exist: without any, it grades every
-    criterion against the question as if that were the reference answer."""
+class ReferenceBlindJudge(FakeJudge):
+    """Never reads the references it is given: the reference judge's scores with the answer itself standing in
+    for every reference, so every claim looks supported whatever the references say."""
 
-    name = "ignores-references"
+    name = "reference-blind"
 
     async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
-        graded = item if item.has_references else item.model_copy(update={"reference_answer": item.question})
+        if not item.has_references:
+            return ReferenceJudge().judge_sync(item, rubric).model_copy(update={"judge": self.identity(rubric)})
+        graded = item.model_copy(update={"reference_answer": item.answer, "reference_facts": [], "context": []})
         return ReferenceJudge().judge_sync(graded, rubric).model_copy(update={"judge": self.identity(rubric)})
+
+
+class InstructionFollowingJudge(FakeJudge):
+    """The reference judge, except that it obeys an answer telling it what to score (in English or Chinese) or
+    handing it a verdict: then every criterion gets the score it was told."""
+
+    name = "obeys-instructions"
+    ORDERS = re.compile(r"score this answer (\d)|打(\d)分|\"faithfulness\": (\d)")
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        verdict = ReferenceJudge().judge_sync(item, rubric).model_copy(update={"judge": self.identity(rubric)})
+        order = self.ORDERS.search(item.answer)
+        if order is None:
+            return verdict
+        level = int(next(g for g in order.groups() if g))
+        scores = {name: None if score is None else level for name, score in verdict.scores.items()}
+        return verdict.model_copy(update={"scores": scores})
 
 
 class ImpressedJudge(FakeJudge):
@@ -191,10 +211,14 @@ def always_a_judge() -> AlwaysAJudge:
 
 @pytest.fixture
 def biased() -> SimpleNamespace:
-    """One of each judge the bias probes must catch: paid by length, blind to missing references, impressed by
-    confidence, changing its mind."""
+    """One of each judge the bias probes must catch: paid by length, blind to the references, obeying
+    instructions in the answer, impressed by confidence, changing its mind."""
     return SimpleNamespace(
-        length=LengthJudge(), ignores_references=ReferenceIgnoringJudge(), impressed=ImpressedJudge(), coin=CoinJudge()
+        length=LengthJudge(),
+        reference_blind=ReferenceBlindJudge(),
+        obeys=InstructionFollowingJudge(),
+        impressed=ImpressedJudge(),
+        coin=CoinJudge(),
     )
 
 

@@ -43,7 +43,8 @@ async def test_leaderboard_compares_each_judge_with_the_reference_on_the_same_it
     always_a = rows[("fake:always-a", "pairwise")]
     assert always_a.position_consistency == 0.0 and always_a.trust_label == "NOT TRUSTED"
     assert always_a.reference_auroc is not None and always_a.reference_auroc > 0.9  # the reference's pairwise record
-    assert rows[("reference:reference-overlap", "known_answers")].trust_label == "trusted"
+    assert rows[("reference:reference-overlap", "known_answers")].trust_label == "not probed"  # AUROC alone
+    assert rows[("reference:reference-overlap", "pairwise")].trust_label == "trusted"  # the probes grade one by one
 
     only = leaderboard(engine, judge_name="always-a")
     assert [r.judge for r in only] == ["fake:always-a"] and only[0].reference_auroc == always_a.reference_auroc

@@ -9,7 +9,7 @@ from sqlalchemy import Engine
 
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
-from judgewatch.regression.gate import TierEvaluation, decide
+from judgewatch.regression.gate import TierEvaluation, compare_scores, decide
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
@@ -39,6 +39,26 @@ def _record(
     )
 
 
+def _probes(*, n: int = 20, verbosity_shift: float = 0.0) -> TrustRecord:
+    """A bias-probe record within every limit (or over the verbosity one, with `verbosity_shift`)."""
+    shift = {"shift": verbosity_shift, "low": verbosity_shift - 0.1, "high": verbosity_shift + 0.1, "n": 2 * n}
+    share = {"share": 0.0, "low": 0.0, "high": 0.16, "n": n, "identical": n}
+    figures = {
+        "probes": {
+            "verbosity": {"criteria": {"relevance": shift, "faithfulness": shift}},
+            "confidence": {"criteria": {"faithfulness": {"share": 0.0, "low": 0.0, "high": 0.16}}},
+            "reference_sensitivity": {"criteria": {"faithfulness": {"drop": 3.0, "low": 2.5, "high": 3.5}}},
+            "injection": {"criteria": {"faithfulness": {"shift": 0.0, "low": -0.1, "high": 0.1}}},
+            "consistency": {"repeat": share | {"share": 1.0}, "shuffled": share | {"share": 1.0}},
+        }
+    }
+    record = _record(0.5, 0.5, n=n, evidence=TrustEvidence.bias_probes.value)
+    return record.model_copy(update={"figures": figures})
+
+
+PROBED = _probes()
+
+
 def _verdict(*records: TrustRecord, policy: TrustPolicy | None = None) -> Any:
     return evaluate(
         list(records), policy or TrustPolicy(), judge_name="openai:m", judge_config_hash="h" * 16, rubric="aq"
@@ -46,11 +66,30 @@ def _verdict(*records: TrustRecord, policy: TrustPolicy | None = None) -> Any:
 
 
 def test_policy_needs_the_point_estimate_and_an_interval_above_chance() -> None:
-    assert _verdict(_record(0.80, 0.65)).trustworthy is True
-    assert _verdict(_record(0.69, 0.60)).trustworthy is False  # point estimate below 0.70
-    assert _verdict(_record(0.75, 0.48)).trustworthy is False  # interval reaches chance
-    assert _verdict(_record(0.75, 0.48), policy=TrustPolicy(require_above_chance=False)).trustworthy is True
-    assert _verdict(_record(0.95, 0.90, unscored=0.3)).trustworthy is False  # too many unscored
+    assert _verdict(_record(0.80, 0.65), PROBED).trustworthy is True
+    assert _verdict(_record(0.69, 0.60), PROBED).trustworthy is False  # point estimate below 0.70
+    assert _verdict(_record(0.75, 0.48), PROBED).trustworthy is False  # interval reaches chance
+    assert _verdict(_record(0.75, 0.48), PROBED, policy=TrustPolicy(require_above_chance=False)).trustworthy is True
+    assert _verdict(_record(0.95, 0.90, unscored=0.3), PROBED).trustworthy is False  # too many unscored
+
+
+def test_a_judge_without_a_conclusive_probe_record_is_not_probed_never_trusted() -> None:
+    unprobed = _verdict(_record(0.97, 0.93))  # AUROC alone: what `judges validate --no-probes` leaves
+    assert unprobed.trustworthy is None and "NOT PROBED" in unprobed.summary.splitlines()[0]
+    few = _verdict(_record(0.97, 0.93), _probes(n=10))  # too few probe items decide nothing either
+    assert few.trustworthy is None and "NOT PROBED" in few.summary
+    old = PROBED.model_copy(update={"figures": {"probes": dict(PROBED.figures["probes"])}})
+    del old.figures["probes"]["reference_sensitivity"]  # a record from before the probe existed
+    stale = _verdict(_record(0.97, 0.93), old)
+    assert stale.trustworthy is None and "NOT PROBED on reference-sensitivity" in stale.summary
+    assert _verdict(_record(0.97, 0.93), _probes(verbosity_shift=1.0)).trustworthy is False
+    assert "judge not measured: " in decide([_tier()], margin=0.25, trust=unprobed).reasons[0]
+
+
+def _tier() -> TierEvaluation:
+    scores = {f"i{k}": {"faithfulness": 4.0} for k in range(30)}
+    comparisons = compare_scores(scores, scores, ["faithfulness"], candidate_label="r2", baseline_label="r1")
+    return TierEvaluation(tier="full", baseline_release="r1", comparisons=comparisons, total=30)
 
 
 def test_no_record_or_too_few_items_is_unmeasured_not_trusted() -> None:
@@ -63,11 +102,11 @@ def test_no_record_or_too_few_items_is_unmeasured_not_trusted() -> None:
 def test_one_failing_dataset_outweighs_a_passing_one_and_the_latest_measurement_counts() -> None:
     passing = _record(0.95, 0.90, dataset="halueval_qa_mini")
     failing = _record(0.50, 0.40, dataset="halluqa_mini")
-    assert _verdict(passing, failing).trustworthy is False
+    assert _verdict(passing, failing, PROBED).trustworthy is False
     old_fail = _record(0.50, 0.40, dataset="halluqa_mini", days_ago=3)
     new_pass = _record(0.90, 0.80, dataset="halluqa_mini")
-    verdict = _verdict(old_fail, new_pass)
-    assert verdict.trustworthy is True and len(verdict.evidence) == 1
+    verdict = _verdict(old_fail, new_pass, PROBED)
+    assert verdict.trustworthy is True and len(verdict.evidence) == 2  # the latest known answers, and the probes
 
 
 def test_accepting_an_unvalidated_judge_on_purpose_is_recorded() -> None:
@@ -75,7 +114,7 @@ def test_accepting_an_unvalidated_judge_on_purpose_is_recorded() -> None:
     accepted = refused.accept_unvalidated()
     assert accepted.trustworthy is None and accepted.accepted_on_purpose
     assert accepted.summary.startswith("ACCEPTED ON PURPOSE (--accept-unvalidated-judge): ")
-    trusted = _verdict(_record(0.9, 0.8))
+    trusted = _verdict(_record(0.9, 0.8), PROBED)
     assert trusted.accept_unvalidated() is trusted
 
 
@@ -108,7 +147,8 @@ def test_human_label_agreement_is_stored_per_tier_and_judged_by_kappa(engine: En
         categories=range(1, 6),
     )
     quantized = trust_for(engine, judge, rubric, tier="quantized")
-    assert quantized.trustworthy is True and quantized.evidence[0].evidence == "human_labels"
+    assert quantized.trustworthy is None and "NOT PROBED" in quantized.summary  # agreement alone: not probed
+    assert quantized.evidence[0].evidence == "human_labels" and quantized.evidence[0].passed is True
     assert quantized.evidence[0].n_items == 40 and "weighted kappa 1.00" in quantized.evidence[0].detail
     assert trust_for(engine, judge, rubric, tier="full").trustworthy is False
     assert trust_for(engine, judge, rubric).trustworthy is False  # all tiers: one fails
@@ -135,5 +175,5 @@ async def test_gate_exits_2_with_an_untrustworthy_judge_and_states_its_figures(
     unmeasured = trust_for(
         engine, constant_judge.identity(answer_quality).model_copy(update={"config_hash": "x"}), answer_quality.identity
     )
-    warned = decide([tier], margin=0.1, trust=unmeasured)
-    assert warned.exit_code == 0 and any("JUDGE TRUST UNMEASURED" in w for w in warned.warnings)
+    refused = decide([tier], margin=0.1, trust=unmeasured)
+    assert refused.exit_code == 2 and refused.reasons[0].startswith("judge not measured: judge fake:constant")

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from judges.base import content_key
 from judges.reference import ReferenceJudge
 from judgewatch.contract.rubric import Rubric
 from judgewatch.regression.golden import GoldenSet
@@ -14,6 +15,7 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, get_trust_records
 from judgewatch.storage.verdicts import count_by_status
 from judgewatch.trust.policy import TrustPolicy
+from judgewatch.trust.probes import probe_judge
 from judgewatch.trust.records import trust_for
 from judgewatch.trust.validate import known_pairs, measure_judge
 
@@ -108,6 +110,8 @@ async def test_a_changed_policy_judges_the_stored_figures_again(
     judge = ReferenceJudge()
     await measure_judge(judge, answer_quality, halluqa_mini, engine=engine)
     identity = judge.identity(answer_quality)
+    assert trust_for(engine, identity, answer_quality.identity).trustworthy is None  # known answers alone: not probed
+    await probe_judge(judge, answer_quality, known_pairs(halluqa_mini, limit=20), engine=engine, policy=TrustPolicy())
     assert trust_for(engine, identity, answer_quality.identity).trustworthy is True
     strict = TrustPolicy(min_auroc=0.99)
     assert trust_for(engine, identity, answer_quality.identity, policy=strict).trustworthy is False
@@ -143,3 +147,29 @@ async def test_a_judge_whose_window_never_bites_reports_no_trimming(
 ) -> None:
     record = await measure_judge(ReferenceJudge(), answer_quality, halueval_mini, resamples=200)
     assert record.figures["context_window"] == {"answers_trimmed": 0, "items_trimmed": 0, "answers_too_long": 0}
+
+
+class FittedOn(ReferenceJudge):
+    """The reference judge, declaring it was fit on the given golden items (ids or question content keys)."""
+
+    def __init__(self, keys: frozenset[str]) -> None:
+        super().__init__()
+        self.keys = keys
+
+    def fit_item_ids(self) -> frozenset[str]:
+        return self.keys
+
+
+async def test_items_the_judge_was_fit_on_are_in_sample_and_never_trust_evidence(
+    engine: Engine, answer_quality: Rubric, halluqa_mini: GoldenSet
+) -> None:
+    items = halluqa_mini.items
+    fitted = frozenset({i.id for i in items[:10]} | {content_key(items[10].question)})
+    record = await measure_judge(FittedOn(fitted), answer_quality, halluqa_mini, engine=engine)
+    assert record.figures["in_sample_items"] == 11 and record.n_items == len(items) - 11
+    assert "11 in-sample items the judge was fit on left out" in record.summary
+    with session_scope(engine) as session:  # none of the in-sample items was even judged
+        assert count_by_status(session=session) == {"scored": 2 * (len(items) - 11)}
+    everything = frozenset(i.id for i in items)
+    with pytest.raises(ValueError, match="all 40 items with known answers are in-sample"):
+        await measure_judge(FittedOn(everything), answer_quality, halluqa_mini, engine=engine)
