@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     login_window_s: float = Field(default=900.0, gt=0)
     login_lockout_s: float = Field(default=900.0, gt=0)
 
+    # Estimates resting on fewer human labels than this read "too few labels (n=k, need m)", with no interval.
+    min_labels: int = Field(default=5, ge=2, description="Human labels an estimate needs before it gets an interval")
+
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 
     # Judge trust (judgewatch.trust.policy.TrustPolicy): the minimum a judge must reach before a gate rests on it.

@@ -158,5 +158,31 @@ def test_mix_adjusted_gap_removes_the_gap_that_only_the_request_mix_made() -> No
     assert (raw.tier, raw.baseline) == ("int4", "full")
     assert raw.high < -0.8 and raw.p_value < 1e-6  # unadjusted: int4 looks much worse
     assert adjusted.low <= 0.0 <= adjusted.high and adjusted.p_value > 0.01  # same requests: no gap
-    assert "2 route x language x answer length" in adjusted.reference_mix and adjusted.left_out == 0
+    assert "over the 2 route x language x stratum x prompt length" in adjusted.reference_mix
+    assert adjusted.left_out == 0 and adjusted.dropped_cells == () and adjusted.dropped_share == 0.0
     assert raw.n_labeled == adjusted.n_labeled > 100 and raw.reference_mix == ""
+
+
+def test_a_tier_that_truncates_its_answers_keeps_its_gap_after_the_mix_adjustment() -> None:
+    """The answer is what the tier produced: its length must not form the cells, or the gap is adjusted away."""
+    frame = _traffic_frame(np.random.default_rng(9))
+    frame = frame[frame["route"] == "chat"].copy()
+    int4 = frame["tier"] == "int4"
+    frame.loc[int4, "answer_chars"] = 40  # int4 truncates every answer ...
+    frame.loc[int4, "human"] = (frame.loc[int4, "human"] - 2).clip(lower=1)  # ... and is worse for it
+    frame.loc[int4, "judge"] = (frame.loc[int4, "judge"] - 2).clip(lower=1)
+    gaps = {g.estimand: g for g in traffic_gaps(frame)}
+    adjusted = gaps[GAP_ADJUSTED]
+    assert adjusted.high < -1.0 and adjusted.left_out == 0  # the gap is measured, nothing dropped
+
+
+def test_cells_only_one_tier_served_are_named_with_their_share_of_traffic() -> None:
+    frame = _traffic_frame(np.random.default_rng(9))
+    only = (frame["tier"] == "int4") & (frame["route"] == "chat") & (frame.index % 3 == 0)
+    frame.loc[only, "route"] = "search"  # a route only int4 serves
+    adjusted = next(g for g in traffic_gaps(frame) if g.estimand == GAP_ADJUSTED)
+    assert adjusted.dropped_cells == ("search|en|-|short|-|-",) and adjusted.left_out == int(only.sum())
+    weights = 1.0 / frame["sample_prob"]
+    share = weights[only].sum() / weights.sum()
+    assert adjusted.dropped_share == pytest.approx(share)
+    assert f"holding {share:.1%} of the traffic: search|en|-|short|-|-" in adjusted.reference_mix
