@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,8 @@ import pandas as pd
 from judgewatch.stats import (
     ConfusionMatrix,
     Estimate,
+    WindowStats,
+    agreement_series,
     bias,
     cohen_kappa,
     confusion_matrix,
@@ -27,6 +30,7 @@ from judgewatch.stats import (
     gwet_ac1,
     krippendorff_alpha,
     spearman,
+    time_windows,
     weighted_kappa,
 )
 from judgewatch.stats.estimate import MIN_LABELS, interval_reason
@@ -133,6 +137,25 @@ def agreement_table(
             )
         rows.append(row)
     return rows
+
+
+def weekly_agreement(frame: pd.DataFrame, *, min_labels: int = MIN_LABELS) -> dict[tuple[str, str], list[WindowStats]]:
+    """Per (tier, criterion), exact agreement and bias per week over the agreement table's own labels (every
+    release pooled, as the table): the plot beside the table shows the same numbers. No interval in a week with
+    fewer than `min_labels` labels."""
+    out: dict[tuple[str, str], list[WindowStats]] = {}
+    for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
+        weeks = time_windows(group["at"].dt.to_pydatetime(), timedelta(days=7))
+        exact = agreement_series(weeks, _integers(group), group["human"])
+        read = agreement_series(weeks, group["judge"], group["human"])
+        points = []
+        for e, r in zip(exact, read, strict=True):
+            few = e.n < min_labels
+            agreement = Estimate(e.agreement.estimate, np.nan, np.nan, e.n) if few else e.agreement
+            drift_bias = Estimate(r.bias.estimate, np.nan, np.nan, r.n) if few else r.bias
+            points.append(WindowStats(e.window, e.n, agreement, drift_bias))
+        out[(str(tier), str(criterion))] = points
+    return out
 
 
 def confusion_tables(

@@ -74,8 +74,12 @@ def regress(
     max_unscored: Annotated[
         float, typer.Option(min=0.0, max=1.0, help="Largest share of unscored verdicts per tier before exit 2")
     ] = 0.2,
+    baseline_tier: Annotated[
+        str | None,
+        typer.Option(help="The tier the release's other tiers are compared with (default: the tiers file's baseline)"),
+    ] = None,
     gap_margin: Annotated[
-        float | None, typer.Option(min=0.0, help="Also fail when quantized trails full by more than this")
+        float | None, typer.Option(min=0.0, help="Also fail when a tier trails the baseline tier by more than this")
     ] = None,
     accept_unvalidated_judge: Annotated[
         bool, typer.Option(help="Use a judge that failed or lacks validation, with a warning in the report")
@@ -101,6 +105,7 @@ def regress(
             rubric=rubric,
             report=str(report) if report else None,
             gap_margin=gap_margin,
+            baseline_tier=baseline_tier,
             accept_unvalidated_judge=accept_unvalidated_judge,
             concurrency=concurrency,
             answer_max_tokens=answer_max_tokens,

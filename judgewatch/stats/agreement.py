@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.estimate import (
+    SCALE_STEP,
     Estimate,
     paired_arrays,
     percentile_bounds,
@@ -209,7 +210,8 @@ def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:
 
 
 def bias(judge: ArrayLike, human: ArrayLike, *, level: float = 0.95) -> Estimate:
-    """Mean of (judge - human) over items both scored, with a Student-t interval (paired differences)."""
+    """Mean of (judge - human) over items both scored, with a Student-t interval (paired differences) whose spread
+    is floored at one scale point over the n pairs (`SCALE_STEP / sqrt(n)`)."""
     x, y, _ = paired_arrays(judge, human, ("judge", "human"))
     n = x.size
     if n == 0:
@@ -218,5 +220,6 @@ def bias(judge: ArrayLike, human: ArrayLike, *, level: float = 0.95) -> Estimate
     mean = float(d.mean())
     if n < 2:
         return Estimate(mean, np.nan, np.nan, n)
-    low, high = t_bounds(mean, d.std(ddof=1), n, level)
+    # at least one scale point of spread over the n pairs: agreeing labels never give a zero-width interval
+    low, high = t_bounds(mean, max(float(d.std(ddof=1)), SCALE_STEP / np.sqrt(n)), n, level)
     return Estimate(mean, float(low), float(high), n)

@@ -101,11 +101,13 @@ async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path:
 async def test_same_answers_pass_and_bad_quantized_answers_regress(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    assert (await gate(db, tmp_path, "r1", answers=recorded(answer_files)))["exit_code"] == 0
+    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    assert first["exit_code"] == 0
+    assert any("no baseline tier declared" in note for note in first["notes"])  # no role, no tier comparison
     accept(db, "r1")
-    same = await gate(db, tmp_path, "r2", answers=recorded(answer_files))
+    same = await gate(db, tmp_path, "r2", answers=recorded(answer_files), baseline_tier="full")
     assert same["exit_code"] == 0, same["summary"]
-    worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"))
+    worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert worse["exit_code"] == 1, worse["summary"]
     assert {r["tier"] for r in worse["regressions"]} == {"quantized"}
     faith = next(r for r in worse["regressions"] if r["criterion"] == "faithfulness")
