@@ -1,8 +1,9 @@
 """The `post-release-regression` flow: did answer quality regress on any serving tier of a release?
 
 For a release, golden sets and tiers (live endpoints or recorded answers): produce every tier's answers, judge
-them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare the
-quantized tier with the full one (pointwise, and pairwise on the same items: `flows.regression_pairwise`),
+them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare every
+tier with the baseline tier (the tiers file's `baseline: true` or `baseline_tier`; pointwise, and pairwise on
+the same items: `flows.regression_pairwise`),
 apply the gate, write the report and store the decision. `judgewatch regress`
 runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_deployment`.
 """

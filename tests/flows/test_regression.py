@@ -144,11 +144,11 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
 async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     before = row_counts(db)
     with make_engine(db).connect() as conn:
         verdict_ids = set(conn.execute(text("SELECT id FROM verdict")).scalars())
-    again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert row_counts(db) == before
     # 40 golden items x 2 tiers, plus the 40 quantized-vs-full pairs and their pairwise verdicts
     assert before["interaction"] == 120 and before["verdict"] == 120 and before["gate_decision"] == 1
@@ -162,8 +162,8 @@ async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
 async def test_a_changed_recorded_answer_is_stored_and_judged_again(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    await gate(db, tmp_path, "r1", answers=recorded(answer_files))
-    await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files), baseline_tier="full")
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert row_counts(db)["verdict"] == 120
     with make_engine(db).connect() as conn:
         judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text("SELECT counts FROM eval_run")).scalars()]
