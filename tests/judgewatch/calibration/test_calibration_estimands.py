@@ -20,7 +20,14 @@ from judgewatch.calibration.estimands import (
 )
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.summary import summarize
-from judgewatch.calibration.tier_gap import GAP_ADJUSTED, GAP_SAME_ITEMS, GAP_TRAFFIC, same_item_gaps, traffic_gaps
+from judgewatch.calibration.tier_gap import (
+    GAP_ADJUSTED,
+    GAP_RELEASE_UNPAIRED,
+    GAP_SAME_ITEMS,
+    GAP_TRAFFIC,
+    same_item_gaps,
+    traffic_gaps,
+)
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.storage.db import session_scope
@@ -186,3 +193,32 @@ def test_cells_only_one_tier_served_are_named_with_their_share_of_traffic() -> N
     share = weights[only].sum() / weights.sum()
     assert adjusted.dropped_share == pytest.approx(share)
     assert f"holding {share:.1%} of the traffic: search|en|-|short|-|-" in adjusted.reference_mix
+
+
+def _release_frame(rng: np.random.Generator, *, same_items: bool) -> pd.DataFrame:
+    """Release r1's golden items on two tiers, 60 each, a third labeled; `same_items=False`: disjoint items."""
+    rows = []
+    for tier, mean in (("full", 4.2), ("int4", 3.6)):
+        for k in range(60):
+            key = f"g{k}" if same_items else f"{tier}-g{k}"
+            true = float(np.clip(round(rng.normal(mean, 0.8)), 1, 5))
+            labeled = k % 3 == 0
+            rows.append(
+                {
+                    "source": f"release:r1/{tier}/golden", "tier": tier, "criterion": "faithfulness",
+                    "item_key": key, "judge": true, "human": true if labeled else np.nan,
+                    "inclusion_prob": 1 / 3 if labeled else np.nan, "label_via": "ui" if labeled else None,
+                    "at": pd.Timestamp(START),
+                }
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_tiers_that_answered_different_items_get_an_unpaired_gap_never_labelled_same_items() -> None:
+    (gap,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=False))
+    assert gap.estimand == GAP_RELEASE_UNPAIRED and gap.paired is False
+    assert "different items" in gap.reference_mix and "the same golden items" not in gap.reference_mix
+    assert gap.low < gap.estimate < gap.high and gap.interval_note == ""
+    (paired,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=True))
+    assert paired.estimand == GAP_SAME_ITEMS and paired.paired is True
+    assert "paired: the same golden items of release r1" in paired.reference_mix
