@@ -6,6 +6,11 @@ reviewer noise) for `--reps` replications and prints, per quantity (each tier's 
 unadjusted and adjusted to the pooled request mix) and estimator, the coverage of the nominal 95% interval,
 the mean width and the mean error. The corrected estimates must cover at least LIMIT of the time.
 
+Then the same simulation with exactly 5, 10 and 20 human labels per tier (a simple random sample of each
+tier's judged items): the small-sample intervals (Student-t, HC3-corrected, floored; docs/statistics.md) must
+cover at least LIMIT there too. It prints `small-n coverage k=5 X k=10 Y k=20 Z` with the lowest coverage
+among the corrected estimates at each k.
+
 The last line is `coverage X naive Y pooled Z`: X the lowest coverage among the corrected estimates, Y and Z
 the same for the judge-only and the pooled (pre-estimand) estimators.
 
@@ -16,18 +21,21 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from judgewatch.testing.tier_simulation import METHODS, QUANTITIES, Design, run
 
 LIMIT = 0.93
+SMALL_N = (5, 10, 20)  # human labels per tier in the small-sample runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=500, help="replications (a fresh population each)")
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--small-reps", type=int, default=400, help="replications per small-n run")
     args = parser.parse_args()
     design = Design()
     start = time.perf_counter()
@@ -44,6 +52,16 @@ def main() -> None:
             print(f"| {q} | {m} | {out.coverage(q, m):.3f} | {width:.3f} | {width / human:.2f} | {error:+.3f} |")
     corrected = out.lowest("corrected")
     print(f"lowest corrected coverage {corrected:.3f} against the limit {LIMIT}: ratio {corrected / LIMIT:.3f}")
+    small = {}
+    for k in SMALL_N:
+        few = run(args.small_reps, seed=args.seed + k, design=replace(design, labels_per_tier=k))
+        small[k] = few.lowest("corrected")
+        widths = ", ".join(f"{q} {float(np.mean(few.width[(q, 'corrected')])):.2f}" for q in QUANTITIES)
+        covers = ", ".join(f"{q} {few.coverage(q, 'corrected'):.3f}" for q in QUANTITIES)
+        print(f"{k} labels per tier, {args.small_reps} replications: coverage {covers}; mean width {widths}")
+    lowest = min(small.values())
+    print(f"lowest small-n corrected coverage {lowest:.3f} against the limit {LIMIT}: ratio {lowest / LIMIT:.3f}")
+    print("small-n coverage " + " ".join(f"k={k} {c:.3f}" for k, c in small.items()))
     print(f"coverage {corrected:.3f} naive {out.lowest('naive'):.3f} pooled {out.lowest('pooled'):.3f}")
 
 

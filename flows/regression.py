@@ -1,8 +1,9 @@
 """The `post-release-regression` flow: did answer quality regress on any serving tier of a release?
 
 For a release, golden sets and tiers (live endpoints or recorded answers): produce every tier's answers, judge
-them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare the
-quantized tier with the full one (pointwise, and pairwise on the same items: `flows.regression_pairwise`),
+them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare every
+tier with the baseline tier (the tiers file's `baseline: true` or `baseline_tier`; pointwise, and pairwise on
+the same items: `flows.regression_pairwise`),
 apply the gate, write the report and store the decision. `judgewatch regress`
 runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_deployment`.
 """
@@ -43,7 +44,8 @@ from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, T
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.regression.report import RegressionReport, write_report
-from judgewatch.regression.serving import TierSpec
+from judgewatch.regression.serving import TierError, TierSpec
+from judgewatch.regression.tier_config import baseline_tier
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
@@ -60,7 +62,10 @@ from judgewatch.storage.types import utcnow
 logger = logging.getLogger(__name__)
 
 FLOW_NAME = "post-release-regression"
-GAP_PAIRS = (("quantized", "full"),)  # (candidate tier, reference tier) compared within the same release
+NO_BASELINE_TIER = (
+    "no baseline tier declared: within-release tier gaps and tier preference skipped (mark one tier "
+    "`baseline: true` in the tiers file, or pass --baseline-tier NAME)"
+)
 
 
 def default_report_path(settings: Settings, release: str) -> Path:
@@ -91,12 +96,15 @@ async def post_release_regression(
     fail_on_gate: bool = True,
     tiers_file: str | None = None,
     tiers_variable: str | None = None,
+    baseline_tier: str | None = DEFAULTS.baseline_tier,
 ) -> dict[str, Any] | State[Any]:
     """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths.
 
     `tiers`: "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `tiers_file`: a tiers YAML file
     (live tiers with their key variable, headers, prompt template and params); `tiers_variable`: the name of a
-    Prefect variable holding the same document; `judge`: "reference" or a URL
+    Prefect variable holding the same document; `baseline_tier`: the tier every other tier of the release is
+    compared with (default: the one the tiers file marks `baseline: true`; none: no within-release comparison);
+    `judge`: "reference" or a URL
     (default: the configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each
     tier's accepted baseline) or a release id. With `fail_on_gate` a non-zero exit code ends the flow run
     Failed with the summary as its message (what a CI job triggering the deployment sees).
@@ -109,6 +117,7 @@ async def post_release_regression(
         accept_unvalidated_judge=accept_unvalidated_judge,
         concurrency=concurrency,
         answer_max_tokens=answer_max_tokens,
+        baseline_tier=baseline_tier,
     )
     settings = get_settings()
     url = database_url or settings.effective_database_url
@@ -157,6 +166,11 @@ async def _evaluate(
     trust = resolve_trust(engine, identity, inputs.rubric, settings, options.accept_unvalidated_judge)
     down, problems = await check_endpoints(inputs.tiers, judge)
     names = [t.name for t in inputs.tiers]
+    try:
+        base_tier = baseline_tier(inputs.tiers, options.baseline_tier)
+    except TierError as exc:
+        base_tier = None
+        problems.append(str(exc))
     baselines, baseline_problems, notes = resolve_baselines(engine, release, names, options.baseline, inputs.datasets)
     problems += baseline_problems
     if trust.trustworthy is None and not trust.accepted_on_purpose and not problems:  # a reachable, unmeasured judge
@@ -190,8 +204,11 @@ async def _evaluate(
         report.tiers.append(section)
         evaluations.append(section.evaluation)
     criteria = [c.name for c in inputs.rubric.criteria]
-    for candidate, reference in GAP_PAIRS:
-        if candidate in scores and reference in scores:
+    reference = base_tier
+    if reference is None and len(inputs.tiers) > 1:
+        notes.append(NO_BASELINE_TIER)
+    for candidate in sorted(scores):  # every tier against the baseline tier (tiers file or --baseline-tier)
+        if reference is not None and candidate != reference and reference in scores:
             report.gaps += compare_scores(
                 scores[candidate], scores[reference], criteria, candidate_label=candidate, baseline_label=reference
             )

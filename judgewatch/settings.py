@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
     ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")
 
+    # Estimates resting on fewer human labels than this read "too few labels (n=k, need m)", with no interval.
+    min_labels: int = Field(default=5, ge=2, description="Human labels an estimate needs before it gets an interval")
+
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
 
     # Judge trust (judgewatch.trust.policy.TrustPolicy): the minimum a judge must reach before a gate rests on it.

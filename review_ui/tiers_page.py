@@ -30,7 +30,8 @@ INTRO = """\
 Scores of each serving tier, per criterion, for two separate questions (**estimand**): *traffic_quality* (all
 production traffic, weighted back from the sample) and *release_quality* (a release's golden sets).
 **Judge only** is the judge's mean; **corrected** adds what the human labels measured about the judge's errors
-(prediction-powered inference), with its 95% interval and the n it rests on (sampled, labeled, effective).
+(prediction-powered inference), with its 95% interval and the n it rests on (sampled, labeled, effective);
+with fewer human labels than the stated minimum it reads *too few labels (n=k, need m)* instead of an interval.
 Tier gaps carry a p-value; on traffic the gap is also shown adjusted for the requests each tier served.
 **Labels by** says who gave the labels: people, `synthetic` (a program) or `dataset_annotation` (derived from
 a golden set's own annotations, not a reviewer).
@@ -40,7 +41,7 @@ MISSING = {
     "Tier scores": "No estimates for this series and period: run a release through the gate (`judgewatch regress`) "
     f"or sample traffic (`judgewatch sample`), {THEN}.",
     "Tier difference": "Fewer than two tiers in traffic or in a release: no difference to show. Regress a release "
-    f"on two tiers (`judgewatch regress --tier full=... --tier quantized=...`), {THEN}.",
+    f"on two tiers (`judgewatch regress --tier full=... --tier quantized=... --baseline-tier full`), {THEN}.",
     "Judge-human agreement per tier": "No human labels yet: label routed items in the Queue (or "
     f"`judgewatch review replay --labels FILE`), {THEN}.",
     "Open drift alerts": "No open drift alerts.",

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import numpy as np
 import pandas as pd
@@ -20,17 +21,24 @@ import pandas as pd
 from judgewatch.stats import (
     ConfusionMatrix,
     Estimate,
+    WindowStats,
+    agreement_series,
     bias,
     cohen_kappa,
     confusion_matrix,
     exact_agreement,
+    gwet_ac1,
     krippendorff_alpha,
     spearman,
+    time_windows,
     weighted_kappa,
 )
+from judgewatch.stats.estimate import MIN_LABELS, interval_reason
 from judgewatch.storage.review import PickReason
 
 logger = logging.getLogger(__name__)
+
+EXTREME_PREVALENCE = 0.8  # one category holding this share of the ratings: kappa collapses, AC1 is shown
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +53,13 @@ class AgreementRow:
     spearman: Estimate
     bias: Estimate  # mean of judge - human
     exact: Estimate  # share of identical scores
+    ac1: Estimate  # Gwet's AC1: readable where extreme prevalence makes kappa collapse
+    interval_note: str = ""  # "too few labels (n=k, need m)" when there are no intervals, else ""
+    prevalence_note: str = ""  # why kappa is near zero beside high agreement, when prevalence is extreme
+
+    @property
+    def extreme_prevalence(self) -> bool:
+        return bool(self.prevalence_note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,28 +79,83 @@ def agreement_sample(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[mask]
 
 
+def prevalence_note(judge: np.ndarray, human: np.ndarray) -> str:
+    """One line when one category holds most ratings (EXTREME_PREVALENCE): why kappa collapses there."""
+    values = np.concatenate([judge, human])
+    if values.size == 0:
+        return ""
+    top_value, top_count = pd.Series(values).value_counts().index[0], int(pd.Series(values).value_counts().iloc[0])
+    share = top_count / values.size
+    if share < EXTREME_PREVALENCE:
+        return ""
+    return (
+        f"{share:.0%} of ratings are {top_value:g}: kappa's chance agreement nears 1 there, so kappa collapses "
+        "towards 0 even when the raters almost always agree; Gwet's AC1 does not, read it instead."
+    )
+
+
+def _no_interval(est: Estimate) -> Estimate:
+    return Estimate(est.estimate, np.nan, np.nan, est.n)
+
+
 def agreement_table(
-    frame: pd.DataFrame, *, categories: Sequence[float] | None = None, n_boot: int = 1000, seed: int = 0
+    frame: pd.DataFrame,
+    *,
+    categories: Sequence[float] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    min_labels: int = MIN_LABELS,
 ) -> list[AgreementRow]:
-    """One row per (tier, criterion) that has labels, in sorted order."""
+    """One row per (tier, criterion) that has labels, in sorted order; no intervals below `min_labels` labels."""
     rows = []
     for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
         j, h = _integers(group), group["human"].to_numpy()
         read = group["judge"].to_numpy()
         cats = categories if categories is not None else np.union1d(j, h).tolist()
-        rows.append(
-            AgreementRow(
-                tier=str(tier),
-                criterion=str(criterion),
-                n=len(group),
-                weighted_kappa=weighted_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
-                cohen_kappa=cohen_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
-                spearman=spearman(read, h),
-                bias=bias(read, h),
-                exact=exact_agreement(j, h),
-            )
+        row = AgreementRow(
+            tier=str(tier),
+            criterion=str(criterion),
+            n=len(group),
+            weighted_kappa=weighted_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
+            cohen_kappa=cohen_kappa(j, h, categories=cats, n_boot=n_boot, seed=seed),
+            spearman=spearman(read, h),
+            bias=bias(read, h),
+            exact=exact_agreement(j, h),
+            ac1=gwet_ac1(j, h, categories=cats, n_boot=n_boot, seed=seed),
+            interval_note=interval_reason(len(group), min_labels),
+            prevalence_note=prevalence_note(j, h),
         )
+        if row.interval_note:
+            row = replace(
+                row,
+                weighted_kappa=_no_interval(row.weighted_kappa),
+                cohen_kappa=_no_interval(row.cohen_kappa),
+                spearman=_no_interval(row.spearman),
+                bias=_no_interval(row.bias),
+                exact=_no_interval(row.exact),
+                ac1=_no_interval(row.ac1),
+            )
+        rows.append(row)
     return rows
+
+
+def weekly_agreement(frame: pd.DataFrame, *, min_labels: int = MIN_LABELS) -> dict[tuple[str, str], list[WindowStats]]:
+    """Per (tier, criterion), exact agreement and bias per week over the agreement table's own labels (every
+    release pooled, as the table): the plot beside the table shows the same numbers. No interval in a week with
+    fewer than `min_labels` labels."""
+    out: dict[tuple[str, str], list[WindowStats]] = {}
+    for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
+        weeks = time_windows(group["at"].dt.to_pydatetime(), timedelta(days=7))
+        exact = agreement_series(weeks, _integers(group), group["human"])
+        read = agreement_series(weeks, group["judge"], group["human"])
+        points = []
+        for e, r in zip(exact, read, strict=True):
+            few = e.n < min_labels
+            agreement = Estimate(e.agreement.estimate, np.nan, np.nan, e.n) if few else e.agreement
+            drift_bias = Estimate(r.bias.estimate, np.nan, np.nan, r.n) if few else r.bias
+            points.append(WindowStats(e.window, e.n, agreement, drift_bias))
+        out[(str(tier), str(criterion))] = points
+    return out
 
 
 def confusion_tables(

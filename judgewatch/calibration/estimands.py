@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_mean, survey_ppi_mean
+from judgewatch.stats.estimate import MIN_LABELS, interval_reason
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class EstimandRow:
     n_synthetic_labels: int  # labels made by a program (demo, synthetic), not by people
     n_dataset_labels: int  # labels derived from a golden set's own annotations (label_via=dataset_annotation)
     population: float | None = None  # traffic: interactions the sample stands for (sum of 1 / pi)
+    interval_note: str = ""  # why there is no interval ("too few labels (n=k, need m)"), else ""
 
 
 def split_populations(frame: pd.DataFrame) -> pd.Series:
@@ -100,21 +102,23 @@ def survey_inputs(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return group["judge"].to_numpy(dtype=float), group["sample_prob"].to_numpy(dtype=float), human, route
 
 
-def traffic_estimate(group: pd.DataFrame, *, level: float = 0.95) -> tuple[SurveyEstimate, SurveyEstimate, float]:
+def traffic_estimate(
+    group: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS
+) -> tuple[SurveyEstimate, SurveyEstimate, float]:
     """(corrected, human-only, judge-only) for one tier and criterion of traffic rows."""
     f, pi, y, rho = survey_inputs(group)
-    est = survey_ppi_mean(f, pi, y, rho, level=level)
-    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level)
+    est = survey_ppi_mean(f, pi, y, rho, level=level, min_labels=min_labels)
+    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level, min_labels=min_labels)
     judge = float((f / pi).sum() / (1.0 / pi).sum()) if f.size else np.nan
     return est, human, judge
 
 
-def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[EstimandRow]:
-    """Traffic quality per tier and criterion (see the module docstring)."""
+def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[EstimandRow]:
+    """Traffic quality per tier and criterion (see the module docstring); no interval below `min_labels` labels."""
     rows = traffic_rows(frame)
     out = []
     for (tier, criterion), group in rows.groupby(["tier", "criterion"], sort=True):
-        est, human, judge = traffic_estimate(group, level=level)
+        est, human, judge = traffic_estimate(group, level=level, min_labels=min_labels)
         synthetic, dataset = _counts(group)
         out.append(
             EstimandRow(
@@ -137,25 +141,27 @@ def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[Estim
                 synthetic,
                 dataset,
                 est.population,
+                interval_reason(est.n_labeled, min_labels),
             )
         )
     return out
 
 
-def _release_ppi(group: pd.DataFrame, level: float) -> tuple[PPIEstimate, PPIEstimate]:
+def _release_ppi(group: pd.DataFrame, level: float, min_labels: int) -> tuple[PPIEstimate, PPIEstimate]:
     lab = group[group["human"].notna() & np.isfinite(group["inclusion_prob"].to_numpy(dtype=float))]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
-    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=pi if len(lab) else None, level=level)
-    return est, classical_mean(y, inclusion_prob=pi if len(lab) else None, level=level)
+    weights = pi if len(lab) else None
+    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels)
+    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels)
 
 
-def release_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[EstimandRow]:
+def release_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[EstimandRow]:
     """Release quality per release, tier, golden set and criterion: golden items and their labels only."""
     rows = regression_rows(frame)
     out = []
     keys = ["release", "tier", "dataset", "criterion"]
     for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
-        est, human = _release_ppi(group, level)
+        est, human = _release_ppi(group, level, min_labels)
         synthetic, annotated = _counts(group)
         out.append(
             EstimandRow(
@@ -177,6 +183,7 @@ def release_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[Estim
                 human.high,
                 synthetic,
                 annotated,
+                interval_note=interval_reason(est.n, min_labels),
             )
         )
     return out

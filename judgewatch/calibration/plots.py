@@ -1,9 +1,10 @@
 """The pictures of the Tiers and Calibration views, as PNG bytes (matplotlib, Agg backend, no display needed).
 
-- `estimates_png`: per criterion and tier, the judge's raw mean next to the PPI-corrected mean and interval,
-  and the tier difference with its interval: the one picture a model owner needs.
+- `estimates_png`: the Tier scores table's rows of one population (the latest release, named in the title, or
+  production traffic): judge-only mean next to the corrected mean and interval, and that population's tier gaps.
 - `trend_png`: per criterion, each tier's daily raw judge mean and the weekly corrected estimate over time.
-- `agreement_png`: per criterion, each tier's weekly judge-human exact agreement and bias, with intervals.
+- `agreement_png`: per criterion, each tier's weekly judge-human exact agreement and bias, with intervals, and
+  the agreement table's all-period values; plots and tables on a page show the same numbers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from judgewatch.calibration.tiers import TierDifference, TierEstimate
+from judgewatch.calibration.agreement import AgreementRow
+from judgewatch.calibration.estimands import EstimandRow
+from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import WindowStats
 
 logger = logging.getLogger(__name__)
@@ -63,42 +66,47 @@ def _err(center: float, low: float, high: float) -> list[list[float]] | None:
     return [[center - low], [high - center]]
 
 
-def estimates_png(estimates: Sequence[TierEstimate], differences: Sequence[TierDifference]) -> bytes:
-    """Left: raw judge mean (hollow) vs PPI-corrected mean with interval (filled). Right: tier differences."""
-    if not estimates:
+def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: str) -> bytes:
+    """Left: judge-only mean (hollow) vs corrected mean with interval (filled), the table's rows for `covers`
+    (a release, or production traffic). Right: that population's tier gaps. No bar where there is no interval."""
+    if not rows:
         return message_png(NO_VERDICTS)
-    criteria = sorted({e.criterion for e in estimates})
-    tiers = sorted({e.tier for e in estimates})
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.9 + 0.75 * len(criteria) * len(tiers)), squeeze=True)
+    tiers = sorted({e.tier for e in rows})
+    datasets = {e.dataset for e in rows}
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 1.2 + 0.45 * len(rows)), squeeze=True)
     labels = []
-    for row, (criterion, tier) in enumerate((c, t) for c in criteria for t in tiers):
-        labels.append(f"{criterion} · {tier}")
-        match = [e for e in estimates if e.criterion == criterion and e.tier == tier]
-        if not match:
-            continue
-        est, color = match[0], COLORS(tiers.index(tier))
-        left.plot(est.raw_mean, row, "o", mfc="white", mec=color, ms=8, label="_raw")
-        ppi = est.ppi
-        if np.isfinite(ppi.estimate):
-            err = _err(ppi.estimate, ppi.low, ppi.high)
-            left.errorbar(ppi.estimate, row, xerr=err, fmt="o", color=color, capsize=4, ms=7)
+    for row, est in enumerate(rows):
+        labels.append(f"{est.criterion} · {est.tier}" + (f" · {est.dataset}" if len(datasets) > 1 else ""))
+        color = COLORS(tiers.index(est.tier))
+        left.plot(est.judge_mean, row, "o", mfc="white", mec=color, ms=8)
+        if np.isfinite(est.estimate):
+            err = None if est.interval_note else _err(est.estimate, est.low, est.high)
+            left.errorbar(est.estimate, row, xerr=err, fmt="o", color=color, capsize=4, ms=7)
+            if est.interval_note:
+                left.annotate(
+                    est.interval_note, (est.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
+                )
     left.set_yticks(range(len(labels)), labels)
     left.invert_yaxis()
-    left.set_xlabel("mean score   (○ judge raw   ● corrected by human labels, 95% CI)")
-    left.set_title("Per tier and criterion")
+    left.set_xlabel("mean score   (○ judge only   ● corrected by human labels, 95% CI)")
+    left.set_title(f"Per tier and criterion: {covers}")
     left.grid(axis="x", alpha=0.3)
-    if differences:
-        names = [f"{d.criterion}\n{d.tier} − {d.baseline} ({d.method})" for d in differences]
-        for row, diff in enumerate(differences):
-            right.plot(diff.raw_diff, row, "o", mfc="white", mec="grey", ms=8)
-            err = _err(diff.estimate.estimate, diff.estimate.low, diff.estimate.high)
-            if np.isfinite(diff.estimate.estimate):
-                right.errorbar(diff.estimate.estimate, row, xerr=err, fmt="o", color="black", capsize=4, ms=7)
+    if gaps:
+        names = [f"{g.criterion}\n{g.tier} − {g.baseline} ({_gap_kind(g)})" for g in gaps]
+        for row, gap in enumerate(gaps):
+            right.plot(gap.judge_diff, row, "o", mfc="white", mec="grey", ms=8)
+            if np.isfinite(gap.estimate):
+                err = None if gap.interval_note else _err(gap.estimate, gap.low, gap.high)
+                right.errorbar(gap.estimate, row, xerr=err, fmt="o", color="black", capsize=4, ms=7)
+                if gap.interval_note:
+                    right.annotate(
+                        gap.interval_note, (gap.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
+                    )
         right.axvline(0, color="red", lw=1, alpha=0.6)
         right.set_yticks(range(len(names)), names)
         right.invert_yaxis()
-        right.set_xlabel("difference   (○ judge raw   ● corrected, 95% CI)")
-        right.set_title("Tier difference")
+        right.set_xlabel("difference   (○ judge only   ● corrected, 95% CI)")
+        right.set_title(f"Tier difference: {covers}")
         right.grid(axis="x", alpha=0.3)
     else:
         right.axis("off")
@@ -107,8 +115,25 @@ def estimates_png(estimates: Sequence[TierEstimate], differences: Sequence[TierD
     return _png(fig)
 
 
-def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
-    """Per criterion: daily raw judge mean (thin line) and weekly corrected estimate with its interval."""
+def _gap_kind(gap: GapRow) -> str:
+    if gap.release is None:
+        return "mix-adjusted" if gap.reference_mix else "unadjusted"
+    return "paired" if gap.paired else "unpaired"
+
+
+def _span(ax: Any, span: tuple[pd.Timestamp, pd.Timestamp] | None) -> None:
+    """The time axis covers the data's first to last moment (half a day beyond each), however few points."""
+    if span is None:
+        return
+    pad = pd.Timedelta(hours=12)
+    ax.set_xlim(mdates.date2num(span[0].tz_localize(None) - pad), mdates.date2num(span[1].tz_localize(None) + pad))
+
+
+def trend_png(
+    daily: pd.DataFrame, weekly: pd.DataFrame, span: tuple[pd.Timestamp, pd.Timestamp] | None = None
+) -> bytes:
+    """Per criterion: daily raw judge mean (thin line) and weekly corrected estimate with its interval (none
+    where the week has too few labels); the time axis spans the data (`span`)."""
     if daily.empty:
         return message_png(NO_VERDICTS)
     criteria = sorted(daily["criterion"].unique())
@@ -137,14 +162,23 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
         ax.set_ylabel(criterion)
         ax.grid(alpha=0.3)
         _dates(ax)
+        _span(ax, span)
     axes[0, 0].legend(loc="best", fontsize=8, ncol=2)
     axes[0, 0].set_title("Scores over time (judge raw vs corrected by human labels)")
     fig.tight_layout()
     return _png(fig)
 
 
-def agreement_png(points: dict[tuple[str, str], list[WindowStats]]) -> bytes:
-    """Top row: exact judge-human agreement per window; bottom row: bias (judge - human); one column per criterion."""
+def agreement_png(
+    points: dict[tuple[str, str], list[WindowStats]],
+    overall: Sequence[AgreementRow] = (),
+    span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
+) -> bytes:
+    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion.
+
+    The weekly points come from the same labels as the agreement table (`overall`), whose all-period value is
+    drawn as a dashed line, so plot and table show the same numbers; the time axis spans the data (`span`).
+    """
     if not points:
         return message_png(NO_LABELS)
     criteria = sorted({c for _, c in points})
@@ -162,6 +196,10 @@ def agreement_png(points: dict[tuple[str, str], list[WindowStats]]) -> bytes:
                 lo = np.nan_to_num(y - np.array([e.low for e in est]), nan=0.0).clip(min=0)
                 hi = np.nan_to_num(np.array([e.high for e in est]) - y, nan=0.0).clip(min=0)
                 axes[row, col].errorbar(x, y, yerr=[lo, hi], fmt="o-", color=COLORS(k), capsize=3, label=tier)
+            for a in overall:
+                if (a.tier, a.criterion) == (tier, criterion):
+                    axes[0, col].axhline(a.exact.estimate, color=COLORS(k), ls="--", lw=1, label=f"{tier}: all weeks")
+                    axes[1, col].axhline(a.bias.estimate, color=COLORS(k), ls="--", lw=1)
         axes[0, col].set_title(criterion)
         axes[0, col].set_ylim(0, 1.05)
         axes[1, col].axhline(0, color="grey", lw=1)
@@ -169,6 +207,7 @@ def agreement_png(points: dict[tuple[str, str], list[WindowStats]]) -> bytes:
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
             _dates(ax)
+            _span(ax, span)
     axes[0, 0].set_ylabel("exact agreement")
     axes[1, 0].set_ylabel("bias (judge − human)")
     axes[0, 0].legend(fontsize=8)

@@ -1,4 +1,5 @@
-"""The model owners' Tiers report: Markdown with PNG files beside it, one self-contained HTML file, or JSON.
+"""The model owners' Tiers report: Markdown with PNG files beside it, one self-contained HTML file, or JSON
+(rendered by `blocks`).
 
 Both are rendered from the same list of blocks (headings, paragraphs, tables, images) built from a
 `CalibrationSummary`, so the two formats never disagree. Sections: the judge and its trust, tier scores
@@ -8,24 +9,31 @@ set, what each number rests on, and the method.
 
 from __future__ import annotations
 
-import base64
-import html
-import json
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.estimands import ESTIMAND_TEXT
+from judgewatch.calibration.agreement import weekly_agreement
+from judgewatch.calibration.blocks import (  # noqa: F401  (re-exported: the report's public surface)
+    Block,
+    Format,
+    block_from_json,
+    block_to_json,
+    render_html,
+    render_json,
+    render_markdown,
+    write_blocks,
+)
+from judgewatch.calibration.estimands import ESTIMAND_TEXT, EstimandRow, regression_rows
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary
+from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import Estimate, PPIEstimate
 
 logger = logging.getLogger(__name__)
 
-Format = Literal["md", "html", "json"]
 SECTIONS = (
     "Judge and trust",
     "Tier scores",
@@ -41,25 +49,20 @@ METHOD = (
     "Two estimands, never pooled. Traffic quality: the judge's mean over the sampled traffic, each item weighted "
     "by 1 / its sampling probability (Hajek), corrected by the judge's error measured on the human-labeled items, "
     "each weighted by 1 / (sampling x routing probability) (PPI++). Release quality: the golden items' mean, "
-    "corrected only by labels on those golden items. Intervals are 95% normal intervals, p-values two-sided "
-    "(no difference). The traffic tier gap is shown unadjusted and reweighted to the pooled request mix of both "
-    "tiers (route x language x answer-length band); the same-item gap is paired when both tiers answered the "
-    "same golden items and enough of them were labeled on both tiers, unpaired otherwise. n effective: how many "
+    "corrected only by labels on those golden items. Intervals are 95% Student-t intervals with a small-sample "
+    "correction (HC3-scaled residuals, a spread of at least one scale point; docs/statistics.md); an estimate "
+    "resting on fewer labels than the stated minimum reads 'too few labels (n=k, need m)' and has no interval. "
+    "p-values are two-sided (no difference). The traffic tier gap is shown unadjusted and reweighted to the "
+    "pooled request mix of both tiers over request-side cells only (route x language x stratum x prompt length x "
+    "department x category, never the answer a tier produced), naming the cells only one tier served and their "
+    "share of traffic; the release gap is paired when both tiers answered the same golden items and enough of "
+    "them were labeled on both tiers, unpaired otherwise (tier_gap_release_unpaired when the items differ). "
+    "Where one score holds most ratings, kappa collapses and Gwet's AC1 is shown beside it. n effective: how many "
     "labels the labels-only estimate would need for the same interval. Agreement uses the "
     "uniformly routed labels. Drift: the latest window against the pooled earlier ones, one-sided "
     "two-proportion z-test (agreement fell) and Welch t-test (bias shifted), Bonferroni over both tests and "
     "every series tested in a run (family-wise alpha 0.05)."
 )
-
-
-@dataclass(frozen=True)
-class Block:
-    kind: Literal["h1", "h2", "p", "warn", "table", "image"]
-    text: str = ""
-    headers: tuple[str, ...] = ()
-    rows: tuple[tuple[str, ...], ...] = ()
-    image: bytes = b""
-    name: str = ""
 
 
 def fmt_num(value: float | None, spec: str = ".2f") -> str:
@@ -72,6 +75,11 @@ def fmt_ci(est: Estimate | PPIEstimate, spec: str = ".2f") -> str:
     if not (math.isfinite(est.low) and math.isfinite(est.high)):
         return f"{fmt_num(est.estimate, spec)} (no interval)"
     return f"{fmt_num(est.estimate, spec)} [{fmt_num(est.low, spec)}, {fmt_num(est.high, spec)}]"
+
+
+def fmt_noted(est: Estimate | PPIEstimate, note: str, spec: str = ".2f") -> str:
+    """`fmt_ci`, or the reason there is no interval ("too few labels (n=k, need m)") in its place."""
+    return note if note else fmt_ci(est, spec)
 
 
 def _table(headers: list[str], rows: list[list[str]]) -> Block:
@@ -99,34 +107,19 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
             out.append(Block("p", s.series_reason))
     out.append(Block("h2", SECTIONS[1]))
     out += estimate_blocks(s)
-    out.append(
-        Block(
-            "image", "Per tier and criterion", image=plots.estimates_png(s.estimates, s.differences), name="estimates"
-        )
-    )
+    covers, head_rows, head_gaps = headline(s)
+    image = plots.estimates_png(head_rows, head_gaps, covers)
+    out.append(Block("image", f"Per tier and criterion: {covers}", image=image, name="estimates"))
     out.append(Block("h2", SECTIONS[2]))
     out += gap_blocks(s)
     out.append(Block("h2", SECTIONS[3]))
-    rows = [
-        [
-            a.tier,
-            a.criterion,
-            str(a.n),
-            fmt_ci(a.weighted_kappa),
-            fmt_ci(a.spearman),
-            fmt_ci(a.bias, "+.2f"),
-            fmt_ci(a.exact),
-        ]
-        for a in s.agreement
-    ]
-    headers = ["tier", "criterion", "labels", "weighted kappa", "Spearman", "bias (judge − human)", "exact agreement"]
-    out.append(_table(headers, rows) if rows else Block("p", "No human labels yet."))
+    out += agreement_blocks(s)
     out.append(Block("h2", SECTIONS[4]))
-    out.append(Block("image", "Scores over time", image=plots.trend_png(s.daily, s.weekly), name="trend"))
-    weekly = {(r.tier, r.criterion): r.points for r in (s.drift.results if s.drift else []) if r.window == "weekly"}
-    out.append(
-        Block("image", "Judge-human agreement and bias per week", image=plots.agreement_png(weekly), name="agreement")
-    )
+    span = (s.frame["at"].min(), s.frame["at"].max()) if not s.frame.empty else None
+    out.append(Block("image", "Scores over time", image=plots.trend_png(s.daily, s.weekly, span), name="trend"))
+    weekly = weekly_agreement(s.frame, min_labels=s.min_labels) if not s.frame.empty else {}
+    image = plots.agreement_png(weekly, s.agreement, span)
+    out.append(Block("image", "Judge-human agreement and bias per week", image=image, name="agreement"))
     out.append(Block("h2", SECTIONS[5]))
     rows = [
         [
@@ -162,6 +155,45 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     return out
 
 
+def agreement_blocks(s: CalibrationSummary) -> list[Block]:
+    """Judge-human agreement per tier and criterion, Gwet's AC1 beside kappa, and why kappa collapses where
+    prevalence is extreme; below the minimum of labels every cell says so instead of an interval."""
+    rows = [
+        [
+            a.tier,
+            a.criterion,
+            str(a.n),
+            fmt_noted(a.weighted_kappa, a.interval_note),
+            fmt_noted(a.ac1, a.interval_note),
+            fmt_noted(a.spearman, a.interval_note),
+            fmt_noted(a.bias, a.interval_note, "+.2f"),
+            fmt_noted(a.exact, a.interval_note),
+            a.prevalence_note,
+        ]
+        for a in s.agreement
+    ]
+    headers = ["tier", "criterion", "labels", "weighted kappa", "Gwet's AC1", "Spearman", "bias (judge − human)"]
+    headers += ["exact agreement", "note"]
+    if not rows:
+        return [Block("p", "No human labels yet.")]
+    text = (
+        "All labels of the period, uniformly routed ones only; the weekly plot below shows the same statistics "
+        f"per week. Fewer than {s.min_labels} labels: no interval."
+    )
+    return [_table(headers, rows), Block("p", text)]
+
+
+def headline(s: CalibrationSummary) -> tuple[str, list[EstimandRow], list[GapRow]]:
+    """What the headline plot covers: the latest release's rows of the Tier scores and Tier difference tables
+    (the release with the newest golden verdicts), else production traffic's; named in its title."""
+    if s.release:
+        golden = regression_rows(s.frame)
+        latest = str(golden.groupby("release")["at"].max().idxmax()) if not golden.empty else s.release[-1].release
+        rows = [e for e in s.release if e.release == latest]
+        return f"release {latest} (golden sets)", rows, [g for g in s.gaps if g.release == latest]
+    return "production traffic", list(s.traffic), [g for g in s.gaps if g.release is None]
+
+
 def fmt_n(sampled: int, labeled: int, effective: float) -> list[str]:
     return [str(sampled), str(labeled), fmt_num(effective, ".0f")]
 
@@ -187,8 +219,8 @@ def estimate_blocks(s: CalibrationSummary) -> list[Block]:
             e.tier,
             e.criterion,
             fmt_num(e.judge_mean),
-            fmt_ci(Estimate(e.estimate, e.low, e.high, e.n_labeled)),
-            fmt_ci(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled)),
+            fmt_noted(Estimate(e.estimate, e.low, e.high, e.n_labeled), e.interval_note),
+            fmt_noted(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled), e.interval_note),
             *fmt_n(e.n_sampled, e.n_labeled, e.n_effective),
             _labels_note(e.n_synthetic_labels, e.n_dataset_labels),
         ]
@@ -210,7 +242,7 @@ def gap_blocks(s: CalibrationSummary) -> list[Block]:
             g.release or "production traffic",
             g.criterion,
             f"{g.tier} − {g.baseline}",
-            fmt_ci(Estimate(g.estimate, g.low, g.high, g.n_labeled), "+.2f"),
+            fmt_noted(Estimate(g.estimate, g.low, g.high, g.n_labeled), g.interval_note, "+.2f"),
             fmt_p(g.p_value),
             fmt_num(g.judge_diff, "+.2f"),
             *fmt_n(g.n_sampled, g.n_labeled, g.n_effective),
@@ -256,72 +288,6 @@ def anchor_blocks(s: CalibrationSummary) -> list[Block]:
     return out
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(content: list[Block], path: Path) -> list[Path]:
-    """Write `path` (Markdown) and its PNG files beside it (`<stem>_<name>.png`); returns every file written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written, lines = [], []
-    for b in content:
-        if b.kind == "h1":
-            lines += [f"# {b.text}", ""]
-        elif b.kind == "h2":
-            lines += [f"## {b.text}", ""]
-        elif b.kind == "p":
-            lines += [b.text, ""]
-        elif b.kind == "warn":
-            lines += [f"> **Warning:** {b.text}", ""]
-        elif b.kind == "table":
-            lines.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
-            lines.append("|" + "---|" * len(b.headers))
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
-            lines.append("")
-        elif b.kind == "image":
-            image = path.with_name(f"{path.stem}_{b.name}.png")
-            image.write_bytes(b.image)
-            written.append(image)
-            lines += [f"![{b.text}]({image.name})", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return [path, *written]
-
-
-def render_html(content: list[Block], path: Path, title: str) -> list[Path]:
-    """Write one self-contained HTML file (images inline as base64 PNG)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    parts = []
-    for b in content:
-        text = html.escape(b.text)
-        if b.kind in ("h1", "h2"):
-            parts.append(f"<{b.kind}>{text}</{b.kind}>")
-        elif b.kind == "p":
-            parts.append(f"<p>{text}</p>")
-        elif b.kind == "warn":
-            parts.append(f'<p class="warn"><strong>Warning:</strong> {text}</p>')
-        elif b.kind == "table":
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in b.rows)
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        elif b.kind == "image":
-            data = base64.b64encode(b.image).decode("ascii")
-            parts.append(
-                f'<figure><img alt="{text}" src="data:image/png;base64,{data}"><figcaption>{text}</figcaption></figure>'
-            )
-    style = (
-        "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
-        "th{background:#f3f3f3}.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:.5em}img{max-width:100%}"
-    )
-    document = (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
-    )
-    path.write_text(document, encoding="utf-8")
-    return [path]
-
-
 def blocks_title(summary: CalibrationSummary) -> str:
     return f"judgewatch tiers: {summary.rubric_name}"
 
@@ -342,6 +308,8 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
             "traffic": s.traffic,
             "release": s.release,
             "gaps": s.gaps,
+            "agreement": s.agreement,
+            "min_labels": s.min_labels,
             "label_counts": s.label_counts,
             "excluded_verdicts": s.excluded_verdicts,
             "untiered_verdicts": s.untiered_verdicts,
@@ -350,48 +318,6 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
     )
 
 
-def render_json(document: dict[str, Any], path: Path) -> list[Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return [path]
-
-
-def write_blocks(
-    content: list[Block], document: dict[str, Any], output: Path, fmt: Format, *, title: str
-) -> list[Path]:
-    """Render a report's blocks (md, html) or its JSON document at `output`; returns the files written."""
-    if fmt == "md":
-        return render_markdown(content, output)
-    if fmt == "html":
-        return render_html(content, output, title)
-    if fmt == "json":
-        return render_json(document, output)
-    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
-
-
 def write_report(summary: CalibrationSummary, output: Path, fmt: Format = "md") -> list[Path]:
     """Render `summary` as `fmt` at `output`; returns the files written (the report first)."""
     return write_blocks(blocks(summary), report_document(summary), output, fmt, title=blocks_title(summary))
-
-
-def block_to_json(block: Block) -> dict[str, Any]:
-    """A block as JSON (the image as base64), for snapshots."""
-    return {
-        "kind": block.kind,
-        "text": block.text,
-        "headers": list(block.headers),
-        "rows": [list(r) for r in block.rows],
-        "image": base64.b64encode(block.image).decode("ascii"),
-        "name": block.name,
-    }
-
-
-def block_from_json(data: dict[str, Any]) -> Block:
-    return Block(
-        data["kind"],
-        data.get("text", ""),
-        tuple(data.get("headers", ())),
-        tuple(tuple(r) for r in data.get("rows", ())),
-        base64.b64decode(data.get("image", "")),
-        data.get("name", ""),
-    )

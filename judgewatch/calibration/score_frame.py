@@ -115,8 +115,9 @@ def load_scores(
     elsewhere (`judge_reading` says which, per row); the default keeps the integers.
 
     `at` is the interaction's time (when the traffic happened); `since`/`until` filter on it. `sample_prob` and
-    `stratum` are the sampling pick's (traffic only, NaN/None elsewhere); `route`, `language` and
-    `answer_chars` describe the request mix a tier served.
+    `stratum` are the sampling pick's (traffic only, NaN/None elsewhere); `route`, `language`, `prompt_chars`,
+    `department` and `category` (the interaction metadata's) describe the request mix a tier served; the answer's
+    length (`answer_chars`) is what the tier produced and never enters the mix.
     """
     scores_t, interactions_t = table(CriterionScore), table(Interaction)
     v, c, i = table(VerdictRecord).c, scores_t.c, interactions_t.c
@@ -136,6 +137,9 @@ def load_scores(
             i.route,
             i.language,
             func.length(i.answer).label("answer_chars"),
+            func.length(i.question).label("prompt_chars"),
+            i.department,
+            i["metadata"]["category"].as_string().label("category"),
             i["metadata"]["inclusion_probability"].as_float().label("sample_prob"),
             i["metadata"]["stratum"].as_string().label("stratum"),
             c.expected.label("judge_expected"),

@@ -30,6 +30,7 @@ from judgewatch.calibration.score_frame import (
 from judgewatch.calibration.series import default_series
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
+from judgewatch.settings import get_settings
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import LabelVia
@@ -76,6 +77,7 @@ class CalibrationSummary:
     untiered_verdicts: int = 0  # verdicts on interactions without a tier (e.g. judge validation runs)
     frame: pd.DataFrame = field(default_factory=pd.DataFrame)  # the rows the numbers come from
     notes: list[str] = field(default_factory=list)
+    min_labels: int = 5  # the fewest human labels an estimate needs for an interval (Settings.min_labels)
 
     @property
     def synthetic(self) -> bool:
@@ -149,12 +151,15 @@ def summarize(
     n_boot: int = 1000,
     with_trust: bool = True,
     reading: ScoreReadingChoice = "integer",
+    min_labels: int | None = None,
 ) -> CalibrationSummary:
     """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`).
 
     `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the
-    verdicts carry them (see `score_frame.load_scores`).
+    verdicts carry them (see `score_frame.load_scores`). `min_labels`: the fewest human labels an estimate needs
+    for an interval (default: `Settings.min_labels`).
     """
+    need = get_settings().min_labels if min_labels is None else min_labels
     if judge_config_hash is None:
         choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)
         series, why = (choice.series, choice.reason) if choice else (None, "")
@@ -186,14 +191,18 @@ def summarize(
     summary.excluded_verdicts = count_scored(engine, rubric_name=rubric_name, since=since) - mine
     frame = frame[tiered]
     summary.frame = frame
-    summary.estimates = tier_estimates(frame)
-    summary.differences = tier_differences(frame, summary.estimates, baseline=baseline)
-    summary.traffic, summary.release = traffic_estimates(frame), release_estimates(frame)
-    summary.gaps = traffic_gaps(frame, baseline=baseline) + same_item_gaps(frame, baseline=baseline)
+    summary.min_labels = need
+    summary.estimates = tier_estimates(frame, min_labels=need)
+    summary.differences = tier_differences(frame, summary.estimates, baseline=baseline, min_labels=need)
+    summary.traffic = traffic_estimates(frame, min_labels=need)
+    summary.release = release_estimates(frame, min_labels=need)
+    summary.gaps = traffic_gaps(frame, baseline=baseline, min_labels=need)
+    summary.gaps += same_item_gaps(frame, baseline=baseline, min_labels=need)
     summary.traffic_covers = traffic_coverage(frame)
-    summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot)
+    summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot, min_labels=need)
     summary.label_counts = label_counts(frame)
-    summary.daily, summary.weekly = trend(frame), trend(frame, width=timedelta(days=7))
+    summary.daily = trend(frame, min_labels=need)
+    summary.weekly = trend(frame, width=timedelta(days=7), min_labels=need)
     summary.drift = detect(frame, series)
     summary.anchors = anchor_comparisons(engine, rubric_name, categories, n_boot)
     if with_trust:

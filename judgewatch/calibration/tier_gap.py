@@ -1,18 +1,21 @@
 """Tier gaps with their intervals and p-values: on traffic (unadjusted, and adjusted for the request mix) and
-on the same golden items of a release.
+on a release's golden items.
 
 On traffic each tier serves its own requests, so a tier that gets harder requests looks worse. The adjusted
-gap reweights each tier's sample to one reference mix: the pooled traffic of both tiers over the cells
-(route x language x answer-length band) that both tiers served, estimated from the sampling weights. A cell
-only one tier served cannot be compared and is left out of the adjusted figure (and counted). The unadjusted
-gap, the plain difference of the two traffic estimates, is kept beside it.
-On golden items both tiers answered the same items, so the release gap is paired (`tiers.tier_difference`).
+gap reweights each tier's sample to one reference mix: the pooled traffic of both tiers over the cells both
+served, estimated from the sampling weights. Cells are built from request-side covariates only (route,
+language, the stratum's request part, prompt length band, department and category): never from anything the
+tier produced, such as its answer, which would adjust away the very difference measured. A cell only one tier
+served cannot be compared: it is left out of the adjusted figure, and named with the share of traffic it held.
+The unadjusted gap, the plain difference of the two traffic estimates, is kept beside it.
+On golden items the release gap is paired when both tiers answered the same items (`tiers.tier_difference`);
+tiers that answered different items get an unpaired gap, labelled `tier_gap_release_unpaired`.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -20,22 +23,25 @@ import pandas as pd
 from judgewatch.calibration.estimands import RELEASE, regression_rows, survey_inputs, traffic_rows
 from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_estimates
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
-from judgewatch.stats.estimate import z_value
+from judgewatch.stats.estimate import MIN_LABELS, interval_reason, t_quantile
 
 logger = logging.getLogger(__name__)
 
 GAP_TRAFFIC = "tier_gap_traffic"
 GAP_ADJUSTED = "tier_gap_traffic_mix_adjusted"
 GAP_SAME_ITEMS = "tier_gap_same_items"
-LENGTH_BANDS = (0, 200, 1000)  # answer characters: short < 200 <= medium < 1000 <= long
-MIX_CELL = "route x language x answer length (<200, 200-999, >=1000 characters)"
+GAP_RELEASE_UNPAIRED = "tier_gap_release_unpaired"  # tiers that answered different golden items
+PROMPT_BANDS = (200, 1000)  # prompt characters: short < 200 <= medium < 1000 <= long
+# Request-side covariates only: what the request was, never what the tier answered (module docstring).
+MIX_COLUMNS = ("route", "language", "request_stratum", "prompt_band", "department", "category")
+MIX_CELL = "route x language x stratum x prompt length (<200, 200-999, >=1000 characters) x department x category"
 
 
 @dataclass(frozen=True, slots=True)
 class GapRow:
     """`tier - baseline` on one criterion for one estimand, with its two-sided p-value (H0: no gap)."""
 
-    estimand: str  # GAP_TRAFFIC | GAP_ADJUSTED | GAP_SAME_ITEMS
+    estimand: str  # GAP_TRAFFIC | GAP_ADJUSTED | GAP_SAME_ITEMS | GAP_RELEASE_UNPAIRED
     criterion: str
     tier: str
     baseline: str
@@ -51,28 +57,64 @@ class GapRow:
     n_effective: float
     reference_mix: str  # what the gap is adjusted to ("" when unadjusted)
     left_out: int = 0  # sampled items in cells only one tier served (adjusted gap only)
+    dropped_cells: tuple[str, ...] = ()  # those cells (route|language|stratum|prompt band|department|category)
+    dropped_share: float | None = None  # share of both tiers' traffic the dropped cells held (sampling-weighted)
+    paired: bool | None = None  # release gaps: whether the estimate is paired per item (None on traffic)
+    interval_note: str = ""  # why there is no interval ("too few labels (n=k, need m)"), else ""
+
+
+@dataclass(frozen=True, slots=True)
+class MixAdjustment:
+    """Weights moving two tiers' samples to the pooled mix of the cells both served, and what was dropped."""
+
+    weight_a: np.ndarray
+    weight_b: np.ndarray
+    common: list[str]  # cells both tiers served
+    dropped: list[str]  # cells only one tier served: outside the adjusted gap
+    dropped_share: float  # share of both tiers' traffic (sampling-weighted) those cells held
+
+
+def request_stratum(frame: pd.DataFrame) -> pd.Series:
+    """The sampling stratum without its tier part ("quantized/chat" -> "chat"): the request side of the stratum."""
+    stratum = frame["stratum"] if "stratum" in frame else pd.Series(None, index=frame.index, dtype=object)
+    tier = frame["tier"].astype(str) + "/"
+    text = stratum.fillna("-").astype(str)
+    own = pd.Series([s[len(t) :] if s.startswith(t) else s for s, t in zip(text, tier, strict=True)], index=frame.index)
+    return own.where(own != frame["tier"].astype(str), "-")
 
 
 def mix_cell(frame: pd.DataFrame) -> pd.Series:
-    """The request-mix cell of each row: route | language | answer-length band."""
-    band = np.searchsorted(np.asarray(LENGTH_BANDS[1:]), frame["answer_chars"].fillna(0).to_numpy(), side="right")
-    names = np.array(["short", "medium", "long"])[band]
-    route = frame["route"].fillna("-").astype(str)
-    lang = frame["language"].fillna("-").astype(str)
-    return route + "|" + lang + "|" + pd.Series(names, index=frame.index)
+    """The request-mix cell of each row, from request-side covariates only (`MIX_COLUMNS`).
+
+    Columns the frame lacks count as one value ("-"); the answer, which the tier produced, never enters.
+    """
+    prompt = frame["prompt_chars"] if "prompt_chars" in frame else pd.Series(0, index=frame.index)
+    band = np.searchsorted(np.asarray(PROMPT_BANDS), prompt.fillna(0).to_numpy(dtype=float), side="right")
+    parts = {
+        "request_stratum": request_stratum(frame),
+        "prompt_band": pd.Series(np.array(["short", "medium", "long"])[band], index=frame.index),
+    }
+    cell = pd.Series("", index=frame.index)
+    for k, name in enumerate(MIX_COLUMNS):
+        column = parts[name] if name in parts else frame.get(name, pd.Series(None, index=frame.index, dtype=object))
+        cell = cell + ("|" if k else "") + column.fillna("-").astype(str)
+    return cell
 
 
-def mix_weights(a: pd.DataFrame, b: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Per-item weights moving tiers a and b to the pooled mix of the cells both served; and those cells."""
+def mix_weights(a: pd.DataFrame, b: pd.DataFrame) -> MixAdjustment:
+    """Per-item weights moving tiers a and b to the pooled mix of the cells both served (see `MixAdjustment`)."""
     ca, cb = mix_cell(a), mix_cell(b)
     wa = (1.0 / a["sample_prob"]).groupby(ca).sum()
     wb = (1.0 / b["sample_prob"]).groupby(cb).sum()
     common = sorted(set(wa.index) & set(wb.index))
+    dropped = sorted(set(wa.index) ^ set(wb.index))
+    total = float(wa.sum() + wb.sum())
+    gone = float(wa.drop(common).sum() + wb.drop(common).sum())
     ref = (wa[common] + wb[common]) / float((wa[common] + wb[common]).sum())
     share_a, share_b = wa[common] / float(wa[common].sum()), wb[common] / float(wb[common].sum())
     ma = ca.map(ref / share_a).fillna(0.0).to_numpy(dtype=float)
     mb = cb.map(ref / share_b).fillna(0.0).to_numpy(dtype=float)
-    return ma, mb, common
+    return MixAdjustment(ma, mb, common, dropped, gone / total if total > 0 else float("nan"))
 
 
 def _gap(
@@ -81,12 +123,14 @@ def _gap(
     a_est: SurveyEstimate,
     b_est: SurveyEstimate,
     judge_diff: float,
-    mix: str,
-    left: int,
     level: float,
+    min_labels: int,
 ) -> GapRow:
     criterion, tier, base = key
-    d = difference(a_est.estimate, a_est.se, b_est.estimate, b_est.se, level=level)
+    fewest = min(a_est.n_labeled, b_est.n_labeled)
+    note = interval_reason(fewest, min_labels)
+    d = difference(a_est.estimate, a_est.se, b_est.estimate, b_est.se, level=level, df=fewest - 1)
+    low, high, p = (np.nan, np.nan, np.nan) if note else (d.low, d.high, d.p_value)
     return GapRow(
         estimand,
         criterion,
@@ -94,16 +138,16 @@ def _gap(
         base,
         None,
         d.estimate,
-        d.low,
-        d.high,
+        low,
+        high,
         d.se,
-        d.p_value,
+        p,
         judge_diff,
         a_est.n_sampled + b_est.n_sampled,
         a_est.n_labeled + b_est.n_labeled,
         a_est.effective_n + b_est.effective_n,
-        mix,
-        left,
+        "",
+        interval_note=note,
     )
 
 
@@ -112,7 +156,19 @@ def _hajek(f: np.ndarray, pi: np.ndarray, m: np.ndarray | None = None) -> float:
     return float(w @ f / w.sum()) if w.sum() > 0 else np.nan
 
 
-def traffic_gaps(frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95) -> list[GapRow]:
+def _mix_text(tier: str, base: str, mix: MixAdjustment) -> str:
+    text = f"pooled traffic of {tier} and {base} over the {len(mix.common)} {MIX_CELL} cells both served"
+    if not mix.dropped:
+        return text + "; no cell dropped"
+    return (
+        f"{text}; {len(mix.dropped)} cell(s) served by one tier only dropped, holding "
+        f"{mix.dropped_share:.1%} of the traffic: {', '.join(mix.dropped)}"
+    )
+
+
+def traffic_gaps(
+    frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95, min_labels: int = MIN_LABELS
+) -> list[GapRow]:
     """Every other tier minus the baseline tier on traffic, per criterion: unadjusted and mix-adjusted."""
     rows = traffic_rows(frame)
     try:
@@ -131,36 +187,50 @@ def traffic_gaps(frame: pd.DataFrame, *, baseline: str | None = None, level: flo
             fa, pa, ya, ra = survey_inputs(a)
             ea, eb = survey_ppi_mean(fa, pa, ya, ra, level=level), survey_ppi_mean(fb, pb, yb, rb, level=level)
             key = (str(criterion), str(tier), base)
-            out.append(_gap(GAP_TRAFFIC, key, ea, eb, _hajek(fa, pa) - _hajek(fb, pb), "", 0, level))
-            ma, mb, common = mix_weights(a, b)
+            out.append(_gap(GAP_TRAFFIC, key, ea, eb, _hajek(fa, pa) - _hajek(fb, pb), level, min_labels))
+            mix = mix_weights(a, b)
+            ma, mb = mix.weight_a, mix.weight_b
             aa = survey_ppi_mean(fa, pa, ya, ra, weight=ma, level=level)
             ab = survey_ppi_mean(fb, pb, yb, rb, weight=mb, level=level)
-            left = int((ma == 0).sum() + (mb == 0).sum())
-            mix = f"pooled traffic of {tier} and {base} over the {len(common)} {MIX_CELL} cells both served"
             judge = _hajek(fa, pa, ma) - _hajek(fb, pb, mb)
-            out.append(_gap(GAP_ADJUSTED, key, aa, ab, judge, mix, left, level))
+            row = _gap(GAP_ADJUSTED, key, aa, ab, judge, level, min_labels)
+            out.append(
+                replace(
+                    row,
+                    reference_mix=_mix_text(str(tier), base, mix),
+                    left_out=int((ma == 0).sum() + (mb == 0).sum()),
+                    dropped_cells=tuple(mix.dropped),
+                    dropped_share=mix.dropped_share,
+                )
+            )
     return out
 
 
-def same_item_gaps(frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95) -> list[GapRow]:
-    """Per release: tier minus baseline on the same golden items (paired when labeled on both tiers)."""
+def same_item_gaps(
+    frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95, min_labels: int = MIN_LABELS
+) -> list[GapRow]:
+    """Per release: tier minus baseline on its golden items: paired on the same items when the tiers answered the
+    same items and enough carry labels on both tiers; otherwise unpaired, and labelled so when the items differ."""
     rows = regression_rows(frame)
-    z = z_value(level)
     out = []
     for release, group in rows.groupby("release", sort=True):
         tiers = sorted(group["tier"].unique().tolist())
         if len(tiers) < 2:
             continue
+        estimates = tier_estimates(group, level=level, min_labels=min_labels)
         try:
-            diffs = tier_differences(group, tier_estimates(group, level=level), baseline=baseline, level=level)
+            diffs = tier_differences(group, estimates, baseline=baseline, level=level, min_labels=min_labels)
         except ValueError:  # the asked-for baseline did not serve this release
             continue
         for d in diffs:
             e = d.estimate
-            se = (e.high - e.low) / (2 * z) if np.isfinite(e.high - e.low) else np.nan
+            df = d.n_labels - 1 if d.method == "paired" else d.min_side_labels - 1
+            se = (e.high - e.low) / (2 * t_quantile(df, level)) if np.isfinite(e.high - e.low) else np.nan
+            estimand = GAP_SAME_ITEMS if d.same_items else GAP_RELEASE_UNPAIRED
+            items = "the same golden items" if d.same_items else "each tier's own golden items (different items)"
             out.append(
                 GapRow(
-                    GAP_SAME_ITEMS,
+                    estimand,
                     d.criterion,
                     d.tier,
                     d.baseline,
@@ -169,12 +239,14 @@ def same_item_gaps(frame: pd.DataFrame, *, baseline: str | None = None, level: f
                     e.low,
                     e.high,
                     se,
-                    two_sided_p(e.estimate, se),
+                    two_sided_p(e.estimate, se, df),
                     d.raw_diff,
                     d.n_items,
                     d.n_labels,
                     np.nan,
-                    f"{d.method}: the same golden items of release {release} ({RELEASE})",
+                    f"{d.method}: {items} of release {release} ({RELEASE})",
+                    paired=d.method == "paired",
+                    interval_note=d.interval_note,
                 )
             )
     return out

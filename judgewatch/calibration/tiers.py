@@ -26,11 +26,11 @@ from judgewatch.stats import (
     ppi_mean,
     time_windows,
 )
+from judgewatch.stats.estimate import MIN_LABELS, interval_reason
 
 logger = logging.getLogger(__name__)
 
 MIN_PAIRED_LABELS = 10  # items labeled on both tiers needed before the paired difference is used
-PREFERRED_BASELINES = ("full", "fp16", "bf16", "full-precision")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,33 +59,34 @@ class TierDifference:
     raw_diff: float
     n_items: int  # paired: items judged on both tiers; unpaired: verdicts on both together
     n_labels: int  # paired: items labeled on both tiers; unpaired: labels on both together
+    same_items: bool = True  # False: the tiers answered (mostly) different items
+    min_side_labels: int = 0  # unpaired: the labels of the tier with fewer
+    interval_note: str = ""  # "too few labels (n=k, need m)" when there is no interval, else ""
 
 
 def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | None:
-    """The tier others are compared with: the one asked for, else a full-precision name, else the first."""
+    """The tier others are compared with: the one asked for (the tiers file's `baseline: true`, or
+    `--baseline-tier`), else the first in sorted order. Never chosen by what a tier is called."""
     if baseline is not None:
         if baseline not in tiers:
             raise ValueError(f"baseline tier {baseline!r} has no verdicts (tiers: {', '.join(tiers) or 'none'})")
         return baseline
-    for name in PREFERRED_BASELINES:
-        if name in tiers:
-            return name
     return sorted(tiers)[0] if tiers else None
 
 
-def _ppi(group: pd.DataFrame, level: float) -> tuple[PPIEstimate, PPIEstimate]:
+def _ppi(group: pd.DataFrame, level: float, min_labels: int = 2) -> tuple[PPIEstimate, PPIEstimate]:
     lab = group[group["human"].notna()]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
     weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
-    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level)
-    return est, classical_mean(y, inclusion_prob=weights, level=level)
+    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels)
+    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels)
 
 
-def tier_estimates(frame: pd.DataFrame, *, level: float = 0.95) -> list[TierEstimate]:
-    """One estimate per (tier, criterion) in the frame, sorted."""
+def tier_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[TierEstimate]:
+    """One estimate per (tier, criterion) in the frame, sorted; no interval below `min_labels` labels."""
     out = []
     for (tier, criterion), group in frame.groupby(["tier", "criterion"], sort=True):
-        est, human = _ppi(group, level)
+        est, human = _ppi(group, level, min_labels)
         n_labels = int(group["human"].notna().sum())
         synthetic = int((group["label_via"] == "synthetic").sum())
         out.append(
@@ -115,12 +116,15 @@ def tier_difference(
     baseline: str,
     level: float = 0.95,
     min_paired_labels: int = MIN_PAIRED_LABELS,
+    min_labels: int = MIN_LABELS,
 ) -> TierDifference:
-    """`tier - baseline` on one criterion, paired when the tiers share items labeled on both sides."""
+    """`tier - baseline` on one criterion, paired when the tiers share items labeled on both sides.
+
+    No interval (NaN bounds, `interval_note` says why) when a side has fewer than `min_labels` labels."""
     both = _paired(a, b)
     labeled = both[both["human_a"].notna() & both["human_b"].notna()]
     shares_items = len(both) >= 0.5 * max(a["item_key"].nunique(), b["item_key"].nunique(), 1)
-    if shares_items and len(labeled) >= min_paired_labels:
+    if shares_items and len(labeled) >= max(min_paired_labels, min_labels):
         pi = (labeled["inclusion_prob_a"] * labeled["inclusion_prob_b"]).to_numpy(dtype=float)
         # PPI on the per-item differences: the item's own difficulty cancels out
         est = ppi_mean(
@@ -129,10 +133,11 @@ def tier_difference(
             both["judge_a"] - both["judge_b"],
             inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
             level=level,
+            min_labels=min_labels,
         )
         raw = float((both["judge_a"] - both["judge_b"]).mean())
         ci = Estimate(est.estimate, est.low, est.high, est.n)
-        return TierDifference(criterion, tier, baseline, "paired", ci, raw, len(both), len(labeled))
+        return TierDifference(criterion, tier, baseline, "paired", ci, raw, len(both), len(labeled), True, len(labeled))
     if shares_items and len(labeled) < min_paired_labels:
         logger.info(
             "%s vs %s on %s: %d shared items but only %d labeled on both tiers; using the unpaired difference",
@@ -143,9 +148,13 @@ def tier_difference(
             len(labeled),
         )
     raw = float(a["judge"].mean() - b["judge"].mean())
-    n_items, n_labels = len(a) + len(b), ppi_a.n + ppi_b.n
+    n_items, n_labels, fewest = len(a) + len(b), ppi_a.n + ppi_b.n, min(ppi_a.n, ppi_b.n)
+    note = interval_reason(fewest, min_labels)
+    diff = ppi_diff_unpaired(ppi_a, ppi_b, level=level)
+    if note:
+        diff = Estimate(diff.estimate, np.nan, np.nan, diff.n)
     return TierDifference(
-        criterion, tier, baseline, "unpaired", ppi_diff_unpaired(ppi_a, ppi_b, level=level), raw, n_items, n_labels
+        criterion, tier, baseline, "unpaired", diff, raw, n_items, n_labels, shares_items, fewest, note
     )
 
 
@@ -156,6 +165,7 @@ def tier_differences(
     baseline: str | None = None,
     level: float = 0.95,
     min_paired_labels: int = MIN_PAIRED_LABELS,
+    min_labels: int = MIN_LABELS,
 ) -> list[TierDifference]:
     """Every other tier minus the baseline tier, per criterion."""
     tiers = sorted(frame["tier"].unique().tolist()) if not frame.empty else []
@@ -181,17 +191,20 @@ def tier_differences(
                     baseline=base,
                     level=level,
                     min_paired_labels=min_paired_labels,
+                    min_labels=min_labels,
                 )
             )
     return out
 
 
-def trend(frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: float = 0.95) -> pd.DataFrame:
+def trend(
+    frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: float = 0.95, min_labels: int = MIN_LABELS
+) -> pd.DataFrame:
     """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels
     (`mid`: the mean time of the window's verdicts).
 
     Windows are the drift alerts' (`stats.time_windows`: fixed width, aligned to the Unix epoch, UTC), so a
-    weekly point and a weekly alert cover the same days. Windows with fewer than two labels get NaN bounds.
+    weekly point and a weekly alert cover the same days. Windows with fewer than `min_labels` labels get NaN bounds.
     """
     columns = ["tier", "criterion", "window", "mid", "raw_mean", "n", "n_labels", "ppi", "low", "high"]
     if frame.empty:
@@ -199,7 +212,7 @@ def trend(frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: f
     windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
     rows = []
     for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
-        est, _ = _ppi(group, level)
+        est, _ = _ppi(group, level, min_labels)
         mid = group["at"].dt.tz_localize(None).mean()  # where the window's verdicts sit in time, for plotting
         raw = group["judge"].mean()
         rows.append((tier, criterion, window, mid, raw, len(group), est.n, est.estimate, est.low, est.high))

@@ -88,6 +88,9 @@ def build_answer_files(folder: Path, datasets: tuple[str, ...], settings: Settin
     return paths
 
 
+DEMO_BASELINE_TIER = "full"  # the demo declares its full-precision tier the baseline (as `--baseline-tier full`)
+
+
 def _tiers(files: dict[str, Path], release: str) -> list[str]:
     quantized = files.get(f"{release}-quantized", files["good"])
     return [f"full={files['good']}", f"quantized={quantized}"]
@@ -143,6 +146,7 @@ def endpoint_down_step(files: dict[str, Path], datasets: tuple[str, ...], run_ga
         answers=[f"full={files['good']}"],
         tiers=[f"quantized={url}#quantized"],
         judge="reference",
+        baseline_tier=DEMO_BASELINE_TIER,
     )
     return Outcome("r4", "reference judge", 2, result, time.monotonic() - started)
 
@@ -216,7 +220,12 @@ def demo_judge_trust_step(
     started = time.monotonic()
     report = settings.data_dir / "reports" / "regression-r3-vllm-judge.md"
     result = run_gate(
-        release="r3", datasets=list(datasets), answers=_tiers(files, "r3"), judge=settings.judge_url, report=str(report)
+        release="r3",
+        datasets=list(datasets),
+        answers=_tiers(files, "r3"),
+        judge=settings.judge_url,
+        report=str(report),
+        baseline_tier=DEMO_BASELINE_TIER,
     )
     return Outcome("r3", f"judge {settings.judge_model}", 2, result, time.monotonic() - started)
 
@@ -270,7 +279,14 @@ def run_demo(
     outcomes = []
     for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
         step = time.monotonic()
-        result = run_gate(release=release, datasets=list(datasets), answers=_tiers(files, release), judge="reference")
+        answers = _tiers(files, release)
+        result = run_gate(
+            release=release,
+            datasets=list(datasets),
+            answers=answers,
+            judge="reference",
+            baseline_tier=DEMO_BASELINE_TIER,
+        )
         outcomes.append(Outcome(release, "reference judge", expected, result, time.monotonic() - step))
         _show(echo, outcomes[-1])
         if release == "r1" and result["exit_code"] == 0:

@@ -81,6 +81,7 @@ def regress(
     max_unscored: Annotated[
         float, typer.Option(min=0.0, max=1.0, help=_help("max_unscored_share"))
     ] = DEFAULTS.max_unscored_share,
+    baseline_tier: Annotated[str | None, typer.Option(help=_help("baseline_tier"))] = DEFAULTS.baseline_tier,
     gap_margin: Annotated[float | None, typer.Option(min=0.0, help=_help("gap_margin"))] = DEFAULTS.gap_margin,
     accept_unvalidated_judge: Annotated[
         bool,
@@ -112,6 +113,7 @@ def regress(
             rubric=rubric,
             report=str(report) if report else None,
             gap_margin=gap_margin,
+            baseline_tier=baseline_tier,
             accept_unvalidated_judge=accept_unvalidated_judge,
             concurrency=concurrency,
             answer_max_tokens=answer_max_tokens,

@@ -20,13 +20,17 @@ class GateOptions(BaseModel):
         default=0.2, ge=0.0, le=1.0, description="Largest share of unscored verdicts per tier before exit 2"
     )
     gap_margin: float | None = Field(
-        default=None, ge=0.0, description="Also fail when a tier trails the reference tier by more than this"
+        default=None, ge=0.0, description="Also fail when a tier trails the baseline tier by more than this"
     )
     accept_unvalidated_judge: bool = Field(
         default=False, description="Use a judge that failed or lacks validation (said first in the report)"
     )
     concurrency: int = Field(default=8, ge=1, description="Concurrent answer requests per live tier")
     answer_max_tokens: int = Field(default=256, ge=1, description="max_tokens of a generated answer")
+    baseline_tier: str | None = Field(
+        default=None,
+        description="The tier the release's other tiers are compared with (default: the tiers file's baseline)",
+    )
 
 
 DEFAULTS = GateOptions()

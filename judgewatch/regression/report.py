@@ -1,7 +1,7 @@
 """The regression gate's report: Markdown for people, JSON beside it for machines, from one record.
 
 Per tier and criterion: baseline, candidate, difference with its interval, unscored counts; the judge and
-rubric the scores rest on and the judge's measured trust; the quantized-vs-full gap; the worst items.
+rubric the scores rest on and the judge's measured trust; each tier's gap to the baseline tier; the worst items.
 """
 
 from __future__ import annotations

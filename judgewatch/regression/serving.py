@@ -98,6 +98,7 @@ class TierSpec(BaseModel):
     params: TierParams = TierParams()
     concurrency: int | None = None
     origin: str | None = None  # the tiers file (or Prefect variable) the tier was read from
+    baseline: bool = False  # the tier the others of the release are compared with (`baseline: true`)
 
     @property
     def source(self) -> str:

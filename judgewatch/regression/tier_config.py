@@ -9,6 +9,7 @@
       prompt_template: prompts/support.j2  # relative to this file; default: judgewatch's built-in prompt
       params: {temperature: 0.2, max_tokens: 200, stop: ["\\n\\n"], extra_body: {top_k: 20}}
       concurrency: 4
+      baseline: true                        # the tier the release's other tiers are compared with
 
 A bare list of tiers is accepted too. Validation is strict (unknown fields are errors, as in simonw/llm's
 templates) and every error names the file, the tier and the field. Environment variables are read only when a
@@ -53,6 +54,7 @@ class TierEntry(BaseModel):
     prompt_template: str | None = None
     params: TierParams = TierParams()
     concurrency: int | None = Field(default=None, ge=1, le=1024)
+    baseline: bool = False  # the release's other tiers are compared with this one (at most one per file)
 
     @field_validator("base_url")
     @classmethod
@@ -144,8 +146,12 @@ def parse_tiers_document(data: object, *, origin: str, base_dir: Path) -> list[T
                 params=entry.params,
                 concurrency=entry.concurrency,
                 origin=origin,
+                baseline=entry.baseline,
             )
         )
+    marked = [f"{s.name!r} (tiers[{k}])" for k, s in enumerate(specs) if s.baseline]
+    if len(marked) > 1:
+        raise TierError(f"{origin}: field 'baseline': only one tier can be the baseline, got {', '.join(marked)}")
     return specs
 
 
@@ -199,6 +205,22 @@ def credentials(spec: TierSpec, environ: Mapping[str, str] | None = None) -> tup
         return ENV_REFERENCE.sub(one, value)
 
     return key, {name: expand(name, value) for name, value in spec.headers.items()}
+
+
+def baseline_tier(specs: list[TierSpec], asked: str | None = None) -> str | None:
+    """The tier the release's other tiers are compared with: `asked` (`--baseline-tier`), else the one a tiers
+    file marks `baseline: true`, else None (no within-release comparison). Never chosen by a tier's name."""
+    names = [s.name for s in specs]
+    if asked is not None:
+        if asked not in names:
+            raise TierError(
+                f"--baseline-tier {asked!r} is not a tier of this run (tiers: {', '.join(names) or 'none'})"
+            )
+        return asked
+    marked = [s.name for s in specs if s.baseline]
+    if len(marked) > 1:
+        raise TierError(f"several tiers are marked 'baseline: true': {', '.join(marked)}; mark one")
+    return marked[0] if marked else None
 
 
 def load_configured_tiers(

@@ -7,6 +7,7 @@ from judgewatch.stats.agreement import (
     cohen_kappa,
     confusion_matrix,
     exact_agreement,
+    gwet_ac1,
     spearman,
     weighted_kappa,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "difference",
     "drift_test",
     "exact_agreement",
+    "gwet_ac1",
     "krippendorff_alpha",
     "paired_mean_diff",
     "ppi_diff_unpaired",

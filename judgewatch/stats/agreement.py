@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.estimate import (
+    SCALE_STEP,
     Estimate,
     paired_arrays,
     percentile_bounds,
@@ -154,6 +155,46 @@ def weighted_kappa(
     return _kappa(a, b, categories, weights, level, n_boot, seed)
 
 
+def ac1_from_tables(tables: ArrayLike) -> NDArray[np.float64]:
+    """Gwet's AC1 for tables of shape (..., K, K): chance agreement from the categories' mean prevalence."""
+    t = np.asarray(tables, dtype=np.float64)
+    k = t.shape[-1]
+    total = t.sum(axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = t / total[..., None, None]
+        observed = np.trace(p, axis1=-2, axis2=-1)
+        prevalence = (p.sum(axis=-1) + p.sum(axis=-2)) / 2.0
+        chance = (prevalence * (1.0 - prevalence)).sum(axis=-1) / max(k - 1, 1)
+        ac1 = (observed - chance) / (1.0 - chance)
+    return np.where((total > 0) & (chance < 1), ac1, np.nan)
+
+
+def gwet_ac1(
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    categories: Sequence[float] | None = None,
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> Estimate:
+    """Gwet's AC1 (Gwet 2008), percentile bootstrap interval over items.
+
+    Unlike kappa, its chance agreement does not approach 1 when nearly every rating falls in one category, so it
+    stays readable where prevalence is extreme (kappa collapses there: high agreement, near-zero kappa).
+    """
+    cm = confusion_matrix(a, b, categories)
+    n, k = cm.n, len(cm.categories)
+    if n == 0 or k < 2:
+        return Estimate(np.nan, np.nan, np.nan, n)
+    point = float(ac1_from_tables(cm.counts))
+    z_value(level)
+    rng = np.random.default_rng(seed)
+    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
+    low, high = percentile_bounds(ac1_from_tables(draws), level)
+    return Estimate(point, low, high, n)
+
+
 def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:
     """Spearman's rho with a Fisher-z interval, SE = sqrt(1.06 / (n - 3)) (Fieller, Hartley & Pearson 1957)."""
     x, y, _ = paired_arrays(a, b)
@@ -169,7 +210,8 @@ def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:
 
 
 def bias(judge: ArrayLike, human: ArrayLike, *, level: float = 0.95) -> Estimate:
-    """Mean of (judge - human) over items both scored, with a Student-t interval (paired differences)."""
+    """Mean of (judge - human) over items both scored, with a Student-t interval (paired differences) whose spread
+    is floored at one scale point over the n pairs (`SCALE_STEP / sqrt(n)`)."""
     x, y, _ = paired_arrays(judge, human, ("judge", "human"))
     n = x.size
     if n == 0:
@@ -178,5 +220,6 @@ def bias(judge: ArrayLike, human: ArrayLike, *, level: float = 0.95) -> Estimate
     mean = float(d.mean())
     if n < 2:
         return Estimate(mean, np.nan, np.nan, n)
-    low, high = t_bounds(mean, d.std(ddof=1), n, level)
+    # at least one scale point of spread over the n pairs: agreeing labels never give a zero-width interval
+    low, high = t_bounds(mean, max(float(d.std(ddof=1)), SCALE_STEP / np.sqrt(n)), n, level)
     return Estimate(mean, float(low), float(high), n)

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.agreement import bias, exact_agreement
-from judgewatch.stats.estimate import Estimate, as_float_array, t_bounds, wilson_bounds
+from judgewatch.stats.estimate import SCALE_STEP, Estimate, as_float_array, t_bounds, wilson_bounds
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +83,8 @@ def agreement_series(
     mean = np.bincount(idx, weights=d, minlength=size) / np.maximum(n, 1)
     sq = np.bincount(idx, weights=(d - mean[idx]) ** 2, minlength=size)
     with np.errstate(divide="ignore", invalid="ignore"):
-        sd = np.sqrt(sq / (n - 1))
+        # at least one scale point of spread over the window: agreeing labels never give a zero-width interval
+        sd = np.maximum(np.sqrt(sq / (n - 1)), SCALE_STEP / np.sqrt(n))
     a_low, a_high = wilson_bounds(hits, n, level)
     b_low, b_high = t_bounds(mean, sd, n, level)
     return [

@@ -11,6 +11,9 @@ from scipy import special
 
 logger = logging.getLogger(__name__)
 
+MIN_LABELS = 5  # default minimum of human labels under which no interval is given (Settings.min_labels)
+SCALE_STEP = 1.0  # one point of the rubric's integer scale: the smallest disagreement a label can show
+
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
@@ -45,6 +48,31 @@ def normal_interval(estimate: float, se: float, n: int, level: float) -> Estimat
         return Estimate(float(estimate), np.nan, np.nan, n)
     half = z_value(level) * se
     return Estimate(float(estimate), float(estimate - half), float(estimate + half), n)
+
+
+def t_interval(estimate: float, se: float, df: float, level: float, n: int = 0) -> Estimate:
+    """Student-t interval `estimate ± t(df) * se`: the small-sample form of `normal_interval` (NaN when df < 1)."""
+    if not np.isfinite(se) or df < 1:
+        return Estimate(float(estimate), np.nan, np.nan, n)
+    half = t_quantile(df, level) * se
+    return Estimate(float(estimate), float(estimate - half), float(estimate + half), n)
+
+
+def t_quantile(df: float, level: float) -> float:
+    """Two-sided Student-t quantile (the normal one when `df` is infinite); NaN below one degree of freedom."""
+    if not np.isfinite(df):
+        return z_value(level)
+    return float(special.stdtrit(df, 0.5 + level / 2.0)) if df >= 1 else float("nan")
+
+
+def too_few_labels(n: int, need: int) -> str:
+    """What an estimate reads instead of an interval below the minimum number of labels."""
+    return f"too few labels (n={n}, need {need})"
+
+
+def interval_reason(n: int, need: int) -> str:
+    """ "" when `n` labels are enough for an interval, else the `too_few_labels` sentence."""
+    return "" if n >= need else too_few_labels(n, need)
 
 
 def percentile_bounds(replicates: NDArray[np.float64], level: float) -> tuple[float, float]:
@@ -102,10 +130,12 @@ def paired_arrays(
     return x[keep], y[keep], int(x.size - keep.sum())
 
 
-def two_sided_p(estimate: float, se: float) -> float:
-    """Two-sided p-value of H0 "the true value is 0" under the normal approximation; NaN without a finite se."""
+def two_sided_p(estimate: float, se: float, df: float | None = None) -> float:
+    """Two-sided p-value of H0 "the true value is 0": normal, or Student-t with `df` degrees of freedom."""
     if not (np.isfinite(estimate) and np.isfinite(se)) or se < 0:
         return float("nan")
     if se == 0:
         return 1.0 if estimate == 0 else 0.0
-    return float(2.0 * special.ndtr(-abs(estimate) / se))
+    if df is None or not np.isfinite(df):
+        return float(2.0 * special.ndtr(-abs(estimate) / se))
+    return float(2.0 * special.stdtr(df, -abs(estimate) / se)) if df >= 1 else float("nan")

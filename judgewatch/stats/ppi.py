@@ -15,7 +15,13 @@ Variance: theta is, to first order, the mean over the N items of u_i = lam * f_i
 L_i = 1 if labeled, r_i = y_i - lam * f_i and R the rectifier; the u_i are i.i.d. under independent (Poisson)
 routing, so Var(theta) ~ Var(u) / N. lam minimises Var(u):
 lam* = E[(w-1)(f - Ef)(y - Ey)] / E[(w-1)(f - Ef)^2], estimated on S with weights w, clipped to [0, 1]
-(lam = 0 is the human-only estimate, lam = 1 plain PPI). Intervals use the normal approximation.
+(lam = 0 is the human-only estimate, lam = 1 plain PPI).
+
+Intervals, honest at small n (docs/statistics.md): Student-t with n - 1 degrees of freedom on the standard
+error above, whose labeled residuals are scaled by 1 / (1 - their weight share) (HC3) and whose labeled part
+is floored at what it would be had the labels' residuals varied by one scale
+point over the n labels (`SCALE_STEP**2 / n`), so that a handful of labels that all agree never yields a
+zero-width interval; below `min_labels` labels there is no interval (NaN bounds).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgewatch.stats.estimate import Estimate, as_float_array, normal_interval, z_value
+from judgewatch.stats.estimate import SCALE_STEP, Estimate, as_float_array, t_interval, z_value
 
 logger = logging.getLogger(__name__)
 
@@ -94,12 +100,15 @@ def ppi_mean(
     inclusion_prob: ArrayLike | None = None,
     lam: float | None = None,
     level: float = 0.95,
+    min_labels: int = 2,
+    step: float = SCALE_STEP,
 ) -> PPIEstimate:
-    """PPI++ estimate and normal interval for the mean human score (see the module docstring).
+    """PPI++ estimate and small-sample t interval for the mean human score (see the module docstring).
 
     y, yhat: human labels and judge scores on the n labeled items (same order); yhat_all: judge scores on all
     N items, the labeled ones included. inclusion_prob: each labeled item's routing probability (None =
-    uniform). lam: fixed judge weight, or None to tune it.
+    uniform). lam: fixed judge weight, or None to tune it. min_labels: fewer labels give NaN bounds (never
+    below 2); step: the scale's smallest disagreement, the floor of the labels' spread.
     """
     hum, fl, fa = _finite(y, "y"), _finite(yhat, "yhat"), _finite(yhat_all, "yhat_all")
     n, n_all = hum.size, fa.size
@@ -118,34 +127,40 @@ def ppi_mean(
     f_sum = float(fa.sum())
     f_mean = f_sum / n_all
     estimate = lam_ * f_mean + rectifier
-    if n < 2:
+    if n < max(min_labels, 2):
         return PPIEstimate(estimate, np.nan, np.nan, n, n_all, np.nan, lam_, np.nan)
 
-    # Var(u) with u_i - theta = lam (f_i - mean f) + L_i w_i d_i; ddof-style n/(n-1) on the labeled part
-    d = resid - rectifier
-    small = n / (n - 1.0)
+    # Var(u) with u_i - theta = lam (f_i - mean f) + L_i w_i d_i
+    # each label's residual scaled by 1 / (1 - its weight share): the HC3 (jackknife) small-sample correction
+    lever = 1.0 / np.maximum(1.0 - w / float(w.sum()), 1e-9)
+    d = (resid - rectifier) * lever
     # sum of squares about the mean without an N-sized temporary (scores are small numbers: no cancellation)
     spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0)
-    labeled = _dot(2.0 * lam_ * (fl - f_mean) * w, d) + small * _dot(w * w, d * d)
-    se = float(np.sqrt(max(spread + labeled, 0.0)) / n_all)
-    yc = hum - _dot(w, hum) / float(w.sum())
-    se_human = float(np.sqrt(small * _dot(w * w, yc * yc)) / n_all)
+    floor = _dot(w, w) * step * step / n  # the labeled part had the labels varied by one scale point
+    labeled = _dot(2.0 * lam_ * (fl - f_mean) * w, d) + max(_dot(w * w, d * d), floor)
+    se = float(np.sqrt(max(spread + labeled, floor)) / n_all)
+    yc = (hum - _dot(w, hum) / float(w.sum())) * lever
+    se_human = float(np.sqrt(max(_dot(w * w, yc * yc), floor)) / n_all)
     effective_n = n * (se_human / se) ** 2 if se > 0 else np.inf
-    ci = normal_interval(estimate, se, n, level)
+    ci = t_interval(estimate, se, n - 1, level, n)
     return PPIEstimate(estimate, ci.low, ci.high, n, n_all, float(effective_n), lam_, se)
 
 
-def classical_mean(y: ArrayLike, *, inclusion_prob: ArrayLike | None = None, level: float = 0.95) -> PPIEstimate:
+def classical_mean(
+    y: ArrayLike, *, inclusion_prob: ArrayLike | None = None, level: float = 0.95, min_labels: int = 2
+) -> PPIEstimate:
     """Human-only interval (what PPI is compared against): the weighted mean of the labels alone."""
     hum = _finite(y, "y")
-    return ppi_mean(hum, np.zeros_like(hum), np.zeros_like(hum), inclusion_prob=inclusion_prob, lam=0.0, level=level)
+    zeros = np.zeros_like(hum)
+    return ppi_mean(hum, zeros, zeros, inclusion_prob=inclusion_prob, lam=0.0, level=level, min_labels=min_labels)
 
 
 def ppi_diff_unpaired(a: PPIEstimate, b: PPIEstimate, *, level: float = 0.95) -> Estimate:
     """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature.
 
+    Degrees of freedom: the smaller side's labels - 1 (conservative against Welch-Satterthwaite).
     When the same items were answered by both tiers, `ppi_mean` of the per-item differences (labels, labeled
     judge scores, all judge scores) is the paired estimate, and a far narrower one when items drive the scores.
     """
     se = float(np.hypot(a.se, b.se))
-    return normal_interval(a.estimate - b.estimate, se, a.n + b.n, level)
+    return t_interval(a.estimate - b.estimate, se, min(a.n, b.n) - 1, level, a.n + b.n)

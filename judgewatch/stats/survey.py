@@ -16,7 +16,14 @@ estimate.
 Variance (linearization, Poisson design): with u_i = m_i lam (f_i - F) on S and v_i = m_i (r_i - R) on L,
     N^2 Var ~ sum_S u^2 (1 - pi) / pi^2 + sum_L v^2 / (pi rho)^2 + 2 sum_L u v (1 - pi) / (pi^2 rho)
 The label phase carries no finite-population factor: human labels are noisy measurements, so the estimate
-keeps their noise. lam minimises this expression (closed form, clipped to [0, 1]). Intervals are normal.
+keeps their noise. lam minimises this expression (closed form, clipped to [0, 1]).
+
+Intervals, honest at small n (docs/statistics.md): Student-t with the labels' Kish effective number - 1
+degrees of freedom. The label phase is a Hajek mean over the labels: its residuals are scaled by
+1 / (1 - their weight share) (HC3, the jackknife's small-sample correction of a ratio estimator) and its term
+is floored at what it would be had the residuals varied by one scale point (`SCALE_STEP**2 / n_labeled`), so
+agreeing labels never give a zero-width interval. Below `min_labels` labels there is no interval (NaN bounds);
+with fewer than MIN_LABELS_TO_TUNE labels lam is not tuned on them (lam = 1, plain PPI).
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgewatch.stats.estimate import as_float_array, normal_interval, two_sided_p, z_value
+from judgewatch.stats.estimate import SCALE_STEP, as_float_array, t_interval, two_sided_p, z_value
 
 logger = logging.getLogger(__name__)
+
+MIN_LABELS_TO_TUNE = 30  # fewer labels: the judge weight is not tuned on them (lam = 1, plain PPI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +62,10 @@ class SurveyEstimate:
 
 @dataclass(frozen=True, slots=True)
 class Difference:
-    """`a - b` of two independent estimates, with its interval and two-sided p-value (H0: no difference)."""
+    """`a - b` of two independent estimates, with its interval and two-sided p-value (H0: no difference).
+
+    The p-value uses the same t distribution as the interval (normal when no degrees of freedom are given).
+    """
 
     estimate: float
     low: float
@@ -84,12 +96,16 @@ def survey_ppi_mean(
     weight: ArrayLike | None = None,
     lam: float | None = None,
     level: float = 0.95,
+    min_labels: int = 2,
+    step: float = SCALE_STEP,
 ) -> SurveyEstimate:
     """PPI++ mean over the population the sample was drawn from (see the module docstring).
 
     All arrays are aligned over the n sampled, judged items: `judge` their scores, `sample_prob` their
     sampling inclusion probabilities, `human` the label (NaN when not labeled), `route_prob` the routing
     probability (read only where labeled). `weight`: extra weight per item (reference-mix reweighting).
+    `min_labels`: fewer labels (with a non-zero weight) give NaN bounds; `step`: the scale's smallest
+    disagreement, the floor of the labels' spread.
     """
     f = as_float_array(judge, "judge")
     n = f.size
@@ -121,6 +137,8 @@ def survey_ppi_mean(
     c = 1.0 / (pl * rho) ** 2  # label phase, per unit of squared deviation
     k = (1.0 - pl) / (pl * pl * rho)  # covariance of the two phases
     big_a = float(((1.0 - pi) / pi**2) @ (a * a))
+    if lam is None and int((ml > 0).sum()) < MIN_LABELS_TO_TUNE:
+        lam = 1.0  # tuning on a handful of labels overfits them and understates the variance: plain PPI
     if lam is None:
         f_lab = float(dl @ fl / dl.sum())
         a_l = ml * (fl - f_lab)
@@ -131,17 +149,24 @@ def survey_ppi_mean(
     resid = yl - lam * fl
     rect = float(dl @ resid / dl.sum())
     estimate = lam * f_mean + rect
-    if n_lab < 2:
+    used = int((ml > 0).sum())  # labels in the estimate (a zero reference-mix weight leaves one out)
+    if used < max(min_labels, 2):
         return SurveyEstimate(estimate, np.nan, np.nan, np.nan, n, n_lab, np.nan, lam, population)
-    v = ml * (resid - rect)
-    small = n_lab / (n_lab - 1.0)
-    total = lam * lam * big_a + small * float(c @ (v * v)) + 2.0 * lam * float(k @ (al * v))
-    scale = float(ds.sum())
-    se = float(np.sqrt(max(total, 0.0)) / scale)
-    yc = ml * (yl - float(dl @ yl / dl.sum()))
-    se_human = float(np.sqrt(small * float(c @ (yc * yc))) / float(dl.sum()))
+    # each label's residual scaled by 1 / (1 - its weight share): the jackknife's (HC3) small-sample correction
+    # of a ratio estimator, whose plain linearization understates the variance with few, unequal weights
+    lever = 1.0 / np.maximum(1.0 - dl / dl.sum(), 1e-9)
+    v = ml * (resid - rect) * lever
+    floor = float(c @ (ml * ml)) * step * step / used  # the label phase had the residuals varied by one point
+    labels = max(float(c @ (v * v)), floor)
+    # the judge phase is a mean over the sample (sum ds), the label phase a Hajek mean over the labels (sum dl)
+    big_s, big_l = float(ds.sum()), float(dl.sum())
+    total = lam * lam * big_a / big_s**2 + labels / big_l**2 + 2.0 * lam * float(k @ (al * v)) / (big_s * big_l)
+    se = float(np.sqrt(max(total, floor / big_l**2)))
+    yc = ml * (yl - float(dl @ yl / dl.sum())) * lever
+    se_human = float(np.sqrt(max(float(c @ (yc * yc)), floor)) / big_l)
     effective_n = n_lab * (se_human / se) ** 2 if se > 0 else np.inf
-    ci = normal_interval(estimate, se, n_lab, level)
+    kish = float(dl.sum() ** 2 / (dl @ dl))  # the labels' effective number under their unequal weights
+    ci = t_interval(estimate, se, kish - 1, level, n_lab)
     return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, float(effective_n), lam, population)
 
 
@@ -152,9 +177,14 @@ def survey_human_mean(
     return survey_ppi_mean(judge, sample_prob, human, route_prob, lam=0.0, level=level)
 
 
-def difference(a_est: float, a_se: float, b_est: float, b_se: float, *, level: float = 0.95) -> Difference:
-    """Difference of two estimates from independent samples: standard errors add in quadrature."""
+def difference(
+    a_est: float, a_se: float, b_est: float, b_se: float, *, level: float = 0.95, df: float | None = None
+) -> Difference:
+    """Difference of two estimates from independent samples: standard errors add in quadrature.
+
+    `df`: degrees of freedom of the t interval (pass the smaller side's labels - 1); None: normal.
+    """
     se = float(np.hypot(a_se, b_se))
     est = float(a_est - b_est)
-    ci = normal_interval(est, se, 0, level)
-    return Difference(est, ci.low, ci.high, se, two_sided_p(est, se))
+    ci = t_interval(est, se, np.inf if df is None else df, level)
+    return Difference(est, ci.low, ci.high, se, two_sided_p(est, se, df))

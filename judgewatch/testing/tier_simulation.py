@@ -56,6 +56,7 @@ class Design:
     double_label_share: float = 0.2
     reviewer_error: float = 0.25  # chance a label is one point off
     golden_items: int = 300
+    labels_per_tier: int | None = None  # k: route exactly k sampled items per tier at random (the small-n runs)
     weighted: bool = True  # False: the corrected estimator ignores the probabilities (the test's sabotage)
 
 
@@ -114,8 +115,11 @@ def _sample(rng: np.random.Generator, pop: dict[str, np.ndarray], d: Design) -> 
     pi = rate[pop["tier"], pop["code"]]
     mask = rng.random(pi.size) < pi
     truth, judge = pop["truth"][mask], pop["judge"][mask]
-    rho = 1 - (1 - d.uniform_route) * (1 - d.borderline_route * (judge == 3))
-    routed = rng.random(truth.size) < rho
+    if d.labels_per_tier is None:
+        rho = 1 - (1 - d.uniform_route) * (1 - d.borderline_route * (judge == 3))
+        routed = rng.random(truth.size) < rho
+    else:
+        rho, routed = _fixed_labels(rng, pop["tier"][mask], d.labels_per_tier)
     first = _label(rng, truth, d)
     double = routed & (rng.random(truth.size) < d.double_label_share)
     second = _label(rng, truth, d)
@@ -124,7 +128,7 @@ def _sample(rng: np.random.Generator, pop: dict[str, np.ndarray], d: Design) -> 
             "tier": np.take(TIERS, pop["tier"][mask]),
             "route": np.take(ROUTES, pop["code"][mask]),
             "language": np.take(LANGS, pop["zh"][mask]),
-            "answer_chars": np.where(pop["long"][mask] == 1, 1500, 120),
+            "prompt_chars": np.where(pop["long"][mask] == 1, 1500, 120),  # long requests: a request-side cell
             "truth": truth,
             "judge": judge,
             "sample_prob": pi[mask],
@@ -133,6 +137,16 @@ def _sample(rng: np.random.Generator, pop: dict[str, np.ndarray], d: Design) -> 
             "second": np.where(double, second, np.nan),
         }
     )
+
+
+def _fixed_labels(rng: np.random.Generator, tier: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exactly k routed items per tier, a simple random sample of its sampled items (probability k / n_tier)."""
+    rho, routed = np.zeros(tier.size), np.zeros(tier.size, dtype=bool)
+    for t in np.unique(tier):
+        rows = np.flatnonzero(tier == t)
+        rho[rows] = min(k, rows.size) / rows.size
+        routed[rng.choice(rows, min(k, rows.size), replace=False)] = True
+    return rho, routed
 
 
 def _golden(rng: np.random.Generator, tier: int, d: Design) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -180,7 +194,7 @@ def replicate(rng: np.random.Generator, d: Design, out: Outcome) -> None:
     a, b = TIERS[1], TIERS[0]
     gap_truth = truth[a] - truth[b]
     for method, (ea, eb) in (("corrected", (est[a], est[b])), ("human", (hum[a], hum[b]))):
-        g = difference(ea.estimate, ea.se, eb.estimate, eb.se)
+        g = difference(ea.estimate, ea.se, eb.estimate, eb.se, df=min(ea.n_labeled, eb.n_labeled) - 1)
         out.add("gap unadjusted", method, g.estimate, g.low, g.high, gap_truth)
     g = difference(naive[a][0], naive[a][1], naive[b][0], naive[b][1])
     out.add("gap unadjusted", "naive", g.estimate, g.low, g.high, gap_truth)
@@ -195,11 +209,13 @@ def _adjusted(pop: dict[str, np.ndarray], a: pd.DataFrame, b: pd.DataFrame, d: D
     mean = [np.bincount(cell[tier == k], truth_i[tier == k], 8) / np.bincount(cell[tier == k], None, 8) for k in (0, 1)]
     share = np.bincount(cell, None, 8) / cell.size
     truth = float(share @ (mean[1] - mean[0]))
-    ma, mb, _ = mix_weights(a, b)
+    mix = mix_weights(a, b)
+    ma, mb = mix.weight_a, mix.weight_b
     results = {}
     for method, lam in (("corrected", None), ("human", 0.0)):
         ea, eb = _corrected(a, d, ma, lam), _corrected(b, d, mb, lam)
-        results[method] = difference(ea.estimate, ea.se, eb.estimate, eb.se)
+        df = min(ea.n_labeled, eb.n_labeled) - 1
+        results[method] = difference(ea.estimate, ea.se, eb.estimate, eb.se, df=df)
     for method, g in results.items():
         out.add("gap adjusted", method, g.estimate, g.low, g.high, truth)
     fa, fb = a["judge"].to_numpy(), b["judge"].to_numpy()

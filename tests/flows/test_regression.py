@@ -107,11 +107,13 @@ async def test_first_release_passes_with_a_note_and_is_stored(db: str, tmp_path:
 async def test_same_answers_pass_and_bad_quantized_answers_regress(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    assert (await gate(db, tmp_path, "r1", answers=recorded(answer_files)))["exit_code"] == 0
+    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files))
+    assert first["exit_code"] == 0
+    assert any("no baseline tier declared" in note for note in first["notes"])  # no role, no tier comparison
     accept(db, "r1")
-    same = await gate(db, tmp_path, "r2", answers=recorded(answer_files))
+    same = await gate(db, tmp_path, "r2", answers=recorded(answer_files), baseline_tier="full")
     assert same["exit_code"] == 0, same["summary"]
-    worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"))
+    worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert worse["exit_code"] == 1, worse["summary"]
     assert {r["tier"] for r in worse["regressions"]} == {"quantized"}
     faith = next(r for r in worse["regressions"] if r["criterion"] == "faithfulness")
@@ -148,11 +150,11 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
 async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    first = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     before = row_counts(db)
     with make_engine(db).connect() as conn:
         verdict_ids = set(conn.execute(text("SELECT id FROM verdict")).scalars())
-    again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    again = await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert row_counts(db) == before  # the judge's trust measured once, before the first gate: cached since
     # 40 golden items x 2 tiers, plus the 40 quantized-vs-full pairs and their pairwise verdicts; and the judge's
     # measurement before the first gate (JUDGEWATCH_TRUST_GATE_ITEMS = 20 pairs: 40 known answers, 20 x 12 probes)
@@ -169,8 +171,8 @@ async def test_rerunning_a_release_resumes_and_stores_nothing_twice(
 async def test_a_changed_recorded_answer_is_stored_and_judged_again(
     db: str, tmp_path: Path, answer_files: Files
 ) -> None:
-    await gate(db, tmp_path, "r1", answers=recorded(answer_files))
-    await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"))
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files), baseline_tier="full")
+    await gate(db, tmp_path, "r1", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert row_counts(db)["verdict"] == 120 + MEASURED  # and the judge's trust measurement, once
     with make_engine(db).connect() as conn:
         judged_now = [json.loads(c)["judged_now"] for c in conn.execute(text(REGRESSION_RUN_COUNTS)).scalars()]

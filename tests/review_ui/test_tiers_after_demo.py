@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
+from judgewatch.calibration.view_snapshot import stored_views
 from judgewatch.review.accounts import add_reviewer
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
@@ -60,6 +61,24 @@ def test_the_demo_leaves_release_estimates_corrected_by_dataset_annotations_and_
     with session_scope(demo_store) as session:  # labels derived from a dataset are never trust evidence
         evidence = set(session.execute(select(table(TrustRecord).c.evidence)).scalars())
     assert evidence and TrustEvidence.human_labels.value not in evidence
+
+
+def test_after_the_demo_no_estimate_on_fewer_than_the_minimum_of_labels_has_an_interval(demo_store: Engine) -> None:
+    """The document `judgewatch report tiers --format json` prints: below the minimum, a null interval and why."""
+    view = stored_views(demo_store, rubric_name="answer_quality", period="90d").pick(None)
+    assert view is not None
+    doc, need = view.document, view.document["min_labels"]
+    few = [r for r in doc["release"] if r["n_labeled"] < need]
+    assert few  # the demo routes 10% of each release's verdicts: a handful of labels per tier and golden set
+    for row in few:
+        assert row["low"] is None and row["high"] is None
+        assert row["interval_note"] == f"too few labels (n={row['n_labeled']}, need {need})"
+    for row in doc["release"] + doc["gaps"]:
+        if row["low"] is not None:
+            assert row["high"] > row["low"] and not row["interval_note"], row
+    for row in doc["agreement"]:
+        if row["n"] < need:
+            assert row["interval_note"] and row["weighted_kappa"]["low"] is None
 
 
 @pytest.mark.browser

@@ -20,7 +20,14 @@ from judgewatch.calibration.estimands import (
 )
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.summary import summarize
-from judgewatch.calibration.tier_gap import GAP_ADJUSTED, GAP_SAME_ITEMS, GAP_TRAFFIC, same_item_gaps, traffic_gaps
+from judgewatch.calibration.tier_gap import (
+    GAP_ADJUSTED,
+    GAP_RELEASE_UNPAIRED,
+    GAP_SAME_ITEMS,
+    GAP_TRAFFIC,
+    same_item_gaps,
+    traffic_gaps,
+)
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.storage.db import session_scope
@@ -158,5 +165,60 @@ def test_mix_adjusted_gap_removes_the_gap_that_only_the_request_mix_made() -> No
     assert (raw.tier, raw.baseline) == ("int4", "full")
     assert raw.high < -0.8 and raw.p_value < 1e-6  # unadjusted: int4 looks much worse
     assert adjusted.low <= 0.0 <= adjusted.high and adjusted.p_value > 0.01  # same requests: no gap
-    assert "2 route x language x answer length" in adjusted.reference_mix and adjusted.left_out == 0
+    assert "over the 2 route x language x stratum x prompt length" in adjusted.reference_mix
+    assert adjusted.left_out == 0 and adjusted.dropped_cells == () and adjusted.dropped_share == 0.0
     assert raw.n_labeled == adjusted.n_labeled > 100 and raw.reference_mix == ""
+
+
+def test_a_tier_that_truncates_its_answers_keeps_its_gap_after_the_mix_adjustment() -> None:
+    """The answer is what the tier produced: its length must not form the cells, or the gap is adjusted away."""
+    frame = _traffic_frame(np.random.default_rng(9))
+    frame = frame[frame["route"] == "chat"].copy()
+    int4 = frame["tier"] == "int4"
+    frame.loc[int4, "answer_chars"] = 40  # int4 truncates every answer ...
+    frame.loc[int4, "human"] = (frame.loc[int4, "human"] - 2).clip(lower=1)  # ... and is worse for it
+    frame.loc[int4, "judge"] = (frame.loc[int4, "judge"] - 2).clip(lower=1)
+    gaps = {g.estimand: g for g in traffic_gaps(frame)}
+    adjusted = gaps[GAP_ADJUSTED]
+    assert adjusted.high < -1.0 and adjusted.left_out == 0  # the gap is measured, nothing dropped
+
+
+def test_cells_only_one_tier_served_are_named_with_their_share_of_traffic() -> None:
+    frame = _traffic_frame(np.random.default_rng(9))
+    only = (frame["tier"] == "int4") & (frame["route"] == "chat") & (frame.index % 3 == 0)
+    frame.loc[only, "route"] = "search"  # a route only int4 serves
+    adjusted = next(g for g in traffic_gaps(frame) if g.estimand == GAP_ADJUSTED)
+    assert adjusted.dropped_cells == ("search|en|-|short|-|-",) and adjusted.left_out == int(only.sum())
+    weights = 1.0 / frame["sample_prob"]
+    share = weights[only].sum() / weights.sum()
+    assert adjusted.dropped_share == pytest.approx(share)
+    assert f"holding {share:.1%} of the traffic: search|en|-|short|-|-" in adjusted.reference_mix
+
+
+def _release_frame(rng: np.random.Generator, *, same_items: bool) -> pd.DataFrame:
+    """Release r1's golden items on two tiers, 60 each, a third labeled; `same_items=False`: disjoint items."""
+    rows = []
+    for tier, mean in (("full", 4.2), ("int4", 3.6)):
+        for k in range(60):
+            key = f"g{k}" if same_items else f"{tier}-g{k}"
+            true = float(np.clip(round(rng.normal(mean, 0.8)), 1, 5))
+            labeled = k % 3 == 0
+            rows.append(
+                {
+                    "source": f"release:r1/{tier}/golden", "tier": tier, "criterion": "faithfulness",
+                    "item_key": key, "judge": true, "human": true if labeled else np.nan,
+                    "inclusion_prob": 1 / 3 if labeled else np.nan, "label_via": "ui" if labeled else None,
+                    "at": pd.Timestamp(START),
+                }
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_tiers_that_answered_different_items_get_an_unpaired_gap_never_labelled_same_items() -> None:
+    (gap,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=False))
+    assert gap.estimand == GAP_RELEASE_UNPAIRED and gap.paired is False
+    assert "different items" in gap.reference_mix and "the same golden items" not in gap.reference_mix
+    assert gap.low < gap.estimate < gap.high and gap.interval_note == ""
+    (paired,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=True))
+    assert paired.estimand == GAP_SAME_ITEMS and paired.paired is True
+    assert "paired: the same golden items of release r1" in paired.reference_mix

@@ -9,6 +9,7 @@ import pytest
 from judgewatch.regression.answer_prompt import TemplateError
 from judgewatch.regression.serving import TierError, TierParams, parse_tiers
 from judgewatch.regression.tier_config import (
+    baseline_tier,
     credentials,
     load_configured_tiers,
     load_tiers_file,
@@ -72,6 +73,32 @@ tiers:
 def test_a_bare_list_of_tiers_is_accepted(tmp_path: Path) -> None:
     path = write(tmp_path, "- {name: full, base_url: 'http://h:1/v1', model: m}\n")
     assert [s.name for s in load_tiers_file(path)] == ["full"]
+
+
+def test_the_baseline_tier_is_the_one_the_file_marks_or_the_one_asked_for_never_a_name(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "- {name: big, base_url: 'http://h:1/v1', model: m, baseline: true}\n"
+        "- {name: full, base_url: 'http://h:2/v1', model: m}\n"
+        "- {name: quantized, base_url: 'http://h:3/v1', model: m}\n",
+    )
+    specs = load_tiers_file(path)
+    assert baseline_tier(specs) == "big"  # not "full": roles come from the file
+    assert baseline_tier(specs, "quantized") == "quantized"
+    with pytest.raises(TierError, match="--baseline-tier 'fp8' is not a tier of this run"):
+        baseline_tier(specs, "fp8")
+    unmarked = load_tiers_file(write(tmp_path, "- {name: full, base_url: 'http://h:1/v1', model: m}\n", "b.yaml"))
+    assert baseline_tier(unmarked) is None  # no role declared: no within-release comparison
+
+
+def test_two_baseline_tiers_in_one_file_are_refused_with_the_file_named(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "- {name: a, base_url: 'http://h:1/v1', model: m, baseline: true}\n"
+        "- {name: b, base_url: 'http://h:2/v1', model: m, baseline: true}\n",
+    )
+    with pytest.raises(TierError, match=r"tiers.yaml: field 'baseline': only one tier can be the baseline, got 'a'"):
+        load_tiers_file(path)
 
 
 @pytest.mark.parametrize(

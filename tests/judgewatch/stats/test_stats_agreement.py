@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from judgewatch.stats.agreement import bias, cohen_kappa, confusion_matrix, exact_agreement, spearman, weighted_kappa
+from judgewatch.stats.agreement import (
+    bias,
+    cohen_kappa,
+    confusion_matrix,
+    exact_agreement,
+    gwet_ac1,
+    spearman,
+    weighted_kappa,
+)
 
 
 def ratings_from_table(table: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
@@ -127,3 +135,17 @@ def test_bias_is_mean_judge_minus_human_with_a_t_interval() -> None:
     b = bias([2, 4, 6], [1, 2, 3])
     assert b.estimate == pytest.approx(2.0)
     assert (b.low, b.high) == pytest.approx((2 - 2.484138, 2 + 2.484138), abs=1e-5)
+
+
+def test_gwet_ac1_stays_high_where_extreme_prevalence_collapses_kappa() -> None:
+    judge = np.array([5.0] * 48 + [4.0, 5.0])  # 96% exact agreement, nearly every rating a 5
+    human = np.array([5.0] * 48 + [5.0, 4.0])
+    kappa = weighted_kappa(judge, human, categories=[1, 2, 3, 4, 5], n_boot=200)
+    ac1 = gwet_ac1(judge, human, categories=[1, 2, 3, 4, 5], n_boot=200)
+    assert kappa.estimate < 0.05
+    assert ac1.estimate > 0.9 and ac1.low < ac1.estimate <= ac1.high
+
+
+def test_bias_of_a_few_identical_differences_is_not_a_zero_width_interval() -> None:
+    e = bias(np.array([5.0, 5.0, 5.0]), np.array([5.0, 5.0, 5.0]))
+    assert e.estimate == 0.0 and e.high - e.low > 1.0

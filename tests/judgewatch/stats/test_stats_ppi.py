@@ -58,12 +58,30 @@ def test_fixed_lambda_one_is_the_original_ppi_estimate() -> None:
     assert e.lam == 1.0
 
 
-def test_classical_mean_is_the_normal_interval_of_the_labels() -> None:
+def test_classical_mean_is_the_hc3_student_t_interval_of_the_labels() -> None:
     y = np.array([1.0, 2.0, 4.0, 5.0, 3.0])
     e = classical_mean(y)
-    half = 1.959964 * y.std(ddof=1) / np.sqrt(5)
+    # t quantile with 4 degrees of freedom; HC3 scales each residual by 1 / (1 - 1/5)
+    half = 2.776445 * np.sqrt(np.sum(((y - 3.0) / 0.8) ** 2)) / 5
     assert e.estimate == pytest.approx(3.0)
     assert (e.low, e.high) == pytest.approx((3.0 - half, 3.0 + half), abs=1e-5)
+
+
+def test_a_few_identical_labels_never_give_a_zero_width_interval() -> None:
+    for n in (2, 3, 5):
+        y = np.full(n, 5.0)
+        human = classical_mean(y)
+        corrected = ppi_mean(y, y, np.full(40, 5.0))  # the judge agrees on every labeled item
+        for e in (human, corrected):
+            assert e.estimate == pytest.approx(5.0)
+            assert e.high - e.low > 0.5, (n, e)
+
+
+def test_below_the_minimum_of_labels_there_is_no_interval() -> None:
+    y = np.array([4.0, 5.0, 3.0])
+    e = ppi_mean(y, y, np.array([4.0, 5.0, 3.0, 4.0]), min_labels=5)
+    assert e.estimate == pytest.approx(4.0) and np.isnan(e.low) and np.isnan(e.high)
+    assert np.isfinite(ppi_mean(y, y, np.array([4.0, 5.0, 3.0, 4.0]), min_labels=3).low)
 
 
 def test_inverse_probability_weights_remove_the_bias_of_targeted_routing() -> None:

@@ -22,3 +22,10 @@ def test_corrected_intervals_cover_the_known_truth_where_judge_only_and_pooled_o
 def test_dropping_the_weights_breaks_the_coverage() -> None:
     out = run(15, seed=8, design=Design(weighted=False))
     assert out.lowest("corrected") < 0.5
+
+
+def test_with_five_labels_per_tier_the_intervals_still_cover_and_are_never_zero_width() -> None:
+    out = run(40, seed=11, design=Design(labels_per_tier=5, population=12_000))
+    for q in QUANTITIES:
+        assert out.coverage(q, "corrected") >= 0.85, q
+        assert min(out.width[(q, "corrected")]) > 0.3, q  # five labels cannot pin a mean down

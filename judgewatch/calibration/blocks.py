@@ -1,0 +1,134 @@
+"""The report's format-free content (`Block`s) and its renderings: Markdown with PNG files beside it, one
+self-contained HTML file, JSON; and a block as JSON for the stored page snapshots."""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+logger = logging.getLogger(__name__)
+
+Format = Literal["md", "html", "json"]
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: Literal["h1", "h2", "p", "warn", "table", "image"]
+    text: str = ""
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    image: bytes = b""
+    name: str = ""
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(content: list[Block], path: Path) -> list[Path]:
+    """Write `path` (Markdown) and its PNG files beside it (`<stem>_<name>.png`); returns every file written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written, lines = [], []
+    for b in content:
+        if b.kind == "h1":
+            lines += [f"# {b.text}", ""]
+        elif b.kind == "h2":
+            lines += [f"## {b.text}", ""]
+        elif b.kind == "p":
+            lines += [b.text, ""]
+        elif b.kind == "warn":
+            lines += [f"> **Warning:** {b.text}", ""]
+        elif b.kind == "table":
+            lines.append("| " + " | ".join(_md_cell(h) for h in b.headers) + " |")
+            lines.append("|" + "---|" * len(b.headers))
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            lines.append("")
+        elif b.kind == "image":
+            image = path.with_name(f"{path.stem}_{b.name}.png")
+            image.write_bytes(b.image)
+            written.append(image)
+            lines += [f"![{b.text}]({image.name})", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return [path, *written]
+
+
+def render_html(content: list[Block], path: Path, title: str) -> list[Path]:
+    """Write one self-contained HTML file (images inline as base64 PNG)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    parts = []
+    for b in content:
+        text = html.escape(b.text)
+        if b.kind in ("h1", "h2"):
+            parts.append(f"<{b.kind}>{text}</{b.kind}>")
+        elif b.kind == "p":
+            parts.append(f"<p>{text}</p>")
+        elif b.kind == "warn":
+            parts.append(f'<p class="warn"><strong>Warning:</strong> {text}</p>')
+        elif b.kind == "table":
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in b.headers)
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in b.rows)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif b.kind == "image":
+            data = base64.b64encode(b.image).decode("ascii")
+            parts.append(
+                f'<figure><img alt="{text}" src="data:image/png;base64,{data}"><figcaption>{text}</figcaption></figure>'
+            )
+    style = (
+        "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:.5em 0 1.5em}"
+        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}"
+        "th{background:#f3f3f3}.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:.5em}img{max-width:100%}"
+    )
+    document = (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n"
+    )
+    path.write_text(document, encoding="utf-8")
+    return [path]
+
+
+def render_json(document: dict[str, Any], path: Path) -> list[Path]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [path]
+
+
+def write_blocks(
+    content: list[Block], document: dict[str, Any], output: Path, fmt: Format, *, title: str
+) -> list[Path]:
+    """Render a report's blocks (md, html) or its JSON document at `output`; returns the files written."""
+    if fmt == "md":
+        return render_markdown(content, output)
+    if fmt == "html":
+        return render_html(content, output, title)
+    if fmt == "json":
+        return render_json(document, output)
+    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
+
+
+def block_to_json(block: Block) -> dict[str, Any]:
+    """A block as JSON (the image as base64), for snapshots."""
+    return {
+        "kind": block.kind,
+        "text": block.text,
+        "headers": list(block.headers),
+        "rows": [list(r) for r in block.rows],
+        "image": base64.b64encode(block.image).decode("ascii"),
+        "name": block.name,
+    }
+
+
+def block_from_json(data: dict[str, Any]) -> Block:
+    return Block(
+        data["kind"],
+        data.get("text", ""),
+        tuple(data.get("headers", ())),
+        tuple(tuple(r) for r in data.get("rows", ())),
+        base64.b64decode(data.get("image", "")),
+        data.get("name", ""),
+    )
