@@ -109,7 +109,7 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
     engine = make_engine(url)
     try:
         rubric_obj = load_rubric(job.rubric, settings.rubrics_dir)
-        judge_obj = chain(judge_links(job.judge, settings))
+        judge_obj = chain(judge_links(job.judge, settings, rubric=rubric_obj))
         judging = JudgingRun(
             engine,
             kind=RunKind.sampling,
