@@ -51,7 +51,9 @@ def judge_links(
     if rubric is not None and rubric.only_checks:
         from judges.checks import CheckJudge
 
-        logger.info("rubric '%s' has only check criteria: judged by the check judge, not by --judge", rubric.name)
+        # One line: a warning when a --judge was given (it is not used), else for the record.
+        log = logger.warning if spec is not None else logger.info
+        log("rubric '%s' has only check criteria: judged by the check judge, not by --judge", rubric.name)
         return [CheckJudge()]
     if fallback_reference and REFERENCE not in parts:
         parts.append(REFERENCE)

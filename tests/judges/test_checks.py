@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from judges.base import plan
 from judges.checks import CheckJudge
+from judges.config import EndpointConfig
 from judges.factory import judge_links
+from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
 from judgewatch.cli import get_app
 from judgewatch.contract.items import JudgeItem
@@ -23,9 +25,13 @@ from judgewatch.contract.verdicts import UnscoredReason, VerdictStatus
 from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.testing.simulator import SimulatorHandle
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATE = "{% block system %}Grade.{% endblock %}{% block user %}{{ answer }}{% endblock %}\n"
+TEMPLATE = (
+    "{% block system %}Grade.{% endblock %}"
+    "{% block user %}Criteria to score: {{ to_score | join(', ') }}.\n{{ answer }}{% endblock %}\n"
+)
 DOWN = "http://127.0.0.1:9/v1"  # the discard port: nothing answers there
 
 
@@ -204,3 +210,25 @@ def test_judge_cli_stores_check_verdicts_with_no_endpoint(tmp_path: Path, db_url
     finally:
         engine.dispose()
     assert sorted(stored) == [("check", "scored")] * 3
+
+
+async def test_the_endpoint_judge_is_not_asked_the_checks_and_its_verdict_carries_them(
+    tmp_path: Path, sim: SimulatorHandle
+) -> None:
+    criteria = [
+        {"name": "relevance", "description": "On topic?", "anchors": {n: f"level {n}" for n in range(1, 6)}},
+        {"name": "valid_json", "description": "JSON", "check": {"kind": "json"}},
+    ]
+    rubric = load_rubric(write_rubric(tmp_path, "mixed", criteria))
+    judge = OpenAIJudge(EndpointConfig(sim.base_url, "sim-judge", backoff_s=0.01))
+    try:
+        verdict = await judge.judge(JudgeItem(id="m1", question="Capital of France?", answer='{"a": "Paris"}'), rubric)
+    finally:
+        await judge.aclose()
+    (body,) = sim.state.captured
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert "valid_json" not in json.dumps(schema) and "relevance" in json.dumps(schema)
+    assert "Criteria to score: relevance." in body["messages"][-1]["content"]
+    assert verdict.status == VerdictStatus.scored and verdict.judge.kind == "openai"
+    assert verdict.scores["valid_json"] == 5 and verdict.scores["relevance"] is not None
+    assert verdict.reason.endswith("| checks: valid_json pass: valid JSON")
