@@ -191,7 +191,7 @@ async def anchors(
     new_hash = summary.series.judge.config_hash if summary.series else None
     before = None  # the anchors' scores before the endpoint changed under the same configuration
     if rejudge:
-        judge = chain(judge_links(judge_spec, settings, fallback_reference=False))
+        judge = chain(judge_links(judge_spec, settings, fallback_reference=False, rubric=rubric))
         try:
             new_hash = judge.identity(rubric).config_hash
             out.update(endpoint_fingerprint(engine, judge))

@@ -128,7 +128,7 @@ async def post_release_regression(
     judge_obj = None
     if inputs is not None:
         try:
-            judge_obj = chain(judge_links(judge, settings, fallback_reference=False))
+            judge_obj = chain(judge_links(judge, settings, fallback_reference=False, rubric=inputs.rubric))
         except ValueError as exc:
             problems.append(str(exc))
     try:

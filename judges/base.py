@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from judgewatch.contract.items import JudgeItem
@@ -56,15 +57,53 @@ def config_hash(rubric: Rubric, **params: object) -> str:
 
 
 def plan(rubric: Rubric, item: JudgeItem) -> tuple[list[str], list[str]]:
-    """(criteria to score, criteria not applicable): reference-needing criteria need references."""
+    """(criteria to score, criteria not applicable) for a judge: reference-needing criteria need references.
+
+    Check criteria are in neither list: no judge is asked them; `scored_verdict` adds their scores.
+    """
     applicable = {c.name for c in rubric.applicable(item.has_references)}
-    to_score = [c.name for c in rubric.criteria if c.name in applicable]
-    not_applicable = [c.name for c in rubric.criteria if c.name not in applicable]
+    model = [c.name for c in rubric.criteria if c.check is None]
+    to_score = [name for name in model if name in applicable]
+    not_applicable = [name for name in model if name not in applicable]
     return to_score, not_applicable
 
 
+@dataclass
+class Checked:
+    """The rubric's check criteria on one item: scores (max level pass, min level fail), N/A, one reason."""
+
+    scores: dict[str, int] = field(default_factory=dict)
+    not_applicable: list[str] = field(default_factory=list)
+    reason: str = ""
+
+
+def run_checks(rubric: Rubric, item: JudgeItem) -> Checked:
+    """Score every check criterion of `rubric` on `item` (deterministic, no I/O)."""
+    checked = Checked()
+    parts: list[str] = []
+    for criterion in rubric.check_criteria:
+        assert criterion.check is not None
+        result = criterion.check.evaluate(item)
+        if result.outcome == "not_applicable":
+            checked.not_applicable.append(criterion.name)
+        else:
+            passed = result.outcome == "pass"
+            checked.scores[criterion.name] = rubric.scale.max if passed else rubric.scale.min
+        parts.append(f"{criterion.name} {result.outcome}: {result.reason}")
+    if parts:
+        checked.reason = "checks: " + "; ".join(parts)
+    return checked
+
+
 def no_reference_verdict(item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
-    """Every criterion needs references and the item has none: unscored, not guessed."""
+    """Every judge criterion needs references and the item has none: unscored, not guessed.
+
+    The rubric's check criteria are still scored when any applies (the judged criteria are N/A).
+    """
+    if rubric.check_criteria:
+        _, not_applicable = plan(rubric, item)
+        if run_checks(rubric, item).scores:
+            return scored_verdict(item, rubric, identity, {}, not_applicable, "")
     return Verdict.unscored(
         item.id,
         UnscoredReason.no_reference,
@@ -85,7 +124,15 @@ def scored_verdict(
     reason: str,
     **extra: object,
 ) -> Verdict:
-    """A scored verdict with N/A criteria as None and the rubric's weighted overall."""
+    """A scored verdict with N/A criteria as None and the rubric's weighted overall.
+
+    The rubric's check criteria are scored here, merged with the judge's scores, and named in the reason.
+    """
+    if rubric.check_criteria:
+        checked = run_checks(rubric, item)
+        scores = {**scores, **checked.scores}
+        not_applicable = [*not_applicable, *checked.not_applicable]
+        reason = f"{reason} | {checked.reason}" if reason else checked.reason
     all_scores: dict[str, int | None] = {c.name: scores.get(c.name) for c in rubric.criteria}
     return Verdict(
         item_id=item.id,

@@ -1,5 +1,8 @@
 """`--judge` to a judge: "reference", an OpenAI-compatible URL, or a comma-separated chain of them.
 
+A rubric whose criteria are all deterministic checks is judged by the check judge whatever `--judge` says
+(docs/checks.md): it needs no endpoint.
+
 By default the offline reference judge is appended as the last link, so an endpoint outage degrades to
 reference verdicts (labeled as such on every verdict) instead of stopping the run.
 """
@@ -11,6 +14,7 @@ import logging
 
 from judges.base import Judge
 from judges.config import judge_endpoint
+from judgewatch.contract.rubric import Rubric
 from judgewatch.redact import mask_url
 from judgewatch.settings import Settings
 
@@ -37,9 +41,20 @@ def judge_links(
     concurrency: int | None = None,
     *,
     fallback_reference: bool = True,
+    rubric: Rubric | None = None,
 ) -> list[Judge]:
-    """The chain's judges in order; no spec means the configured judge URL and its fallback URLs."""
+    """The chain's judges in order; no spec means the configured judge URL and its fallback URLs.
+
+    A `rubric` whose criteria are all checks gets the check judge alone (a malformed `--judge` still raises).
+    """
     parts = parse_judge_spec(spec) if spec is not None else [settings.judge_url, *settings.judge_fallback_urls]
+    if rubric is not None and rubric.only_checks:
+        from judges.checks import CheckJudge
+
+        # One line: a warning when a --judge was given (it is not used), else for the record.
+        log = logger.warning if spec is not None else logger.info
+        log("rubric '%s' has only check criteria: judged by the check judge, not by --judge", rubric.name)
+        return [CheckJudge()]
     if fallback_reference and REFERENCE not in parts:
         parts.append(REFERENCE)
     links: list[Judge] = []

@@ -301,7 +301,7 @@ class ReferenceJudge:
         return verdict
 
     def _verdict(self, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
-        unknown = [c.name for c in rubric.criteria if c.name not in CRITERIA]
+        unknown = [c.name for c in rubric.criteria if c.name not in CRITERIA and c.check is None]
         if unknown:
             return Verdict.unscored(
                 item.id,

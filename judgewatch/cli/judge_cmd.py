@@ -136,12 +136,13 @@ async def _connect(
     model: str | None,
     concurrency: int | None,
     fallback_reference: bool,
+    rubric: Rubric,
 ) -> tuple[Judge, Judge]:
     """The chain of reachable judges and the configured (first) one; CannotRun when none answers its health check."""
     from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links
 
     try:
-        links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference)
+        links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference, rubric=rubric)
     except ValueError as exc:  # a malformed --judge
         raise CannotRun(str(exc)) from exc
     up, down = await healthy_links(links)
@@ -193,7 +194,7 @@ async def _run(
         raise CannotRun(str(exc)) from exc
     except OSError as exc:
         raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
-    judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference)
+    judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference, rubric)
     quarantined: list[QuarantineRecord] = []
 
     def items() -> Iterator[JudgeItem]:

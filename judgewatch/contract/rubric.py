@@ -14,6 +14,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from judgewatch.contract.checks import CheckSpec
 from judgewatch.contract.items import Language
 from judgewatch.contract.verdicts import RubricIdentity
 
@@ -49,6 +50,7 @@ class Criterion(BaseModel):
     anchors: dict[int, str] = Field(default_factory=dict)  # required (covering the scale) for pointwise rubrics
     description_zh: str | None = None
     anchors_zh: dict[int, str] | None = None
+    check: CheckSpec | None = None  # scored by a deterministic rule, not by a judge (docs/checks.md)
 
 
 class Rubric(BaseModel):
@@ -77,7 +79,11 @@ class Rubric(BaseModel):
             if criterion.name in seen:
                 raise ValueError(f"criteria.{i}.name: duplicate criterion '{criterion.name}'")
             seen.add(criterion.name)
+            if criterion.check is not None and self.kind == "pairwise":
+                raise ValueError(f"criteria.{i}.check ({criterion.name}): checks need a pointwise rubric")
             if self.kind == "pairwise":  # a pairwise verdict names a winner: there is no scale to anchor
+                continue
+            if criterion.check is not None and not criterion.anchors:  # pass = max level, fail = min level
                 continue
             for field, anchors in (("anchors", criterion.anchors), ("anchors_zh", criterion.anchors_zh)):
                 if anchors is None:
@@ -114,6 +120,16 @@ class Rubric(BaseModel):
             if criterion.name == name:
                 return criterion
         raise KeyError(name)
+
+    @property
+    def check_criteria(self) -> list[Criterion]:
+        """Criteria scored by a deterministic check (`judges/checks.py`), never asked of a judge."""
+        return [c for c in self.criteria if c.check is not None]
+
+    @property
+    def only_checks(self) -> bool:
+        """Every criterion is a check: the rubric needs no judge at all."""
+        return all(c.check is not None for c in self.criteria)
 
     def applicable(self, has_references: bool) -> list[Criterion]:
         """Criteria that can be judged; those needing references are not applicable without them."""

@@ -23,6 +23,7 @@ class UnscoredReason(StrEnum):
     rate_limited = "rate_limited"  # 429 still after the retries
     no_reference = "no_reference"  # every criterion needed references the item does not have
     too_long = "too_long"  # rubric + question + answer alone exceed the judge's context window; nothing was sent
+    not_applicable = "not_applicable"  # no criterion applies to the item (its deterministic checks say why in `detail`)
     judge_error = "judge_error"  # anything else, with the message in `detail`
 
 

@@ -1,0 +1,61 @@
+"""The check judge: scores a rubric's deterministic check criteria (regex, JSON / JSON Schema, reference match,
+length, refusal) with no model, no endpoint and no judge capacity (docs/checks.md).
+
+A rubric whose criteria are all checks is judged by this judge whatever `--judge` says (`judges.factory`).
+In a rubric that mixes checks and judged criteria, the judge is not asked the checks: `judges.base.plan`
+leaves them out and `scored_verdict` merges their scores into the judge's verdict.
+"""
+
+from __future__ import annotations
+
+import time
+
+from judges.base import config_hash, run_checks, scored_verdict
+from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.rubric import Rubric
+from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
+
+# Bump on ANY change that can alter a check's outcome (rules, built-in phrase lists): it is in the config hash.
+CHECKS_VERSION = "1.0.0"
+NAME = "checks"
+
+
+class CheckJudge:
+    """Deterministic: the same answer under the same rubric always gets the same verdict."""
+
+    kind = "check"
+    # A rule has no judgement to measure: the gate needs no trust record for it (docs/checks.md).
+    deterministic = True
+
+    def __repr__(self) -> str:
+        return f"CheckJudge({CHECKS_VERSION})"
+
+    def identity(self, rubric: Rubric) -> JudgeIdentity:
+        return JudgeIdentity(kind=self.kind, name=NAME, config_hash=config_hash(rubric, checks_version=CHECKS_VERSION))
+
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        start = time.perf_counter()
+        identity = self.identity(rubric)
+        unchecked = [c.name for c in rubric.criteria if c.check is None]
+        if unchecked:  # a programming error: the factory only routes all-check rubrics here
+            raise ValueError(
+                f"rubric '{rubric.name}': criteria {unchecked} are not checks; the check judge cannot score them"
+            )
+        checked = run_checks(rubric, item)
+        if checked.scores:
+            verdict = scored_verdict(item, rubric, identity, {}, [], "")
+        else:
+            verdict = Verdict.unscored(
+                item.id,
+                UnscoredReason.not_applicable,
+                judge=identity,
+                rubric=rubric.identity,
+                detail=checked.reason,
+                not_applicable=checked.not_applicable,
+                scores={c.name: None for c in rubric.criteria},
+            )
+        verdict.latency_ms = (time.perf_counter() - start) * 1000.0
+        return verdict
+
+    async def aclose(self) -> None:
+        return None
