@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
 from judges.base import Judge
+from judges.checks import CheckJudge
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.regression.golden import GoldenSet
@@ -43,7 +44,19 @@ def resolve_baselines(
 def resolve_trust(
     engine: Engine, identity: JudgeIdentity, rubric: Rubric, settings: Settings, accept_unvalidated: bool
 ) -> TrustVerdict:
-    """The judge's measured trust under this rubric; `accept_unvalidated` turns a refusal into a loud warning."""
+    """The judge's measured trust under this rubric; `accept_unvalidated` turns a refusal into a loud warning.
+
+    The check judge (kind `check`) applies the rubric's deterministic rules and has no model to measure: it is
+    trusted by construction, and the report says so."""
+    if identity.kind == CheckJudge.kind:
+        return TrustVerdict(
+            judge_name=identity.name,
+            judge_config_hash=identity.config_hash,
+            rubric=f"{rubric.name} {rubric.version}",
+            trustworthy=True,
+            summary=f"judge {identity.kind}:{identity.name} (config {identity.config_hash[:12]}), rubric "
+            f"{rubric.name} {rubric.version}: deterministic checks, no model to measure: trusted by construction",
+        )
     verdict = trust_for(engine, identity, rubric.identity, policy=policy_from_settings(settings))
     return verdict.accept_unvalidated() if accept_unvalidated else verdict
 

@@ -51,13 +51,14 @@ def test_a_release_whose_answers_break_the_schema_is_a_regression(tmp_path: Path
     )
     runner, app = CliRunner(), standalone_app()
     common = ["--rubric", "json_answer", "--dataset", str(golden), "--judge", DOWN, "--database-url", db]
-    # h1 makes an unmeasured judge exit 2; a deterministic check needs no trust measurement (docs/checks.md).
-    common.append("--accept-unvalidated-judge")
+    # No --accept-unvalidated-judge: deterministic checks have no model to measure (docs/checks.md).
 
     first = runner.invoke(
         app, ["regress", "--release", "r1", *common, "--answers", f"full={good}", "--report", str(tmp_path / "r1.md")]
     )
     assert first.exit_code == 0, first.output
+    assert "trusted by construction" in (tmp_path / "r1.md").read_text()
+    assert "ACCEPTED ON PURPOSE" not in first.output
     accepted = runner.invoke(app, ["baseline", "accept", "--release", "r1", "--database-url", db])
     assert accepted.exit_code == 0, accepted.output
 
