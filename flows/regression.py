@@ -40,6 +40,7 @@ from flows.regression_tasks import (
 from flows.serving import serve_declared, serve_main
 from judges.base import Judge
 from judges.factory import chain, judge_links
+from judgewatch.judging.costs import release_cost
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.options import DEFAULTS, GateOptions
@@ -215,6 +216,7 @@ async def _evaluate(
             found = await tier_preference(engine, release, candidate, reference, inputs.golden, judge, settings)
             report.pairwise_judge, report.pairwise_trust, report.preference_note = found.judge, found.trust, found.note
             report.preferences += found.rows
+    report.cost, report.review_url = release_cost(engine, release, settings), settings.review_url
     report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
     return report
 

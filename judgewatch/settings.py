@@ -98,6 +98,8 @@ class Settings(BaseSettings):
     # Web origins (scheme://host[:port]) allowed to call the review app besides its own (the host it is served
     # under); requests from any other site are refused and its session cookies are SameSite=Lax.
     review_allowed_origins: list[str] = Field(default_factory=list)
+    # Where people open the review app (behind a proxy: its public address): reports link their items to it.
+    review_url: str = Field(default="http://127.0.0.1:7860", description="The review app's address, for links")
 
     # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
     ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")

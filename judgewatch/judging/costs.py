@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from sqlalchemy import func, select
+from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from judgewatch.settings import ModelPrice
-from judgewatch.storage.db import table
+from judgewatch.settings import ModelPrice, Settings
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.verdicts import VerdictRecord
 
@@ -109,3 +109,13 @@ def judge_costs(
         cost = costs.setdefault(str(group), Cost(currency))
         cost.add(model, int(n), int(prompt), int(completion), int(cached), prices.get(model))
     return costs
+
+
+def release_cost(engine: Engine, release: str, settings: Settings) -> dict[str, object]:
+    """The judge's cost for every verdict on a release's interactions so far, as JSON with its one-line `text`."""
+    with session_scope(engine) as session:
+        costs = judge_costs(
+            session, by="release", prices=settings.judge_prices, currency=settings.cost_currency, releases=[release]
+        )
+    cost = costs.get(release, Cost(settings.cost_currency))
+    return {**cost.to_json(), "text": cost.describe()}

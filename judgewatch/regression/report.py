@@ -36,6 +36,7 @@ class WorstItem:
     baseline_answer: str | None = None
     baseline_overall: float | None = None
     reason: str = ""  # the judge's reason for the candidate verdict, or why it is unscored
+    interaction_id: str = ""  # the candidate answer's interaction: the review app's Items page opens it
 
     @property
     def delta(self) -> float | None:
@@ -77,6 +78,8 @@ class RegressionReport:
     pairwise_trust: str | None = None  # that judge's measured trust under the pairwise rubric (one line)
     preferences: list[PreferenceRow] = field(default_factory=list)
     preference_note: str | None = None  # why the tier preference is missing, when it is
+    cost: dict[str, Any] | None = None  # the judge's cost for this release (judging.costs.Cost.to_json + "text")
+    review_url: str | None = None  # the review app's address: worst items link to its Items page
 
 
 def _num(value: float | None, spec: str = ".2f") -> str:
@@ -134,6 +137,8 @@ def _header(report: RegressionReport) -> list[str]:
         lines.append(f"- judge: {j.kind}:{j.name}{where}, config {j.config_hash}")
     if report.rubric is not None:
         lines.append(f"- rubric: {report.rubric.name} {report.rubric.version}, hash {report.rubric.hash}")
+    if report.cost is not None:
+        lines.append(f"- judge cost of this release so far: {report.cost['text']}")
     lines.append("")
     if report.trustworthy is not True:
         lines += ["> **WARNING: judge trust**", ">"]
@@ -168,7 +173,7 @@ def _config_lines(config: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _tier_lines(section: TierSection, margin: float) -> list[str]:
+def _tier_lines(section: TierSection, margin: float, review_url: str | None = None) -> list[str]:
     ev = section.evaluation
     lines = [f"## Tier {section.tier}", "", f"- answers: {section.source}", *_config_lines(section.config)]
     if section.generation:
@@ -192,8 +197,13 @@ def _tier_lines(section: TierSection, margin: float) -> list[str]:
             "|---|---|---|---|---|---|---|---|",
         ]
         for w in section.worst:
+            key = (
+                f"[{w.key}]({review_url.rstrip('/')}/?item={w.interaction_id})"
+                if review_url and w.interaction_id
+                else w.key
+            )
             lines.append(
-                f"| {w.key} | {_num(w.delta, '+.2f')} | {_num(w.baseline_overall)} | {_num(w.candidate_overall)} "
+                f"| {key} | {_num(w.delta, '+.2f')} | {_num(w.baseline_overall)} | {_num(w.candidate_overall)} "
                 f"| {_excerpt(w.question)} | {_excerpt(w.baseline_answer)} | {_excerpt(w.candidate_answer)} "
                 f"| {_excerpt(w.reason)} |"
             )
@@ -240,7 +250,7 @@ def _preference_lines(report: RegressionReport) -> list[str]:
 def render_markdown(report: RegressionReport) -> str:
     lines = _header(report)
     for section in report.tiers:
-        lines += _tier_lines(section, report.margin)
+        lines += _tier_lines(section, report.margin, report.review_url)
     if report.gaps:
         pair = f"{report.gaps[0].candidate} vs {report.gaps[0].baseline}"
         lines += [f"## Tier gap: {pair} (same release, paired by item)", ""]

@@ -16,11 +16,18 @@ from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import VerdictStatus
+from judgewatch.hashing import interaction_id
 from judgewatch.regression.gate import TierEvaluation, compare_scores
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.regression.report import TierSection, WorstItem
 from judgewatch.regression.serving import TierSpec
-from judgewatch.storage.releases import accepted_baseline, get_release_tiers, tier_answers, tier_verdicts
+from judgewatch.storage.releases import (
+    accepted_baseline,
+    get_release_tiers,
+    regression_source,
+    tier_answers,
+    tier_verdicts,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -197,5 +204,9 @@ def tier_section(
             candidate_label=release,
             baseline_label=baseline,
         )
-    section = TierSection(spec.name, spec.source, evaluation, worst=worst_items(candidate, base))
+    worst = worst_items(candidate, base)
+    for w in worst:  # "<dataset>/<item id>": the stored answer's interaction, for the report's links
+        dataset, _, item = w.key.partition("/")
+        w.interaction_id = interaction_id(regression_source(release, spec.name, dataset), item)
+    section = TierSection(spec.name, spec.source, evaluation, worst=worst)
     return section, candidate.scores

@@ -159,3 +159,21 @@ def test_items_unscored_on_either_side_are_listed_apart_not_dropped(quick_demo: 
 def test_compare_names_what_it_cannot_compare(quick_demo: QuickDemo) -> None:
     result = CliRunner().invoke(get_app(), ["compare", "r1", "r99", "--database-url", quick_demo.database_url])
     assert result.exit_code == 2 and "r99" in result.output and "Traceback" not in result.output
+
+
+def test_the_gate_reports_worst_items_link_to_the_items_page_and_it_states_the_judge_cost(
+    quick_demo: QuickDemo,
+) -> None:
+    import re
+
+    from judgewatch.workbench.items import item_detail
+
+    report = (quick_demo.folder / "r3.md").read_text()
+    links = re.findall(r"\]\(http://127\.0\.0\.1:7860/\?item=([0-9a-f]+)\)", report)
+    assert links, report[:2000]
+    with session_scope(quick_demo.engine) as session:
+        opened = [item_detail(session, i) for i in links]
+    assert all(d is not None and d.interaction.release == "r3" for d in opened)
+    assert "judge cost of this release so far: 0.0000 USD for" in report  # the offline judge spends no tokens
+    cost = json.loads((quick_demo.folder / "r3.json").read_text())["cost"]
+    assert cost["currency"] == "USD" and cost["verdicts"] > 0 and cost["unpriced_models"] == {}
