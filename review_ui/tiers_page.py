@@ -80,6 +80,20 @@ def _empty_view(text: str) -> TiersView:
     return TiersView(text, empty, empty, empty, empty, empty, png, png, png, [], None)
 
 
+def _cost(engine: Engine, since: str) -> str:
+    """The judge's cost over the page's period (read live: one grouped query)."""
+    from datetime import timedelta
+
+    from judgewatch.judging.costs import cost_line
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.types import utcnow
+
+    start = utcnow() - timedelta(days=int(since.rstrip("d"))) if since else None
+    with session_scope(engine) as session:
+        return cost_line(session, get_settings(), start)
+
+
 def tiers_view(
     engine: Engine, rubric: str = "answer_quality", since: str = "90d", series: str | None = None
 ) -> TiersView:
@@ -98,7 +112,7 @@ def tiers_view(
 
     png = view.images
     return TiersView(
-        header="\n\n".join([*view.header, at]),
+        header="\n\n".join([*view.header, at, _cost(engine, since)]),
         estimates=table("Tier scores"),
         differences=table("Tier difference"),
         agreement=table("Judge-human agreement per tier"),

@@ -119,3 +119,21 @@ def release_cost(engine: Engine, release: str, settings: Settings) -> dict[str, 
         )
     cost = costs.get(release, Cost(settings.cost_currency))
     return {**cost.to_json(), "text": cost.describe()}
+
+
+def cost_line(session: Session, settings: Settings, since: datetime | None) -> str:
+    """One line for a page: the judge's cost over the period, in all and per release (priced models only)."""
+    prices, currency = settings.judge_prices, settings.cost_currency
+    per_day = judge_costs(session, by="day", prices=prices, currency=currency, since=since)
+    total = Cost(currency)
+    for day in per_day.values():
+        total.verdicts += day.verdicts
+        total.amount += day.amount
+        total.prompt_tokens += day.prompt_tokens
+        total.completion_tokens += day.completion_tokens
+        total.cached_tokens += day.cached_tokens
+        for model, n in day.unpriced_models.items():
+            total.unpriced_models[model] = total.unpriced_models.get(model, 0) + n
+    releases = judge_costs(session, by="release", prices=prices, currency=currency, since=since)
+    per_release = ", ".join(f"{r} {c.amount:.4f}" for r, c in sorted(releases.items()))
+    return f"Judge cost over the period: {total.describe()}" + (f"; per release: {per_release}" if per_release else "")

@@ -91,3 +91,19 @@ def test_the_metrics_export_priced_judges_only(store: tuple[Engine, str]) -> Non
         openai_verdicts() * PER_VERDICT
     )
     assert 'judgewatch_judge_cost_total{currency="USD",judge="reference"}' not in text
+
+
+def test_the_tiers_pages_cost_line_totals_the_period_and_names_each_release(store: tuple[Engine, str]) -> None:
+    from judgewatch.judging.costs import cost_line
+    from judgewatch.settings import Settings
+
+    engine, _ = store
+    settings = Settings(judge_prices={JUDGES[0]: PRICE}, cost_currency="EUR")
+    with session_scope(engine) as session:
+        line = cost_line(session, settings, None)
+    total = openai_verdicts() * PER_VERDICT
+    assert line.startswith(f"Judge cost over the period: {total:.4f} EUR for {N:,} verdicts")
+    assert "per release: r2 " in line
+    with session_scope(engine) as session:
+        unpriced = cost_line(session, Settings(), None)
+    assert f"not priced (no price in judge_prices): {JUDGES[0]}" in unpriced
