@@ -19,6 +19,8 @@ from review_ui.common import require_viewer
 
 logger = logging.getLogger(__name__)
 
+WIDTHS = {"judge": "200px", "trust": "170px", "AUROC [95% CI]": "150px", "bias probes": "220px", "dataset": "170px"}
+
 INTRO = """\
 A judge's verdicts are only as good as its measured trust. Each row is one measurement of one judge
 configuration: on a golden set's known-good vs known-bad answers (AUROC: 0.5 is chance, 1.0 perfect),
@@ -54,7 +56,15 @@ def add_judges_tab(engine: Engine, policy: TrustPolicy | None = None, *, label: 
     with gr.Tab(label) as tab:
         gr.Markdown(INTRO)
         gr.Markdown(f"Trust policy: {policy.describe()}.")
-        frame = gr.Dataframe(headers=list(COLUMNS), interactive=False, wrap=True, label="Judge trust")
+        # Fixed widths: wrapped headers of sixteen columns in 1400 px came out one letter a line.
+        frame = gr.Dataframe(
+            headers=list(COLUMNS),
+            interactive=False,
+            wrap=True,
+            label="Judge trust",
+            column_widths=[WIDTHS.get(c, "110px") for c in COLUMNS],
+            elem_id="jw-judges",
+        )
         refresh = gr.Button("Refresh", size="sm")
         for event in (refresh.click, tab.select):
             event(load, outputs=frame, api_visibility="private")

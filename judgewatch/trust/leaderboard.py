@@ -23,22 +23,22 @@ from judgewatch.trust.probe_policy import short_label
 
 logger = logging.getLogger(__name__)
 
-COLUMNS = (
+COLUMNS = (  # what decides first (trust, its figure, the probes), then what it rests on: fits a 1400 px page
     "judge",
-    "config",
-    "rubric",
-    "evidence",
-    "dataset",
-    "tier",
-    "n",
-    "criterion",
+    "trust",
     "AUROC [95% CI]",
     "bias probes",
+    "vs reference",
+    "reference AUROC",
+    "dataset",
+    "n",
+    "criterion",
     "unscored",
     "consistency",
-    "trust",
-    "reference AUROC",
-    "vs reference",
+    "evidence",
+    "tier",
+    "rubric",
+    "config",
     "measured",
 )
 
@@ -97,20 +97,20 @@ class LeaderboardRow(BaseModel):
         dataset = dataset_label(self.dataset, self.dataset_revision)
         return [
             self.judge,
-            self.config_hash[:12],
-            self.rubric,
-            self.evidence.replace("_", " "),
-            dataset,
-            self.tier or "",
-            str(self.n_items),
-            self.criterion,
+            self.trust_label,
             score,
             self.probes,
+            num(self.vs_reference, "+.2f"),
+            num(self.reference_auroc),
+            dataset,
+            str(self.n_items),
+            self.criterion,
             num(self.unscored_rate, ".0%"),
             num(self.position_consistency, ".0%"),
-            self.trust_label,
-            num(self.reference_auroc),
-            num(self.vs_reference, "+.2f"),
+            self.evidence.replace("_", " "),
+            self.tier or "",
+            self.rubric,
+            self.config_hash[:12],
             self.measured_at.strftime("%Y-%m-%d %H:%M UTC"),
         ]
 
