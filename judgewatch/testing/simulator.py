@@ -6,7 +6,8 @@ each takes a fixed latency. Faults are chosen per server (`--mode`) or per reque
 the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, `[[sim:reset]]`,
 `[[sim:garbage]]`, `[[sim:schema]]`, `[[sim:length]]` (cut after the scores), `[[sim:length_early]]` (cut
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
-attempts of this prompt, then a normal reply), `[[sim:no_logprobs]]` (no log-probabilities though asked).
+attempts of this prompt, then a normal reply), `[[sim:no_logprobs]]` (no log-probabilities though asked),
+`[[sim:nul]]` (a NUL in every text of the reply).
 A request with `logprobs=True` gets plausible per-token log-probabilities (`judgewatch.testing.sim_logprobs`).
 
 Like vLLM 0.32, it can enforce a context window (`max_model_len`, reported in /v1/models): a prompt that fills
@@ -176,6 +177,8 @@ def _reply_text(body: dict[str, Any], messages: list[dict[str, Any]], kind: str)
     obj = simulated_object(schema, messages)
     if kind == "schema":
         obj = {k: (v + 100 if isinstance(v, int) else v) for k, v in obj.items()}
+    if kind == "nul":  # a NUL character in every text of the reply (PostgreSQL cannot store it)
+        obj = {k: (f"{v}\x00 after NUL" if isinstance(v, str) else v) for k, v in obj.items()}
     text = json.dumps(obj, ensure_ascii=False)
     ints = [k for k, v in obj.items() if isinstance(v, int) and not isinstance(v, bool)]
     if kind == "length" and "reason" in obj:
