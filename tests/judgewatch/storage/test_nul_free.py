@@ -31,7 +31,7 @@ def test_a_judge_reply_with_nul_in_its_reason_is_stored_without_it(db_url: str, 
     engine = make_engine(db_url)
     try:
         with session_scope(engine) as session:
-            reasons = session.scalars(select(VerdictRecord.reason)).all()
+            reasons = [v.reason for v in session.scalars(select(VerdictRecord)).all()]
             (run,) = session.scalars(select(EvalRun)).all()
     finally:
         engine.dispose()
