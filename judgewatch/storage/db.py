@@ -23,6 +23,7 @@ from sqlmodel import Session, SQLModel, select
 from sqlmodel.sql.expression import SelectOfScalar
 
 from judgewatch.storage import nul_free
+from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +41,7 @@ PG_POOL_SIZE = 20
 
 def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
     """An engine for `url`; `postgresql://` means psycopg 3, a SQLite file's folder is created if missing."""
+    url = reveal(url)  # a database URL arrives masked when it came in as a flow parameter
     parsed = make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")

@@ -77,6 +77,7 @@ class SimState:
     in_flight: int = 0
     max_in_flight: int = 0
     captured: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
+    authorizations: Counter[str] = field(default_factory=Counter)  # the Authorization header of each request
     flaky_attempts: Counter[str] = field(default_factory=Counter)
     seen_prefixes: set[str] = field(default_factory=set)
     semaphore: asyncio.Semaphore | None = None
@@ -94,7 +95,7 @@ class SimState:
 
     def reset(self) -> None:
         self.requests = self.tokenize_requests = self.in_flight = self.max_in_flight = 0
-        for counter in (self.status, self.faults, self.flaky_attempts):
+        for counter in (self.status, self.faults, self.flaky_attempts, self.authorizations):
             counter.clear()
         self.captured.clear()
         self.seen_prefixes.clear()
@@ -198,6 +199,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         state.status[400] += 1
         return _error(400, "request body must be JSON with 'messages'")
     state.captured.append(body)
+    state.authorizations[request.headers.get("Authorization", "")] += 1
     if state.max_model_len is not None:
         too_long = _context_error(state, messages)
         if too_long is not None:
