@@ -24,6 +24,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
 from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links, parse_judge_spec
+from judgewatch.cli._output import output_lock, partial_output
 from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.raw_rows import InputFileError
@@ -74,22 +75,23 @@ def judge(
         identity = _content_hash(input)
         engine = open_store(database_url or settings.effective_database_url)
         try:
-            summary, quarantined, run = asyncio.run(
-                _run(
-                    rubric_obj,
-                    input,
-                    output,
-                    engine,
-                    identity,
-                    settings=settings,
-                    spec=judge,
-                    model=model,
-                    concurrency=concurrency,
-                    fallback_reference=fallback_reference,
-                    repairs=repairs,
-                    resume=resume,
+            with output_lock(output):  # one run at a time writes this output
+                summary, quarantined, run = asyncio.run(
+                    _run(
+                        rubric_obj,
+                        input,
+                        output,
+                        engine,
+                        identity,
+                        settings=settings,
+                        spec=judge,
+                        model=model,
+                        concurrency=concurrency,
+                        fallback_reference=fallback_reference,
+                        repairs=repairs,
+                        resume=resume,
+                    )
                 )
-            )
         finally:
             engine.dispose()
     except (CannotRun, RubricError) as exc:
@@ -192,7 +194,6 @@ async def _run(
         "concurrency": concurrency,
         "input": str(input_path),
     }
-    partial = output.with_name(output.name + ".partial")
     run = JudgingRun(
         engine,
         kind=RunKind.file,
@@ -206,12 +207,7 @@ async def _run(
     run.extra["configured_judge"] = describe(configured)
     try:
         with run:
-            try:
-                output.parent.mkdir(parents=True, exist_ok=True)
-                out = partial.open("w", encoding="utf-8")
-            except OSError as exc:
-                raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc
-            with out:
+            with partial_output(output) as out:
 
                 def write(verdict: Verdict) -> None:
                     out.write(json.dumps(verdict.output_row(), ensure_ascii=False) + "\n")
@@ -224,7 +220,6 @@ async def _run(
                     max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
                     resume=resume,
                 )
-            partial.replace(output)
             with session_scope(engine) as session:
                 quarantine_rows(session=session, records=quarantined, run_id=run.run_id)
             run.extra["quarantined"] = len(quarantined)
