@@ -29,7 +29,8 @@ from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.raw_rows import InputFileError
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
-from judgewatch.contract.verdicts import Verdict
+from judgewatch.contract.rubric_check import check_rubric_file
+from judgewatch.contract.verdicts import UnscoredReason, Verdict
 from judgewatch.judging.input_rows import input_source, read_judge_input
 from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingSummary
 from judgewatch.judging.run import JudgingRun
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 
 QUARANTINE_LINES_SHOWN = 20
 EXIT_DEGRADED = 3  # the run finished, but mostly without the configured judge: not a success
+EXIT_TOO_FEW_JUDGED = 4  # the run finished, but scored less than the floor share of its rows: not a success
 
 
 def judge(
@@ -72,6 +74,7 @@ def judge(
         if judge is not None:
             _check_spec(judge)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+        _check_rubric(rubric_obj)
         identity = _content_hash(input)
         engine = open_store(database_url or settings.effective_database_url)
         try:
@@ -104,6 +107,33 @@ def judge(
         typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
     if run.degraded:
         raise typer.Exit(EXIT_DEGRADED)
+    if too_few := _too_few_judged(summary, len(quarantined), run.reused, settings.run_min_judged_share):
+        typer.echo(f"error: {too_few}", err=True)
+        raise typer.Exit(EXIT_TOO_FEW_JUDGED)
+
+
+def _check_rubric(rubric: Rubric) -> None:
+    """`rubric check` before the first call: a template that cannot render fails the run, not every item."""
+    problems = check_rubric_file(rubric.path) if rubric.path is not None else []
+    if problems:
+        more = f" (and {len(problems) - 1} more: run `judgewatch rubric check`)" if len(problems) > 1 else ""
+        raise CannotRun(f"the rubric fails its check: {problems[0]}{more}")
+
+
+def _too_few_judged(summary: JudgingSummary, quarantined: int, reused: int, floor: float) -> str | None:
+    """Why the run judged too little to count as a success (None when it judged enough): its final verdicts
+    (scored, or not applicable to the item; `reused` ones are final) over the rows it read, quarantined included."""
+    rows = summary.items + reused + quarantined
+    scored = summary.by_status.get("scored", 0)
+    final = reused + scored + summary.by_unscored_reason.get(UnscoredReason.no_reference.value, 0)
+    if rows == 0 or final / rows >= floor:
+        return None
+    unscored = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_unscored_reason.items())) or "none"
+    again = ". The unscored items are sent to the judge again on the next run" if summary.by_unscored_reason else ""
+    return (
+        f"only {final} of {rows} rows judged ({final / rows:.0%}), below the floor of {floor:.0%} "
+        f"(JUDGEWATCH_RUN_MIN_JUDGED_SHARE); unscored: {unscored}; quarantined: {quarantined}{again}"
+    )
 
 
 def _check_paths(input_path: Path, output: Path) -> None:
