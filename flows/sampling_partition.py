@@ -25,7 +25,7 @@ from prefect.client.orchestration import get_client
 from prefect.deployments import arun_deployment
 from prefect.exceptions import ObjectNotFound
 from prefect.states import Cancelled, State
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from sqlalchemy import Engine, select
 
 from flows.sampling_batches import RUN_COUNTS, SamplingReport, StoringRun, display_url, merge_report, store_partitions
@@ -39,6 +39,7 @@ from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.runs import EvalRun, RunKind, RunStatus
 from judgewatch.traffic import Watermark
 from judgewatch.traffic.partitions import SourcePartition, merge_watermarks
+from judgewatch.url_secrets import hide_in
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +67,13 @@ class PartitionJob(BaseModel):
     batch_size: int = 500
     database_url: str | None = None
     files: list[str] = []  # the files the parent found for this partition and its dedup warm-up: the worker needs them
+
+    @field_validator("judge", "database_url")
+    @classmethod
+    def _no_credential(cls, value: str | None) -> str | None:
+        """A job is a flow run's parameter, which Prefect stores: its URLs carry no credential (the worker has
+        them in its environment, `judgewatch.url_secrets`)."""
+        return hide_in(value) if value else value
 
     @classmethod
     def of(cls, partition: SourcePartition, **fields: Any) -> PartitionJob:

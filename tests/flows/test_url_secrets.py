@@ -126,3 +126,15 @@ def test_a_masked_url_is_revealed_only_when_its_credential_was_given() -> None:
     assert reveal("http://127.0.0.1:1/v1") == "http://127.0.0.1:1/v1"  # nothing masked: as given
     with pytest.raises(HiddenCredentialError, match="JUDGEWATCH_URL_CREDENTIALS"):
         reveal("http://other:***@judge.internal:8012/v1")
+
+
+def test_a_partition_job_a_child_flow_run_receives_carries_no_credential(split_source: Path) -> None:
+    from flows.sampling_partition import PartitionJob
+    from judgewatch.traffic import load_source_config
+    from judgewatch.traffic.partitions import split_source as split
+
+    parts = split(load_source_config(split_source), None, 2)
+    judge, store = "http://u:pw-job@judge.internal/v1", "postgresql://jw:pw-job@db.internal/jw"
+    job = PartitionJob.of(parts[0], partitions=2, identity="i", parent_run="p", judge=judge, database_url=store)
+    assert "pw-job" not in job.model_dump_json()
+    assert (reveal(job.judge or ""), reveal(job.database_url or "")) == (judge, store)
