@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judgewatch.settings import Settings
-from judgewatch.url_secrets import hide
+from judgewatch.url_secrets import hide, reveal
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +71,7 @@ class EndpointConfig:
             raise ValueError(f"top_logprobs must be between 1 and 20, got {self.top_logprobs}")
         # Where a URL enters: from here on it is carried masked; the chat client reveals it to connect.
         object.__setattr__(self, "base_url", hide(self.base_url).rstrip("/"))
+        reveal(self.base_url)  # a masked URL whose credential this process lacks: refused here, in one line
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
         """A copy with `changes` applied and checked again (e.g. a smaller `max_tokens` for short replies)."""

@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import make_url
 
+from judges.config import EndpointConfig
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine
 from judgewatch.testing.simulator import run_simulator_in_thread
@@ -126,6 +127,8 @@ def test_a_masked_url_is_revealed_only_when_its_credential_was_given() -> None:
     assert reveal("http://127.0.0.1:1/v1") == "http://127.0.0.1:1/v1"  # nothing masked: as given
     with pytest.raises(HiddenCredentialError, match="JUDGEWATCH_URL_CREDENTIALS"):
         reveal("http://other:***@judge.internal:8012/v1")
+    with pytest.raises(HiddenCredentialError, match="JUDGEWATCH_URL_CREDENTIALS"):  # refused before any call
+        EndpointConfig("http://other:***@judge.internal:8012/v1", "m")
 
 
 def test_a_partition_job_a_child_flow_run_receives_carries_no_credential(split_source: Path) -> None:
