@@ -22,6 +22,7 @@ from judges.budget import judge_slot
 from judges.config import EndpointConfig
 from judges.errors import CallError, classify_exception
 from judgewatch.redact import mask_url
+from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class ChatClient:
                 timeout=httpx2.Timeout(cfg.timeout_s + 5.0, connect=min(cfg.timeout_s, 10.0)),
             )
             self._client = openai.AsyncOpenAI(
-                base_url=cfg.base_url,
+                base_url=reveal(cfg.base_url),  # the one place the credential is given back
                 api_key=cfg.api_key,
                 default_headers=dict(cfg.headers) or None,
                 max_retries=0,
@@ -169,7 +170,7 @@ class ChatClient:
         Not retried and outside the concurrency budget: these are cheap calls the caller can do without.
         """
         client, _ = self._bind()
-        url = self.endpoint.base_url.removesuffix("/v1") + path
+        url = reveal(self.endpoint.base_url).removesuffix("/v1") + path
         options: Any = {"timeout": min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S)}
         return await client.post(url, cast_to=object, body=dict(body), options=options)
 

@@ -3,6 +3,8 @@
 `ChatClient`, `OpenAIJudge` and `OpenAIPairwiseJudge` all take an `EndpointConfig`, so a new client knob
 (an API-key variable, extra headers, a logprobs switch) is one field here and, when the settings set it, one
 name in `_FROM_SETTINGS`.
+`base_url` is always masked (`judgewatch.url_secrets.hide`): a password in it never reaches a verdict, a record
+or a log; only the chat client's connection sees it.
 The fields that can change a judge's scores are named by `scoring_params` and go into its configuration hash;
 the transport fields (URL, key, concurrency, timeouts, retries) do not, so replicas of one model are one series.
 """
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judgewatch.settings import Settings
+from judgewatch.url_secrets import hide, reveal
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +69,9 @@ class EndpointConfig:
                 raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {bound}, got {value}")
         if not 1 <= self.top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be between 1 and 20, got {self.top_logprobs}")
-        object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
+        # Where a URL enters: from here on it is carried masked; the chat client reveals it to connect.
+        object.__setattr__(self, "base_url", hide(self.base_url).rstrip("/"))
+        reveal(self.base_url)  # a masked URL whose credential this process lacks: refused here, in one line
 
     def with_changes(self, **changes: Any) -> EndpointConfig:
         """A copy with `changes` applied and checked again (e.g. a smaller `max_tokens` for short replies)."""

@@ -15,6 +15,10 @@ from judgewatch.contract.verdicts import UnscoredReason, Verdict
 
 # Failures of the endpoint rather than of the judge's answer: the fallback chain moves on for these.
 ENDPOINT_REASONS = frozenset({UnscoredReason.endpoint_down, UnscoredReason.timeout, UnscoredReason.rate_limited})
+# Final unscored verdicts: no judge could score the item (no criterion applies to it). Every other reason, a
+# refusal, a parse or template error included, is sent to the judge again when the run is resumed.
+FINAL_REASONS = frozenset({UnscoredReason.no_reference})
+RETRIED_REASONS = frozenset(UnscoredReason) - FINAL_REASONS
 
 _QUOTA_MARKERS = ("insufficient_quota", "quota")
 # vLLM: "This model's maximum context length is 2048 tokens. However, ..." or "... the model's context length is

@@ -71,11 +71,15 @@ def judge_links(
 
 
 def chain(links: list[Judge]) -> Judge:
-    """One judge, or a FallbackJudge over several."""
+    """One judge, or a FallbackJudge over several; a lone endpoint judge is behind the same circuit breaker."""
     if not links:
         raise ValueError("no judge to chain")
     if len(links) == 1:
-        return links[0]
+        if getattr(links[0], "health", None) is None:
+            return links[0]  # the offline reference judge: nothing to hang on
+        from judges.fallback import GuardedJudge
+
+        return GuardedJudge(links[0])
     from judges.fallback import FallbackJudge
 
     return FallbackJudge(links)

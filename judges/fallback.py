@@ -9,6 +9,7 @@ timeouts, not one per item. Each verdict names the link that produced it; `fallb
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -60,6 +61,20 @@ class _Link:
         self.stats = LinkStats(label=link_label(judge))
         self.consecutive_failures = 0
         self.opened_at = 0.0
+        endpoint = getattr(judge, "endpoint", None)
+        self.concurrency: int | None = getattr(endpoint, "concurrency", None)
+        self._slots: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def slots(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """The link's requests in flight, at most its endpoint's concurrency: an item is admitted by the breaker
+        only when it is about to be sent, so items queued behind a hung call are not all let through at once."""
+        if self.concurrency is None:
+            return contextlib.nullcontext()
+        loop = asyncio.get_running_loop()
+        if self._slots is None or self._loop is not loop:
+            self._slots, self._loop = asyncio.Semaphore(self.concurrency), loop
+        return self._slots
 
 
 class FallbackJudge:
@@ -100,14 +115,17 @@ class FallbackJudge:
         before: list[str] = []
         last: Verdict | None = None
         for link in self._links:
-            if not self._admit(link):
+            async with link.slots():
+                admitted = self._admit(link)
+                if admitted:
+                    link.stats.calls += 1
+                    verdict = await link.judge.judge(item, rubric)
+                    failed = is_endpoint_failure(verdict)
+                    self._record(link, failed)
+            if not admitted:
                 link.stats.skipped += 1
                 before.append(link.stats.label)
                 continue
-            link.stats.calls += 1
-            verdict = await link.judge.judge(item, rubric)
-            failed = is_endpoint_failure(verdict)
-            self._record(link, failed)
             if not failed:
                 return verdict.model_copy(update={"fallback_from": before}) if before else verdict
             last = verdict.model_copy(update={"fallback_from": list(before)})
@@ -120,7 +138,7 @@ class FallbackJudge:
             UnscoredReason.endpoint_down,
             judge=final.judge.identity(rubric),
             rubric=rubric.identity,
-            detail="circuit open for every link of the fallback chain; no call was made",
+            detail="circuit open: the endpoint failed repeatedly (every link of the chain); no call was made",
             fallback_from=before[:-1],
             attempts=0,
         )
@@ -168,3 +186,22 @@ class FallbackJudge:
     async def aclose(self) -> None:
         for link in self._links:
             await link.judge.aclose()
+
+
+class GuardedJudge(FallbackJudge):
+    """One endpoint judge behind the chain's circuit breaker (`--no-fallback-reference`, the gate's judge): a hung
+    or dead endpoint costs `failure_threshold` timeouts, then its items are stored unscored (`endpoint_down`)
+    without a call until a probe after the cooldown finds it back. Reads as the judge it guards otherwise."""
+
+    def __init__(self, judge: Judge, **breaker: object) -> None:
+        super().__init__([judge], **breaker)  # type: ignore[arg-type]
+        self.kind = judge.kind
+
+    def __getattr__(self, name: str) -> object:  # model, base_url, endpoint...: the guarded judge's
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._links[0].judge, name)
+
+    async def health(self) -> bool:  # type: ignore[override]
+        check = getattr(self._links[0].judge, "health", None)
+        return bool(await check()) if check is not None else True

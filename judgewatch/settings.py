@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         default=0.05, ge=0, lt=1, description="A run with more verdicts than this share from a fallback is degraded"
     )
     run_expiry_s: float = Field(default=300.0, gt=0, description="A running run silent this long is abandoned")
+    run_min_judged_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="A run that scores less than this share of the rows it read (quarantined rows included) fails",
+    )
 
     # PII: question, answer and references are scrubbed (judgewatch.contract.pii, every kind) before a judge or
     # a reviewer sees them, on every path. Turn off only for inputs known to hold none (curated golden sets).

@@ -38,6 +38,7 @@ from judgewatch.storage.calibration import (
     upsert_alert,
 )
 from judgewatch.storage.db import session_scope
+from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +278,7 @@ def post_webhook(url: str, alert: DriftAlert, *, timeout_s: float = 5.0) -> str:
     payload = {"text": f"[judgewatch] {alert.message}", "alert": jsonable(alert.model_dump())}
     try:
         with httpx.Client(timeout=timeout_s) as client:
-            response = client.post(url, json=payload)
+            response = client.post(reveal(url), json=payload)
     except Exception as exc:  # the alert is stored either way: a webhook outage must not fail the flow
         logger.warning("drift webhook %s failed: %s", mask_url(url), mask_urls_in(str(exc)))
         return f"failed: {type(exc).__name__}: {mask_urls_in(str(exc))}"[:500]

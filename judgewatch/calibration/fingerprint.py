@@ -18,8 +18,10 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from sqlalchemy import Engine, select
 
+from judgewatch.redact import mask_url
 from judgewatch.storage.calibration import CalibrationSnapshot, save_snapshot
 from judgewatch.storage.db import session_scope, table
+from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ def _server_root(base_url: str) -> str:
 def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: float = 10.0) -> Fingerprint:
     """Ask the endpoint what it serves. Raises httpx.HTTPError when /v1/models cannot be read; a missing
     /version (servers other than vLLM) leaves `server_version` None."""
-    base = base_url.rstrip("/")
+    base = reveal(base_url).rstrip("/")
     with httpx.Client(timeout=timeout_s) as client:
         response = client.get(f"{base}/models")
         response.raise_for_status()
@@ -72,7 +74,7 @@ def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: flo
             version = None
     max_len = entry.get("max_model_len")
     return Fingerprint(
-        endpoint=base,
+        endpoint=mask_url(base),  # stored and logged: never the credential
         model_id=entry.get("id"),
         root=entry.get("root"),
         max_model_len=int(max_len) if max_len is not None else None,

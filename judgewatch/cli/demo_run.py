@@ -33,6 +33,7 @@ from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import Settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import accept_baseline
+from judgewatch.url_secrets import hide
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +246,7 @@ def calibration_step(engine: Engine, echo: Echo) -> None:
 
     echo("\n== calibration flow: tier estimates, agreement, drift, anchors, and the Tiers page snapshots")
     url = engine.url.render_as_string(hide_password=False)
-    result = asyncio.run(calibration(rubric="answer_quality", judge="reference", database_url=url))
+    result = asyncio.run(calibration(rubric="answer_quality", judge="reference", database_url=hide(url)))
     echo(
         f"   {result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
         f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)"

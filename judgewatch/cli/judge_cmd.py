@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 
 QUARANTINE_LINES_SHOWN = 20
 EXIT_DEGRADED = 3  # the run finished, but mostly without the configured judge: not a success
+EXIT_TOO_FEW_JUDGED = 4  # the run finished, but scored less than the floor share of its rows: not a success
 
 
 def judge(
@@ -61,6 +62,7 @@ def judge(
     ] = True,
 ) -> None:
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
+    from judgewatch.cli._output import output_lock
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.redact import mask_urls_in
     from judgewatch.settings import get_settings
@@ -72,25 +74,27 @@ def judge(
         if judge is not None:
             _check_spec(judge)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+        _check_rubric(rubric_obj)
         identity = _content_hash(input)
         engine = open_store(database_url or settings.effective_database_url)
         try:
-            summary, quarantined, run = asyncio.run(
-                _run(
-                    rubric_obj,
-                    input,
-                    output,
-                    engine,
-                    identity,
-                    settings=settings,
-                    spec=judge,
-                    model=model,
-                    concurrency=concurrency,
-                    fallback_reference=fallback_reference,
-                    repairs=repairs,
-                    resume=resume,
+            with output_lock(output):  # one run at a time writes this output
+                summary, quarantined, run = asyncio.run(
+                    _run(
+                        rubric_obj,
+                        input,
+                        output,
+                        engine,
+                        identity,
+                        settings=settings,
+                        spec=judge,
+                        model=model,
+                        concurrency=concurrency,
+                        fallback_reference=fallback_reference,
+                        repairs=repairs,
+                        resume=resume,
+                    )
                 )
-            )
         finally:
             engine.dispose()
     except (CannotRun, RubricError) as exc:
@@ -103,6 +107,38 @@ def judge(
         typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
     if run.degraded:
         raise typer.Exit(EXIT_DEGRADED)
+    if too_few := _too_few_judged(summary, len(quarantined), run.reused, settings.run_min_judged_share):
+        typer.echo(f"error: {too_few}", err=True)
+        raise typer.Exit(EXIT_TOO_FEW_JUDGED)
+
+
+def _check_rubric(rubric: Rubric) -> None:
+    """`rubric check` before the first call: a template that cannot render fails the run, not every item."""
+    from judgewatch.contract.rubric_check import check_rubric_file
+
+    problems = check_rubric_file(rubric.path) if rubric.path is not None else []
+    if problems:
+        more = f" (and {len(problems) - 1} more: run `judgewatch rubric check`)" if len(problems) > 1 else ""
+        raise CannotRun(f"the rubric fails its check: {problems[0]}{more}")
+
+
+def _too_few_judged(summary: JudgingSummary, quarantined: int, reused: int, floor: float) -> str | None:
+    """Why the run judged too little to count as a success (None when it judged enough): its final verdicts
+    (scored, or not applicable to the item; `reused` ones are final) over the rows it read, quarantined included."""
+    from judgewatch.contract.verdicts import UnscoredReason
+
+    rows = summary.items + reused + quarantined
+    scored = summary.by_status.get("scored", 0)
+    not_applicable = (UnscoredReason.no_reference.value, UnscoredReason.not_applicable.value)
+    final = reused + scored + sum(summary.by_unscored_reason.get(reason, 0) for reason in not_applicable)
+    if rows == 0 or final / rows >= floor:
+        return None
+    unscored = ", ".join(f"{k} {v}" for k, v in sorted(summary.by_unscored_reason.items())) or "none"
+    again = ". The unscored items are sent to the judge again on the next run" if summary.by_unscored_reason else ""
+    return (
+        f"only {final} of {rows} rows judged ({final / rows:.0%}), below the floor of {floor:.0%} "
+        f"(JUDGEWATCH_RUN_MIN_JUDGED_SHARE); unscored: {unscored}; quarantined: {quarantined}{again}"
+    )
 
 
 def _check_paths(input_path: Path, output: Path) -> None:
@@ -179,6 +215,7 @@ async def _run(
     from sqlalchemy.exc import SQLAlchemyError
 
     from judges.factory import describe
+    from judgewatch.cli._output import partial_output
     from judgewatch.contract.raw_rows import InputFileError
     from judgewatch.judging.input_rows import input_source, read_judge_input
     from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT
@@ -210,7 +247,6 @@ async def _run(
         "concurrency": concurrency,
         "input": str(input_path),
     }
-    partial = output.with_name(output.name + ".partial")
     run = JudgingRun(
         engine,
         kind=RunKind.file,
@@ -224,12 +260,7 @@ async def _run(
     run.extra["configured_judge"] = describe(configured)
     try:
         with run:
-            try:
-                output.parent.mkdir(parents=True, exist_ok=True)
-                out = partial.open("w", encoding="utf-8")
-            except OSError as exc:
-                raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc
-            with out:
+            with partial_output(output) as out:
 
                 def write(verdict: Verdict) -> None:
                     out.write(json.dumps(verdict.output_row(), ensure_ascii=False) + "\n")
@@ -242,7 +273,6 @@ async def _run(
                     max_in_flight=max(DEFAULT_MAX_IN_FLIGHT, 2 * (concurrency or settings.judge_concurrency)),
                     resume=resume,
                 )
-            partial.replace(output)
             with session_scope(engine) as session:
                 quarantine_rows(session=session, records=quarantined, run_id=run.run_id)
             run.extra["quarantined"] = len(quarantined)

@@ -19,6 +19,7 @@ import typer
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
 from judgewatch.regression.options import DEFAULTS, GateOptions
+from judgewatch.url_secrets import hide_params
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def run_regression(**params: Any) -> dict[str, Any]:
     prefect_defaults()
     from flows.regression import post_release_regression
 
-    run = post_release_regression(**params, fail_on_gate=False)
+    run = post_release_regression(**hide_params(params), fail_on_gate=False)
     return flow_result(run, flow="regression", result="a gate result")
 
 

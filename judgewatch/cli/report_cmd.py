@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+from judgewatch.url_secrets import hide_params
 
 if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
     from sqlalchemy import Engine
@@ -209,15 +210,14 @@ def calibrate(
     from judgewatch.contract.rubric import RubricError
 
     try:
+        params = {"judge": judge, "webhook_url": webhook_url, "database_url": database_url}
         result = asyncio.run(
             calibration(
                 rubric=rubric,
-                judge=judge,
                 anchor_set=anchor_set,
                 rejudge_anchors=anchors,
-                webhook_url=webhook_url,
                 lookback_days=lookback_days,
-                database_url=database_url,
+                **hide_params(params),  # flow parameters are stored by Prefect: never a credential
             )
         )
     except (RubricError, LookupError, SQLAlchemyError, OSError) as exc:

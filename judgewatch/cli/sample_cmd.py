@@ -19,6 +19,7 @@ import typer
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
 from judgewatch.cli._options import BorderlineShare, UnscoredShare
 from judgewatch.cli._store import DatabaseUrl
+from judgewatch.url_secrets import hide_params
 
 logger = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ def run_sampling(*, dry_run: bool, **params: Any) -> dict[str, Any]:
     prefect_defaults()
     from flows.sampling import traffic_sampling
 
+    params = hide_params(params)  # flow parameters are stored by Prefect: never a credential
     if dry_run:
         return asyncio.run(traffic_sampling.fn(dry_run=True, **params))
     return flow_result(traffic_sampling(dry_run=False, **params), flow="sampling", result="a report")

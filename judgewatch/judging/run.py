@@ -34,7 +34,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from judges.base import Judge
-from judges.errors import ENDPOINT_REASONS, is_endpoint_failure
+from judges.errors import RETRIED_REASONS, is_endpoint_failure
 from judges.fallback import link_label
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.pii import Scrubber, scrub_content
@@ -317,7 +317,7 @@ class JudgingRun:
     ) -> Iterator[tuple[str, JudgeItem]]:
         """The items unchanged, putting the stored verdict of each already judged one in `reuse` before it."""
         assert self.engine is not None
-        retry = self.retry_reasons | ENDPOINT_REASONS
+        retry = self.retry_reasons | RETRIED_REASONS  # only scored and not-applicable verdicts are final
         source = iter(keyed)
         while chunk := list(islice(source, RESUME_CHUNK)):
             with session_scope(self.engine) as session:

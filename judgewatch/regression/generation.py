@@ -25,6 +25,7 @@ from judgewatch.regression.golden import GoldenItem
 from judgewatch.regression.serving import TierError, TierSpec
 from judgewatch.regression.tier_config import ENV_REFERENCE, credentials
 from judgewatch.storage.types import stable_id
+from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +147,7 @@ async def check_live_tier(spec: TierSpec, *, timeout_s: float = PROBE_TIMEOUT_S)
         return str(exc)
     url = mask_url(spec.base_url)
     client = openai.AsyncOpenAI(
-        base_url=spec.base_url, api_key=key, default_headers=headers or None, max_retries=0, timeout=timeout_s
+        base_url=reveal(spec.base_url), api_key=key, default_headers=headers or None, max_retries=0, timeout=timeout_s
     )
     try:
         await client.models.list()

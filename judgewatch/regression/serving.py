@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from judgewatch.contract.raw_rows import RowError, json_object
 from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.regression.answer_prompt import AnswerTemplate
+from judgewatch.url_secrets import hide
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,8 @@ def parse_tier(text: str) -> TierSpec:
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise TierError(f"--tier {shown!r}: {url!r} is not an http(s) URL")
-    return _spec(name=name, kind="live", base_url=url.rstrip("/"), model=model, option=f"--tier {shown!r}")
+    # Where a tier URL enters: carried masked from here on; the chat client reveals it to connect.
+    return _spec(name=name, kind="live", base_url=hide(url).rstrip("/"), model=model, option=f"--tier {shown!r}")
 
 
 def parse_answers(text: str) -> TierSpec:

@@ -22,6 +22,9 @@ from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, select
 from sqlmodel.sql.expression import SelectOfScalar
 
+from judgewatch.storage import nul_free
+from judgewatch.url_secrets import reveal
+
 logger = logging.getLogger(__name__)
 
 ModelT = TypeVar("ModelT", bound=SQLModel)
@@ -38,12 +41,26 @@ PG_POOL_SIZE = 20
 
 def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
     """An engine for `url`; `postgresql://` means psycopg 3, a SQLite file's folder is created if missing."""
+    url = reveal(url)  # a database URL arrives masked when it came in as a flow parameter
     parsed = make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url, echo=echo, connect_args=connect_args or {})
-    return create_engine(parsed, echo=echo, pool_pre_ping=True, pool_size=PG_POOL_SIZE, connect_args=connect_args or {})
+    engine = create_engine(
+        parsed,
+        echo=echo,
+        pool_pre_ping=True,
+        pool_size=PG_POOL_SIZE,
+        connect_args=connect_args or {},
+        json_serializer=nul_free.json_dumps,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
+        nul_free.install(dbapi_connection)  # PostgreSQL refuses NUL in text and jsonb
+
+    return engine
 
 
 def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Engine:
@@ -51,10 +68,12 @@ def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Eng
     in_memory = parsed.database in (None, "", ":memory:")
     args = {"check_same_thread": False, **connect_args}
     if in_memory:
-        engine = create_engine(url, echo=echo, connect_args=args, poolclass=StaticPool)
+        engine = create_engine(
+            url, echo=echo, connect_args=args, poolclass=StaticPool, json_serializer=nul_free.json_dumps
+        )
     else:
         Path(parsed.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, echo=echo, connect_args=args)
+        engine = create_engine(url, echo=echo, connect_args=args, json_serializer=nul_free.json_dumps)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -67,6 +86,10 @@ def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Eng
             _ensure_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster commits
         cursor.close()
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _without_nul(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> Any:
+        return statement, nul_free.sqlite_parameters(parameters)  # the same text back as PostgreSQL gives
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection: Any) -> None:

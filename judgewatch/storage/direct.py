@@ -23,6 +23,8 @@ import psycopg
 from psycopg.rows import namedtuple_row
 from sqlalchemy import Engine, event
 
+from judgewatch.storage import nul_free
+
 logger = logging.getLogger(__name__)
 
 CHECKOUT_TIMEOUT_S = 30.0  # as SQLAlchemy's pool: a caller waits this long for a free connection, then fails
@@ -80,7 +82,9 @@ class DirectPool:
         self._closed = False
 
     def _open(self) -> psycopg.Connection[Any]:
-        return psycopg.connect(autocommit=True, row_factory=namedtuple_row, **self._params)
+        conn = psycopg.connect(autocommit=True, row_factory=namedtuple_row, **self._params)
+        nul_free.install(conn)  # as the engine's own connections: no NUL in any text or JSON sent
+        return conn
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:

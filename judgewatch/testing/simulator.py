@@ -7,7 +7,8 @@ the messages: `[[sim:500]]` (any HTTP status), `[[sim:quota]]`, `[[sim:hang]]`, 
 `[[sim:garbage]]`, `[[sim:schema]]`, `[[sim:length]]` (cut after the scores), `[[sim:length_early]]` (cut
 before them), `[[sim:content_filter]]`, `[[sim:slow=2000]]` (ms), `[[sim:flaky=2]]` (503 for the first 2
 attempts of this prompt, then a normal reply), `[[sim:garbled=1]]` (a malformed reply to the first attempt of
-this prompt, then a valid one), `[[sim:no_logprobs]]` (no log-probabilities though asked).
+this prompt, then a valid one), `[[sim:no_logprobs]]` (no log-probabilities though asked), `[[sim:nul]]` (a NUL
+in every text of the reply).
 A request with `logprobs=True` gets plausible per-token log-probabilities (`judgewatch.testing.sim_logprobs`).
 
 Like vLLM 0.32, it can enforce a context window (`max_model_len`, reported in /v1/models): a prompt that fills
@@ -77,6 +78,7 @@ class SimState:
     in_flight: int = 0
     max_in_flight: int = 0
     captured: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=200))
+    authorizations: Counter[str] = field(default_factory=Counter)  # the Authorization header of each request
     flaky_attempts: Counter[str] = field(default_factory=Counter)
     seen_prefixes: set[str] = field(default_factory=set)
     semaphore: asyncio.Semaphore | None = None
@@ -94,7 +96,7 @@ class SimState:
 
     def reset(self) -> None:
         self.requests = self.tokenize_requests = self.in_flight = self.max_in_flight = 0
-        for counter in (self.status, self.faults, self.flaky_attempts):
+        for counter in (self.status, self.faults, self.flaky_attempts, self.authorizations):
             counter.clear()
         self.captured.clear()
         self.seen_prefixes.clear()
@@ -177,6 +179,8 @@ def _reply_text(body: dict[str, Any], messages: list[dict[str, Any]], kind: str)
     obj = simulated_object(schema, messages)
     if kind == "schema":
         obj = {k: (v + 100 if isinstance(v, int) else v) for k, v in obj.items()}
+    if kind == "nul":  # a NUL character in every text of the reply (PostgreSQL cannot store it)
+        obj = {k: (f"{v}\x00 after NUL" if isinstance(v, str) else v) for k, v in obj.items()}
     text = json.dumps(obj, ensure_ascii=False)
     ints = [k for k, v in obj.items() if isinstance(v, int) and not isinstance(v, bool)]
     if kind == "length" and "reason" in obj:
@@ -196,6 +200,7 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         state.status[400] += 1
         return _error(400, "request body must be JSON with 'messages'")
     state.captured.append(body)
+    state.authorizations[request.headers.get("Authorization", "")] += 1
     if state.max_model_len is not None:
         too_long = _context_error(state, messages)
         if too_long is not None:

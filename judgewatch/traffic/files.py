@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import logging
+import os
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,40 +35,71 @@ PARQUET_BATCH_ROWS = 4096  # rows mapped at a time by the row path
 _Binary = gzip.GzipFile | io.BufferedReader
 
 
-def expand_paths(patterns: list[str]) -> tuple[list[str], list[str]]:
-    """(files matched, in order without repeats; literal paths that do not exist)."""
+class SourcePathError(OSError):
+    """A source path that reads nothing: a missing file, a folder, a glob matching no file, a folder not listable.
+
+    Raised before anything is read, so the run fails, saves no watermark and exits non-zero with one line per path.
+    """
+
+
+def _glob_root(pattern: str) -> Path:
+    """The folder a glob starts from: its leading path components without a wildcard."""
+    parts = Path(pattern).parts
+    first_magic = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    return Path(*parts[:first_magic]) if first_magic else Path(".")
+
+
+def _path_problem(pattern: str) -> str | None:
+    """Why `pattern` reads nothing, or None when it names or matches at least one file."""
+    if is_url(pattern):  # object storage: the same rule, told in its own words
+        if glob.has_magic(pattern):
+            return None if glob_urls(pattern) else f"{pattern}: no object matches"
+        return None if is_object(pattern) else f"{pattern}: no such object"
+    if glob.has_magic(pattern):
+        root = _glob_root(pattern)
+        try:
+            with os.scandir(root):
+                pass
+        except PermissionError:
+            return f"{pattern}: permission denied listing the folder {root}"
+        except FileNotFoundError:
+            return f"{pattern}: no such folder {root}"
+        except NotADirectoryError:
+            return f"{pattern}: {root} is not a folder"
+        if not any(Path(m).is_file() for m in glob.iglob(pattern, recursive=True)):
+            return f"{pattern}: no file matches"
+        return None
+    path = Path(pattern)
+    if path.is_dir():
+        return f"{pattern}: is a folder, not a file (give a glob such as {path / '*.jsonl'})"
+    if not path.exists():
+        return f"{pattern}: no such file"
+    return None
+
+
+def expand_paths(patterns: list[str]) -> list[str]:
+    """The files the patterns name or match, in order without repeats; SourcePathError naming every pattern
+    that reads nothing (each with its own reason)."""
+    problems = [problem for pattern in patterns if (problem := _path_problem(pattern)) is not None]
+    if problems:
+        raise SourcePathError("the source reads nothing from " + "; ".join(problems))
     seen: dict[str, None] = {}
-    missing = []
     for pattern in patterns:
         if is_url(pattern):  # object storage (judgewatch.traffic.object_store)
-            if glob.has_magic(pattern):
-                matches = glob_urls(pattern)
-                if not matches:
-                    logger.warning("no object matches %s", pattern)
-                seen.update((m, None) for m in matches)
-            elif is_object(pattern):
-                seen[pattern] = None
-            else:
-                missing.append(pattern)
+            seen.update((m, None) for m in (glob_urls(pattern) if glob.has_magic(pattern) else [pattern]))
         elif glob.has_magic(pattern):
-            matches = sorted(glob.glob(pattern, recursive=True))
-            if not matches:
-                logger.warning("no file matches %s", pattern)
-            seen.update((m, None) for m in matches if Path(m).is_file())
-        elif Path(pattern).is_file():
-            seen[pattern] = None
+            seen.update((m, None) for m in sorted(glob.glob(pattern, recursive=True)) if Path(m).is_file())
         else:
-            missing.append(pattern)
-    return list(seen), missing
+            seen[pattern] = None
+    return list(seen)
 
 
 def each_file(
     mapper: RowMapper, state: WatermarkState, parquet: FileReader[T], jsonl: FileReader[T]
 ) -> Iterator[T | RejectedTrafficRow]:
-    """The source's files in order, each read by the reader of its kind; a missing file is quarantined."""
-    files, missing = expand_paths(mapper.config.paths)
-    for path in missing:
-        yield mapper.quarantine(path, QuarantineReason.unreadable, "no such file", "")
+    """The source's files in order, each read by the reader of its kind; SourcePathError before any is read
+    when a path reads nothing."""
+    files = expand_paths(mapper.config.paths)
     reader = parquet if mapper.config.kind == "parquet" else jsonl
     for path in files:
         yield from reader(path, mapper, state)

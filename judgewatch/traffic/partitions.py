@@ -68,13 +68,12 @@ def split_source(
             SourcePartition(index=k, config=config, since=r.since, until=r.until, warmup=r.warmup)
             for k, r in enumerate(ranges)
         ]
-    files, missing = expand_paths(config.paths)
+    files = expand_paths(config.paths)
     if len(files) <= 1:
         return [SourcePartition(index=0, config=config, since=since)]
     parts = min(parts, len(files))
     bounds = [round(k * len(files) / parts) for k in range(parts + 1)]
     groups = [files[bounds[k] : bounds[k + 1]] for k in range(parts)]
-    groups[0] = missing + groups[0]  # a missing literal path is still quarantined, by the first partition
     return [
         SourcePartition(
             index=k,

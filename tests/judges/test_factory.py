@@ -6,7 +6,7 @@ import pytest
 
 from judges.config import EndpointConfig
 from judges.factory import chain, healthy_links, judge_links
-from judges.fallback import FallbackJudge
+from judges.fallback import FallbackJudge, GuardedJudge
 from judges.openai_judge import OpenAIJudge
 from judges.reference import ReferenceJudge
 from judgewatch.settings import Settings
@@ -29,8 +29,11 @@ def test_a_url_gets_the_reference_judge_as_its_last_link_by_default(settings: Se
     assert isinstance(last, ReferenceJudge)
 
 
-def test_without_fallback_a_url_is_just_that_judge(settings: Settings) -> None:
-    assert isinstance(chain(judge_links("http://a/v1", settings, fallback_reference=False)), OpenAIJudge)
+def test_without_fallback_a_url_is_that_judge_behind_the_circuit_breaker(settings: Settings) -> None:
+    judge = chain(judge_links("http://a/v1", settings, fallback_reference=False))
+    assert isinstance(judge, GuardedJudge) and isinstance(judge.links[0], OpenAIJudge)
+    assert (judge.kind, getattr(judge, "base_url", None)) == ("openai", "http://a/v1")  # reads as the judge it guards
+    assert isinstance(chain(judge_links("reference", settings, fallback_reference=False)), ReferenceJudge)
 
 
 def test_no_spec_means_the_configured_url_then_its_fallback_urls(settings: Settings) -> None:

@@ -1,0 +1,64 @@
+"""Text and JSON without NUL, whatever their source, at the one place every value enters the database.
+
+PostgreSQL refuses NUL (U+0000) in `text` and in `jsonb` strings, so one judge reply or reviewer comment that
+carries it would abort the whole write. Input rows have NUL removed (and the repair recorded) by
+`contract.raw_rows`; this module covers everything else: judge replies, reviewer comments, error details, JSON
+payloads. On PostgreSQL the connection's own adapters drop NUL from every `str` parameter and every JSON document
+(the SQLAlchemy engine's connections and the review queue's direct ones alike); on SQLite, which could store
+NUL, the same rule is applied to the statement's parameters, so both back ends read back the same text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from psycopg.abc import AdaptContext, Buffer
+from psycopg.types.json import set_json_dumps
+from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
+
+NUL = "\x00"
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with NUL removed from every string in it (dict keys and nested lists included)."""
+    if isinstance(value, str):
+        return value.replace(NUL, "") if NUL in value else value
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_nul(v) for v in value)
+    return value
+
+
+def json_dumps(value: Any) -> str:
+    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`)."""
+    return json.dumps(without_nul(value))
+
+
+class _StrDumper(StrDumperUnknown):
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
+
+
+class _StrBinaryDumper(StrBinaryDumper):
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
+
+
+def install(context: AdaptContext) -> None:
+    """Make a psycopg connection (or adapters map) send every string and JSON document without NUL."""
+    context.adapters.register_dumper(str, _StrBinaryDumper)
+    context.adapters.register_dumper(str, _StrDumper)  # registered last: the default for str, as psycopg's own
+    set_json_dumps(json_dumps, context)
+
+
+def sqlite_parameters(parameters: Any) -> Any:
+    """A SQLite statement's parameters (a sequence, a mapping, or a list of them for executemany) without NUL."""
+    if isinstance(parameters, dict):
+        return {k: without_nul(v) for k, v in parameters.items()}
+    if isinstance(parameters, list) and parameters and isinstance(parameters[0], tuple | list | dict):
+        return [sqlite_parameters(p) for p in parameters]
+    if isinstance(parameters, tuple | list):
+        return type(parameters)(without_nul(v) for v in parameters)
+    return parameters
