@@ -4,7 +4,7 @@
   out virtual environments, local databases, secrets and caches, and keeps every file git tracks (the workers
   clone the code from the image's copy, `.git` included).
 - The build stage's job, done here the same way on the filtered context: `pip wheel .` with gcc and OpenSSL's
-  headers gives a wheel holding both C extensions (the slim base image alone has no compiler).
+  headers gives a wheel holding the C extension (the sampling rule's hash) (the slim base image alone has no compiler).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_the_dockerfile_builds_the_extensions_in_a_stage_with_gcc_and_openssl_he
 
 
 @pytest.mark.slow
-def test_the_filtered_context_builds_a_wheel_with_both_c_extensions(tmp_path: Path) -> None:
+def test_the_filtered_context_builds_a_wheel_with_the_c_extension(tmp_path: Path) -> None:
     if shutil.which("gcc") is None or not Path("/usr/include/openssl/sha.h").exists():
         pytest.fail("gcc and libssl-dev are needed (scripts/native_deps.sh installs them)", pytrace=False)
     context = tmp_path / "context"
@@ -106,4 +106,3 @@ def test_the_filtered_context_builds_a_wheel_with_both_c_extensions(tmp_path: Pa
     (wheel,) = out.glob("judgewatch-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert any("traffic/_unit_hash" in n and n.endswith(".so") for n in names), names
-    assert any("traffic/_line_scan" in n and n.endswith(".so") for n in names), names

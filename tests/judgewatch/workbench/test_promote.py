@@ -155,7 +155,7 @@ def test_the_gate_uses_a_promoted_set_at_once(judged: tuple[str, Path], prefect_
 def test_a_bad_set_name_or_unknown_id_fails_in_one_line(judged: tuple[str, Path]) -> None:
     url, tmp = judged
     for args, says in (
-        (["../escape"], "set name"),
+        ([str(Path("..") / "escape")], "set name"),  # a climb out of the datasets folder
         (["ok-name", "--id", "nope"], "no current verdict for interaction(s) nope"),
     ):
         result = CliRunner().invoke(
