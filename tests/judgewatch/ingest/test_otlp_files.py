@@ -58,7 +58,9 @@ def _stored(engine: Engine) -> dict[str, Interaction]:
         return {i.id: i for i in session.exec(select(Interaction).where(Interaction.source == "traffic:collector"))}
 
 
-def test_collector_files_are_sampled_stored_and_judged_from_their_watermark(tmp_path: Path) -> None:
+def test_collector_files_are_sampled_stored_and_judged_from_their_watermark(
+    tmp_path: Path, prefect_server: None
+) -> None:
     _write(tmp_path / "traces-2026-12-04T10-00-00.000.json", _requests(1, 30))  # a rotated backup
     _write(tmp_path / "traces.json", _requests(31, 30))  # the active file
     (tmp_path / "traces.json").open("a").write('{"resourceSpans": [ not json\n')

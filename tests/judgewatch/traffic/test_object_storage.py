@@ -86,8 +86,15 @@ def test_partitions_over_s3_objects_pick_what_one_pass_picks(s3_logs: Path) -> N
     assert list(read_source(config, merged)) == []  # nothing after the watermark
 
 
-def test_a_missing_object_is_quarantined_with_its_url(s3_logs: Path) -> None:
+def test_a_missing_object_fails_the_read_naming_its_url(s3_logs: Path) -> None:
+    """As a missing local file does (judgewatch.traffic.files.SourcePathError): a source that reads nothing is no
+    success, and nothing is read before the error."""
+    from judgewatch.traffic.files import SourcePathError
+
     url = f"s3://{BUCKET}/prod/2024/absent.jsonl"
     config = SourceConfig(name="gw", kind="jsonl", paths=[url], sampling=SAMPLING)
-    (rejected,) = list(read_source(config))
-    assert rejected.position == url and "no such file" in rejected.detail  # type: ignore[union-attr]
+    with pytest.raises(SourcePathError, match=f"{url}: no such object"):
+        list(read_source(config))
+    empty = f"s3://{BUCKET}/nowhere/*.jsonl"
+    with pytest.raises(SourcePathError, match="no object matches"):
+        list(read_source(SourceConfig(name="gw", kind="jsonl", paths=[empty], sampling=SAMPLING)))
