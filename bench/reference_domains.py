@@ -1,8 +1,11 @@
 """The reference judge's four development domains, its fit, and the leave-one-domain-out measurement.
 
 Domains (development rows only; the held-out halves earlier work read are never fitted or tuned on):
-- `halueval`: HaluEval QA one-turn items 0-249 (right vs hallucinated answer, the knowledge as reference facts).
-- `halluqa`: HalluQA's development half by category (question_id <= 225 and the even ids above).
+- `halueval`: HaluEval QA one-turn items 40-249 (right vs hallucinated answer, the knowledge as reference facts).
+- `halluqa`: HalluQA's development half by category (question_id <= 225 and the even ids above), but for
+  question_ids 1-40.
+Items 0-39 of HaluEval and HalluQA's question_ids 1-40 are the mini golden sets (`datasets/halueval_qa_mini`,
+`datasets/halluqa_mini`), the demo's and the gate's trust sets: `domains` leaves them out, so they stay held out.
 - `begin_cmu`, `begin_tc`: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`), every row
   but the `Generic` ones: a response labelled `Fully attributable` is right, `Not fully attributable` wrong;
   the knowledge passage is the context, the dialogue turn answered is the question.
@@ -13,6 +16,7 @@ word-recall baseline (`judges._claims.word_recall`) on the same rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +29,8 @@ from judgewatch.contract.items import JudgeItem
 BEGIN = DATASETS / "begin_dev"
 BEGIN_FILES = {"begin_cmu": ("cmu-dog/begin_dev_cmu.tsv", "cmu"), "begin_tc": ("topicalchat/begin_dev_tc.tsv", "tc")}
 RIGHT, WRONG, GENERIC = "Fully attributable", "Not fully attributable", "Generic"
+# the demo's and the gate's trust sets: never fitted on (see `domains`)
+TRUST_SETS = (DATASETS / "halueval_qa_mini" / "data.jsonl", DATASETS / "halluqa_mini" / "data.jsonl")
 
 
 @dataclass(frozen=True)
@@ -64,14 +70,25 @@ def begin_cases(domain: str, folder: Path = BEGIN) -> list[Case]:
     return [Case(r.item, r.label == RIGHT, r.item.id, True) for r in begin_rows(domain, folder) if r.label != GENERIC]
 
 
+def trust_set_ids(sets: Sequence[Path] = TRUST_SETS) -> frozenset[str]:
+    """The item ids of the golden sets `sets` (`data.jsonl`, one JSON object with an `id` a line)."""
+    return frozenset(
+        json.loads(line)["id"] for path in sets for line in path.read_text(encoding="utf-8").splitlines() if line
+    )
+
+
 def domains() -> dict[str, list[Case]]:
-    """The four development domains (see the module docstring)."""
+    """The four development domains (see the module docstring), without any case from an item of the mini golden
+    sets (`TRUST_SETS`): those are the sets the demo and the gate measure the reference judge on before trusting
+    it, and trust validation takes no in-sample item as evidence, so they must stay held out of every fit."""
     halluqa = halluqa_cases(DATASETS / "halluqa_upstream")[0]
-    return {
+    held_out = trust_set_ids()
+    sets = {
         "halueval": [c for c in halueval_cases(DATASETS / "halueval_upstream") if c.dev],
         "halluqa": [c for c in halluqa if by_category_dev(c)],
         **{name: begin_cases(name) for name in BEGIN_FILES},
     }
+    return {name: [c for c in cases if golden_id(c) not in held_out] for name, cases in sets.items()}
 
 
 def golden_id(case: Case) -> str:

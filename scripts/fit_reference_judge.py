@@ -2,12 +2,14 @@
 
 Development data (bench/reference_domains.py), the held-out halves earlier work read never used:
 - `default` model (inputs of `judges._claims.features`: sentence support, whether the answer asserts): four
-  domains, each weighing the same: HaluEval QA one-turn items 0-249,
-  HalluQA's development half by category, BEGIN CMU-DoG and BEGIN TopicalChat (every row but `Generic`).
+  domains, each weighing the same: HaluEval QA one-turn items 40-249,
+  HalluQA's development half by category but question_ids 1-40, BEGIN CMU-DoG and BEGIN TopicalChat (every row
+  but `Generic`). The mini golden sets (HaluEval items 0-39, HalluQA question_ids 1-40) are the demo's and the
+  gate's trust sets, so no model is fitted on them.
   bench/reference_judge_quality.py measures it left out, domain by domain, against plain word recall.
 - `zh` model (inputs of `judges._claims.unsegmented_features`): HalluQA's development half by category
-  (question_id <= 225, and the even question_ids above: every category on both sides); each category weighs
-  the same, whatever its size (175 of its 224 questions are "Misleading").
+  (question_id <= 225, and the even question_ids above: every category on both sides), but question_ids 1-40;
+  each category weighs the same, whatever its size (135 of its 184 questions are "Misleading").
 Logistic regression (Newton steps, L2 penalty on the coefficients, not the intercept), every coefficient >= 0.
 The file names every item fitted on (`fit_items`, per data set), for trust validation's in-sample check.
 Deterministic: the same repository gives the same file.
@@ -27,7 +29,9 @@ from bench.reference_judge_quality import DATASETS, Case, auroc
 from judges._claims import item_features, item_unsegmented
 from judges.reference_model import FEATURE_SETS, MODEL_PATH, parse_models
 
-VERSION = "3.0.0"  # bump with every refit that changes the coefficients (it is in the judge's config hash)
+# bump with every refit that changes the coefficients (it is in the judge's config hash);
+# 3.0.1: the mini golden sets (the demo's and the gate's trust sets) left out of the fit
+VERSION = "3.0.1"
 # domain (bench/reference_domains.py) -> the data set its ids belong to, as `fit_items` names it
 DATA_SETS = {
     "halueval": "halueval_qa",

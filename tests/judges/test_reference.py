@@ -463,10 +463,22 @@ def test_word_recall_is_the_unweighted_share_of_the_answers_distinct_content_wor
 
 def test_the_judge_names_the_items_its_model_was_fit_on_and_no_held_out_one() -> None:
     ids = ReferenceJudge().fit_item_ids()
-    assert {"halueval_qa-0001", "halueval_qa-0250", "halluqa-0001", "halluqa-0228", "begin_dev-cmu-0001"} <= ids
+    assert {"halueval_qa-0041", "halueval_qa-0250", "halluqa-0041", "halluqa-0228", "begin_dev-cmu-0001"} <= ids
     # HaluEval items 250-499 (halueval_qa-0251...) and HalluQA's odd question_ids above 225 are held out
     assert not {"halueval_qa-0251", "halueval_qa-0500", "halluqa-0227", "halluqa-0449"} & ids
     assert not any(i.startswith("begin_dev-") and "wow" in i for i in ids)
     document = json.loads(reference_model.MODEL_PATH.read_text(encoding="utf-8"))
     with pytest.raises(ValueError, match="fit_items"):
         reference_model.parse_models({k: v for k, v in document.items() if k != "fit_items"})
+
+
+def test_the_mini_sets_are_never_fit_on() -> None:
+    """The demo and the gate measure the judge on the mini golden sets: every one of their items is held out."""
+    mini = {
+        json.loads(line)["id"]
+        for name in ("halueval_qa_mini", "halluqa_mini")
+        for line in (REPO_ROOT / "datasets" / name / "data.jsonl").read_text(encoding="utf-8").splitlines()
+        if line
+    }
+    assert len(mini) == 80
+    assert not mini & ReferenceJudge().fit_item_ids()

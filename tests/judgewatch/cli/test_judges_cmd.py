@@ -38,9 +38,10 @@ def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
     sets = ("--dataset", "halueval_qa_mini", "--dataset", "halluqa_mini")
     result = validate(db, "reference", *sets, "--rubric", "answer_quality", "--rubric", "pairwise_preference")
     assert result.exit_code == 0, result.output
-    # algorithm 3.0.0, in-sample: the mini set's items are among the model's fit items (2.2.0: 0.95, gap +2.98;
-    # 2.1.0: the same AUROC, gap +2.90; 2.0.0: +2.83; 1.1.0: 0.96, +2.12)
-    assert "faithfulness  AUROC 0.96 [0.90, 1.00]  gap +2.38  unscored 0%" in result.output
+    # model 3.0.1, held out: no mini-set item is among the model's fit items (3.0.0, fit on them: 0.96
+    # [0.90, 1.00], gap +2.38; 2.2.0: 0.95, gap +2.98; 2.1.0: the same AUROC, gap +2.90; 2.0.0: +2.83; 1.1.0: 0.96)
+    assert "faithfulness  AUROC 0.95 [0.90, 0.99]  gap +2.35  unscored 0%" in result.output
+    assert "in-sample" not in result.output
     assert "position consistency 100%" in result.output
     assert "rubric answer_quality 1.0.0: trustworthy" in result.output
     probes = ("verbosity", "confidence", "reference-sensitivity", "injection", "consistency")
