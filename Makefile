@@ -8,6 +8,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml setup.py judgewatch/traffic/_unit_hash.c
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
+	@echo "[setup] installing judgewatch and its dependencies into $(VENV) (the first time takes a few minutes)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	bash scripts/native_deps.sh
 	$(BIN)/pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
@@ -25,6 +26,7 @@ judge-up: judge-setup  ## start the local vLLM judge on 127.0.0.1:8011
 judge-down:
 	bash scripts/judge_serve.sh stop
 
+demo: export JUDGEWATCH_MAKE_STARTED := $(shell date +%s)
 demo: setup judge-setup  ## the main job on the embedded defaults: the gate's three outcomes, then the vLLM judge measured
 	bash scripts/judge_serve.sh spawn
 	$(BIN)/judgewatch demo --judge-wait 300

@@ -306,5 +306,13 @@ def run_demo(
             outcomes.append(trust_outcome)
             _show(echo, trust_outcome)
     calibration_step(engine, echo)
-    echo(f"\ndemo finished in {time.monotonic() - started:.0f} s")
+    echo(f"\ndemo finished in {time.monotonic() - started:.0f} s{_since_make()}")
     return outcomes
+
+
+def _since_make() -> str:
+    """`make demo` in all (set-up, the judge's start and the demo), when make says when it started."""
+    import os
+
+    started = os.environ.get("JUDGEWATCH_MAKE_STARTED", "")
+    return f" (make demo: {time.time() - float(started):.0f} s in all, set-up included)" if started.isdigit() else ""

@@ -6,6 +6,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from judgewatch.cli.demo_run import wait_for_judge
 from judgewatch.settings import REPO_ROOT
 
@@ -54,3 +56,16 @@ def test_judge_serve_wait_fails_fast_when_nothing_was_started(tmp_path: Path) ->
     )
     assert done.returncode == 1
     assert "not started on 127.0.0.1:1" in done.stderr
+
+
+def test_the_demo_says_how_long_make_demo_took_in_all_when_make_says_when_it_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from judgewatch.cli.demo_run import _since_make
+
+    monkeypatch.delenv("JUDGEWATCH_MAKE_STARTED", raising=False)
+    assert _since_make() == ""
+    monkeypatch.setenv("JUDGEWATCH_MAKE_STARTED", str(int(time.time()) - 462))
+    assert _since_make().startswith(" (make demo: 46") and "set-up included" in _since_make()
