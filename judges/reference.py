@@ -239,7 +239,9 @@ def reason_for(cov: Coverage, scored: list[str], limit: int) -> str:
             parts.append(_listed("number", cov.unsupported_numbers))
         if cov.unsupported_names:
             parts.append(_listed("name", cov.unsupported_names))
-    if faithful and (decisive := _decisive(cov)):
+    # The decisive evidence explains a lowered score: beside a top score it would contradict the score it explains.
+    lowered = cov.faithfulness is not None and cov.faithfulness < CUTS["faithfulness"][-1]
+    if faithful and lowered and (decisive := _decisive(cov)):
         parts.append(decisive)
     if "completeness" in scored and cov.completeness is not None:
         parts.append(f"answer covers {cov.completeness * 100:.0f}% of the {cov.completeness_target}")

@@ -81,7 +81,7 @@ def reveal_md(shown: Revealed) -> str:
         judge = shown.judge_scores.get(name)
         rows.append(f"| {name} | {mine} | {'–' if judge is None else judge} |")
     status = "scored" if shown.judge_status == "scored" else f"unscored ({literal(shown.judge_unscored_reason or '')})"
-    overall = "–" if shown.judge_overall is None else f"{shown.judge_overall:g}"
+    overall = "–" if shown.judge_overall is None else f"{shown.judge_overall:.2f}"
     return (
         f"### Judge's verdict\n\n{chr(10).join(rows)}\n\n"
         f"Judge **{literal(shown.judge_name)}**: {status}, overall {overall}; tier **{literal(shown.tier or 'n/a')}**."

@@ -482,3 +482,19 @@ def test_the_mini_sets_are_never_fit_on() -> None:
     }
     assert len(mini) == 80
     assert not mini & ReferenceJudge().fit_item_ids()
+
+
+def test_a_reason_never_names_decisive_evidence_against_a_top_faithfulness_score(quality: Rubric) -> None:
+    """A reviewer saw faithfulness 5 beside a "decisive: ..." reason that argued the other way; the decisive
+    evidence is named only where it lowered the score."""
+    from judgewatch.regression.golden import load_golden_set
+
+    judge = ReferenceJudge()
+    tops = 0
+    for golden in ("halueval_qa_mini", "halluqa_mini"):
+        for judged in load_golden_set(str(REPO_ROOT / "datasets" / golden)).to_judge_items(which="good")[:40]:
+            verdict = judge.judge_sync(judged, quality)
+            if verdict.scores.get("faithfulness") == 5:
+                tops += 1
+                assert "decisive:" not in (verdict.reason or ""), verdict.reason
+    assert tops > 40
