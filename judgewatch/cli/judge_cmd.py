@@ -64,6 +64,7 @@ def judge(
     """Judge every row of a JSONL file with a rubric; write and store one verdict per row."""
     from judgewatch.cli._output import output_lock
     from judgewatch.contract.rubric import RubricError, load_rubric
+    from judgewatch.judging.costs import run_cost
     from judgewatch.redact import mask_urls_in
     from judgewatch.settings import get_settings
 
@@ -95,12 +96,15 @@ def judge(
                         resume=resume,
                     )
                 )
+            cost = run_cost(engine, run.run_id, settings) if run.run_id else None
         finally:
             engine.dispose()
     except (CannotRun, RubricError) as exc:
         typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
         raise typer.Exit(2) from None
     _print_summary(summary, quarantined, input, output, run)
+    if cost is not None:
+        typer.echo(f"judge cost: {cost}")
     for repair in repairs[:QUARANTINE_LINES_SHOWN]:
         typer.echo(f"  repaired {repair}")
     if len(repairs) > QUARANTINE_LINES_SHOWN:

@@ -137,3 +137,12 @@ def cost_line(session: Session, settings: Settings, since: datetime | None) -> s
     releases = judge_costs(session, by="release", prices=prices, currency=currency, since=since)
     per_release = ", ".join(f"{r} {c.amount:.4f}" for r, c in sorted(releases.items()))
     return f"Judge cost over the period: {total.describe()}" + (f"; per release: {per_release}" if per_release else "")
+
+
+def run_cost(engine: Engine, run_id: str, settings: Settings) -> str:
+    """One run's judge cost in one line (`judge`'s summary)."""
+    with session_scope(engine) as session:
+        costs = judge_costs(
+            session, by="run", prices=settings.judge_prices, currency=settings.cost_currency, run_ids=[run_id]
+        )
+    return costs.get(run_id, Cost(settings.cost_currency)).describe()

@@ -134,7 +134,7 @@ def test_triggered_deployment_stores_the_run_and_gates_like_the_cli(stack: dict[
     good, bad = home / "good.jsonl", home / "bad.jsonl"
     write_recorded_answers(good, [(i.id, i.good_answers[0]) for i in items])
     write_recorded_answers(bad, [(i.id, i.bad_answers[0]) for i in items])
-    common = {"datasets": [SET], "judge": "reference"}
+    common = {"datasets": [SET], "judge": "reference", "baseline_tier": "full"}
 
     first = trigger(stack, {**common, "release": "r1", "answers": [f"full={good}", f"quantized={good}"]})
     assert first["type"] == "COMPLETED", first
@@ -151,7 +151,13 @@ def test_triggered_deployment_stores_the_run_and_gates_like_the_cli(stack: dict[
             text("SELECT release, exit_code, outcome, flow_run_id, report_path FROM gate_decision ORDER BY release")
         ).all()
         tiers = conn.execute(text("SELECT release, tier, accepted_by FROM release_tier ORDER BY release, tier")).all()
-        verdicts = conn.execute(text("SELECT count(*) FROM verdict")).scalar_one()
+        verdicts = conn.execute(
+            text(
+                "SELECT count(*) FROM verdict v JOIN interaction i ON i.id = v.interaction_id "
+                "WHERE i.release IN ('r1', 'r2')"
+            )
+        ).scalar_one()
+        measured = conn.execute(text("SELECT count(*) FROM trust_record")).scalar_one()
     assert [(d[0], d[1], d[2], d[3]) for d in decisions] == [
         ("r1", 0, "pass", first["id"]),
         ("r2", 1, "regression", second["id"]),
@@ -164,3 +170,4 @@ def test_triggered_deployment_stores_the_run_and_gates_like_the_cli(stack: dict[
         ("r2", "quantized", None),
     ]
     assert verdicts == 6 * len(items)  # per release: each tier's verdicts and the quantized-vs-full pairs'
+    assert measured > 0  # the reference judge was measured before the first gate rested on it (known answers, probes)

@@ -129,3 +129,24 @@ def test_a_malformed_judge_spec_exits_2_before_touching_the_store(items_file: Pa
     assert result.exit_code == 2
     assert "error: --judge: expected 'reference' or an http(s):// URL, got 'bogus'" in result.output
     assert not (tmp_path / "jw.db").exists()
+
+
+def test_the_summary_states_the_runs_judge_cost_from_the_price_table(
+    items_file: Path, tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.db import make_engine, session_scope
+
+    monkeypatch.setenv("JUDGEWATCH_JUDGE_PRICES", json.dumps({"sim-judge": {"input": 1.0, "output": 4.0}}))
+    get_settings.cache_clear()
+    try:
+        with run_simulator_in_thread(latency_ms=1) as sim:
+            result = run_judge(items_file, tmp_path / "v.jsonl", sim.base_url, db, "--model", "sim-judge")
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    with session_scope(make_engine(db)) as session:
+        rows = session.query(VerdictRecord.prompt_tokens, VerdictRecord.completion_tokens).all()  # type: ignore[call-overload]
+    expected = sum(p * 1.0 + c * 4.0 for p, c in rows) / 1_000_000
+    assert sum(p for p, _ in rows) > 0
+    assert f"judge cost: {expected:.4f} USD for {len(GOOD)} verdicts" in result.output
