@@ -250,7 +250,7 @@ def served_model_change(
 
 
 def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
-    """Record what an OpenAI-compatible judge endpoint serves (/v1/models, /version); flag a change."""
+    """Record what an OpenAI-compatible judge endpoint serves (/v1/models, /version, /metrics); flag a change."""
     base = getattr(judge, "base_url", None)
     if not base:
         return {}
@@ -260,11 +260,14 @@ def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
         logger.warning("calibration: could not read the judge endpoint's fingerprint: %s", exc)
         return {"fingerprint": None, "fingerprint_error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     if check.changed:
-        logger.warning("calibration: the judge endpoint %s serves another model than before", base)
+        logger.warning(
+            "calibration: the judge endpoint %s serves otherwise than before: %s", base, check.describe_changes()
+        )
     return {
         "fingerprint": check.current.digest,
         "previous_fingerprint": check.previous_digest,
         "fingerprint_changed": check.changed,
+        "fingerprint_changes": check.describe_changes(),
     }
 
 
