@@ -29,7 +29,9 @@ judge-down:
 demo: export JUDGEWATCH_MAKE_STARTED := $(shell date +%s)
 demo: setup judge-setup  ## the main job on the embedded defaults: the gate's three outcomes, then the vLLM judge measured
 	bash scripts/judge_serve.sh spawn
-	$(BIN)/judgewatch demo --judge-wait 300
+	serving=.judge/server-$${JUDGEWATCH_JUDGE_PORT:-8011}.serving.json; \
+	  if [ -z "$${JUDGEWATCH_JUDGE_SERVING:-}" ] && [ -f "$$serving" ]; then export JUDGEWATCH_JUDGE_SERVING="$$(cat "$$serving")"; fi; \
+	  $(BIN)/judgewatch demo --judge-wait 300
 
 test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and a real browser
 	bash scripts/run_tests.sh

@@ -15,7 +15,7 @@ configuration. Retries live in the judge client only; no task has Prefect retrie
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,8 @@ from judgewatch.calibration.anchors import (
     compare_on_anchors,
     ensure_anchor_verdicts,
     freeze_anchor_set,
+    last_anchor_judging,
+    rejudge_due,
 )
 from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
 from judgewatch.calibration.fingerprint import fetch_fingerprint, record_fingerprint
@@ -177,8 +179,14 @@ async def anchors(
     size: int,
     judge_spec: str | None,
     rejudge: bool,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare."""
+    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare.
+
+    Every anchor is re-judged again under the same configuration when the endpoint's fingerprint changed or
+    when that configuration's last judging of the anchors is `settings.anchor_rejudge_days` old (at `now`,
+    default: the clock), and compared with the scores before.
+    """
     with session_scope(engine) as session:
         exists = get_anchor_set(session=session, name=name) is not None
     if not exists:
@@ -189,17 +197,28 @@ async def anchors(
         )
     out: dict[str, Any] = {"anchor_set": name}
     new_hash = summary.series.judge.config_hash if summary.series else None
-    before = None  # the anchors' scores before the endpoint changed under the same configuration
+    before = None  # the anchors' scores before the same configuration judged them again
+    labels = ("", "")  # (before, after) names of those scores
     if rejudge:
         judge = chain(judge_links(judge_spec, settings, fallback_reference=False, rubric=rubric))
         try:
             new_hash = judge.identity(rubric).config_hash
             out.update(endpoint_fingerprint(engine, judge))
             changed = bool(out.get("fingerprint_changed"))
+            last = last_anchor_judging(engine, anchor_set=name, judge_config_hash=new_hash)
+            today = now or datetime.now(UTC)
+            scheduled = rejudge_due(last, now=today, period=timedelta(days=settings.anchor_rejudge_days))
+            out.update(anchors_last_judged=last.isoformat() if last else None, scheduled_rejudge=scheduled)
+            if changed:
+                labels = (f"{new_hash}@{out.get('previous_fingerprint')}", f"{new_hash}@{out.get('fingerprint')}")
+            elif scheduled:  # no fingerprint change: the anchors' scores when last judged and today
+                labels = (f"{new_hash}@{last:%Y-%m-%d}", f"{new_hash}@{today:%Y-%m-%d}")
             if await is_healthy(judge):
-                if changed:  # same configuration hash, other weights or server: keep the old scores to compare
+                if changed or scheduled:  # the same configuration again: keep the old scores to compare
                     before = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
-                done = await ensure_anchor_verdicts(engine, anchor_set=name, judge=judge, rubric=rubric, force=changed)
+                done = await ensure_anchor_verdicts(
+                    engine, anchor_set=name, judge=judge, rubric=rubric, force=changed or scheduled
+                )
                 out.update(judged_now=done.judged_now, judge_config_hash=done.judge_config_hash)
             else:
                 out["status"] = f"{describe(judge)} is down: anchors not re-judged, tried again next run"
@@ -213,8 +232,8 @@ async def anchors(
             name,
             before,
             after,
-            before_label=f"{new_hash}@{out.get('previous_fingerprint')}",
-            after_label=f"{new_hash}@{out.get('fingerprint')}",
+            before_label=labels[0],
+            after_label=labels[1],
             categories=rubric.scale.levels,
         )
     elif new_hash is not None:
@@ -250,7 +269,7 @@ def served_model_change(
 
 
 def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
-    """Record what an OpenAI-compatible judge endpoint serves (/v1/models, /version); flag a change."""
+    """Record what an OpenAI-compatible judge endpoint serves (/v1/models, /version, /metrics); flag a change."""
     base = getattr(judge, "base_url", None)
     if not base:
         return {}
@@ -260,11 +279,14 @@ def endpoint_fingerprint(engine: Engine, judge: object) -> dict[str, Any]:
         logger.warning("calibration: could not read the judge endpoint's fingerprint: %s", exc)
         return {"fingerprint": None, "fingerprint_error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
     if check.changed:
-        logger.warning("calibration: the judge endpoint %s serves another model than before", base)
+        logger.warning(
+            "calibration: the judge endpoint %s serves otherwise than before: %s", base, check.describe_changes()
+        )
     return {
         "fingerprint": check.current.digest,
         "previous_fingerprint": check.previous_digest,
         "fingerprint_changed": check.changed,
+        "fingerprint_changes": check.describe_changes(),
     }
 
 

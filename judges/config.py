@@ -57,6 +57,9 @@ class EndpointConfig:
     # position of a verdict reply. vLLM serves at most its `--max-logprobs` (default 20) per position.
     logprobs: bool = False
     top_logprobs: int = 20
+    # How the model is served, as the operator declares it (`judge_serving`: dtype, quantization, ...): sorted
+    # (name, value) pairs, part of the configuration hash when any is declared.
+    serving: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -69,6 +72,10 @@ class EndpointConfig:
                 raise ValueError(f"{name} must be {'>=' if inclusive else '>'} {bound}, got {value}")
         if not 1 <= self.top_logprobs <= 20:
             raise ValueError(f"top_logprobs must be between 1 and 20, got {self.top_logprobs}")
+        for name, value in self.serving:
+            if not name.strip() or not str(value).strip():
+                raise ValueError(f"judge_serving: every flag needs a name and a value, got {name!r}: {value!r}")
+        object.__setattr__(self, "serving", tuple(sorted((str(k), str(v)) for k, v in self.serving)))
         # Where a URL enters: from here on it is carried masked; the chat client reveals it to connect.
         object.__setattr__(self, "base_url", hide(self.base_url).rstrip("/"))
         reveal(self.base_url)  # a masked URL whose credential this process lacks: refused here, in one line
@@ -81,7 +88,8 @@ class EndpointConfig:
         """The fields that can change what the model answers: part of every judge configuration hash.
 
         Log-probabilities leave the integers alone but add the floats a verdict stores: a judge that reads them
-        is another configuration (and the hash of one that does not is what it always was).
+        is another configuration (and the hash of one that does not is what it always was). So are declared
+        serving flags: another dtype or quantization is another judge (none declared: the hash as before).
         """
         params: dict[str, object] = {
             "model": self.model,
@@ -91,6 +99,8 @@ class EndpointConfig:
         }
         if self.logprobs:
             params["top_logprobs"] = self.top_logprobs
+        if self.serving:
+            params["serving"] = dict(self.serving)
         return params
 
 
@@ -121,5 +131,6 @@ def judge_endpoint(
         base_url=base_url or settings.judge_url,
         model=model or settings.judge_model,
         concurrency=concurrency or settings.judge_concurrency,
+        serving=tuple(settings.judge_serving.items()),
         **{name: getattr(settings, f"judge_{name}") for name in _FROM_SETTINGS},
     )

@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     # value over the scale beside the integer (judges.score_logprobs). Off: verdicts are read as integers only.
     judge_logprobs: bool = Field(default=False, description="Store probability-weighted scores beside the integers")
     judge_top_logprobs: int = Field(default=20, ge=1, le=20, description="Alternatives asked for per token position")
+    # How the operator serves the judge model, as declared (JSON: JUDGEWATCH_JUDGE_SERVING='{"dtype": "float32"}';
+    # scripts/judge_serve.sh writes its choice to .judge/server-<port>.serving.json). Part of the judge
+    # configuration hash: a declared change of dtype or quantization starts a new judge series. Empty: not declared.
+    judge_serving: dict[str, str] = Field(
+        default_factory=dict, description="Declared serving flags of the judge model (dtype, quantization, ...)"
+    )
 
     max_field_bytes: int = Field(
         default=256 * 1024, gt=0, description="Input rows with a text field larger than this are quarantined"
@@ -114,6 +120,9 @@ class Settings(BaseSettings):
     min_labels: int = Field(default=5, ge=2, description="Human labels an estimate needs before it gets an interval")
 
     calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
+    # The calibration flow re-judges the anchor set when its last judging by the configured judge is older than
+    # this, even with an unchanged fingerprint: a server change nothing reports is caught within the period.
+    anchor_rejudge_days: float = Field(default=7.0, gt=0, description="Re-judge the anchors at least this often")
 
     # Judge trust (judgewatch.trust.policy.TrustPolicy): the minimum a judge must reach before a gate rests on it.
     trust_criterion: str = "faithfulness"

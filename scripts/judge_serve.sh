@@ -6,11 +6,14 @@
 #   scripts/judge_serve.sh stop    # SIGTERM to the PID, then waits for it to exit
 #   scripts/judge_serve.sh status
 # Port: JUDGEWATCH_JUDGE_PORT (default 8011). Served model name: smollm2-135m-instruct.
+# The dtype it chooses is written to .judge/server-<port>.serving.json ({"dtype": "float32"}) and printed as
+# `export JUDGEWATCH_JUDGE_SERVING=...`: the judge configuration declares it (docs/operations.md, judge fingerprint).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 JUDGE_HOME=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}
 PORT=${JUDGEWATCH_JUDGE_PORT:-8011}
 PIDFILE=$JUDGE_HOME/server-$PORT.pid
+SERVINGFILE=$JUDGE_HOME/server-$PORT.serving.json
 LOG=$JUDGE_HOME/server-$PORT.log
 MODEL_DIR=$JUDGE_HOME/models/SmolLM2-135M-Instruct
 NAME=smollm2-135m-instruct
@@ -49,7 +52,9 @@ case "$cmd" in
         --structured-outputs-config '{"backend":"guidance","disable_any_whitespace":true}' \
         >"$LOG" 2>&1 < /dev/null &
       echo $! >"$PIDFILE"
+      printf '{"dtype": "%s"}\n' "$DTYPE" >"$SERVINGFILE"
     fi
+    [ -f "$SERVINGFILE" ] && echo "[judge] serving flags: export JUDGEWATCH_JUDGE_SERVING='$(cat "$SERVINGFILE")'"
     if [ "$cmd" = spawn ]; then echo "[judge] not waiting: \`$0 wait\` waits for it (\`judgewatch demo\` does)"; exit 0; fi
     wait_healthy 180 ;;
   wait)
@@ -62,7 +67,7 @@ case "$cmd" in
       kill -0 "$pid" 2>/dev/null && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid"; }
       echo "[judge] stopped (pid $pid)"
     fi
-    rm -f "$PIDFILE" ;;
+    rm -f "$PIDFILE" "$SERVINGFILE" ;;
   status)
     if running && healthy; then echo "serving on 127.0.0.1:$PORT (pid $(cat "$PIDFILE"))"; else echo "not serving"; exit 1; fi ;;
   *) echo "usage: $0 start|spawn|wait [SECONDS]|stop|status" >&2; exit 2 ;;

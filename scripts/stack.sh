@@ -142,8 +142,13 @@ up() {
       bash "$here/scripts/judge_serve.sh" start | sed 's/^/[stack]   /'
       touch "$STATE/judge.started"
     fi
+    # the dtype judge_serve.sh chose is part of the judge configuration the workers and the review UI see
+    serving_file=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json
+    if [ -z "${JUDGEWATCH_JUDGE_SERVING:-}" ] && [ -f "$serving_file" ]; then
+      export JUDGEWATCH_JUDGE_SERVING; JUDGEWATCH_JUDGE_SERVING=$(cat "$serving_file")
+    fi
   fi
-  say "judge: $JUDGE_URL (model $JUDGE_MODEL)"
+  say "judge: $JUDGE_URL (model $JUDGE_MODEL${JUDGEWATCH_JUDGE_SERVING:+, serving $JUDGEWATCH_JUDGE_SERVING})"
 
   for kv in "${prefect_variables[@]}"; do set_variable "${kv%%=*}" "${kv#*=}"; done
   say "Prefect variables set: ${#prefect_variables[@]} (judgewatch_*)"
@@ -169,6 +174,10 @@ up() {
 env_lines() {  # what a shell needs so that `prefect` and `judgewatch` commands use this stack, not their defaults
   printf 'export PREFECT_API_URL=%s\n' "$API"
   printf 'export JUDGEWATCH_DATABASE_URL=%s\n' "$STORE_URL"
+  local serving_file=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json
+  if [ "$JUDGE_MODE" = vllm ] && [ -f "$serving_file" ]; then
+    printf "export JUDGEWATCH_JUDGE_SERVING='%s'\n" "$(cat "$serving_file")"
+  fi
 }
 
 down() {

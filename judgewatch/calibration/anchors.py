@@ -1,5 +1,6 @@
 """The anchor set: a frozen list of interactions every new judge configuration re-judges, compared at once
-(and the same configuration again, every anchor forced, when its endpoint's fingerprint changes).
+(and the same configuration again, every anchor forced, when its endpoint's fingerprint changes or its last
+judging of the anchors is older than `anchor_rejudge_days`: a server change nothing reports is caught too).
 
 When the judge configuration hash changes (new weights, quantization, sampling parameters, rubric version),
 its scores are not comparable with the old series. Re-judging the same frozen items with the new
@@ -15,10 +16,11 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, func, select
 
 from judges.base import Judge
 from judgewatch.calibration.score_frame import load_scores
@@ -139,6 +141,26 @@ async def ensure_anchor_verdicts(
         )
         await run.judge_stored([(row.id, row.to_item()) for row in rows], force=missing if force else ())
     return AnchorJudging(anchor_set, identity.config_hash, len(ids), run.judged_now, run.run_id)
+
+
+def last_anchor_judging(engine: Engine, *, anchor_set: str, judge_config_hash: str) -> datetime | None:
+    """When `judge_config_hash` last judged an anchor of the set (its newest verdict's `updated_at`, UTC);
+    None when it never did."""
+    anchor, ids = _anchor_items(engine, anchor_set)
+    v = table(VerdictRecord).c
+    query = select(func.max(v.updated_at)).where(
+        v.interaction_id.in_(ids), v.rubric_name == anchor.rubric_name, v.judge_config_hash == judge_config_hash
+    )
+    with session_scope(engine) as session:
+        last = session.execute(query).scalar()
+    if last is None:
+        return None
+    return last if last.tzinfo is not None else last.replace(tzinfo=UTC)
+
+
+def rejudge_due(last: datetime | None, *, now: datetime, period: timedelta) -> bool:
+    """The anchors are due again: the configuration judged them, `period` or longer before `now`."""
+    return last is not None and now - last >= period
 
 
 def _previous_config(verdicts: pd.DataFrame, new_config_hash: str) -> str | None:

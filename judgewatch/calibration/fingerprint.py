@@ -2,9 +2,14 @@
 
 The judge configuration hash covers the model *name*, sampling parameters and template; swapping the weights
 behind that name (a new checkpoint, another quantization, a vLLM upgrade) leaves it unchanged. The fingerprint
-adds what an OpenAI-compatible vLLM endpoint reports: `/v1/models` (id, root = the weights' path, max_model_len)
-and `/version`. The calibration flow stores it per endpoint; when it changes, the anchors are re-judged at once
-and the change is reported, so a moving score is not mistaken for judge drift or a served-model change.
+adds what an OpenAI-compatible vLLM endpoint reports: `/v1/models` (id, root = the weights' path, max_model_len,
+owned_by, parent), `/version`, and the serving facts of its Prometheus `/metrics` `vllm:*_info` gauges (`serving`):
+every `dtype` / `quantization` / `*_dtype` label (vLLM 0.32 exports `vllm:cache_config_info` only, whose
+`cache_dtype` is "auto" = the model's dtype), and the KV cache's bytes per token (`kv_cache_memory_bytes` /
+`kv_cache_size_tokens`, two significant digits), the one number in which vLLM 0.32 shows the model's dtype:
+bfloat16 -> float32 doubles it. The calibration flow stores the fingerprint per endpoint; when it changes, the
+anchors are re-judged at once and the change is reported field by field, so a moving score is not mistaken for
+judge drift or a served-model change.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -26,6 +32,9 @@ from judgewatch.url_secrets import reveal
 logger = logging.getLogger(__name__)
 
 KIND = "judge_fingerprint"
+# `vllm:*_info` labels read into `Fingerprint.serving`: how the weights are served (not runtime counters).
+_SERVING_LABELS = ("dtype", "quantization")
+_SKIP_INFO = ("vllm:lora_requests_info",)  # which adapters run right now: traffic, not configuration
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +46,11 @@ class Fingerprint:
     root: str | None
     max_model_len: int | None
     server_version: str | None
+    owned_by: str | None = None
+    parent: str | None = None
+    # From /metrics: "<config>.<label>" -> value, e.g. {"cache_config.cache_dtype": "auto",
+    # "cache_config.kv_bytes_per_token": "23000"}; empty when the server exports no `vllm:*_info` gauge.
+    serving: dict[str, str] = field(default_factory=dict)
 
     @property
     def digest(self) -> str:
@@ -49,6 +63,12 @@ class FingerprintCheck:
     current: Fingerprint
     previous_digest: str | None  # None: first time this endpoint is seen
     changed: bool  # the endpoint now serves something else than when last recorded
+    # What changed, field by field: name -> (before, now); empty when nothing did or nothing was recorded before
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+
+    def describe_changes(self) -> str:
+        """`root: /m/a -> /m/b; serving.cache_config.kv_bytes_per_token: 23000 -> 46000`."""
+        return "; ".join(f"{name}: {before} -> {now}" for name, (before, now) in self.changes.items())
 
 
 def _server_root(base_url: str) -> str:
@@ -58,20 +78,63 @@ def _server_root(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
+def _two_digits(value: float) -> str:
+    return str(int(float(f"{value:.2g}")))
+
+
+def serving_facts(metrics_text: str) -> dict[str, str]:
+    """The serving configuration a vLLM `/metrics` page states in its `vllm:*_info` gauges (see the module
+    docstring); {} for a page without them or one that does not parse."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    facts: dict[str, str] = {}
+    try:
+        families = list(text_string_to_metric_families(metrics_text))
+    except ValueError as exc:
+        logger.warning("judge endpoint /metrics does not parse, its serving facts are left out: %s", exc)
+        return facts
+    for family in families:
+        if not family.name.startswith("vllm:") or not family.name.endswith("_info") or family.name in _SKIP_INFO:
+            continue
+        config = family.name.removeprefix("vllm:").removesuffix("_info")
+        for sample in family.samples[:1]:  # one engine's labels: replicas of one engine report the same
+            labels = sample.labels
+            for name, value in labels.items():
+                if name in _SERVING_LABELS or name.endswith("_dtype"):
+                    facts[f"{config}.{name}"] = value
+            try:
+                per_token = float(labels["kv_cache_memory_bytes"]) / float(labels["kv_cache_size_tokens"])
+            except (KeyError, ValueError, ZeroDivisionError):
+                continue
+            facts[f"{config}.kv_bytes_per_token"] = _two_digits(per_token)
+    return facts
+
+
+def _optional_get(client: httpx.Client, url: str) -> httpx.Response | None:
+    """GET `url`; None when the server has no such page or cannot be read (servers other than vLLM)."""
+    try:
+        response = client.get(url)
+    except httpx.HTTPError:
+        return None
+    return response if response.is_success else None
+
+
 def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: float = 10.0) -> Fingerprint:
     """Ask the endpoint what it serves. Raises httpx.HTTPError when /v1/models cannot be read; a missing
-    /version (servers other than vLLM) leaves `server_version` None."""
+    /version or /metrics (servers other than vLLM) leaves `server_version` None and `serving` empty."""
     base = reveal(base_url).rstrip("/")
     with httpx.Client(timeout=timeout_s) as client:
         response = client.get(f"{base}/models")
         response.raise_for_status()
         models = response.json().get("data") or []
         entry = next((m for m in models if model is None or m.get("id") == model), models[0] if models else {})
+        version_response = _optional_get(client, f"{_server_root(base)}/version")
         try:
-            version_response = client.get(f"{_server_root(base)}/version")
-            version = version_response.json().get("version") if version_response.is_success else None
-        except (httpx.HTTPError, ValueError):
+            version = version_response.json().get("version") if version_response is not None else None
+        except ValueError:
             version = None
+        metrics_response = _optional_get(client, f"{_server_root(base)}/metrics")
+        serving = serving_facts(metrics_response.text) if metrics_response is not None else {}
     max_len = entry.get("max_model_len")
     return Fingerprint(
         endpoint=mask_url(base),  # stored and logged: never the credential
@@ -79,7 +142,21 @@ def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: flo
         root=entry.get("root"),
         max_model_len=int(max_len) if max_len is not None else None,
         server_version=str(version) if version is not None else None,
+        owned_by=entry.get("owned_by"),
+        parent=entry.get("parent"),
+        serving=serving,
     )
+
+
+def _changes(previous: dict[str, Any], current: Fingerprint) -> dict[str, tuple[Any, Any]]:
+    """The fields (and `serving.<fact>`s) whose value differs from the previous record's."""
+    now = {k: v for k, v in asdict(current).items() if k not in ("endpoint", "serving")}
+    now.update({f"serving.{k}": v for k, v in current.serving.items()})
+    before = {
+        k: v for k, v in previous.items() if k in Fingerprint.__dataclass_fields__ and k not in ("endpoint", "serving")
+    }
+    before.update({f"serving.{k}": v for k, v in (previous.get("serving") or {}).items()})
+    return {k: (before.get(k), now.get(k)) for k in sorted(now.keys() | before.keys()) if before.get(k) != now.get(k)}
 
 
 def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintCheck:
@@ -90,7 +167,8 @@ def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintC
     )
     with session_scope(engine) as session:
         row = session.execute(query).first()
-    previous = row[0].get("digest") if row else None
+    previous_payload: dict[str, Any] = dict(row[0]) if row else {}
+    previous = previous_payload.get("digest")
     payload = {**asdict(fingerprint), "digest": fingerprint.digest, "previous_digest": previous}
     with session_scope(engine, write=True) as session:
         snapshot = CalibrationSnapshot(id="", kind=KIND, scope=fingerprint.endpoint, day="", payload=payload)
@@ -98,14 +176,14 @@ def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintC
             snapshot.day = f"{snapshot.computed_at.date().isoformat()} {fingerprint.digest}"  # keep both of the day
         save_snapshot(session=session, snapshot=snapshot)
     changed = previous is not None and previous != fingerprint.digest
+    check = FingerprintCheck(fingerprint, previous, changed, _changes(previous_payload, fingerprint) if changed else {})
     if changed:
         logger.warning(
-            "judge endpoint %s now serves %s (root %s, vLLM %s): fingerprint %s -> %s",
+            "judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)",
             fingerprint.endpoint,
             fingerprint.model_id,
-            fingerprint.root,
-            fingerprint.server_version,
             previous,
             fingerprint.digest,
+            check.describe_changes(),
         )
-    return FingerprintCheck(fingerprint, previous, changed)
+    return check

@@ -7,7 +7,7 @@ needs its own answer to each request (a tier, a gateway that checks headers, a r
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,11 +32,16 @@ def chat_completion(model: str, content: str) -> web.Response:
 
 
 @asynccontextmanager
-async def openai_stub(models: Handler, chat: Handler) -> AsyncIterator[str]:
-    """Serve GET /v1/models and POST /v1/chat/completions on 127.0.0.1 at a free port; yields the base URL."""
+async def openai_stub(models: Handler, chat: Handler, pages: Mapping[str, Handler] | None = None) -> AsyncIterator[str]:
+    """Serve GET /v1/models and POST /v1/chat/completions on 127.0.0.1 at a free port; yields the base URL.
+
+    `pages`: more GET routes by path, e.g. vLLM's `/version` and `/metrics` at the server root.
+    """
     app = web.Application()
     app.router.add_get("/v1/models", models)
     app.router.add_post("/v1/chat/completions", chat)
+    for path, handler in (pages or {}).items():
+        app.router.add_get(path, handler)
     runner = web.AppRunner(app)
     await runner.setup()
     try:

@@ -68,3 +68,24 @@ def test_the_logprobs_setting_reaches_the_endpoint_and_a_pairwise_judges_hash_ig
     assert (judge_endpoint(Settings()).logprobs, judge_endpoint(Settings()).top_logprobs) == (False, 20)
     pairwise = OpenAIPairwiseJudge(endpoint).identity(rubric).config_hash
     assert pairwise == OpenAIPairwiseJudge(endpoint.with_changes(logprobs=False)).identity(rubric).config_hash
+
+
+def test_declared_serving_flags_enter_the_config_hash_and_none_declared_keeps_it(
+    rubric: Rubric, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A declared dtype/quantization change is a new judge series; an undeclared one leaves stored series alone."""
+    plain = OpenAIJudge(judge_endpoint(Settings())).identity(rubric).config_hash
+    plain_pairwise = OpenAIPairwiseJudge(judge_endpoint(Settings())).identity(rubric).config_hash
+    monkeypatch.setenv("JUDGEWATCH_JUDGE_SERVING", '{"dtype": "float32"}')  # what judge_serve.sh's file says
+    settings = Settings()
+    assert settings.judge_serving == {"dtype": "float32"}
+    float32 = OpenAIJudge(judge_endpoint(settings)).identity(rubric).config_hash
+    bfloat16 = OpenAIJudge(judge_endpoint(Settings(judge_serving={"dtype": "bfloat16"}))).identity(rubric).config_hash
+    quantized = Settings(judge_serving={"quantization": "awq", "dtype": "float32"})
+    awq = OpenAIJudge(judge_endpoint(quantized)).identity(rubric).config_hash
+    assert len({plain, float32, bfloat16, awq}) == 4
+    reordered = Settings(judge_serving={"dtype": "float32", "quantization": "awq"})
+    assert OpenAIJudge(judge_endpoint(reordered)).identity(rubric).config_hash == awq  # order is no change
+    assert OpenAIPairwiseJudge(judge_endpoint(settings)).identity(rubric).config_hash != plain_pairwise
+    with pytest.raises(ValueError, match="judge_serving: every flag needs a name and a value"):
+        judge_endpoint(Settings(judge_serving={"dtype": " "}))
