@@ -159,7 +159,7 @@ def test_stack_up_writes_the_env_a_shell_needs_to_reach_the_deployments(stack: d
 def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: dict[str, Any]) -> None:
     api, home = stack["api"], stack["home"]
     good, bad = recorded(home, "good"), recorded(home, "bad", bad=True)
-    common = {"datasets": [SET], "judge": "reference"}
+    common = {"datasets": [SET], "judge": "reference", "baseline_tier": "full"}
     first_id = run_via_rest(
         api, DEPLOYMENT, {**common, "release": "r1", "answers": [f"full={good}", f"quantized={good}"]}
     )

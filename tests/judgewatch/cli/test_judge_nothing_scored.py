@@ -82,6 +82,11 @@ def test_a_file_whose_every_row_is_quarantined_is_not_a_success(tmp_path: Path, 
     path = tmp_path / name
     path.write_bytes(content)
     result = judge(tmp_path, path)
+    if name.endswith(".bin"):  # a binary file is refused whole, before any row: one line, exit 2
+        assert result.exit_code == 2, result.output
+        assert error_lines(result) == [f"error: {path}: the file is a binary file, not JSONL text (one JSON object "
+                                       "per line, UTF-8)"]  # fmt: skip
+        return
     assert result.exit_code == 4, result.output
     (line,) = error_lines(result)
     assert line.startswith("error: only 0 of ") and "(0%), below the floor of 50%" in line
