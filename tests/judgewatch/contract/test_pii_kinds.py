@@ -22,6 +22,7 @@ from judgewatch.contract.pii import Scrubber, scrub, scrub_content
         ("账户 GB82WEST12345698765432。", "账户 [IBAN]。", {"iban": 1}),
         ("Ship to 1600 Amphitheatre Parkway, Mountain View, CA 94043 today", "Ship to [ADDRESS] today", {"address": 1}),
         ("I live at 221B Baker Street, London NW1 6XE.", "I live at [ADDRESS].", {"address": 1}),
+        ("It is at 1236 West 7th Street in Los Angeles, California.", "It is at [ADDRESS].", {"address": 1}),
         ("地址：上海市浦东新区世纪大道100号5楼", "地址：[ADDRESS]", {"address": 1}),
         ("寄到中关村大街27号3号楼501室，谢谢", "寄到[ADDRESS]，谢谢", {"address": 1}),
         ("Dear Mr. John Smith, thanks.", "Dear Mr. [NAME], thanks.", {"name": 1}),
@@ -49,6 +50,7 @@ def test_new_kinds_are_replaced_with_typed_placeholders(text: str, expected: str
         "ISBN 978-3-16-148410-0, ISBN-10 0-306-40615-2, DOI 10.1000/182.",
         "IBAN-like but wrong check digits: DE00 3704 0044 0532 0130 00; product code AB12CDEF3456789.",
         "Section 3 Things To Know, 2 Million Users, 10 Downing tips.",  # numbers before capitalized words
+        "In 1844 Arthur's Magazine began; 3 Main reasons; 2 Street Fighter games.",  # no house number and street
         "第27号文件，3号选手，2024年第5号台风。",  # 号 without a road
         "我是学生，客户服务很好，先生们女士们。",  # cue words without a surname and given name
         "Dr. no. The MR scan; regards to all.",  # titles without a capitalized name after them
