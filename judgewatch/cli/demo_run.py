@@ -19,7 +19,8 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,7 +213,8 @@ def demo_judge_trust_step(
         include_reference=False,  # measured at the start
         echo=lambda line: echo("   " + line),
     )
-    verdict = asyncio.run(trust_step)
+    with said_here("judgewatch.trust.runs"):  # the step logs its verdict; the demo prints it just below
+        verdict = asyncio.run(trust_step)
     echo("   " + verdict.summary.replace("\n", "\n   ") + f"\n   (measured in {time.monotonic() - started:.0f} s)")
     if verdict.trustworthy is not False:
         echo("   the gate with this judge is skipped: it was not measured untrustworthy, and judging every answer")
@@ -316,3 +318,16 @@ def _since_make() -> str:
 
     started = os.environ.get("JUDGEWATCH_MAKE_STARTED", "")
     return f" (make demo: {time.time() - float(started):.0f} s in all, set-up included)" if started.isdigit() else ""
+
+
+@contextmanager
+def said_here(name: str) -> Iterator[None]:
+    """Hold back the named logger's warnings while the demo prints the same finding itself (said once, not twice);
+    errors still show."""
+    log = logging.getLogger(name)
+    before = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(before)

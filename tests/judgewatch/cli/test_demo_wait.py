@@ -69,3 +69,18 @@ def test_the_demo_says_how_long_make_demo_took_in_all_when_make_says_when_it_sta
     assert _since_make() == ""
     monkeypatch.setenv("JUDGEWATCH_MAKE_STARTED", str(int(time.time()) - 462))
     assert _since_make().startswith(" (make demo: 46") and "set-up included" in _since_make()
+
+
+def test_the_demo_says_a_trust_finding_once_warnings_held_back_errors_kept(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from judgewatch.cli.demo_run import said_here
+
+    log = logging.getLogger("judgewatch.trust.runs")
+    with caplog.at_level(logging.INFO), said_here("judgewatch.trust.runs"):
+        log.warning("judge trust: NOT TRUSTWORTHY")
+        log.error("the judge stays unmeasured in this run")
+    assert [r.getMessage() for r in caplog.records] == ["the judge stays unmeasured in this run"]
+    with caplog.at_level(logging.INFO):
+        log.warning("said again after the step")
+    assert caplog.records[-1].getMessage() == "said again after the step"
