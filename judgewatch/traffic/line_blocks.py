@@ -9,6 +9,7 @@ non-UTF-8 line; one object a line). Otherwise it gives None and the caller reads
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -20,6 +21,9 @@ from judgewatch.traffic.line_scan import MappedReader
 logger = logging.getLogger(__name__)
 
 _NOT_OPENERS = bytes(b for b in range(256) if b not in b"{[\n")
+# 19 digits in a row: possibly an integer pyarrow cannot hold in int64 (found by the parity fuzz against json.loads:
+# 123456789012345678901 read as 1.2345678901234568e+20). Such a block is read line by line, exactly.
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 
 
 class LineBlock:
@@ -69,6 +73,8 @@ class LineBlock:
             return None  # deep enough that the depth guard must look at it (and pyarrow may not survive it)
         if not self.data.isascii() and not _utf8(self.data):
             return None  # pyarrow checks UTF-8 only in the strings it keeps; the row path decodes whole lines
+        if _LONG_DIGITS.search(self.data):
+            return None  # an integer past int64 becomes a double in pyarrow; json.loads keeps it exact
         table = reader.read(self.data)
         return table if table is not None and table.num_rows == self.n else None
 

@@ -184,6 +184,7 @@ def test_the_learned_schema_holds_only_the_mapped_paths() -> None:
         (b'{"id": "a", "id": "b"}', "a key on a path given twice"),
         (b'{"id": "\\ud800"}', "a lone surrogate"),
         (b'{"id": 123456789012345678901}', "an integer past int64"),
+        (b'{"response": {"usage": {"prompt_tokens": 123456789012345678901}}}', "past int64, nested (found by fuzzing)"),
         (b'{"x": ' + b"[" * 64 + b"]" * 64 + b"}", "nested 65 deep"),
         (b'{"id": "caf\xe9"}', "not UTF-8"),
         (b'{"id": "a", "unmapped": "caf\xe9"}', "not UTF-8 where nothing is mapped"),
