@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+from judgewatch.cli.report_cmd import ReportFormat
 
 Opt = typer.Option
 
@@ -17,12 +18,6 @@ class ExportFormatOption(StrEnum):
     parquet = "parquet"
     jsonl = "jsonl"
     hf = "hf"
-
-
-class CompareFormat(StrEnum):
-    md = "md"
-    html = "html"
-    json = "json"
 
 
 def _fail(message: str) -> typer.Exit:
@@ -93,7 +88,7 @@ def export(
 def compare(
     a: Annotated[str, typer.Argument(help="RELEASE or RELEASE/TIER (A, the reference side)", metavar="A")],
     b: Annotated[str, typer.Argument(help="RELEASE or RELEASE/TIER (B, compared with A)", metavar="B")],
-    format: Annotated[CompareFormat, Opt("--format", help="md, html or json")] = CompareFormat.md,
+    format: Annotated[ReportFormat, Opt("--format", help="md, html or json")] = ReportFormat.md,
     output: Annotated[Path | None, Opt(help="Report path (default: <data dir>/reports/compare-A-B.<fmt>)")] = None,
     rubric: Annotated[str, Opt(help="Rubric name")] = "answer_quality",
     judge_series: Annotated[

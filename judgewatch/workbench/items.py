@@ -84,20 +84,11 @@ def dataset_of(source: str) -> str | None:
 def _where(filt: ItemFilter) -> list[Any]:
     i, v = table(Interaction).c, table(VerdictRecord).c
     conditions: list[Any] = [v.superseded_by.is_(None)]
-    if filt.release is not None:
-        conditions.append(i.release == filt.release)
-    if filt.tier is not None:
-        conditions.append(i.tier == filt.tier)
+    equal = ((i.release, filt.release), (i.tier, filt.tier), (i.route, filt.stratum), (i.source, filt.source),
+             (v.rubric_name, filt.rubric), (v.unscored_reason, filt.unscored_reason))  # fmt: skip
+    conditions += [column == value for column, value in equal if value is not None]
     if filt.dataset is not None:
         conditions.append(i.source.like(f"release:%/{filt.dataset}"))
-    if filt.stratum is not None:
-        conditions.append(i.route == filt.stratum)
-    if filt.source is not None:
-        conditions.append(i.source == filt.source)
-    if filt.rubric is not None:
-        conditions.append(v.rubric_name == filt.rubric)
-    if filt.unscored_reason is not None:
-        conditions.append(v.unscored_reason == filt.unscored_reason)
     if filt.judge_series is not None:
         conditions.append(v.judge_config_hash.like(f"{filt.judge_series}%"))
     if filt.text:
