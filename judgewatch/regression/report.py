@@ -110,8 +110,9 @@ def _n(c: Comparison) -> str:
 
 
 def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: bool = True) -> list[str]:
+    n = "pairs" if all(c.paired for c in comparisons) else "n"
     rows = [
-        "| criterion | baseline | candidate | difference [95% CI] | pairs | dropped | method | verdict |",
+        f"| criterion | baseline | candidate | difference [95% CI] | {n} | dropped | method | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
