@@ -27,9 +27,9 @@ pytestmark = pytest.mark.usefixtures("prefect_server")
 async def gate(db: str, tmp_path: Path, release: str, **params: Any) -> dict[str, Any]:
     from flows.regression import post_release_regression
 
+    params.setdefault("datasets", [SET])
     result = await post_release_regression(
         release=release,
-        datasets=[SET],
         judge="reference",
         baseline_tier="full",
         database_url=db,
@@ -131,3 +131,12 @@ async def test_partly_overlapping_tiers_are_paired_on_the_common_items_and_a_rer
     report = read(result["report"])
     assert "## Tier gap: quantized vs full (same release, paired on the same items)" in report
     assert "0 answered by quantized only and 10 by full only, outside the gap" in report
+
+
+async def test_a_tier_answering_no_item_of_a_golden_set_exits_2_naming_file_and_set(db: str, tmp_path: Path) -> None:
+    full = answers(tmp_path / "full.jsonl", range(0, 40))
+    other = "halluqa_mini"
+    result = await gate(db, tmp_path, "r1", datasets=[SET, other], answers=[f"full={full}"])
+    count = len(load_golden_set(other).items)
+    assert result["exit_code"] == 2
+    assert result["reasons"] == [f"tier full: {full}: answers no item of golden set {other} ({count} items)"]
