@@ -2,8 +2,9 @@
 
 For a release, golden sets and tiers (live endpoints or recorded answers): produce every tier's answers, judge
 them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare every
-tier with the baseline tier (the tiers file's `baseline: true` or `baseline_tier`; pointwise, and pairwise on
-the same items: `flows.regression_pairwise`),
+tier with the baseline tier (the tiers file's `baseline: true` or `baseline_tier`; pointwise, paired on the same
+items or unpaired when the tiers answered different items: `regression.tier_gap`; and pairwise on the items both
+answered: `flows.regression_pairwise`),
 apply the gate, write the report and store the decision. `judgewatch regress`
 runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_deployment`.
 """
@@ -41,12 +42,14 @@ from flows.serving import serve_declared, serve_main
 from judges.base import Judge
 from judges.factory import chain, judge_links
 from judgewatch.judging.costs import release_cost
-from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, compare_scores, decide
+from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, decide
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.regression.report import RegressionReport, write_report
 from judgewatch.regression.serving import TierError, TierSpec
 from judgewatch.regression.tier_config import baseline_tier
+from judgewatch.regression.tier_gap import tier_gaps
+from judgewatch.regression.tier_preference import pair_items
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.db import make_engine, session_scope
@@ -190,15 +193,19 @@ async def _evaluate(
     for spec, gen in zip(live, generations, strict=True):
         base = baselines.get(spec.name)
         run_ids = []
+        answered, unanswered = inputs.answered(spec.name), inputs.unanswered.get(spec.name)
         for golden in inputs.golden:
             force = gen[golden.name].changed
+            routing = RoutingPolicy.from_settings(settings)
             run_id = await judge_answers(
-                engine, release, spec.name, golden, inputs.rubric, judge, force, RoutingPolicy.from_settings(settings)
+                engine, release, spec.name, golden, inputs.rubric, judge, force, routing, items=answered
             )
             run_ids += [run_id] if run_id else []
             if base is not None:
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
-        section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs.golden, inputs.rubric, identity)
+        section, scores[spec.name] = evaluate_tier(
+            engine, release, spec, base, inputs.golden, inputs.rubric, identity, unanswered
+        )
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
         section.config = _tier_config(spec, options, settings)
         notes += _config_notes(engine, spec.name, base, section.config)
@@ -210,12 +217,14 @@ async def _evaluate(
         notes.append(NO_BASELINE_TIER)
     for candidate in sorted(scores):  # every tier against the baseline tier (tiers file or --baseline-tier)
         if reference is not None and candidate != reference and reference in scores:
-            report.gaps += compare_scores(
+            report.gaps += tier_gaps(
                 scores[candidate], scores[reference], criteria, candidate_label=candidate, baseline_label=reference
             )
-            found = await tier_preference(engine, release, candidate, reference, inputs.golden, judge, settings)
+            both = pair_items(inputs.golden, inputs.answered(candidate), inputs.answered(reference))
+            found = await tier_preference(engine, release, candidate, reference, inputs.golden, judge, settings, both)
             report.pairwise_judge, report.pairwise_trust, report.preference_note = found.judge, found.trust, found.note
             report.preferences += found.rows
+            report.preference_items += [found.items] if found.items else []
     report.cost, report.review_url = release_cost(engine, release, settings), settings.review_url
     report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
     return report

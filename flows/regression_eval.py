@@ -82,6 +82,7 @@ def evaluate_tier(
     golden: Sequence[GoldenSet],
     rubric: Rubric,
     identity: JudgeIdentity,
+    unanswered: dict[str, list[str]] | None = None,
 ) -> tuple[TierSection, dict[str, dict[str, float | None]]]:
     """One tier's section of the report and its scores: see `tier_section`."""
     with session_scope(engine) as session:
@@ -93,4 +94,5 @@ def evaluate_tier(
             golden=golden,
             rubric=rubric,
             judge_config_hash=identity.config_hash,
+            unanswered=unanswered,
         )

@@ -23,9 +23,11 @@ from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.regression.tier_preference import (
+    PairItems,
     PreferenceRow,
     TierPairJudge,
     pair_interactions,
+    pair_items,
     pair_source,
     pairwise_counterpart,
     read_preferences,
@@ -51,6 +53,7 @@ class TierPreference:
     rows: list[PreferenceRow] = field(default_factory=list)
     run_ids: list[str] = field(default_factory=list)
     note: str | None = None
+    items: str | None = None  # which items were compared: those both tiers answered, and how many only one did
 
 
 @task(name="judge-tier-pairs", cache_policy=NO_CACHE)
@@ -62,9 +65,10 @@ async def judge_tier_pairs(
     golden: GoldenSet,
     rubric: Rubric,
     judge: PairwiseJudge,
+    wanted: set[str],
 ) -> str | None:
-    """Store the pairs of one golden set and judge those not judged yet (or whose answers changed); the run id."""
-    wanted = {item.id for item in golden.items}
+    """Store the pairs of one golden set's `wanted` items (those both tiers answered) and judge those not judged
+    yet (or whose answers changed); the run id."""
     source = pair_source(release, candidate, reference, golden.name)
     with session_scope(engine) as session:
         cand = tier_answers(session=session, release=release, tier=candidate, dataset=golden.name)
@@ -95,8 +99,16 @@ async def tier_preference(
     golden: Sequence[GoldenSet],
     judge: Judge,
     settings: Settings,
+    items: PairItems | None = None,
 ) -> TierPreference:
-    """Judge every golden item's pair of answers with the pairwise counterpart of `judge`, then count them."""
+    """Judge the pair of answers to every golden item both tiers answered (`items`; None: every item) with the
+    pairwise counterpart of `judge`, then count them."""
+    items = items or pair_items(golden, None, None)
+    if items.common == 0:
+        return TierPreference(
+            note=f"tier preference not measured: {candidate} and {reference} answered no golden item in common",
+            items=items.text(candidate, reference),
+        )
     pairwise = pairwise_counterpart(judge)
     if pairwise is None:
         return TierPreference(note=f"no pairwise counterpart of the {judge.kind} judge: tier preference not measured")
@@ -107,10 +119,12 @@ async def tier_preference(
         return TierPreference(note=f"pairwise rubric invalid: {exc}")
     identity = pairwise.identity(rubric)
     trust = trust_for(engine, identity, rubric.identity, policy=policy_from_settings(settings))
-    out = TierPreference(judge=identity, trust=trust.summary.splitlines()[0] if trust.summary else None)
+    first_line = trust.summary.splitlines()[0] if trust.summary else None
+    out = TierPreference(judge=identity, trust=first_line, items=items.text(candidate, reference))
     try:
         for g in golden:
-            run_id = await judge_tier_pairs(engine, release, candidate, reference, g, rubric, pairwise)
+            wanted = items.by_set.get(g.name, set())
+            run_id = await judge_tier_pairs(engine, release, candidate, reference, g, rubric, pairwise, wanted)
             out.run_ids += [run_id] if run_id else []
     finally:
         await pairwise.aclose()
@@ -123,5 +137,6 @@ async def tier_preference(
             datasets=[g.name for g in golden],
             rubric=rubric,
             judge_config_hash=identity.config_hash,
+            items=items,
         )
     return out

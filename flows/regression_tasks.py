@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,7 @@ from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.generation import TierRequest, check_live_tier
 from judgewatch.regression.golden import GoldenItem, GoldenSet, GoldenSetError, load_golden_set
-from judgewatch.regression.serving import TierError, TierSpec, load_recorded_answers, parse_tiers
+from judgewatch.regression.serving import TierError, TierSpec, answer_coverage, load_recorded_answers, parse_tiers
 from judgewatch.regression.tier_config import load_configured_tiers
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import Settings
@@ -42,16 +42,22 @@ STORE_EVERY = 16  # generated answers stored per batch: a crash loses at most th
 
 @dataclass
 class Inputs:
-    """Everything the flow reads before it calls any endpoint; `recorded` holds tier -> golden id -> answer."""
+    """Everything the flow reads before it calls any endpoint; `recorded` holds tier -> golden id -> answer and
+    `unanswered` tier -> golden set -> the ids its answers file lacks (never scored for that tier)."""
 
     golden: list[GoldenSet]
     tiers: list[TierSpec]
     rubric: Rubric
     recorded: dict[str, dict[str, str]] = field(default_factory=dict)
+    unanswered: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     @property
     def datasets(self) -> dict[str, str]:
         return {g.name: g.revision for g in self.golden}
+
+    def answered(self, tier: str) -> set[str] | None:
+        """The golden ids a recorded tier answered; None for a live tier (asked every item)."""
+        return set(self.recorded[tier]) if tier in self.recorded else None
 
 
 @dataclass
@@ -108,15 +114,18 @@ def load_inputs(
                 break
             owner[item.id] = g.name
     recorded: dict[str, dict[str, str]] = {}
+    unanswered: dict[str, dict[str, list[str]]] = {}
+    ids = {g.name: [item.id for item in g.items] for g in golden}
     for spec in specs:
         if spec.kind == "recorded" and spec.answers_path is not None and not problems:
             try:
                 recorded[spec.name] = load_recorded_answers(spec.answers_path, expected_ids=set(owner))
+                unanswered[spec.name] = answer_coverage(spec.answers_path, recorded[spec.name], ids)
             except TierError as exc:
                 problems.append(f"tier {spec.name}: {exc}")
     if problems or rubric_obj is None:
         return None, problems
-    return Inputs(golden=golden, tiers=specs, rubric=rubric_obj, recorded=recorded), []
+    return Inputs(golden=golden, tiers=specs, rubric=rubric_obj, recorded=recorded, unanswered=unanswered), []
 
 
 @task(name="check-endpoints", cache_policy=NO_CACHE)
@@ -149,11 +158,14 @@ def _store(engine: Engine, rows: list[Interaction]) -> None:
 def store_recorded_answers(
     engine: Engine, release: str, spec: TierSpec, golden: GoldenSet, answers: dict[str, str]
 ) -> Generation:
-    """Store a recorded file's answers (source "recorded:<file>"); ids whose stored answer changed are reported."""
+    """Store a recorded file's answers (source "recorded:<file>") to the items it answered; ids whose stored answer
+    changed are reported."""
     with session_scope(engine) as session:
         stored = tier_answers(session=session, release=release, tier=spec.name, dataset=golden.name)
         before = {i.source_id: i.answer for i in stored}
-    rows = [answer_interaction(release, spec, golden, item, answers[item.id]) for item in golden.items]
+    rows = [
+        answer_interaction(release, spec, golden, item, answers[item.id]) for item in golden.items if item.id in answers
+    ]
     _store(engine, rows)
     changed = [r.source_id for r in rows if r.source_id in before and before[r.source_id] != r.answer]
     return Generation(reused=len(rows) - len(changed), changed=changed)
@@ -247,14 +259,18 @@ async def judge_answers(
     judge: Judge,
     force: Sequence[str] = (),
     review: RoutingPolicy | None = None,
+    items: Collection[str] | None = None,
 ) -> str | None:
     """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers).
 
     `force` names golden ids judged again anyway (their recorded answer changed). With `review`, the run's
-    verdicts are routed to human review (deterministic per verdict, so idempotent).
+    verdicts are routed to human review (deterministic per verdict, so idempotent). `items`: only these golden
+    ids (the ones a recorded tier answered now; an answer stored by an earlier file is not judged again).
     """
     with session_scope(engine) as session:
         answers = tier_answers(session=session, release=release, tier=tier, dataset=golden.name)
+    if items is not None:
+        answers = [a for a in answers if a.source_id in items]
     if not answers:
         return None
     name = f"{release}/{tier}/{golden.name}"

@@ -22,6 +22,7 @@ import pandas as pd
 
 from judgewatch.calibration.estimands import RELEASE, regression_rows, survey_inputs, traffic_rows
 from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_estimates
+from judgewatch.regression.tier_gap import GAP_RELEASE_UNPAIRED, GAP_SAME_ITEMS  # one label per estimand, the gate's
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
 from judgewatch.stats.estimate import MIN_LABELS, interval_reason, t_quantile
 
@@ -29,8 +30,6 @@ logger = logging.getLogger(__name__)
 
 GAP_TRAFFIC = "tier_gap_traffic"
 GAP_ADJUSTED = "tier_gap_traffic_mix_adjusted"
-GAP_SAME_ITEMS = "tier_gap_same_items"
-GAP_RELEASE_UNPAIRED = "tier_gap_release_unpaired"  # tiers that answered different golden items
 PROMPT_BANDS = (200, 1000)  # prompt characters: short < 200 <= medium < 1000 <= long
 # Request-side covariates only: what the request was, never what the tier answered (module docstring).
 MIX_COLUMNS = ("route", "language", "request_stratum", "prompt_band", "department", "category")

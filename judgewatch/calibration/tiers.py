@@ -27,6 +27,7 @@ from judgewatch.stats import (
     time_windows,
 )
 from judgewatch.stats.estimate import MIN_LABELS, interval_reason
+from judgewatch.stats.unpaired import shares_items
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +124,8 @@ def tier_difference(
     No interval (NaN bounds, `interval_note` says why) when a side has fewer than `min_labels` labels."""
     both = _paired(a, b)
     labeled = both[both["human_a"].notna() & both["human_b"].notna()]
-    shares_items = len(both) >= 0.5 * max(a["item_key"].nunique(), b["item_key"].nunique(), 1)
-    if shares_items and len(labeled) >= max(min_paired_labels, min_labels):
+    same = shares_items(len(both), a["item_key"].nunique(), b["item_key"].nunique())  # the gate's rule too
+    if same and len(labeled) >= max(min_paired_labels, min_labels):
         pi = (labeled["inclusion_prob_a"] * labeled["inclusion_prob_b"]).to_numpy(dtype=float)
         # PPI on the per-item differences: the item's own difficulty cancels out
         est = ppi_mean(
@@ -138,7 +139,7 @@ def tier_difference(
         raw = float((both["judge_a"] - both["judge_b"]).mean())
         ci = Estimate(est.estimate, est.low, est.high, est.n)
         return TierDifference(criterion, tier, baseline, "paired", ci, raw, len(both), len(labeled), True, len(labeled))
-    if shares_items and len(labeled) < min_paired_labels:
+    if same and len(labeled) < min_paired_labels:
         logger.info(
             "%s vs %s on %s: %d shared items but only %d labeled on both tiers; using the unpaired difference",
             tier,
@@ -153,9 +154,7 @@ def tier_difference(
     diff = ppi_diff_unpaired(ppi_a, ppi_b, level=level)
     if note:
         diff = Estimate(diff.estimate, np.nan, np.nan, diff.n)
-    return TierDifference(
-        criterion, tier, baseline, "unpaired", diff, raw, n_items, n_labels, shares_items, fewest, note
-    )
+    return TierDifference(criterion, tier, baseline, "unpaired", diff, raw, n_items, n_labels, same, fewest, note)
 
 
 def tier_differences(

@@ -64,7 +64,10 @@ def regress(
         list[str] | None, typer.Option(help="A live tier: NAME=URL#MODEL (OpenAI-compatible base URL)")
     ] = None,
     answers: Annotated[
-        list[str] | None, typer.Option(help="A tier from recorded answers: NAME=FILE (JSONL with id and answer)")
+        list[str] | None,
+        typer.Option(
+            help="A tier from recorded answers: NAME=FILE (JSONL with id and answer; may answer part of the sets)"
+        ),
     ] = None,
     tiers_file: Annotated[
         Path | None,

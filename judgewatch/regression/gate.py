@@ -1,7 +1,9 @@
 """The release gate's decision: per-tier paired comparisons in, an exit code with its reasons out. Pure.
 
 - exit 0: no criterion on any tier regressed beyond the margin (no interval of candidate - baseline lies
-  entirely below -margin); a tier's first release has no baseline and passes with a note.
+  entirely below -margin); a tier's first release has no baseline and passes with a note. With a gap margin,
+  no tier trails the baseline tier beyond it either; the summary names the kind of tier gap it rests on
+  (paired on the same items, or unpaired on different items: `regression.tier_gap`).
 - exit 1: a regression; each reason names tier, criterion, estimate and interval.
 - exit 2: could not evaluate: an endpoint unreachable, an input invalid, more than the allowed share of verdicts
   unscored, an interval that cannot be computed, a judge measured untrustworthy ("judge not trustworthy") or
@@ -23,6 +25,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
+from judgewatch.stats.unpaired import UnpairedDiff
 
 logger = logging.getLogger(__name__)
 
@@ -45,14 +48,23 @@ class TrustLike(Protocol):
 
 @dataclass(frozen=True)
 class Comparison:
-    """candidate - baseline on one criterion, paired by item; means are over the paired items."""
+    """candidate - baseline on one criterion: paired by item (means over the paired items), or, for a tier gap
+    on different items, unpaired (each mean over its own items; `regression.tier_gap`)."""
 
     criterion: str
     candidate: str  # what is compared, e.g. "r2" or "quantized"
     baseline: str  # e.g. "r1" or "full"
     candidate_mean: float
     baseline_mean: float
-    diff: PairedDiff
+    diff: PairedDiff | UnpairedDiff
+    estimand: str = ""  # a tier gap's label (tier_gap_same_items | tier_gap_release_unpaired); "" between releases
+    common: int = 0  # a tier gap: items both tiers answered
+    only_candidate: int = 0  # items only the candidate answered: outside a paired tier gap, counted
+    only_baseline: int = 0  # items only the baseline answered
+
+    @property
+    def paired(self) -> bool:
+        return isinstance(self.diff, PairedDiff)
 
     @property
     def defined(self) -> bool:
@@ -62,11 +74,29 @@ class Comparison:
         """The whole interval lies below -margin (an undefined interval never does)."""
         return self.defined and regressed(self.diff.high, margin)
 
+    def items(self) -> str:
+        """The items a tier gap rests on, in words (answered counts): never "the same" for an unpaired gap."""
+        a, b = self.common + self.only_candidate, self.common + self.only_baseline
+        if not self.paired:
+            return f"different items ({a} {self.candidate}, {b} {self.baseline}; {self.common} answered by both)"
+        text = f"the same golden items ({self.common} answered by both, paired)"
+        if self.only_candidate or self.only_baseline:
+            text += (
+                f"; {self.only_candidate} answered by {self.candidate} only and {self.only_baseline} by "
+                f"{self.baseline} only, outside the gap"
+            )
+        return text
+
+    def basis(self) -> str:
+        """A tier gap's estimand and items, e.g. "tier_gap_release_unpaired: different items (20 quantized, ...)"."""
+        return f"{self.estimand}: {self.items()}" if self.estimand else ""
+
     def describe(self) -> str:
         d = self.diff
+        n = f"n={d.n}" if isinstance(d, PairedDiff) else f"unpaired n={d.n_candidate} and {d.n_baseline}"
         return (
             f"{self.criterion} {d.estimate:+.3f} [{d.low:+.3f}, {d.high:+.3f}] "
-            f"({self.candidate} {self.candidate_mean:.2f} vs {self.baseline} {self.baseline_mean:.2f}, n={d.n})"
+            f"({self.candidate} {self.candidate_mean:.2f} vs {self.baseline} {self.baseline_mean:.2f}, {n})"
         )
 
 
@@ -101,15 +131,29 @@ class TierEvaluation:
     tier: str
     baseline_release: str | None  # None: the tier's first release
     comparisons: list[Comparison] = field(default_factory=list)
-    total: int = 0  # golden items under test
+    total: int = 0  # golden items under test that this tier answered (or was asked, for a live tier)
     unscored: int = 0  # items without a usable verdict (unscored, or no answer could be generated)
     unscored_reasons: dict[str, int] = field(default_factory=dict)
     endpoint_ok: bool = True
     endpoint_detail: str = ""
+    unanswered: dict[str, list[str]] = field(default_factory=dict)  # golden set -> ids its answers file lacks
 
     @property
     def unscored_share(self) -> float:
         return self.unscored / self.total if self.total else 1.0
+
+    @property
+    def unanswered_count(self) -> int:
+        return sum(len(ids) for ids in self.unanswered.values())
+
+    def answered_text(self) -> str:
+        """ "answered 30 of 40 golden items (75%); 10 not answered (25%)": what the tier's numbers rest on."""
+        under_test = self.total + self.unanswered_count
+        share = self.unanswered_count / under_test if under_test else 0.0
+        return (
+            f"answered {self.total} of {under_test} golden items ({1 - share:.0%}); "
+            f"{self.unanswered_count} not answered ({share:.0%})"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,6 +164,7 @@ class Regression:
     estimate: float
     low: float
     high: float
+    basis: str = ""  # a tier gap's estimand and items (`Comparison.basis`); "" for a release-over-release one
 
 
 @dataclass
@@ -149,6 +194,9 @@ def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: floa
     if tier.total == 0:
         out.reasons.append(f"tier {tier.tier}: no golden items were evaluated")
         return
+    if tier.unanswered:
+        sets = ", ".join(f"{name} {len(ids)}" for name, ids in sorted(tier.unanswered.items()))
+        out.notes.append(f"tier {tier.tier}: {tier.answered_text()}, never scored for this tier ({sets})")
     if tier.unscored_share > max_unscored_share:
         out.reasons.append(
             f"tier {tier.tier}: {_unscored_text(tier)} verdicts unscored, "
@@ -182,9 +230,19 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
         if gap_margin is not None and gap.below(gap_margin):
             d = gap.diff
             tier = f"{gap.candidate}-vs-{gap.baseline}"
-            out.regressions.append(Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high))
+            out.regressions.append(
+                Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
+            )
+        elif gap_margin is not None and gap.diff.n and not gap.defined:
+            out.reasons.append(
+                f"tier gap {gap.candidate} vs {gap.baseline}: {gap.criterion}: too few items for an interval "
+                f"({gap.describe()}; {gap.basis()}): --gap-margin cannot be applied"
+            )
         elif gap.below(margin):
             out.warnings.append(f"{gap.candidate} trails {gap.baseline} beyond the margin (not gated): {what}")
+    for pair in dict.fromkeys((g.candidate, g.baseline, g.basis()) for g in gaps):
+        gated = f"gated at --gap-margin {gap_margin}" if gap_margin is not None else "reported, not gated"
+        out.notes.append(f"tier gap {pair[0]} vs {pair[1]} ({gated}) rests on {pair[2]}")
 
 
 def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
@@ -236,16 +294,19 @@ def decide(
         out.exit_code, out.outcome = 1, "regression"
     elif out.reasons:
         out.exit_code, out.outcome = 2, "error"
-    out.summary = _summary(out, margin, [t.tier for t in tiers])
+    out.summary = _summary(out, margin, [t.tier for t in tiers], gaps if gap_margin is not None else ())
     return out
 
 
-def _summary(out: GateResult, margin: float, tiers: list[str]) -> str:
+def _summary(out: GateResult, margin: float, tiers: list[str], gated: Sequence[Comparison] = ()) -> str:
     if out.exit_code == 0:
-        return f"PASS (exit 0): no criterion regressed beyond margin {margin} on tier(s) {', '.join(tiers)}"
+        text = f"PASS (exit 0): no criterion regressed beyond margin {margin} on tier(s) {', '.join(tiers)}"
+        pairs = dict.fromkeys(f"{g.candidate} vs {g.baseline} ({g.basis()})" for g in gated)
+        return text + (f"; tier gap within --gap-margin: {'; '.join(pairs)}" if pairs else "")
     if out.exit_code == 1:
         parts = [
             f"tier {r.tier} {r.criterion} {r.estimate:+.3f} [{r.low:+.3f}, {r.high:+.3f}] vs {r.baseline}"
+            + (f" ({r.basis})" if r.basis else "")
             for r in out.regressions
         ]
         return f"REGRESSION (exit 1, margin {margin}): " + "; ".join(parts)

@@ -1,7 +1,8 @@
 """The regression gate's report: Markdown for people, JSON beside it for machines, from one record.
 
-Per tier and criterion: baseline, candidate, difference with its interval, unscored counts; the judge and
-rubric the scores rest on and the judge's measured trust; each tier's gap to the baseline tier; the worst items.
+Per tier and criterion: baseline, candidate, difference with its interval, unscored counts, the golden items the
+tier did not answer; the judge and rubric the scores rest on and the judge's measured trust; each tier's gap to
+the baseline tier with its estimand (paired on the same items, or unpaired on different items); the worst items.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation
 from judgewatch.regression.tier_preference import PreferenceRow
 from judgewatch.stats import Estimate
+from judgewatch.stats.paired import PairedDiff
 
 logger = logging.getLogger(__name__)
 
 EXCERPT_CHARS = 160
+LISTED_IDS = 20  # unanswered ids listed per golden set in Markdown (all of them in the JSON)
 
 
 @dataclass
@@ -78,6 +81,7 @@ class RegressionReport:
     pairwise_trust: str | None = None  # that judge's measured trust under the pairwise rubric (one line)
     preferences: list[PreferenceRow] = field(default_factory=list)
     preference_note: str | None = None  # why the tier preference is missing, when it is
+    preference_items: list[str] = field(default_factory=list)  # per tier pair: the items compared pairwise
     cost: dict[str, Any] | None = None  # the judge's cost for this release (judging.costs.Cost.to_json + "text")
     review_url: str | None = None  # the review app's address: worst items link to its Items page
 
@@ -96,13 +100,19 @@ def _excerpt(text: str | None) -> str:
 def _interval(c: Comparison) -> str:
     d = c.diff
     if d.n == 0:
-        return "n/a (no pairs)"
+        return "n/a (no pairs)" if c.paired else "n/a (no scores on a side)"
     return f"{_num(d.estimate, '+.3f')} [{_num(d.low, '+.3f')}, {_num(d.high, '+.3f')}]"
 
 
+def _n(c: Comparison) -> str:
+    d = c.diff
+    return str(d.n) if isinstance(d, PairedDiff) else f"{d.n_candidate} + {d.n_baseline} (unpaired)"
+
+
 def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: bool = True) -> list[str]:
+    n = "pairs" if all(c.paired for c in comparisons) else "n"
     rows = [
-        "| criterion | baseline | candidate | difference [95% CI] | pairs | dropped | method | verdict |",
+        f"| criterion | baseline | candidate | difference [95% CI] | {n} | dropped | method | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
@@ -110,9 +120,20 @@ def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: boo
         verdict = below if c.below(margin) else ("no interval" if c.diff.n and not c.defined else "ok")
         rows.append(
             f"| {c.criterion} | {_num(c.baseline_mean)} ({c.baseline}) | {_num(c.candidate_mean)} ({c.candidate}) "
-            f"| {_interval(c)} | {c.diff.n} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
+            f"| {_interval(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
         )
     return rows
+
+
+def _unanswered_lines(ev: TierEvaluation) -> list[str]:
+    """The golden items the tier did not answer: counted, shared and listed (never scored for this tier)."""
+    if not ev.unanswered:
+        return []
+    lines = [f"- {ev.answered_text()}, never scored for this tier:"]
+    for name, ids in sorted(ev.unanswered.items()):
+        more = f" (and {len(ids) - LISTED_IDS} more: all in the JSON report)" if len(ids) > LISTED_IDS else ""
+        lines.append(f"  - {name}: {len(ids)}: {', '.join(ids[:LISTED_IDS])}{more}")
+    return lines
 
 
 def _header(report: RegressionReport) -> list[str]:
@@ -179,6 +200,7 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
     if section.generation:
         lines.append("- generation: " + ", ".join(f"{k} {v}" for k, v in section.generation.items()))
     lines.append(f"- baseline: {ev.baseline_release or 'none (first release of this tier)'}")
+    lines += _unanswered_lines(ev)
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(ev.unscored_reasons.items())) or "none"
     lines.append(f"- unscored: {ev.unscored} of {ev.total} ({_num(ev.unscored_share * 100, '.1f')}%): {reasons}")
     if not ev.endpoint_ok:
@@ -219,7 +241,8 @@ def _preference_lines(report: RegressionReport) -> list[str]:
     """The tier preference on the same items: worse / tied / better shares, net preference, sign test."""
     if not report.preferences:
         note = report.preference_note
-        return ["## Tier preference on the same items", "", note, ""] if note else []
+        items = [f"- {line}" for line in report.preference_items]
+        return ["## Tier preference on the same items", "", note, *items, ""] if note else []
     first = report.preferences[0]
     judge = report.pairwise_judge
     lines = [
@@ -230,6 +253,8 @@ def _preference_lines(report: RegressionReport) -> list[str]:
         f"{report.level:.0%} Wilson intervals; net = better - worse; p: two-sided sign test on the non-tied pairs."
         if judge is not None
         else "",
+        "",
+        *[f"- {line}" for line in report.preference_items],
         "",
         f"Pairwise judge trust: {report.pairwise_trust or 'unmeasured: no trust record under the pairwise rubric'}",
         "",
@@ -247,16 +272,39 @@ def _preference_lines(report: RegressionReport) -> list[str]:
     return [*lines, ""]
 
 
+def _gap_lines(report: RegressionReport) -> list[str]:
+    """Each tier's gap to the baseline tier, one section per pair: its estimand and the items it rests on."""
+    gated = report.gap_margin is not None
+    gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
+    how = f"gated at --gap-margin {report.gap_margin}" if gated else "reported, not gated (no --gap-margin)"
+    lines: list[str] = []
+    pairs: dict[tuple[str, str], list[Comparison]] = {}
+    for gap in report.gaps:
+        pairs.setdefault((gap.candidate, gap.baseline), []).append(gap)
+    for (candidate, baseline), gaps in pairs.items():
+        first = gaps[0]
+        kind = "paired on the same items" if first.paired else "unpaired: different items"
+        method = (
+            "paired bootstrap of the per-item differences"
+            if first.paired
+            else "difference of the two tiers' means, each over its own items, with a Welch t interval"
+        )
+        lines += [
+            f"## Tier gap: {candidate} vs {baseline} (same release, {kind})",
+            "",
+            f"Estimand `{first.estimand}`: {first.items()}; {method}; {how}.",
+            "",
+            *_comparison_rows(gaps, gap_margin, gated=gated),
+            "",
+        ]
+    return lines
+
+
 def render_markdown(report: RegressionReport) -> str:
     lines = _header(report)
     for section in report.tiers:
         lines += _tier_lines(section, report.margin, report.review_url)
-    if report.gaps:
-        pair = f"{report.gaps[0].candidate} vs {report.gaps[0].baseline}"
-        lines += [f"## Tier gap: {pair} (same release, paired by item)", ""]
-        gated = report.gap_margin is not None
-        gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
-        lines += [*_comparison_rows(report.gaps, gap_margin, gated=gated), ""]
+    lines += _gap_lines(report)
     lines += _preference_lines(report)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -280,8 +328,11 @@ def to_json(report: RegressionReport) -> dict[str, Any]:
     data = asdict(report)
     for section, raw in zip(report.tiers, data["tiers"], strict=True):
         raw["evaluation"]["unscored_share"] = section.evaluation.unscored_share
+        raw["evaluation"]["unanswered_count"] = section.evaluation.unanswered_count
         for worst, raw_worst in zip(section.worst, raw["worst"], strict=True):
             raw_worst["delta"] = worst.delta
+    for gap, raw_gap in zip(report.gaps, data["gaps"], strict=True):
+        raw_gap["paired"], raw_gap["items"] = gap.paired, gap.items()
     for name in ("judge", "rubric", "pairwise_judge"):
         model = getattr(report, name)
         data[name] = model.model_dump() if model is not None else None

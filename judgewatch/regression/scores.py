@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from sqlmodel import Session
@@ -88,13 +88,21 @@ def find_baselines(
 
 
 def read_scores(
-    *, session: Session, release: str, tier: str, golden: Sequence[GoldenSet], rubric: Rubric, judge_config_hash: str
+    *,
+    session: Session,
+    release: str,
+    tier: str,
+    golden: Sequence[GoldenSet],
+    rubric: Rubric,
+    judge_config_hash: str,
+    answered: Collection[str] | None = None,
 ) -> TierScores:
-    """The stored verdicts of one release's tier under this rubric and judge, for the current golden items."""
+    """The stored verdicts of one release's tier under this rubric and judge, for the current golden items
+    (`answered`: only these ids, the ones the tier answered; an item it did not answer is never scored for it)."""
     criteria = [c.name for c in rubric.criteria]
     out = TierScores()
     for g in golden:
-        wanted = {item.id for item in g.items}
+        wanted = {item.id for item in g.items if answered is None or item.id in answered}
         rows = tier_verdicts(
             session=session,
             release=release,
@@ -172,10 +180,16 @@ def tier_section(
     golden: Sequence[GoldenSet],
     rubric: Rubric,
     judge_config_hash: str,
+    unanswered: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[TierSection, dict[str, dict[str, float | None]]]:
-    """One tier's section of the report (comparisons with its baseline, unscored counts, worst items) and scores."""
+    """One tier's section of the report (comparisons with its baseline, unscored counts, worst items) and scores.
 
-    def scores_of(of_release: str) -> TierScores:
+    `unanswered`: per golden set, the ids this tier's answers file lacks: listed, never scored, and outside the
+    unscored share (which is of the items the tier answered)."""
+    missing = {name: list(ids) for name, ids in (unanswered or {}).items() if ids}
+    skipped = {item_id for ids in missing.values() for item_id in ids}
+
+    def scores_of(of_release: str, answered: Collection[str] | None = None) -> TierScores:
         return read_scores(
             session=session,
             release=of_release,
@@ -183,16 +197,18 @@ def tier_section(
             golden=golden,
             rubric=rubric,
             judge_config_hash=judge_config_hash,
+            answered=answered,
         )
 
-    candidate = scores_of(release)
-    total = sum(len(g.items) for g in golden)
+    under_test = {item.id for g in golden for item in g.items}
+    candidate = scores_of(release, under_test - skipped if skipped else None)
     evaluation = TierEvaluation(
         tier=spec.name,
         baseline_release=baseline,
-        total=total,
+        total=len(under_test - skipped),
         unscored=sum(candidate.unscored.values()),
         unscored_reasons=dict(candidate.unscored),
+        unanswered=missing,
     )
     base = None
     if baseline is not None:

@@ -3,16 +3,18 @@
 A live tier is given on the command line (`full=URL#MODEL`: the built-in prompt, no key) or in a tiers file
 (`tier_config.py`: its key's variable, headers, prompt template and generation parameters).
 
-Recorded answers are JSONL, one `{"id": ..., "answer": ...}` per golden item. A malformed line, a duplicate,
-an unknown id or a golden id without an answer is an error naming the file, the line and the id: a gate that
-silently dropped items would compare different sets from one release to the next.
+Recorded answers are JSONL, one `{"id": ..., "answer": ...}` per golden item the tier answered. A malformed line,
+a duplicate or an unknown id is an error naming the file, the line and the id. A file may answer only some items:
+`answer_coverage` names the ones it lacks, which the report lists and the tier is never scored on (tiers that
+answered different items are compared unpaired: `tier_gap`); a file answering no item of a golden set is an error
+naming the file and the set.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
@@ -179,8 +181,9 @@ def _fmt_ids(ids: Iterable[str]) -> str:
 def load_recorded_answers(path: Path, expected_ids: Collection[str] | None = None) -> dict[str, str]:
     """The answers of a recorded JSONL file by golden id.
 
-    With `expected_ids` (every golden item under test), an id outside them and an expected id without an
-    answer are errors too. Every error names the file, and the line and id when there is one.
+    With `expected_ids` (every golden item under test), an id outside them is an error too; an expected id
+    without an answer is not (see `answer_coverage`). Every error names the file, and the line and id when
+    there is one.
     """
     try:
         raw = path.read_bytes()
@@ -212,9 +215,22 @@ def load_recorded_answers(path: Path, expected_ids: Collection[str] | None = Non
         answers[item_id] = answer
     if not answers:
         raise TierError(f"{path}: no answers (expected one JSON object per line with 'id' and 'answer')")
-    if expected_ids is not None and (missing := set(expected_ids) - set(answers)):
-        raise TierError(f"{path}: no answer for {len(missing)} golden id(s): {_fmt_ids(missing)}")
     return answers
+
+
+def answer_coverage(
+    path: Path, answers: Collection[str], golden: Mapping[str, Collection[str]]
+) -> dict[str, list[str]]:
+    """Per golden set (name -> its item ids), the ids a recorded file did not answer (sets it answered fully are
+    left out). A set with no answered item at all is an error naming the file and the set."""
+    out: dict[str, list[str]] = {}
+    for name, ids in golden.items():
+        missing = sorted(set(ids) - set(answers))
+        if ids and len(missing) == len(ids):
+            raise TierError(f"{path}: answers no item of golden set {name} ({len(ids)} items)")
+        if missing:
+            out[name] = missing
+    return out
 
 
 def write_recorded_answers(path: Path, answers: Iterable[tuple[str, str]]) -> int:

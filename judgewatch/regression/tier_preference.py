@@ -1,4 +1,6 @@
-"""Tier gap on the same items: the pairwise judge compares two tiers' answers to every golden item of a release.
+"""Tier gap on the same items: the pairwise judge compares two tiers' answers to every golden item of a release
+both answered (`pair_items`: tiers that answered different items are compared on their common items only, and
+the report says how many, and how many only one tier answered).
 
 Each pair (candidate tier's answer, reference tier's answer, e.g. quantized vs full) is asked in both orders;
 the orders agreeing give the winner, disagreeing ones a tie (`judgewatch.trust.pairwise`). The pair is an
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -24,6 +26,7 @@ from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwis
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict, VerdictStatus
+from judgewatch.regression.golden import GoldenSet
 from judgewatch.stats.preference import PreferenceShares, preference_shares
 from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
@@ -35,6 +38,43 @@ logger = logging.getLogger(__name__)
 PREFERENCE = "tier_preference_same_items"  # the estimand: shares of a release's golden items, candidate vs reference
 SCORE = {"first": 1, "tie": 0, "second": -1}  # the candidate's answer is always shown first in the forward order
 OUTCOME = {-1: "worse", 0: "tied", 1: "better"}
+
+
+@dataclass(frozen=True, slots=True)
+class PairItems:
+    """The golden items a tier pair is compared on pairwise (per golden set: the ids both tiers answered), and
+    how many only one of them answered (never compared pairwise)."""
+
+    by_set: dict[str, set[str]]
+    only_candidate: int
+    only_reference: int
+
+    @property
+    def common(self) -> int:
+        return sum(len(ids) for ids in self.by_set.values())
+
+    def text(self, candidate: str, reference: str) -> str:
+        text = f"{candidate} vs {reference}: pairwise on the {self.common} golden items both answered"
+        if self.only_candidate or self.only_reference:
+            text += (
+                f"; {self.only_candidate} answered by {candidate} only and {self.only_reference} by {reference} "
+                "only are not compared pairwise"
+            )
+        return text
+
+
+def pair_items(
+    golden: Sequence[GoldenSet], candidate: Collection[str] | None, reference: Collection[str] | None
+) -> PairItems:
+    """The items both tiers answered, per golden set; None for a tier means it was asked every item (live)."""
+    by_set, only_c, only_r = {}, 0, 0
+    for g in golden:
+        ids = {item.id for item in g.items}
+        cand = ids if candidate is None else ids & set(candidate)
+        ref = ids if reference is None else ids & set(reference)
+        by_set[g.name] = cand & ref
+        only_c, only_r = only_c + len(cand - ref), only_r + len(ref - cand)
+    return PairItems(by_set, only_c, only_r)
 
 
 def pair_source(release: str, candidate: str, reference: str, dataset: str) -> str:
@@ -161,14 +201,18 @@ def read_preferences(
     rubric: Rubric,
     judge_config_hash: str,
     level: float = 0.95,
+    items: PairItems | None = None,
 ) -> list[PreferenceRow]:
-    """Per golden set and criterion, then over every set: the stored pairwise verdicts counted and tested."""
+    """Per golden set and criterion, then over every set: the stored pairwise verdicts counted and tested
+    (`items`: only the pairs of these golden ids, the ones both tiers answered now)."""
     i, v = table(Interaction).c, table(VerdictRecord).c
     totals: dict[str, list[int]] = {c.name: [0, 0, 0, 0, 0] for c in rubric.criteria}  # worse tied better pairs uns.
     rows: list[PreferenceRow] = []
     for dataset in datasets:
         source = pair_source(release, candidate, reference, dataset)
-        pairs = session.execute(select(i.id).where(i.source == source)).scalars().all()
+        query_pairs = select(i.id, i.source_id).where(i.source == source)
+        wanted = items.by_set.get(dataset, set()) if items is not None else None
+        pairs = [row.id for row in session.execute(query_pairs) if wanted is None or row.source_id in wanted]
         query = select(v.status, v.scores).where(
             v.interaction_id.in_(pairs),
             v.rubric_hash == rubric.content_hash,

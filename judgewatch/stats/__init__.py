@@ -1,5 +1,5 @@
-"""judgewatch's statistics: judge-human agreement, prediction-powered tier estimates, the paired release
-comparison and judge drift. Pure numpy/scipy, vectorized, seeded where random."""
+"""judgewatch's statistics: judge-human agreement, prediction-powered tier estimates, the release comparison
+(paired, or unpaired on different items) and judge drift. Pure numpy/scipy, vectorized, seeded where random."""
 
 from judgewatch.stats.agreement import (
     ConfusionMatrix,
@@ -18,6 +18,7 @@ from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
 from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_unpaired, ppi_mean
 from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_human_mean, survey_ppi_mean
+from judgewatch.stats.unpaired import UnpairedDiff, shares_items, welch_mean_diff
 
 __all__ = [
     "ConfusionMatrix",
@@ -28,6 +29,7 @@ __all__ = [
     "PairedDiff",
     "SubsetCoverage",
     "SurveyEstimate",
+    "UnpairedDiff",
     "WindowStats",
     "agreement_series",
     "align_scores",
@@ -44,6 +46,7 @@ __all__ = [
     "ppi_diff_unpaired",
     "ppi_mean",
     "regressed",
+    "shares_items",
     "spearman",
     "subset_coverage",
     "survey_human_mean",
@@ -51,4 +54,5 @@ __all__ = [
     "time_windows",
     "two_sided_p",
     "weighted_kappa",
+    "welch_mean_diff",
 ]

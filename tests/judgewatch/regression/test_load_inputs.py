@@ -12,9 +12,19 @@ from pathlib import Path
 import pytest
 
 from flows.regression_tasks import load_inputs
+from judgewatch.regression.golden import load_golden_set
+from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT, Settings
 
 MINI = "halueval_qa_mini"
+OTHER = "halluqa_mini"
+
+
+def write_answers(path: Path, answers: list[tuple[str, str]]) -> Path:
+    write_recorded_answers(path, answers)
+    return path
+
+
 LIVE = "full=http://127.0.0.1:9/v1#my-model"  # parsed only: load_inputs calls no endpoint
 
 
@@ -62,3 +72,23 @@ def test_recorded_answers_that_are_missing_name_the_tier(settings: Settings, tmp
     inputs, problems = load_inputs.fn([MINI], [], [f"quantized={missing}"], "answer_quality", settings)
     assert inputs is None
     assert problems == [f"tier quantized: {missing}: cannot read the answers file: No such file or directory"]
+
+
+def test_a_file_answering_part_of_a_set_loads_and_names_the_items_it_lacks(settings: Settings, tmp_path: Path) -> None:
+    items = load_golden_set(MINI, datasets_dir=settings.datasets_dir).items
+    part = write_answers(tmp_path / "part.jsonl", [(i.id, "an answer") for i in items[:25]])
+    inputs, problems = load_inputs.fn([MINI], [], [f"quantized={part}"], "answer_quality", settings)
+    assert problems == [] and inputs is not None
+    assert inputs.answered("quantized") == {i.id for i in items[:25]}
+    assert inputs.unanswered == {"quantized": {MINI: sorted(i.id for i in items[25:])}}
+
+
+def test_a_file_answering_no_item_of_a_set_is_a_one_line_problem_naming_tier_file_and_set(
+    settings: Settings, tmp_path: Path
+) -> None:
+    items = load_golden_set(MINI, datasets_dir=settings.datasets_dir).items
+    only_mini = write_answers(tmp_path / "mini.jsonl", [(i.id, "an answer") for i in items])
+    inputs, problems = load_inputs.fn([MINI, OTHER], [], [f"quantized={only_mini}"], "answer_quality", settings)
+    total = len(load_golden_set(OTHER, datasets_dir=settings.datasets_dir).items)
+    assert inputs is None
+    assert problems == [f"tier quantized: {only_mini}: answers no item of golden set {OTHER} ({total} items)"]

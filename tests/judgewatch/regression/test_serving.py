@@ -10,6 +10,7 @@ import pytest
 from judgewatch.regression.answer_prompt import answer_messages
 from judgewatch.regression.serving import (
     TierError,
+    answer_coverage,
     load_recorded_answers,
     parse_answers,
     parse_tier,
@@ -86,10 +87,18 @@ def test_a_bad_second_line_is_an_error_naming_file_line_and_id(
         load_recorded_answers(path, expected_ids=expected_ids)
 
 
-def test_a_golden_id_without_an_answer_is_an_error_naming_it(tmp_path: Path) -> None:
+def test_a_file_answering_some_golden_items_loads_and_names_the_ones_it_lacks(tmp_path: Path) -> None:
+    path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}', '{"id": "p2", "answer": "y"}')
+    answers = load_recorded_answers(path, expected_ids={"q1", "q2", "q3", "p1", "p2"})
+    assert answers == {"q1": "x", "p2": "y"}
+    golden = {"qa": ["q1", "q2", "q3"], "other": ["p1", "p2"], "full": ["q1"]}
+    assert answer_coverage(path, answers, golden) == {"qa": ["q2", "q3"], "other": ["p1"]}
+
+
+def test_a_file_answering_no_item_of_a_golden_set_is_an_error_naming_file_and_set(tmp_path: Path) -> None:
     path = _write(tmp_path / "a.jsonl", '{"id": "q1", "answer": "x"}')
-    with pytest.raises(TierError, match=r"no answer for 2 golden id\(s\): q2, q3"):
-        load_recorded_answers(path, expected_ids={"q1", "q2", "q3"})
+    with pytest.raises(TierError, match=rf"^{path}: answers no item of golden set other \(2 items\)$"):
+        answer_coverage(path, {"q1": "x"}, {"qa": ["q1", "q2"], "other": ["p1", "p2"]})
 
 
 def test_an_unreadable_or_empty_file_is_an_error(tmp_path: Path) -> None:
