@@ -84,3 +84,29 @@ def test_the_demo_says_a_trust_finding_once_warnings_held_back_errors_kept(caplo
     with caplog.at_level(logging.INFO):
         log.warning("said again after the step")
     assert caplog.records[-1].getMessage() == "said again after the step"
+
+
+def test_the_demo_wraps_long_lines_and_says_a_note_repeated_on_every_release_once() -> None:
+    from judgewatch.cli.demo_run import WIDTH, Outcome, _show
+
+    trust = (
+        "judge trust: judge reference:reference-overlap (config b3da66e1673e): trustworthy ("
+        + "; ".join(
+            f"known answers set{k}: faithfulness: AUROC 0.94 [0.87, 1.00], gap +2.98, unscored 0%, n=40"
+            for k in range(5)
+        )
+        + ")"
+    )  # the ~560-character note the gate adds to every release's result
+    summary = "REGRESSION (exit 1, margin 0.25): " + "; ".join(
+        f"tier quantized c{k} -0.713 [-1.087, -0.412]" for k in range(5)
+    )
+    lines: list[str] = []
+    seen: dict[str, str] = {}
+    for release in ("r1", "r2", "r3"):
+        result = {"exit_code": 1, "summary": summary, "notes": [trust], "report": f"/tmp/{release}.md"}
+        _show(lines.append, Outcome(release, "reference judge", 1, result, 1.0), seen)
+    assert len(trust) > 400 and all(len(line) <= WIDTH for line in lines), max(lines, key=len)
+    text = "\n".join(lines)
+    assert text.count("AUROC") == 5  # the note once, whole (wrapped), for r1
+    assert lines.count("   note: judge trust: as for release r1") == 2  # r2 and r3 name it
+    assert text.count("tier quantized c4") == 3  # each release's own summary stays
