@@ -110,3 +110,15 @@ def test_the_demo_wraps_long_lines_and_says_a_note_repeated_on_every_release_onc
     assert text.count("AUROC") == 5  # the note once, whole (wrapped), for r1
     assert lines.count("   note: judge trust: as for release r1") == 2  # r2 and r3 name it
     assert text.count("tier quantized c4") == 3  # each release's own summary stays
+
+
+def test_the_demos_closing_hint_creates_an_account_that_sees_the_pages_it_names_and_names_judge_down() -> None:
+    from judgewatch.cli.demo_cmd import HINT_ROLE, closing_hint
+    from judgewatch.review.accounts import AGGREGATE_ROLES, Role
+
+    lines = closing_hint(49, 0.1)
+    text = "\n".join(lines)
+    assert f"reviewer add YOUR_NAME --role {HINT_ROLE}" in text and "Judges and Tiers pages" in text
+    assert Role(HINT_ROLE) in AGGREGATE_ROLES  # the Judges and Tiers pages' require_viewer lets this role in (§6.4)
+    assert "keeps running; `make judge-down` stops it" in lines[-1]  # §6.5
+    assert all(len(line) <= 110 for line in lines)
