@@ -119,8 +119,8 @@ def say(echo: Echo, text: str, indent: str = "   ") -> None:
 
 
 def _show(echo: Echo, outcome: Outcome, seen: dict[str, str]) -> None:
-    """One release's outcome; a reason, warning or note already shown for an earlier release (the judge's trust,
-    the same on every release) is named by that release instead of printed again (`seen`: entry -> release)."""
+    """One release's outcome; a reason, warning or note already shown (the judge's trust, the same on every release)
+    is named by where it was shown instead of printed again (`seen`: entry -> "for release r1", "measured above")."""
     r = outcome.result
     mark = "as expected" if outcome.as_expected else f"UNEXPECTED (expected exit {outcome.expected})"
     echo(f"\n== release {outcome.release} ({outcome.judge}): exit {r['exit_code']}, {mark} ({outcome.seconds:.0f} s)")
@@ -128,17 +128,17 @@ def _show(echo: Echo, outcome: Outcome, seen: dict[str, str]) -> None:
     for kind in ("reasons", "warnings", "notes"):
         for entry in r.get(kind, []):
             first = entry.splitlines()[0]
-            if first in seen and seen[first] != outcome.release:
-                head = first.split(": ")[0]
-                echo(f"   {kind[:-1]}: {head}: as for release {seen[first]}")
+            said = seen.setdefault(first, f"for release {outcome.release}")
+            if said != f"for release {outcome.release}":
+                echo(f"   {kind[:-1]}: {first.split(': ')[0]}: as {said}")
                 continue
-            seen.setdefault(first, outcome.release)
             say(echo, f"{kind[:-1]}: {first}")
     echo(f"   report: {r['report']}")
 
 
-def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> None:
-    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust.
+def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> str:
+    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust;
+    returns the first line of what it printed.
 
     Both rubrics: the pointwise verdict is the one the gate states, the pairwise one fills the Judges page.
     """
@@ -154,6 +154,8 @@ def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> 
     report = asyncio.run(validate(reference, rubrics, sets, engine=engine, policy=policy, probe_items=DEFAULT_ITEMS))
     for verdict in report.verdicts[:1]:
         say(echo, verdict.summary)
+        return verdict.summary.strip().splitlines()[0]
+    return ""
 
 
 def _closed_port() -> int:
@@ -306,9 +308,9 @@ def run_demo(
     echo("  r4: the full tier's answers are good, but the quantized tier's endpoint is down")
     echo(f"  answer files: {folder}")
     echo("\n== measuring the offline reference judge on the mini sets (it grades the releases)")
-    validate_reference_judge(engine, settings, echo)
+    measured = validate_reference_judge(engine, settings, echo)
     outcomes: list[Outcome] = []
-    seen: dict[str, str] = {}  # what _show printed already, and for which release
+    seen = {f"judge trust: {measured}": "measured above"}  # what was printed already, and where
     for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
         step = time.monotonic()
         answers = _tiers(files, release)

@@ -109,6 +109,9 @@ def test_the_demo_wraps_long_lines_and_says_a_note_repeated_on_every_release_onc
     text = "\n".join(lines)
     assert text.count("AUROC") == 5  # the note once, whole (wrapped), for r1
     assert lines.count("   note: judge trust: as for release r1") == 2  # r2 and r3 name it
+    lines.clear()
+    _show(lines.append, Outcome("r4", "reference judge", 1, result, 1.0), {trust: "measured above"})
+    assert "   note: judge trust: as measured above" in lines
     assert text.count("tier quantized c4") == 3  # each release's own summary stays
 
 
