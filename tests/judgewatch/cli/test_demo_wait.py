@@ -125,3 +125,22 @@ def test_the_demos_closing_hint_creates_an_account_that_sees_the_pages_it_names_
     assert Role(HINT_ROLE) in AGGREGATE_ROLES  # the Judges and Tiers pages' require_viewer lets this role in (§6.4)
     assert "keeps running; `make judge-down` stops it" in lines[-1]  # §6.5
     assert all(len(line) <= 110 for line in lines)
+
+
+def test_prefect_starts_quiet_and_without_telemetry_unless_the_operator_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The demo and every flow command set these before Prefect is imported: its telemetry banner and INFO lines
+    ("Starting temporary server ...") stay out of the demo's output (issue 35 §6.9)."""
+    import os
+
+    from judgewatch.cli._flow import prefect_defaults
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["PREFECT_LOGGING_LEVEL"] = "DEBUG"  # the operator's own choice stays
+    monkeypatch.setattr(os, "environ", env)
+    prefect_defaults()
+    assert env["PREFECT_SERVER_ANALYTICS_ENABLED"] == "false" and env["PREFECT_LOGGING_LEVEL"] == "DEBUG"
+    del env["PREFECT_LOGGING_LEVEL"]
+    prefect_defaults()
+    assert env["PREFECT_LOGGING_LEVEL"] == "WARNING"
