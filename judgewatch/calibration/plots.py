@@ -152,10 +152,10 @@ def trend_criteria(daily: pd.DataFrame) -> tuple[list[str], str]:
     return drawn, f"left out, one day of verdicts only: {', '.join(left)}"
 
 
-def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
+def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame, covers: str = "") -> bytes:
     """Per criterion with two days or more: daily raw judge mean and weekly corrected estimate with its interval
-    (none where the week has too few labels). Every release's golden items and the traffic of the period are
-    pooled per day, and the title says so; the time axis spans the plotted days."""
+    (none where the week has too few labels). What a day pools (`covers`: which releases, traffic) is in the
+    title; the time axis spans the plotted days."""
     criteria, why = trend_criteria(daily)
     if not criteria:
         return message_png(why)
@@ -187,7 +187,7 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame) -> bytes:
         _dates(ax)
         _span(ax, daily["mid"].min(), daily["mid"].max(), pd.Timedelta(hours=12))
     axes[0, 0].legend(loc="best", fontsize=8, ncol=2)
-    title = "Scores over time: every release and the traffic of the period, pooled per day"
+    title = f"Scores over time, per day: {covers}" if covers else "Scores over time, per day"
     axes[0, 0].set_title(title + (f"\n({why})" if why else ""))
     fig.tight_layout()
     return _png(fig)

@@ -124,12 +124,12 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out += agreement_blocks(s)
     out.append(Block("h2", SECTIONS[4]))
     _, left_out = plots.trend_criteria(s.daily)
-    text = "Scores over time: every release and the traffic of the period, pooled per day"
-    text += f" ({left_out})" if left_out else ""
-    out.append(Block("image", text, image=plots.trend_png(s.daily, s.weekly), name="trend"))
+    covers = pooled(s)
+    text = f"Scores over time, per day: {covers}" + (f" ({left_out})" if left_out else "")
+    out.append(Block("image", text, image=plots.trend_png(s.daily, s.weekly, covers), name="trend"))
     weekly = weekly_agreement(s.frame, min_labels=s.min_labels) if not s.frame.empty else {}
     _, left_out = plots.agreement_weeks(weekly)
-    text = "Judge-human agreement and bias per week, every release pooled" + (f" ({left_out})" if left_out else "")
+    text = f"Judge-human agreement and bias per week: {covers}" + (f" ({left_out})" if left_out else "")
     out.append(Block("image", text, image=plots.agreement_png(weekly, s.agreement), name="agreement"))
     out.append(Block("h2", SECTIONS[5]))
     rows = [
@@ -219,6 +219,17 @@ def headline(s: CalibrationSummary) -> tuple[str, list[EstimandRow], list[GapRow
         rows = [e for e in s.release if e.release == latest]
         return f"release {latest} ({why}; golden sets)", rows, [g for g in s.gaps if g.release == latest]
     return "production traffic", list(s.traffic), [g for g in s.gaps if g.release is None]
+
+
+def pooled(s: CalibrationSummary) -> str:
+    """What the over-time plots pool in a day or week, named: the releases (their golden items) and traffic."""
+    releases = sorted({e.release for e in s.release if e.release})
+    parts = ["production traffic"] if s.traffic else []
+    if releases:
+        parts.append(f"release{'s' if len(releases) > 1 else ''} {', '.join(releases)} (golden sets)")
+    if not parts:
+        return "nothing yet"
+    return " and ".join(parts) + (" pooled" if len(releases) + bool(s.traffic) > 1 else "")
 
 
 def fmt_n(sampled: int, labeled: int, effective: float) -> list[str]:

@@ -232,7 +232,7 @@ def demo_judge_trust_step(
             await client.aclose()
 
     if not wait_for_judge(lambda: asyncio.run(healthy()), wait_s=judge_wait_s, echo=echo):
-        echo(f"   skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
+        say(echo, f"skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
         return None
     started = time.monotonic()
     trust_step = ademo_trust_step(
@@ -279,9 +279,10 @@ def calibration_step(engine: Engine, echo: Echo) -> None:
     echo("\n== calibration flow: tier estimates, agreement, drift, anchors, and the Tiers page snapshots")
     url = engine.url.render_as_string(hide_password=False)
     result = asyncio.run(calibration(rubric="answer_quality", judge="reference", database_url=hide(url)))
-    echo(
-        f"   {result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
-        f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)"
+    say(
+        echo,
+        f"{result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
+        f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)",
     )
 
 

@@ -112,6 +112,8 @@ def test_the_report_leads_with_the_regressing_tier_criterion_and_gap_against_the
     assert [(r["release"], r["criterion"]) for r in rows] == [("r2", "-"), ("r1", "completeness"), ("r1", "relevance")]
     assert rows[1]["candidate − baseline [95% CI]"] == "-1.41 [-1.85, -1.02]" and rows[1]["baseline"] == "r0"
     assert "r9" not in {r["release"] for r in rows}  # another judge series' decision is not this page's
+    trend = next(b for b in content if b.kind == "image" and b.name == "trend")
+    assert trend.text.startswith("Scores over time, per day: release r1 (golden sets) (every verdict")  # one day
     image = next(b for b in content if b.kind == "image" and b.name == "estimates")
     assert image.text == "Per tier and criterion, release r1 (the regressing release the gate names; golden sets) only"
 
