@@ -312,6 +312,8 @@ def run_demo(
     measured = validate_reference_judge(engine, settings, echo)
     outcomes: list[Outcome] = []
     seen = {f"judge trust: {measured}": "measured above"}  # what was printed already, and where
+    # said before the first gate run, which is silent for half a minute while Prefect's local server starts
+    echo("\n== the gate on releases r1 to r4 (the first run also waits for Prefect's local server to start)")
     for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
         step = time.monotonic()
         answers = _tiers(files, release)

@@ -105,6 +105,8 @@ def test_the_demo_prints_every_line_whole_within_the_width_and_the_judges_trust_
     assert lines and max(len(line) for line in lines) <= WIDTH, max(lines, key=len)
     assert sum(line.count("AUROC") for line in lines) == 2  # measured once (two golden sets), named after
     assert sum(line.endswith("judge trust: as measured above") for line in lines) == 4  # r1 to r4
+    first_gate = next(k for k, line in enumerate(lines) if line.startswith("== release r1"))
+    assert any("waits for Prefect's local server" in line for line in lines[:first_gate])  # never silent first
 
 
 @pytest.mark.browser
