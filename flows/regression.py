@@ -337,7 +337,11 @@ def conclude(
             judge_config_hash=judge_hash,
             report_path=str(md_path),
             flow_run_id=report.flow_run_id,
-            detail={"regressions": [r.__dict__ for r in gate.regressions], "datasets": report.datasets},
+            detail={
+                "regressions": [r.__dict__ for r in gate.regressions],
+                "datasets": report.datasets,
+                "margin": report.margin,
+            },
         )
         record_gate_decision(session=session, decision=decision)
     return {

@@ -55,13 +55,19 @@ def require_viewer(engine: Engine, request: gr.Request | None) -> str:
     return require_role(engine, request, AGGREGATE_ROLES)
 
 
-def page_top(intro: str, rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button, gr.Markdown]:
-    """What the aggregate pages start with: their intro, the rubric box, period dropdown, Refresh, a header."""
-    gr.Markdown(intro)
+def page_controls(rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button]:
+    """The aggregate pages' rubric box, period dropdown and Refresh button, in one row."""
     with gr.Row():
         rubric_box = gr.Textbox(value=rubric, label="Rubric", scale=2)
         since_box = gr.Dropdown(SINCE_CHOICES, value="90d", label="Period", scale=2)
         refresh = gr.Button("Refresh", size="sm", scale=1)
+    return rubric_box, since_box, refresh
+
+
+def page_top(intro: str, rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button, gr.Markdown]:
+    """What the aggregate pages start with: their intro, the rubric box, period dropdown, Refresh, a header."""
+    gr.Markdown(intro)
+    rubric_box, since_box, refresh = page_controls(rubric)
     header = gr.Markdown("Open this tab or press Refresh to compute.")
     return rubric_box, since_box, refresh, header
 

@@ -1,5 +1,7 @@
-"""The "Tiers" page for model owners: per tier and criterion the judge's raw mean, the corrected estimate with
-its interval, the tier difference, judge-human agreement, trends, open drift alerts and label counts.
+"""The "Tiers" page for model owners: first the gate's question (which tier regressed, on which criterion, by how
+much against its baseline release, with the interval), then per tier and criterion the judge's raw mean, the
+corrected estimate with its interval, the tier difference, judge-human agreement, trends, open drift alerts and
+label counts. Every plot's label says what it covers (which release; what is pooled).
 
 Read-only and aggregate (no single item's tier or verdict is shown, so reviewers stay blind). The numbers are
 read from the snapshots the calibration flow stores, one per judge series (opening the page computes
@@ -21,8 +23,9 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
+from judgewatch.calibration.report import GATE_SECTION
 from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, stored_views
-from review_ui.common import image, message_frame, page_top, require_viewer
+from review_ui.common import image, message_frame, page_controls, require_viewer
 
 logger = logging.getLogger(__name__)
 
@@ -33,11 +36,15 @@ production traffic, weighted back from the sample) and *release_quality* (a rele
 (prediction-powered inference), with its 95% interval and the n it rests on (sampled, labeled, effective);
 with fewer human labels than the stated minimum it reads *too few labels (n=k, need m)* instead of an interval.
 Tier gaps carry a p-value; on traffic the gap is also shown adjusted for the requests each tier served.
+**n effective**: how many human labels the labels-only estimate would need for the corrected one's precision;
+`-` where it is not defined (no interval: fewer labels than the minimum; a release's tier gap).
 **Labels by** says who gave the labels: people, `synthetic` (a program) or `dataset_annotation` (derived from
-a golden set's own annotations, not a reviewer).
+a golden set's own annotations, not a reviewer); `-` where there is none.
 """
 THEN = f"then `{FILL_COMMAND}`"
 MISSING = {
+    GATE_SECTION: "No gate decision of this judge series in this period (or a snapshot older than this table): "
+    f"`judgewatch regress` asks the gate, {THEN}.",
     "Tier scores": "No estimates for this series and period: run a release through the gate (`judgewatch regress`) "
     f"or sample traffic (`judgewatch sample`), {THEN}.",
     "Tier difference": "Fewer than two tiers in traffic or in a release: no difference to show. Regress a release "
@@ -52,10 +59,13 @@ NOT_COMPUTED = (
 )
 BEFORE_OPENING = "Open this tab or press Refresh to read the latest numbers."
 PLOTS = {"estimates": "Per tier and criterion", "trend": "Scores over time", "agreement": "Agreement and bias per week"}
+GATE_LABEL = "The gate's question: which tier, which criterion, by how much"
 
 
 @dataclass
 class TiersView:
+    lead: str  # the gate's answer in one sentence: first on the page
+    gate: pd.DataFrame
     header: str
     estimates: pd.DataFrame
     differences: pd.DataFrame
@@ -67,6 +77,7 @@ class TiersView:
     agreement_png: bytes
     series: list[tuple[str, str]]  # (label, judge configuration hash) the picker offers
     shown: str | None  # the configuration hash shown
+    captions: dict[str, str]  # plot name -> what it covers (its label on the page)
 
 
 @lru_cache(maxsize=4)
@@ -77,7 +88,7 @@ def _message_png(text: str) -> bytes:
 def _empty_view(text: str) -> TiersView:
     empty = message_frame(text)
     png = _message_png(f"nothing to plot yet: run `{FILL_COMMAND}`")
-    return TiersView(text, empty, empty, empty, empty, empty, png, png, png, [], None)
+    return TiersView("", empty, text, empty, empty, empty, empty, empty, png, png, png, [], None, dict(PLOTS))
 
 
 def _cost(engine: Engine, since: str) -> str:
@@ -111,7 +122,10 @@ def tiers_view(
         return t[heading] if heading in t else message_frame(MISSING[heading])
 
     png = view.images
+    lead = view.first_paragraph(GATE_SECTION)
     return TiersView(
+        lead=f"**{lead}**" if lead else MISSING[GATE_SECTION],
+        gate=table(GATE_SECTION),
         header="\n\n".join([*view.header, at, _cost(engine, since)]),
         estimates=table("Tier scores"),
         differences=table("Tier difference"),
@@ -123,6 +137,7 @@ def tiers_view(
         agreement_png=png.get("agreement") or _message_png(plots.NO_LABELS),
         series=stored.choices(),
         shown=view.judge_config_hash,
+        captions={**PLOTS, **view.captions},
     )
 
 
@@ -132,26 +147,35 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
     def load(rubric_name: str, since: str, series: str | None, request: gr.Request) -> list[Any]:
         require_viewer(engine, request)
         v = tiers_view(engine, rubric_name.strip() or rubric, since, series)
+
+        def picture(name: str) -> Any:
+            return gr.update(value=image(getattr(v, f"{name}_png")), label=v.captions.get(name, PLOTS[name]))
+
         return [
+            v.lead,
+            v.gate,
             v.header,
             gr.update(choices=v.series, value=v.shown),
-            image(v.estimates_png),
+            picture("estimates"),
             v.estimates,
             v.differences,
             v.agreement,
-            image(v.trend_png),
-            image(v.agreement_png),
+            picture("trend"),
+            picture("agreement"),
             v.alerts,
             v.counts,
         ]
 
     with gr.Tab(label) as tab:
-        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
-        header.value = BEFORE_OPENING
+        rubric_box, since_box, refresh = page_controls(rubric)
+        waiting = message_frame(BEFORE_OPENING)
+        # the gate's question leads: above the series, the judge's trust and the notes
+        lead = gr.Markdown(BEFORE_OPENING)
+        gate = gr.Dataframe(waiting, label=GATE_LABEL, interactive=False, wrap=True)
+        header = gr.Markdown("")
         series_box = gr.Dropdown(
             choices=[], label="Judge series", info="every judge series the calibration flow stored; default first"
         )
-        waiting = message_frame(BEFORE_OPENING)
         estimates_img = gr.Image(label=PLOTS["estimates"], type="pil", interactive=False)
         estimates = gr.Dataframe(waiting, label="Tier scores", interactive=False, wrap=True)
         differences = gr.Dataframe(waiting, label="Tier difference", interactive=False, wrap=True)
@@ -160,8 +184,10 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         agreement_img = gr.Image(label=PLOTS["agreement"], type="pil", interactive=False)
         alerts = gr.Dataframe(waiting, label="Open drift alerts", interactive=False, wrap=True)
         counts = gr.Dataframe(waiting, label="What the numbers rest on", interactive=False, wrap=True)
-        outputs = [header, series_box, estimates_img, estimates, differences, agreement, trend_img, agreement_img]
-        outputs += [alerts, counts]
+        with gr.Accordion("How to read this page", open=False):
+            gr.Markdown(INTRO)
+        outputs = [lead, gate, header, series_box, estimates_img, estimates, differences, agreement, trend_img]
+        outputs += [agreement_img, alerts, counts]
         inputs = [rubric_box, since_box, series_box]
         # `input`, not `change`: filling the picker's choices on load must not load the page again
         for event in (refresh.click, tab.select, series_box.input, since_box.input):

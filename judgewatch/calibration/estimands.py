@@ -42,7 +42,8 @@ class EstimandRow:
     """One estimate, labeled with what it estimates and what it rests on.
 
     n_sampled: judge scores (verdicts) it uses; n_labeled: of those, items with a human label; n_effective: how
-    many labels the human-only estimate would need for the same standard error.
+    many labels the human-only estimate would need for the same standard error (`effective_n`; NaN without an
+    interval).
     """
 
     estimand: str  # TRAFFIC | RELEASE
@@ -65,6 +66,13 @@ class EstimandRow:
     n_dataset_labels: int  # labels derived from a golden set's own annotations (label_via=dataset_annotation)
     population: float | None = None  # traffic: interactions the sample stands for (sum of 1 / pi)
     interval_note: str = ""  # why there is no interval ("too few labels (n=k, need m)"), else ""
+
+
+def effective_n(value: float, interval_note: str) -> float:
+    """n effective as every table shows it (one definition, docs/statistics.md): how many human labels the
+    labels-only estimate would need for the corrected one's standard error, n labeled x (se labels-only / se
+    corrected)^2. Undefined (NaN, shown "-") where the estimate has no interval: fewer labels than the minimum."""
+    return float("nan") if interval_note or not np.isfinite(value) else float(value)
 
 
 def split_populations(frame: pd.DataFrame) -> pd.Series:
@@ -120,6 +128,7 @@ def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
     for (tier, criterion), group in rows.groupby(["tier", "criterion"], sort=True):
         est, human, judge = traffic_estimate(group, level=level, min_labels=min_labels)
         synthetic, dataset = _counts(group)
+        note = interval_reason(est.n_labeled, min_labels)
         out.append(
             EstimandRow(
                 TRAFFIC,
@@ -133,7 +142,7 @@ def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
                 est.se,
                 est.n_sampled,
                 est.n_labeled,
-                est.effective_n,
+                effective_n(est.effective_n, note),
                 judge,
                 human.estimate,
                 human.low,
@@ -141,7 +150,7 @@ def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
                 synthetic,
                 dataset,
                 est.population,
-                interval_reason(est.n_labeled, min_labels),
+                note,
             )
         )
     return out
@@ -163,6 +172,7 @@ def release_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
     for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
         est, human = _release_ppi(group, level, min_labels)
         synthetic, annotated = _counts(group)
+        note = interval_reason(est.n, min_labels)
         out.append(
             EstimandRow(
                 RELEASE,
@@ -176,14 +186,14 @@ def release_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
                 est.se,
                 est.n_all,
                 est.n,
-                est.effective_n,
+                effective_n(est.effective_n, note),
                 float(group["judge"].mean()),
                 human.estimate,
                 human.low,
                 human.high,
                 synthetic,
                 annotated,
-                interval_note=interval_reason(est.n, min_labels),
+                interval_note=note,
             )
         )
     return out

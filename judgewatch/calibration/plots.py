@@ -2,9 +2,12 @@
 
 - `estimates_png`: the Tier scores table's rows of one population (the latest release, named in the title, or
   production traffic): judge-only mean next to the corrected mean and interval, and that population's tier gaps.
-- `trend_png`: per criterion, each tier's daily raw judge mean and the weekly corrected estimate over time.
+- `trend_png`: per criterion, each tier's daily raw judge mean and the weekly corrected estimate over time
+  (releases and traffic pooled per day, said in the title).
 - `agreement_png`: per criterion, each tier's weekly judge-human exact agreement and bias, with intervals, and
   the agreement table's all-period values; plots and tables on a page show the same numbers.
+An over-time panel needs two days (weeks) of data: one without is left out, and a picture with none left says
+why instead of drawing empty axes; the time axis spans the plotted points only.
 """
 
 from __future__ import annotations
@@ -89,7 +92,8 @@ def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: s
     left.set_yticks(range(len(labels)), labels)
     left.invert_yaxis()
     left.set_xlabel("mean score   (○ judge only   ● corrected by human labels, 95% CI)")
-    left.set_title(f"Per tier and criterion: {covers}")
+    left.set_title("Per tier and criterion")
+    fig.suptitle(f"{covers} only: no other release or population pooled in", fontsize=10)
     left.grid(axis="x", alpha=0.3)
     if gaps:
         names = [f"{g.criterion}\n{g.tier} − {g.baseline} ({_gap_kind(g)})" for g in gaps]
@@ -105,8 +109,8 @@ def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: s
         right.axvline(0, color="red", lw=1, alpha=0.6)
         right.set_yticks(range(len(names)), names)
         right.invert_yaxis()
-        right.set_xlabel("difference   (○ judge only   ● corrected, 95% CI)")
-        right.set_title(f"Tier difference: {covers}")
+        right.set_xlabel("difference (○ judge only ● corrected, 95% CI)")
+        right.set_title("Tier difference")
         right.grid(axis="x", alpha=0.3)
     else:
         right.axis("off")
@@ -121,29 +125,48 @@ def _gap_kind(gap: GapRow) -> str:
     return "paired" if gap.paired else "unpaired"
 
 
-def _span(ax: Any, span: tuple[pd.Timestamp, pd.Timestamp] | None) -> None:
-    """The time axis covers the data's first to last moment (half a day beyond each), however few points."""
-    if span is None:
-        return
-    pad = pd.Timedelta(hours=12)
-    ax.set_xlim(mdates.date2num(span[0].tz_localize(None) - pad), mdates.date2num(span[1].tz_localize(None) + pad))
+def _span(ax: Any, first: pd.Timestamp, last: pd.Timestamp, pad: pd.Timedelta) -> None:
+    """The time axis covers the plotted points' first to last moment, `pad` beyond each, and nothing more."""
+    first, last = pd.Timestamp(first), pd.Timestamp(last)
+    first = first.tz_localize(None) if first.tzinfo else first
+    last = last.tz_localize(None) if last.tzinfo else last
+    ax.set_xlim(mdates.date2num(first - pad), mdates.date2num(last + pad))
 
 
-def trend_png(
-    daily: pd.DataFrame, weekly: pd.DataFrame, span: tuple[pd.Timestamp, pd.Timestamp] | None = None
-) -> bytes:
-    """Per criterion: daily raw judge mean (thin line) and weekly corrected estimate with its interval (none
-    where the week has too few labels); the time axis spans the data (`span`)."""
+def trend_criteria(daily: pd.DataFrame) -> tuple[list[str], str]:
+    """The criteria a trend can be drawn for (two days or more of verdicts on some tier), and a sentence naming
+    the ones left out and why ("" when none is)."""
     if daily.empty:
-        return message_png(NO_VERDICTS)
-    criteria = sorted(daily["criterion"].unique())
+        return [], NO_VERDICTS
+    days = daily.groupby("criterion")["window"].nunique()
+    drawn = sorted(str(c) for c, n in days.items() if n >= 2)
+    left = sorted(str(c) for c, n in days.items() if n < 2)
+    if not left:
+        return drawn, ""
+    day = pd.Timestamp(daily["window"].min())
+    if not drawn:
+        return [], (
+            f"every verdict of the period falls on one day ({day:%Y-%m-%d}): a trend needs two days or more; "
+            "the Tier scores table holds the numbers"
+        )
+    return drawn, f"left out, one day of verdicts only: {', '.join(left)}"
+
+
+def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame, covers: str = "") -> bytes:
+    """Per criterion with two days or more: daily raw judge mean and weekly corrected estimate with its interval
+    (none where the week has too few labels). What a day pools (`covers`: which releases, traffic) is in the
+    title; the time axis spans the plotted days."""
+    criteria, why = trend_criteria(daily)
+    if not criteria:
+        return message_png(why)
+    daily = daily[daily["criterion"].isin(criteria)]
     tiers = sorted(daily["tier"].unique())
     fig, axes = plt.subplots(len(criteria), 1, figsize=(10, 2.6 * len(criteria)), sharex=True, squeeze=False)
     for ax, criterion in zip(axes[:, 0], criteria, strict=True):
         for k, tier in enumerate(tiers):
             color = COLORS(k)
             d = daily[(daily["criterion"] == criterion) & (daily["tier"] == tier)].sort_values("window")
-            ax.plot(d["mid"], d["raw_mean"], "-", color=color, alpha=0.45, lw=1.2, label=f"{tier}: judge, daily")
+            ax.plot(d["mid"], d["raw_mean"], ".-", color=color, alpha=0.45, lw=1.2, label=f"{tier}: judge, daily")
             w = weekly[(weekly["criterion"] == criterion) & (weekly["tier"] == tier)].sort_values("window")
             w = w[np.isfinite(w["ppi"].astype(float))]
             if not w.empty:
@@ -162,27 +185,46 @@ def trend_png(
         ax.set_ylabel(criterion)
         ax.grid(alpha=0.3)
         _dates(ax)
-        _span(ax, span)
+        _span(ax, daily["mid"].min(), daily["mid"].max(), pd.Timedelta(hours=12))
     axes[0, 0].legend(loc="best", fontsize=8, ncol=2)
-    axes[0, 0].set_title("Scores over time (judge raw vs corrected by human labels)")
+    title = f"Scores over time, per day: {covers}" if covers else "Scores over time, per day"
+    axes[0, 0].set_title(title + (f"\n({why})" if why else ""))
     fig.tight_layout()
     return _png(fig)
 
 
-def agreement_png(
-    points: dict[tuple[str, str], list[WindowStats]],
-    overall: Sequence[AgreementRow] = (),
-    span: tuple[pd.Timestamp, pd.Timestamp] | None = None,
-) -> bytes:
-    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion.
+def agreement_weeks(points: dict[tuple[str, str], list[WindowStats]]) -> tuple[list[str], str]:
+    """The criteria with labels in two weeks or more (a weekly line to draw), and a sentence naming the ones left
+    out and why ("" when none is)."""
+    if not points:
+        return [], NO_LABELS
+    weeks: dict[str, set[Any]] = {}
+    for (_, criterion), series in points.items():
+        weeks.setdefault(criterion, set()).update(p.window for p in series if p.n)
+    drawn = sorted(c for c, w in weeks.items() if len(w) >= 2)
+    left = sorted(c for c, w in weeks.items() if len(w) < 2)
+    if not left:
+        return drawn, ""
+    if not drawn:
+        return [], (
+            "every label of the period falls in one week: a weekly trend needs two weeks or more; the agreement "
+            "table holds the numbers"
+        )
+    return drawn, f"left out, labels in one week only: {', '.join(left)}"
+
+
+def agreement_png(points: dict[tuple[str, str], list[WindowStats]], overall: Sequence[AgreementRow] = ()) -> bytes:
+    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion
+    with labels in two weeks or more.
 
     The weekly points come from the same labels as the agreement table (`overall`), whose all-period value is
-    drawn as a dashed line, so plot and table show the same numbers; the time axis spans the data (`span`).
+    drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted weeks.
     """
-    if not points:
-        return message_png(NO_LABELS)
-    criteria = sorted({c for _, c in points})
+    criteria, why = agreement_weeks(points)
+    if not criteria:
+        return message_png(why)
     tiers = sorted({t for t, _ in points})
+    starts = [pd.Timestamp(p.window) for (_, c), series in points.items() if c in criteria for p in series]
     fig, axes = plt.subplots(2, len(criteria), figsize=(4.2 * len(criteria), 5.5), sharex=True, squeeze=False)
     for col, criterion in enumerate(criteria):
         for k, tier in enumerate(tiers):
@@ -203,14 +245,16 @@ def agreement_png(
         axes[0, col].set_title(criterion)
         axes[0, col].set_ylim(0, 1.05)
         axes[1, col].axhline(0, color="grey", lw=1)
-        axes[1, col].set_xlabel("window starting")
+        axes[1, col].set_xlabel("week starting")
         for ax in axes[:, col]:
             ax.grid(alpha=0.3)
             _dates(ax)
-            _span(ax, span)
+            _span(ax, min(starts), max(starts), pd.Timedelta(days=1))
     axes[0, 0].set_ylabel("exact agreement")
     axes[1, 0].set_ylabel("bias (judge − human)")
     axes[0, 0].legend(fontsize=8)
+    if why:
+        fig.suptitle(why, fontsize=8)
     fig.tight_layout()
     return _png(fig)
 

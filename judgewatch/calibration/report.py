@@ -2,9 +2,10 @@
 (rendered by `blocks`).
 
 Both are rendered from the same list of blocks (headings, paragraphs, tables, images) built from a
-`CalibrationSummary`, so the two formats never disagree. Sections: the judge and its trust, tier scores
-(raw, corrected, intervals), tier differences, judge-human agreement, trends, open drift alerts, the anchor
-set, what each number rests on, and the method.
+`CalibrationSummary`, so the two formats never disagree. Sections: the gate's question first (which tier
+regressed, on which criterion, by how much), the judge and its trust, tier scores (raw, corrected, intervals),
+tier differences, judge-human agreement, trends, open drift alerts, the anchor set, what each number rests on,
+and the method.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from judgewatch.calibration.blocks import (  # noqa: F401  (re-exported: the rep
     write_blocks,
 )
 from judgewatch.calibration.estimands import ESTIMAND_TEXT, EstimandRow, regression_rows
+from judgewatch.calibration.gate_question import HEADERS as GATE_HEADERS
+from judgewatch.calibration.gate_question import lead_line, table_rows
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.calibration.tier_gap import GapRow
@@ -34,6 +37,7 @@ from judgewatch.stats import Estimate, PPIEstimate
 
 logger = logging.getLogger(__name__)
 
+GATE_SECTION = "The gate's question"
 SECTIONS = (
     "Judge and trust",
     "Tier scores",
@@ -58,7 +62,10 @@ METHOD = (
     "share of traffic; the release gap is paired when both tiers answered the same golden items and enough of "
     "them were labeled on both tiers, unpaired otherwise (tier_gap_release_unpaired when the items differ). "
     "Where one score holds most ratings, kappa collapses and Gwet's AC1 is shown beside it. n effective: how many "
-    "labels the labels-only estimate would need for the same interval. Agreement uses the "
+    "human labels the labels-only estimate would need for the corrected estimate's standard error (n labeled x "
+    "(se labels-only / se corrected)^2; for a traffic tier gap, of the difference of the two tiers' estimates); "
+    "'-' where it is not defined: an estimate without an interval (fewer labels than the minimum, the corrected "
+    "column says so) and a release's tier gap (no labels-only counterpart is computed). Agreement uses the "
     "uniformly routed labels. Drift: the latest window against the pooled earlier ones, one-sided "
     "two-proportion z-test (agreement fell) and Welch t-test (bias shifted), Bonferroni over both tests and "
     "every series tested in a run (family-wise alpha 0.05)."
@@ -93,6 +100,7 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out = [Block("h1", title)]
     since = f"since {s.since:%Y-%m-%d %H:%M} UTC" if s.since else "all time"
     out.append(Block("p", f"Generated {s.generated_at:%Y-%m-%d %H:%M} UTC, {since}."))
+    out += gate_blocks(s)
     out += [Block("warn", note) for note in s.notes]
     out.append(Block("h2", SECTIONS[0]))
     if s.series is None:
@@ -109,17 +117,20 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out += estimate_blocks(s)
     covers, head_rows, head_gaps = headline(s)
     image = plots.estimates_png(head_rows, head_gaps, covers)
-    out.append(Block("image", f"Per tier and criterion: {covers}", image=image, name="estimates"))
+    out.append(Block("image", f"Per tier and criterion, {covers} only", image=image, name="estimates"))
     out.append(Block("h2", SECTIONS[2]))
     out += gap_blocks(s)
     out.append(Block("h2", SECTIONS[3]))
     out += agreement_blocks(s)
     out.append(Block("h2", SECTIONS[4]))
-    span = (s.frame["at"].min(), s.frame["at"].max()) if not s.frame.empty else None
-    out.append(Block("image", "Scores over time", image=plots.trend_png(s.daily, s.weekly, span), name="trend"))
+    _, left_out = plots.trend_criteria(s.daily)
+    covers = pooled(s)
+    text = f"Scores over time, per day: {covers}" + (f" ({left_out})" if left_out else "")
+    out.append(Block("image", text, image=plots.trend_png(s.daily, s.weekly, covers), name="trend"))
     weekly = weekly_agreement(s.frame, min_labels=s.min_labels) if not s.frame.empty else {}
-    image = plots.agreement_png(weekly, s.agreement, span)
-    out.append(Block("image", "Judge-human agreement and bias per week", image=image, name="agreement"))
+    _, left_out = plots.agreement_weeks(weekly)
+    text = f"Judge-human agreement and bias per week: {covers}" + (f" ({left_out})" if left_out else "")
+    out.append(Block("image", text, image=plots.agreement_png(weekly, s.agreement), name="agreement"))
     out.append(Block("h2", SECTIONS[5]))
     rows = [
         [
@@ -155,6 +166,13 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     return out
 
 
+def gate_blocks(s: CalibrationSummary) -> list[Block]:
+    """The gate's question, first: the newest regression's tier, criterion and gap against its baseline release,
+    with its interval, then the latest decision of each recent release (`gate_question`)."""
+    out = [Block("h2", GATE_SECTION), Block("p", lead_line(s.gate))]
+    return [*out, _table(GATE_HEADERS, table_rows(s.gate))] if s.gate else out
+
+
 def agreement_blocks(s: CalibrationSummary) -> list[Block]:
     """Judge-human agreement per tier and criterion, Gwet's AC1 beside kappa, and why kappa collapses where
     prevalence is extreme; below the minimum of labels every cell says so instead of an interval."""
@@ -184,28 +202,54 @@ def agreement_blocks(s: CalibrationSummary) -> list[Block]:
 
 
 def headline(s: CalibrationSummary) -> tuple[str, list[EstimandRow], list[GapRow]]:
-    """What the headline plot covers: the latest release's rows of the Tier scores and Tier difference tables
-    (the release with the newest golden verdicts), else production traffic's; named in its title."""
+    """What the headline plot covers, one population and never pooled: the release the gate's lead names (its
+    newest regression, else its newest decision) when the Tier scores table holds it, else the release with the
+    newest golden verdicts, else production traffic; named in its title."""
     if s.release:
-        golden = regression_rows(s.frame)
-        latest = str(golden.groupby("release")["at"].max().idxmax()) if not golden.empty else s.release[-1].release
+        have = {e.release for e in s.release}
+        worst = next((g for g in s.gate if g.outcome == "regression" and g.release in have), None)
+        named = worst or next((g for g in s.gate if g.release in have), None)
+        if named is not None:
+            latest = named.release
+            why = "the regressing release the gate names" if worst else "the release the gate decided last"
+        else:
+            golden = regression_rows(s.frame)
+            latest = str(golden.groupby("release")["at"].max().idxmax() if not golden.empty else s.release[-1].release)
+            why = "the newest golden verdicts"
         rows = [e for e in s.release if e.release == latest]
-        return f"release {latest} (golden sets)", rows, [g for g in s.gaps if g.release == latest]
+        return f"release {latest} ({why}; golden sets)", rows, [g for g in s.gaps if g.release == latest]
     return "production traffic", list(s.traffic), [g for g in s.gaps if g.release is None]
 
 
+def pooled(s: CalibrationSummary) -> str:
+    """What the over-time plots pool in a day or week, named: the releases (their golden items) and traffic."""
+    releases = sorted({e.release for e in s.release if e.release})
+    parts = ["production traffic"] if s.traffic else []
+    if releases:
+        parts.append(f"release{'s' if len(releases) > 1 else ''} {', '.join(releases)} (golden sets)")
+    if not parts:
+        return "nothing yet"
+    return " and ".join(parts) + (" pooled" if len(releases) + bool(s.traffic) > 1 else "")
+
+
 def fmt_n(sampled: int, labeled: int, effective: float) -> list[str]:
-    return [str(sampled), str(labeled), fmt_num(effective, ".0f")]
+    """n sampled, n labeled, n effective; "-" where n effective is not defined (see METHOD)."""
+    return [str(sampled), str(labeled), "-" if not math.isfinite(effective) else format(effective, ".0f")]
 
 
 def fmt_p(p: float) -> str:
     return "n/a" if not math.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
-def _labels_note(synthetic: int, dataset: int) -> str:
-    parts = [f"{synthetic} synthetic"] if synthetic else []
+def _labels_note(labeled: int, synthetic: int, dataset: int) -> str:
+    """Who gave the labels: "-" without labels, else people and/or the programs and datasets that made them."""
+    if not labeled:
+        return "-"
+    people = max(labeled - synthetic - dataset, 0)
+    parts = [f"{people} people"] if people else []
+    parts += [f"{synthetic} synthetic"] if synthetic else []
     parts += [f"{dataset} dataset_annotation"] if dataset else []
-    return ", ".join(parts) or "people"
+    return ", ".join(parts)
 
 
 def estimate_blocks(s: CalibrationSummary) -> list[Block]:
@@ -222,7 +266,7 @@ def estimate_blocks(s: CalibrationSummary) -> list[Block]:
             fmt_noted(Estimate(e.estimate, e.low, e.high, e.n_labeled), e.interval_note),
             fmt_noted(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled), e.interval_note),
             *fmt_n(e.n_sampled, e.n_labeled, e.n_effective),
-            _labels_note(e.n_synthetic_labels, e.n_dataset_labels),
+            _labels_note(e.n_labeled, e.n_synthetic_labels, e.n_dataset_labels),
         ]
         for e in [*s.traffic, *s.release]
     ]
@@ -299,6 +343,8 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
         {
             "generated_at": s.generated_at,
             "rubric": s.rubric_name,
+            "gate_question": lead_line(s.gate),
+            "gate": s.gate,
             "since": s.since,
             "judge": s.series.judge if s.series else None,
             "series_reason": s.series_reason,

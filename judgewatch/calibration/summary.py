@@ -19,6 +19,7 @@ from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
 from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
+from judgewatch.calibration.gate_question import GateRow, gate_rows
 from judgewatch.calibration.score_frame import (
     NO_TIER,
     ScoreReadingChoice,
@@ -58,6 +59,7 @@ class CalibrationSummary:
     rubric_name: str
     since: datetime | None
     series: Series | None  # None: no scored verdict under this rubric yet
+    gate: list[GateRow] = field(default_factory=list)  # the gate's answer per release, newest first (gate_question)
     estimates: list[TierEstimate] = field(default_factory=list)  # every tiered verdict pooled (plots, trends)
     traffic: list[EstimandRow] = field(default_factory=list)  # traffic quality per tier and criterion
     release: list[EstimandRow] = field(default_factory=list)  # release quality per release, tier and golden set
@@ -177,6 +179,7 @@ def summarize(
     if series is None:
         summary.notes = [f"No scored verdicts under rubric {rubric_name!r} yet."]
         return summary
+    summary.gate = gate_rows(engine, judge_config_hash=series.judge.config_hash, since=since)
     frame = load_scores(
         engine,
         rubric_name=rubric_name,

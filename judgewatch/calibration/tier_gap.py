@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from judgewatch.calibration.estimands import RELEASE, regression_rows, survey_inputs, traffic_rows
+from judgewatch.calibration.estimands import RELEASE, effective_n, regression_rows, survey_inputs, traffic_rows
 from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_estimates
 from judgewatch.regression.tier_gap import GAP_RELEASE_UNPAIRED, GAP_SAME_ITEMS  # one label per estimand, the gate's
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
@@ -53,7 +53,7 @@ class GapRow:
     judge_diff: float  # the judge alone, same estimand
     n_sampled: int
     n_labeled: int
-    n_effective: float
+    n_effective: float  # estimands.effective_n of the difference; NaN without an interval, and on release gaps
     reference_mix: str  # what the gap is adjusted to ("" when unadjusted)
     left_out: int = 0  # sampled items in cells only one tier served (adjusted gap only)
     dropped_cells: tuple[str, ...] = ()  # those cells (route|language|stratum|prompt band|department|category)
@@ -144,10 +144,20 @@ def _gap(
         judge_diff,
         a_est.n_sampled + b_est.n_sampled,
         a_est.n_labeled + b_est.n_labeled,
-        a_est.effective_n + b_est.effective_n,
+        effective_n(_gap_effective_n(a_est, b_est), note),
         "",
         interval_note=note,
     )
+
+
+def _gap_effective_n(a: SurveyEstimate, b: SurveyEstimate) -> float:
+    """`effective_n` of a difference of two independent estimates: labels on both sides x (labels-only variance /
+    corrected variance) of the difference, each side's labels-only variance read back from its own n effective."""
+    if not (a.n_labeled and b.n_labeled and np.isfinite(a.se) and np.isfinite(b.se)):
+        return float("nan")
+    human = a.effective_n * a.se**2 / a.n_labeled + b.effective_n * b.se**2 / b.n_labeled
+    corrected = a.se**2 + b.se**2
+    return (a.n_labeled + b.n_labeled) * human / corrected if corrected > 0 else float("nan")
 
 
 def _hajek(f: np.ndarray, pi: np.ndarray, m: np.ndarray | None = None) -> float:

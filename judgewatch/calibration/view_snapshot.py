@@ -78,6 +78,15 @@ class PageView:
     def images(self) -> dict[str, bytes]:
         return {b.name: b.image for b in self.blocks if b.kind == "image"}
 
+    @property
+    def captions(self) -> dict[str, str]:
+        """Each image's caption: what it covers (which release, what is pooled, what is left out and why)."""
+        return {b.name: b.text for b in self.blocks if b.kind == "image"}
+
+    def first_paragraph(self, heading: str) -> str:
+        """The first paragraph under one h2 heading ("" when the snapshot has no such section)."""
+        return next((b.text for b in self.section(heading) if b.kind == "p"), "")
+
     def section(self, heading: str) -> list[Block]:
         """The blocks under one h2 heading."""
         out: list[Block] = []

@@ -1,7 +1,14 @@
-"""Opening the store from a command: migrate it, and say in one line (not a traceback) why it cannot be opened."""
+"""Opening the store from a command: migrate it, and say in one line (not a traceback) why it cannot be opened.
+
+Every message about what a command found (or did not) names the store it read (`store_label`): against a
+stack, a shell that has not sourced the stack's env file reads the default SQLite file, and an empty result
+must say so rather than look like an empty stack.
+"""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -17,22 +24,48 @@ class CannotRun(Exception):
     """The command cannot run at all; its message is printed as `error: ...` and the exit code is 2."""
 
 
+def stack_env_file() -> Path:
+    """The env file `make stack-up` writes (scripts/stack.sh: `$JUDGEWATCH_STACK_DIR/env`), shown relative to the
+    working directory when it lies below it."""
+    from judgewatch.settings import REPO_ROOT
+
+    path = Path(os.environ.get("JUDGEWATCH_STACK_DIR") or REPO_ROOT / ".judgewatch" / "stack") / "env"
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def store_label(url: str | None = None) -> str:
+    """The store a command read, for its messages: the URL with its password masked; on the default SQLite file
+    (no --database-url, no JUDGEWATCH_DATABASE_URL), how to read another one, the stack's env file first."""
+    from judgewatch.redact import mask_url
+    from judgewatch.settings import get_settings
+
+    settings = get_settings()
+    url = url or settings.effective_database_url
+    shown = mask_url(url)
+    if settings.database_url or url != settings.effective_database_url:
+        return shown
+    env = stack_env_file()
+    if env.exists():
+        return f"{shown} (the default store; for the stack's: `source {env}`, or --database-url)"
+    return f"{shown} (the default store; set JUDGEWATCH_DATABASE_URL or --database-url for another, e.g. the stack's)"
+
+
 def open_store(url: str | None = None) -> Engine:
     """The migrated store at `url` (default: the configured one), or CannotRun naming it without its password."""
-    from sqlalchemy.engine import make_url  # SQLAlchemy only for the commands that open the store
-    from sqlalchemy.exc import SQLAlchemyError
+    from sqlalchemy.exc import SQLAlchemyError  # SQLAlchemy only for the commands that open the store
 
     from judgewatch.settings import get_settings
     from judgewatch.storage.db import make_engine
     from judgewatch.storage.migrations import migrate
 
-    url = url or get_settings().effective_database_url
     try:
-        engine = make_engine(url)
+        engine = make_engine(url or get_settings().effective_database_url)
         migrate(engine)
     except (SQLAlchemyError, OSError) as exc:
-        shown = make_url(url).render_as_string(hide_password=True)
-        raise CannotRun(f"cannot open the store {shown}: {str(exc).splitlines()[0]}") from exc
+        raise CannotRun(f"cannot open the store {store_label(url)}: {str(exc).splitlines()[0]}") from exc
     return engine
 
 

@@ -76,7 +76,7 @@ def promote(
 ) -> None:
     """Turn traffic items whose scores people settled (adjudicated, or two or more agreeing labels) into a
     versioned golden set, PII scrubbed again; items already in the set are not added twice."""
-    from judgewatch.cli._store import CannotRun, open_store
+    from judgewatch.cli._store import CannotRun, open_store, store_label
     from judgewatch.regression.golden import load_golden_set
     from judgewatch.settings import get_settings
     from judgewatch.storage.db import session_scope
@@ -98,13 +98,14 @@ def promote(
                 good_at=good_at, bad_at=bad_at,
             )  # fmt: skip
     except PromoteError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc} (store: {store_label(database_url)})", err=True)
         raise typer.Exit(2) from None
     finally:
         engine.dispose()
     left = ", ".join(f"{n} {why}" for why, n in sorted(result.skipped.items())) or "none"
     if result.version is None:
-        typer.echo(f"nothing new for {name}: {result.already} already in it; left out: {left}")
+        found = f" in {store_label(database_url)}" if result.already == 0 else ""
+        typer.echo(f"nothing new for {name}{found}: {result.already} already in it; left out: {left}")
         if result.already == 0:
             raise typer.Exit(1)
         return

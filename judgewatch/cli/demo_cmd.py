@@ -63,14 +63,24 @@ def demo(
     typer.echo(f"\ndatabase: {where}")
     typer.echo(f"reports:  {settings.data_dir / 'reports'}")
     left = _open_review_items(engine)
-    typer.echo(f"review:   {left} verdicts routed to human review ({settings.review_share:.0%} of the scored ones)")
-    typer.echo("          .venv/bin/judgewatch reviewer add YOUR_NAME --role owner  # asks for a password")
-    typer.echo("          .venv/bin/judgewatch review-ui            # then open http://127.0.0.1:7860 and log in")
-    typer.echo(
-        "          (an owner sees the queue and the Judges and Tiers pages; `--role reviewer` sees the queue only)"
-    )
-    typer.echo("judge:    the vLLM judge that `make demo` started keeps running; `make judge-down` stops it")
+    for line in closing_hint(left, settings.review_share):
+        typer.echo(line)
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
+
+
+HINT_ROLE = "owner"  # the role the closing hint creates: it must see every page the hint names
+
+
+def closing_hint(routed: int, share: float) -> list[str]:
+    """What to do next: an account that sees the pages named here, the review app, and the judge left running."""
+    return [
+        f"review:   {routed} verdicts routed to human review ({share:.0%} of the scored ones)",
+        f"          .venv/bin/judgewatch reviewer add YOUR_NAME --role {HINT_ROLE}  # asks for a password",
+        "          .venv/bin/judgewatch review-ui            # then open http://127.0.0.1:7860 and log in",
+        f"          (an {HINT_ROLE} sees the queue and the Judges and Tiers pages; `--role reviewer` sees the queue "
+        "only)",
+        "judge:    the vLLM judge that `make demo` started keeps running; `make judge-down` stops it",
+    ]
 
 
 def _start_prefect_in_background() -> threading.Thread:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -98,19 +99,46 @@ def _tiers(files: dict[str, Path], release: str) -> list[str]:
     return [f"full={files['good']}", f"quantized={quantized}"]
 
 
-def _show(echo: Echo, outcome: Outcome) -> None:
+WIDTH = 110  # the demo's lines wrap here: a terminal shows each one whole
+
+
+def say(echo: Echo, text: str, indent: str = "   ") -> None:
+    """`text` line by line, each wrapped at `WIDTH` with its continuation indented two more (URLs and paths are
+    never cut)."""
+    for line in text.splitlines() or [""]:
+        wrapped = textwrap.wrap(
+            line,
+            WIDTH,
+            initial_indent=indent,
+            subsequent_indent=indent + "  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for part in wrapped or [""]:
+            echo(part)
+
+
+def _show(echo: Echo, outcome: Outcome, seen: dict[str, str]) -> None:
+    """One release's outcome; a reason, warning or note already shown (the judge's trust, the same on every release)
+    is named by where it was shown instead of printed again (`seen`: entry -> "for release r1", "measured above")."""
     r = outcome.result
     mark = "as expected" if outcome.as_expected else f"UNEXPECTED (expected exit {outcome.expected})"
     echo(f"\n== release {outcome.release} ({outcome.judge}): exit {r['exit_code']}, {mark} ({outcome.seconds:.0f} s)")
-    echo(f"   {r['summary']}")
+    say(echo, r["summary"])
     for kind in ("reasons", "warnings", "notes"):
         for entry in r.get(kind, []):
-            echo(f"   {kind[:-1]}: {entry.splitlines()[0]}")
+            first = entry.splitlines()[0]
+            said = seen.setdefault(first, f"for release {outcome.release}")
+            if said != f"for release {outcome.release}":
+                echo(f"   {kind[:-1]}: {first.split(': ')[0]}: as {said}")
+                continue
+            say(echo, f"{kind[:-1]}: {first}")
     echo(f"   report: {r['report']}")
 
 
-def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> None:
-    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust.
+def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> str:
+    """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust;
+    returns the first line of what it printed.
 
     Both rubrics: the pointwise verdict is the one the gate states, the pairwise one fills the Judges page.
     """
@@ -125,7 +153,9 @@ def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> 
     policy = policy_from_settings(settings)  # with the probes: known answers alone leave a judge "not probed"
     report = asyncio.run(validate(reference, rubrics, sets, engine=engine, policy=policy, probe_items=DEFAULT_ITEMS))
     for verdict in report.verdicts[:1]:
-        echo("   " + verdict.summary.replace("\n", "\n   "))
+        say(echo, verdict.summary)
+        return verdict.summary.strip().splitlines()[0]
+    return ""
 
 
 def _closed_port() -> int:
@@ -202,7 +232,7 @@ def demo_judge_trust_step(
             await client.aclose()
 
     if not wait_for_judge(lambda: asyncio.run(healthy()), wait_s=judge_wait_s, echo=echo):
-        echo(f"   skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
+        say(echo, f"skipped: no judge answers at {mask_url(settings.judge_url)} (start it with `make judge-up`)")
         return None
     started = time.monotonic()
     trust_step = ademo_trust_step(
@@ -211,11 +241,11 @@ def demo_judge_trust_step(
         settings.judge_model,
         settings=settings,
         include_reference=False,  # measured at the start
-        echo=lambda line: echo("   " + line),
+        echo=lambda line: say(echo, line),
     )
     with said_here("judgewatch.trust.runs"):  # the step logs its verdict; the demo prints it just below
         verdict = asyncio.run(trust_step)
-    echo("   " + verdict.summary.replace("\n", "\n   ") + f"\n   (measured in {time.monotonic() - started:.0f} s)")
+    say(echo, verdict.summary + f"\n(measured in {time.monotonic() - started:.0f} s)")
     if verdict.trustworthy is not False:
         echo("   the gate with this judge is skipped: it was not measured untrustworthy, and judging every answer")
         echo("   with it would take too long for a demo")
@@ -239,7 +269,7 @@ def annotation_labels_step(engine: Engine, settings: Settings, echo: Echo) -> No
 
     echo("\n== labels derived from the golden sets' own human annotations (label_via=dataset_annotation)")
     labels = label_from_annotations(engine, rubric_name="answer_quality", datasets_dir=settings.datasets_dir)
-    echo("   " + labels.describe())
+    say(echo, labels.describe())
 
 
 def calibration_step(engine: Engine, echo: Echo) -> None:
@@ -249,9 +279,10 @@ def calibration_step(engine: Engine, echo: Echo) -> None:
     echo("\n== calibration flow: tier estimates, agreement, drift, anchors, and the Tiers page snapshots")
     url = engine.url.render_as_string(hide_password=False)
     result = asyncio.run(calibration(rubric="answer_quality", judge="reference", database_url=hide(url)))
-    echo(
-        f"   {result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
-        f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)"
+    say(
+        echo,
+        f"{result['verdicts']} verdicts of tiers {', '.join(result['tiers']) or 'none'}, {result['labeled']} "
+        f"labeled; {result['page_views']} page snapshots stored (`judgewatch calibrate` refreshes them)",
     )
 
 
@@ -278,8 +309,11 @@ def run_demo(
     echo("  r4: the full tier's answers are good, but the quantized tier's endpoint is down")
     echo(f"  answer files: {folder}")
     echo("\n== measuring the offline reference judge on the mini sets (it grades the releases)")
-    validate_reference_judge(engine, settings, echo)
-    outcomes = []
+    measured = validate_reference_judge(engine, settings, echo)
+    outcomes: list[Outcome] = []
+    seen = {f"judge trust: {measured}": "measured above"}  # what was printed already, and where
+    # said before the first gate run, which is silent for half a minute while Prefect's local server starts
+    echo("\n== the gate on releases r1 to r4 (the first run also waits for Prefect's local server to start)")
     for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
         step = time.monotonic()
         answers = _tiers(files, release)
@@ -291,13 +325,13 @@ def run_demo(
             baseline_tier=DEMO_BASELINE_TIER,
         )
         outcomes.append(Outcome(release, "reference judge", expected, result, time.monotonic() - step))
-        _show(echo, outcomes[-1])
+        _show(echo, outcomes[-1], seen)
         if release == "r1" and result["exit_code"] == 0:
             with session_scope(engine, write=True) as session:
                 accept_baseline(session=session, release="r1", by="demo", note="judgewatch demo: the first release")
             echo("   accepted r1 as the baseline of both tiers (`judgewatch baseline accept --release r1`)")
     outcomes.append(endpoint_down_step(files, datasets, run_gate))
-    _show(echo, outcomes[-1])
+    _show(echo, outcomes[-1], seen)
     echo(f"\nthe gate's three outcomes (pass 0, regression 1, cannot evaluate 2) in {time.monotonic() - started:.0f} s")
     annotation_labels_step(engine, settings, echo)
     if judge_trust:
@@ -306,7 +340,7 @@ def run_demo(
         )
         if trust_outcome is not None:
             outcomes.append(trust_outcome)
-            _show(echo, trust_outcome)
+            _show(echo, trust_outcome, seen)
     calibration_step(engine, echo)
     echo(f"\ndemo finished in {time.monotonic() - started:.0f} s{_since_make()}")
     return outcomes

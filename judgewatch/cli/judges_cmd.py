@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
 
 if TYPE_CHECKING:
     from judgewatch.trust.policy import TrustPolicy
@@ -189,7 +189,10 @@ def list_cmd(
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False, indent=2))
         return
     if not rows:
-        typer.echo("no judge has been measured yet: run `judgewatch judges validate --judge ... --dataset ...`")
+        typer.echo(
+            f"no judge has been measured in {store_label(database_url)} yet: run "
+            "`judgewatch judges validate --judge ... --dataset ...`"
+        )
         return
     headers, cells = table(rows)
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.url_secrets import hide_params
 
@@ -149,7 +149,7 @@ def accept(
             rows = accept_baseline(session=session, release=release, tier=tier, by=by or getpass.getuser(), note=note)
             accepted = [(r.tier, r.accepted_by) for r in rows]
     except ReleaseError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {exc} (store: {store_label(database_url)})", err=True)
         raise typer.Exit(2) from exc
     for tier_name, who in accepted:
         typer.echo(f"accepted: release {release} is the baseline of tier {tier_name} (by {who})")
@@ -177,7 +177,7 @@ def list_releases(
             outcome = f"gate exit {gate.exit_code} ({gate.outcome})" if gate else "no gate decision"
             lines.append(f"{mark} {r.release:<16} {r.tier:<12} {accepted:<38} {outcome:<28} {r.source}")
     if not lines:
-        typer.echo("no releases stored yet: run `judgewatch regress` first")
+        typer.echo(f"no releases stored in {store_label(database_url)} yet: run `judgewatch regress` first")
         return
     typer.echo(f"  {'release':<16} {'tier':<12} {'baseline':<38} {'last gate':<28} answers")
     for line in lines:

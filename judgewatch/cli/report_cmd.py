@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store, store_label
 from judgewatch.url_secrets import hide_params
 
 if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
@@ -114,6 +114,8 @@ def tiers(
         raise typer.Exit(2) from None
     for note in document.get("notes", []):
         typer.echo(f"warning: {note.splitlines()[0]}", err=True)
+    if document.get("judge") is None:
+        typer.echo(f"warning: no scored verdicts under rubric {rubric!r} in {store_label(database_url)}", err=True)
     typer.echo(document["provenance"])
     typer.echo(f"tier report: {written[0]}")
     for extra in written[1:]:

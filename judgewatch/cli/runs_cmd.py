@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
 from judgewatch.storage.run_states import RunKind, RunStatus
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def runs_list(
             typer.echo(json.dumps(row))
         return
     if not rows:
-        typer.echo("no runs recorded")
+        typer.echo(f"no runs recorded in {store_label(database_url)}")
         return
     typer.echo(f"{'id':<32} {'kind':<10} {'status':<10} {'started':<25} {'last heartbeat':<25} name / counts")
     for row in rows:

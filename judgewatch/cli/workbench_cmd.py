@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store, store_label
 from judgewatch.cli.report_cmd import ReportFormat
 
 Opt = typer.Option
@@ -80,7 +80,7 @@ def export(
     finally:
         engine.dispose()
     if not rows:
-        raise _fail("nothing matches the filter: no file written")
+        raise _fail(f"nothing in {store_label(database_url)} matches the filter: no file written")
     written = write_export(rows, meta, ExportFormat(format.value), output)
     typer.echo(f"exported {len(rows)} verdicts to {written[0]}" + (f" (metadata {written[1]})" if written[1:] else ""))
 
@@ -113,7 +113,7 @@ def compare(
         with session_scope(engine) as session:
             comparison = run_compare(session, side_a, side_b, rubric=rubric, judge_series=judge_series)
     except CompareError as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(f"{exc} (store: {store_label(database_url)})") from None
     finally:
         engine.dispose()
     safe = f"{side_a}-{side_b}".replace("/", "_")

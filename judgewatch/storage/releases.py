@@ -173,3 +173,16 @@ def latest_gate_decision(*, session: Session, release: str) -> GateDecision | No
     c = table(GateDecision).c
     query = select(GateDecision).where(c.release == release).order_by(c.decided_at.desc()).limit(1)
     return session.scalars(query).first()
+
+
+def gate_decisions(
+    *, session: Session, judge_config_hash: str | None = None, since: datetime | None = None, limit: int = 20
+) -> list[GateDecision]:
+    """Gate decisions, newest first: of one judge configuration when given, decided at or after `since`."""
+    c = table(GateDecision).c
+    query = select(GateDecision).order_by(c.decided_at.desc(), c.release).limit(limit)
+    if judge_config_hash is not None:
+        query = query.where(c.judge_config_hash == judge_config_hash)
+    if since is not None:
+        query = query.where(c.decided_at >= since)
+    return list(session.scalars(query))

@@ -45,13 +45,20 @@ class CallMeter:
         self.done = 0
         self.started = clock()
         self._last_report = self.started
+        self._first_done: float | None = None  # when the first call finished: the judge's warm-up is behind it
 
     def line(self) -> str:
-        """'[######------------------]  30/120 calls, 1.4 calls/s, about 1 min 04 s left'."""
-        elapsed = self.clock() - self.started
+        """'[######------------------]  30/120 calls, 1.4 calls/s, about 1 min 04 s left'.
+
+        The rate counts from the first finished call, not from the start: the first call carries the judge's
+        warm-up (model load, a cold prefix cache), and timing it in made the first estimate of a 2-minute
+        measurement read 15 minutes. Until a second call finishes there is no rate to tell."""
+        now = self.clock()
+        elapsed = now - self.started
         filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
         bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-        rate = self.done / elapsed if elapsed > 0 else 0.0
+        since = now - self._first_done if self._first_done is not None else 0.0
+        rate = (self.done - 1) / since if self.done > 1 and since > 0 else 0.0
         if self.done >= self.total:
             left = f"done in {_duration(elapsed)}"
         elif rate > 0:
@@ -64,6 +71,8 @@ class CallMeter:
         """One call finished; report when `every_s` has passed since the last report, or at the last call."""
         self.done += 1
         now = self.clock()
+        if self._first_done is None:
+            self._first_done = now
         if self.done == self.total or now - self._last_report >= self.every_s:
             self._last_report = now
             self.echo(self.line())

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+from typing import Any
+
 import gradio as gr
 import pytest
 from sqlalchemy import Engine
@@ -13,6 +17,8 @@ from judgewatch.settings import REPO_ROOT
 from judgewatch.trust.leaderboard import COLUMNS
 from judgewatch.trust.validate import measure_judge
 from review_ui.judges_page import add_judges_tab, judges_frame, judges_page
+
+PASSWORD = "a long test password"
 
 
 @pytest.fixture
@@ -65,3 +71,56 @@ def test_an_unreadable_store_shows_a_message_instead_of_crashing(tmp_path: objec
 
     frame = judges_frame(make_engine(f"sqlite:///{tmp_path}/empty.db"))  # no tables: never migrated
     assert frame.iloc[0]["judge"].startswith("could not read the store")
+
+
+@pytest.mark.browser
+def test_at_1400_px_the_trust_and_auroc_columns_show_and_headers_do_not_wrap_a_letter_a_line(
+    page: Any, sqlite_engine: Engine, tmp_path: Path
+) -> None:
+    """Issue 35 §6.7: at 1400 px the AUROC and trust columns were off-screen, the bias-probe column empty and the
+    headers wrapped one letter a line."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from playwright.sync_api import expect
+
+    from judgewatch.review.accounts import add_reviewer
+    from judgewatch.settings import Settings
+    from judgewatch.storage.db import session_scope
+    from judgewatch.trust.policy import TrustPolicy
+    from judgewatch.trust.probes import probe_judge
+    from judgewatch.trust.validate import known_pairs
+    from review_ui.app import serve
+
+    rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
+    golden = load_golden_set("halluqa_mini", datasets_dir=REPO_ROOT / "datasets")
+
+    async def measure() -> None:
+        await measure_judge(ReferenceJudge(), rubric, golden, engine=sqlite_engine)
+        pairs = known_pairs(golden, limit=20)
+        await probe_judge(ReferenceJudge(), rubric, pairs, engine=sqlite_engine, policy=TrustPolicy())
+
+    with ThreadPoolExecutor(max_workers=1) as pool:  # playwright's event loop runs in this thread
+        pool.submit(asyncio.run, measure()).result()
+    with session_scope(sqlite_engine, write=True) as session:
+        add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    app = serve(sqlite_engine, Settings(data_dir=tmp_path), port=port, block=False)
+    try:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.get_by_label("username").fill("olga")
+        page.get_by_label("password").fill(PASSWORD)
+        page.get_by_role("button", name="Login").click()
+        page.get_by_role("tab", name="Judges").click()
+        grid = page.get_by_role("grid", name="Judge trust")
+        expect(grid).to_contain_text("reference:reference-overlap", timeout=60_000)
+        expect(grid).to_contain_text("reference-sensitivity")  # the bias-probe column is filled
+        for header in ("trust", "AUROC [95% CI]", "bias probes"):
+            box = grid.get_by_role("columnheader", name=header).first.bounding_box()
+            assert box is not None and box["x"] + box["width"] <= 1400, (header, box)
+            assert box["height"] < 80, (header, box)  # one or two lines, never a letter a line
+    finally:
+        app.close()

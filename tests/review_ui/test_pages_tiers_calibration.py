@@ -108,9 +108,12 @@ def test_the_page_offers_every_stored_series_and_says_which_it_shows_and_why(see
         first.startswith("**Showing judge series page-judge") and "the judge the latest gate used (release r9" in first
     )
 
+    assert view.lead.startswith("**Latest gate: release r9, pass") and list(view.gate["release"]) == ["r9"]
+
     picked = tiers_view(seeded, series=other.config_hash)
     assert picked.shown == other.config_hash and len(picked.estimates) == 6
     assert "picked in the Judge series box (default: page-judge" in picked.header.splitlines()[0]
+    assert picked.lead.startswith("**No gate decision of this judge series")  # the gate used the other judge
     assert tiers_view(seeded, series="gone").shown == JUDGE.config_hash  # an unknown pick falls back
 
 

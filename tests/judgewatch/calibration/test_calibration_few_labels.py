@@ -90,7 +90,7 @@ def test_the_text_report_reads_too_few_labels_and_explains_a_collapsed_kappa(
     assert f"need {NEED})" in text and "too few labels (n=" in text
     assert "[5.00, 5.00]" not in text and "[+0.00, +0.00]" not in text
     assert "Gwet's AC1" in text and "kappa collapses" in text
-    assert "Per tier and criterion: release r1 (golden sets)" in text
+    assert "Per tier and criterion, release r1 (the newest golden verdicts; golden sets) only" in text
 
 
 def test_with_a_lower_minimum_two_agreeing_labels_still_give_an_interval_wider_than_a_point(

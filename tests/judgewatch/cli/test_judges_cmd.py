@@ -118,7 +118,7 @@ def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
 def test_an_unreachable_judge_is_not_measured(db: str, closed_port_url: str) -> None:
     result = validate(db, closed_port_url, "--dataset", "halluqa_mini")
     assert result.exit_code == 2 and "not reachable" in result.output
-    assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
+    assert f"no judge has been measured in {db} yet" in run("judges", "list", "--database-url", db).output
 
 
 def test_unknown_dataset_or_rubric_exits_2(db: str) -> None:
@@ -136,7 +136,7 @@ def test_plain_judge_command_still_takes_its_options() -> None:
 def test_judge_validate_is_not_a_second_spelling_of_judges_validate(db: str) -> None:
     result = run("judge", "validate", "--judge", "reference", "--dataset", "halluqa_mini", "--database-url", db)
     assert result.exit_code == 2 and "Usage:" in result.output  # a usage error: one command, one name
-    assert "no judge has been measured yet" in run("judges", "list", "--database-url", db).output
+    assert f"no judge has been measured in {db} yet" in run("judges", "list", "--database-url", db).output
 
 
 def test_validate_with_logprobs_prints_the_probability_weighted_reading_under_the_integer_one(db: str) -> None:

@@ -31,6 +31,19 @@ def test_line_states_calls_done_rate_and_time_left() -> None:
     assert lines[-1].startswith("[########################] 120/120 calls") and "done in 1 min 45 s" in lines[-1]
 
 
+def test_the_judges_warm_up_does_not_inflate_the_first_time_left() -> None:
+    """Issue 35 §6.9: the first estimate said 15 min for 2 min of work; the first call had carried the warm-up."""
+    clock, lines = FakeClock(), []
+    meter = CallMeter(120, lines.append, every_s=5.0, clock=clock)
+    clock.now += 60.0  # the first call waits for the judge to warm up
+    meter.tick()
+    assert meter.line().endswith("time left unknown yet")
+    for _ in range(29):
+        clock.now += 1.0  # then one call a second
+        meter.tick()
+    assert meter.line().endswith("1.0 calls/s, about 1 min 30 s left")  # not 4 min 27 s, as timed from the start
+
+
 def test_reports_are_throttled_but_the_last_call_always_reports() -> None:
     clock, lines = FakeClock(), []
     meter = CallMeter(10, lines.append, every_s=5.0, clock=clock)
