@@ -26,7 +26,7 @@ from judgewatch.stats import (
     ppi_mean,
     time_windows,
 )
-from judgewatch.stats.estimate import MIN_LABELS, interval_reason
+from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, difference_bounds, interval_reason
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +134,7 @@ def tier_difference(
             inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
             level=level,
             min_labels=min_labels,
+            bounds=difference_bounds(SCALE_BOUNDS),
         )
         raw = float((both["judge_a"] - both["judge_b"]).mean())
         ci = Estimate(est.estimate, est.low, est.high, est.n)
