@@ -182,9 +182,12 @@ def bounded_label_phase(
 def bounded_t_interval(
     centre: float, se: float, df: float, level: float, n: int, bounds: tuple[float, float]
 ) -> Estimate:
-    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them)."""
-    ci = t_interval(centre, se, df, level, n)
-    return Estimate(ci.estimate, max(ci.low, bounds[0]), min(ci.high, bounds[1]), n)
+    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them).
+
+    A centre beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large)
+    is first brought to the scale's edge, so the interval is never empty nor a point."""
+    ci = t_interval(min(max(centre, bounds[0]), bounds[1]), se, df, level, n)
+    return Estimate(float(centre), max(ci.low, bounds[0]), min(ci.high, bounds[1]), n)
 
 
 def as_float_array(values: ArrayLike, name: str) -> NDArray[np.float64]:

@@ -93,6 +93,13 @@ def test_the_interval_holds_the_estimate_although_its_centre_moves_towards_the_m
                 assert e.low <= e.estimate <= e.high, (y, e)
 
 
+def test_an_estimate_beyond_the_scale_still_gets_an_interval_inside_it() -> None:
+    # the judge gave the labeled items 3 and everything else 5, the labels say 5: plain PPI overshoots to 7
+    e = ppi_mean(np.full(30, 5.0), np.full(30, 3.0), np.full(100, 5.0), lam=1.0)
+    assert e.estimate == pytest.approx(7.0)
+    assert 1.0 <= e.low < e.high == 5.0
+
+
 def rare_high(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """A tier like BEGIN's weak generators: 7 of 175 answers score 5, the rest 1 (mean 1.16); a noisy judge."""
     human = np.where(np.arange(175) < 7, 5.0, 1.0)
