@@ -7,9 +7,9 @@ unadjusted and adjusted to the pooled request mix) and estimator, the coverage o
 the mean width and the mean error. The corrected estimates must cover at least LIMIT of the time.
 
 Then the same simulation with exactly 5, 10 and 20 human labels per tier (a simple random sample of each
-tier's judged items): the small-sample intervals (Student-t, HC3-corrected, floored; docs/statistics.md) must
-cover at least LIMIT there too. It prints `small-n coverage k=5 X k=10 Y k=20 Z` with the lowest coverage
-among the corrected estimates at each k.
+tier's judged items): the small-sample intervals (Student-t, HC3, pseudo-labels at the scale's ends;
+docs/statistics.md) must cover at least LIMIT there too. It prints `small-n coverage k=5 X k=10 Y k=20 Z` with
+the lowest coverage among the corrected estimates at each k.
 
 The last line is `coverage X naive Y pooled Z`: X the lowest coverage among the corrected estimates, Y and Z
 the same for the judge-only and the pooled (pre-estimand) estimators.

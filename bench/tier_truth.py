@@ -114,6 +114,7 @@ def main() -> None:
     for tier in truth.index:
         print(f"  {tier:<5} n={sizes[tier]:<4} all-human mean {truth[tier]:.3f}  judge mean {judged[tier]:.3f}")
 
+    scale = (float(rubric.scale.min), float(rubric.scale.max))  # the intervals are for scores on this scale
     rng = np.random.default_rng(SEED)
     tier_hits: list[bool] = []
     by_tier: dict[str, list[bool]] = {}
@@ -124,7 +125,7 @@ def main() -> None:
     too_few = 0
     for _ in range(args.draws):
         frame = draw(pop.frame, args.share, rng)
-        estimates = tier_estimates(frame)
+        estimates = tier_estimates(frame, bounds=scale)
         for e in estimates:
             tier_hits.append(covers(e.ppi.low, e.ppi.high, truth[e.tier]))
             by_tier.setdefault(e.tier, []).append(tier_hits[-1])
@@ -134,7 +135,7 @@ def main() -> None:
                 human_widths.append(e.human_only.high - e.human_only.low)
             else:
                 too_few += 1
-        for d in tier_differences(frame, estimates, baseline=args.baseline):
+        for d in tier_differences(frame, estimates, baseline=args.baseline, bounds=scale):
             gap_hits.append(covers(d.estimate.low, d.estimate.high, truth[d.tier] - truth[d.baseline]))
 
     c_tier, c_gap = float(np.mean(tier_hits)), float(np.mean(gap_hits))

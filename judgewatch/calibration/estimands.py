@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_mean, survey_ppi_mean
-from judgewatch.stats.estimate import MIN_LABELS, interval_reason
+from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason
 
 logger = logging.getLogger(__name__)
 
@@ -111,22 +111,32 @@ def survey_inputs(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def traffic_estimate(
-    group: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS
+    group: pd.DataFrame,
+    *,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> tuple[SurveyEstimate, SurveyEstimate, float]:
-    """(corrected, human-only, judge-only) for one tier and criterion of traffic rows."""
+    """(corrected, human-only, judge-only) for one tier and criterion of traffic rows; `bounds`: the scale."""
     f, pi, y, rho = survey_inputs(group)
-    est = survey_ppi_mean(f, pi, y, rho, level=level, min_labels=min_labels)
-    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level, min_labels=min_labels)
+    est = survey_ppi_mean(f, pi, y, rho, level=level, min_labels=min_labels, bounds=bounds)
+    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level, min_labels=min_labels, bounds=bounds)
     judge = float((f / pi).sum() / (1.0 / pi).sum()) if f.size else np.nan
     return est, human, judge
 
 
-def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[EstimandRow]:
+def traffic_estimates(
+    frame: pd.DataFrame,
+    *,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+) -> list[EstimandRow]:
     """Traffic quality per tier and criterion (see the module docstring); no interval below `min_labels` labels."""
     rows = traffic_rows(frame)
     out = []
     for (tier, criterion), group in rows.groupby(["tier", "criterion"], sort=True):
-        est, human, judge = traffic_estimate(group, level=level, min_labels=min_labels)
+        est, human, judge = traffic_estimate(group, level=level, min_labels=min_labels, bounds=bounds)
         synthetic, dataset = _counts(group)
         note = interval_reason(est.n_labeled, min_labels)
         out.append(
@@ -156,21 +166,31 @@ def traffic_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: i
     return out
 
 
-def _release_ppi(group: pd.DataFrame, level: float, min_labels: int) -> tuple[PPIEstimate, PPIEstimate]:
+def _release_ppi(
+    group: pd.DataFrame, level: float, min_labels: int, bounds: tuple[float, float]
+) -> tuple[PPIEstimate, PPIEstimate]:
     lab = group[group["human"].notna() & np.isfinite(group["inclusion_prob"].to_numpy(dtype=float))]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
     weights = pi if len(lab) else None
-    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels)
-    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels)
+    est = ppi_mean(
+        y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds
+    )
+    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds)
 
 
-def release_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[EstimandRow]:
+def release_estimates(
+    frame: pd.DataFrame,
+    *,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+) -> list[EstimandRow]:
     """Release quality per release, tier, golden set and criterion: golden items and their labels only."""
     rows = regression_rows(frame)
     out = []
     keys = ["release", "tier", "dataset", "criterion"]
     for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
-        est, human = _release_ppi(group, level, min_labels)
+        est, human = _release_ppi(group, level, min_labels, bounds)
         synthetic, annotated = _counts(group)
         note = interval_reason(est.n, min_labels)
         out.append(

@@ -31,7 +31,9 @@ from judgewatch.calibration.score_frame import (
 from judgewatch.calibration.series import default_series
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
+from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.settings import get_settings
+from judgewatch.stats.estimate import SCALE_BOUNDS
 from judgewatch.storage.calibration import DriftAlert, list_anchor_sets
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.review import LabelVia
@@ -141,6 +143,17 @@ def _notes(summary: CalibrationSummary) -> list[str]:
     return notes
 
 
+def rubric_bounds(rubric_name: str) -> tuple[float, float]:
+    """The rubric's scale, which the intervals for bounded scores rest on (docs/statistics.md); the default scale,
+    widened to the data by the estimators, when the rubric file cannot be read."""
+    try:
+        scale = load_rubric(rubric_name, get_settings().rubrics_dir).scale
+    except RubricError as exc:
+        logger.warning("intervals on the default scale %s-%s: %s", *SCALE_BOUNDS, exc)
+        return SCALE_BOUNDS
+    return float(scale.min), float(scale.max)
+
+
 def summarize(
     engine: Engine,
     *,
@@ -195,17 +208,18 @@ def summarize(
     frame = frame[tiered]
     summary.frame = frame
     summary.min_labels = need
-    summary.estimates = tier_estimates(frame, min_labels=need)
-    summary.differences = tier_differences(frame, summary.estimates, baseline=baseline, min_labels=need)
-    summary.traffic = traffic_estimates(frame, min_labels=need)
-    summary.release = release_estimates(frame, min_labels=need)
-    summary.gaps = traffic_gaps(frame, baseline=baseline, min_labels=need)
-    summary.gaps += same_item_gaps(frame, baseline=baseline, min_labels=need)
+    scale = rubric_bounds(rubric_name)
+    summary.estimates = tier_estimates(frame, min_labels=need, bounds=scale)
+    summary.differences = tier_differences(frame, summary.estimates, baseline=baseline, min_labels=need, bounds=scale)
+    summary.traffic = traffic_estimates(frame, min_labels=need, bounds=scale)
+    summary.release = release_estimates(frame, min_labels=need, bounds=scale)
+    summary.gaps = traffic_gaps(frame, baseline=baseline, min_labels=need, bounds=scale)
+    summary.gaps += same_item_gaps(frame, baseline=baseline, min_labels=need, bounds=scale)
     summary.traffic_covers = traffic_coverage(frame)
     summary.agreement = agreement_table(frame, categories=categories, n_boot=n_boot, min_labels=need)
     summary.label_counts = label_counts(frame)
-    summary.daily = trend(frame, min_labels=need)
-    summary.weekly = trend(frame, width=timedelta(days=7), min_labels=need)
+    summary.daily = trend(frame, min_labels=need, bounds=scale)
+    summary.weekly = trend(frame, width=timedelta(days=7), min_labels=need, bounds=scale)
     summary.drift = detect(frame, series)
     summary.anchors = anchor_comparisons(engine, rubric_name, categories, n_boot)
     if with_trust:

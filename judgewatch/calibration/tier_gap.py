@@ -24,7 +24,7 @@ from judgewatch.calibration.estimands import RELEASE, effective_n, regression_ro
 from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_estimates
 from judgewatch.regression.tier_gap import GAP_RELEASE_UNPAIRED, GAP_SAME_ITEMS  # one label per estimand, the gate's
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
-from judgewatch.stats.estimate import MIN_LABELS, interval_reason, t_quantile
+from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason, t_quantile
 
 logger = logging.getLogger(__name__)
 
@@ -176,9 +176,15 @@ def _mix_text(tier: str, base: str, mix: MixAdjustment) -> str:
 
 
 def traffic_gaps(
-    frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95, min_labels: int = MIN_LABELS
+    frame: pd.DataFrame,
+    *,
+    baseline: str | None = None,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[GapRow]:
-    """Every other tier minus the baseline tier on traffic, per criterion: unadjusted and mix-adjusted."""
+    """Every other tier minus the baseline tier on traffic, per criterion: unadjusted and mix-adjusted.
+    `bounds`: the rubric's scale."""
     rows = traffic_rows(frame)
     try:
         base = pick_baseline(sorted(rows["tier"].unique().tolist()), baseline) if not rows.empty else None
@@ -194,13 +200,14 @@ def traffic_gaps(
             if tier == base or b.empty:
                 continue
             fa, pa, ya, ra = survey_inputs(a)
-            ea, eb = survey_ppi_mean(fa, pa, ya, ra, level=level), survey_ppi_mean(fb, pb, yb, rb, level=level)
+            ea = survey_ppi_mean(fa, pa, ya, ra, level=level, bounds=bounds)
+            eb = survey_ppi_mean(fb, pb, yb, rb, level=level, bounds=bounds)
             key = (str(criterion), str(tier), base)
             out.append(_gap(GAP_TRAFFIC, key, ea, eb, _hajek(fa, pa) - _hajek(fb, pb), level, min_labels))
             mix = mix_weights(a, b)
             ma, mb = mix.weight_a, mix.weight_b
-            aa = survey_ppi_mean(fa, pa, ya, ra, weight=ma, level=level)
-            ab = survey_ppi_mean(fb, pb, yb, rb, weight=mb, level=level)
+            aa = survey_ppi_mean(fa, pa, ya, ra, weight=ma, level=level, bounds=bounds)
+            ab = survey_ppi_mean(fb, pb, yb, rb, weight=mb, level=level, bounds=bounds)
             judge = _hajek(fa, pa, ma) - _hajek(fb, pb, mb)
             row = _gap(GAP_ADJUSTED, key, aa, ab, judge, level, min_labels)
             out.append(
@@ -216,7 +223,12 @@ def traffic_gaps(
 
 
 def same_item_gaps(
-    frame: pd.DataFrame, *, baseline: str | None = None, level: float = 0.95, min_labels: int = MIN_LABELS
+    frame: pd.DataFrame,
+    *,
+    baseline: str | None = None,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[GapRow]:
     """Per release: tier minus baseline on its golden items: paired on the same items when the tiers answered the
     same items and enough carry labels on both tiers; otherwise unpaired, and labelled so when the items differ."""
@@ -226,9 +238,11 @@ def same_item_gaps(
         tiers = sorted(group["tier"].unique().tolist())
         if len(tiers) < 2:
             continue
-        estimates = tier_estimates(group, level=level, min_labels=min_labels)
+        estimates = tier_estimates(group, level=level, min_labels=min_labels, bounds=bounds)
         try:
-            diffs = tier_differences(group, estimates, baseline=baseline, level=level, min_labels=min_labels)
+            diffs = tier_differences(
+                group, estimates, baseline=baseline, level=level, min_labels=min_labels, bounds=bounds
+            )
         except ValueError:  # the asked-for baseline did not serve this release
             continue
         for d in diffs:

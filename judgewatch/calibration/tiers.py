@@ -26,7 +26,7 @@ from judgewatch.stats import (
     ppi_mean,
     time_windows,
 )
-from judgewatch.stats.estimate import MIN_LABELS, interval_reason
+from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, difference_bounds, interval_reason
 from judgewatch.stats.unpaired import shares_items
 
 logger = logging.getLogger(__name__)
@@ -75,19 +75,30 @@ def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | No
     return sorted(tiers)[0] if tiers else None
 
 
-def _ppi(group: pd.DataFrame, level: float, min_labels: int = 2) -> tuple[PPIEstimate, PPIEstimate]:
+def _ppi(
+    group: pd.DataFrame, level: float, min_labels: int = 2, bounds: tuple[float, float] = SCALE_BOUNDS
+) -> tuple[PPIEstimate, PPIEstimate]:
     lab = group[group["human"].notna()]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
     weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
-    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels)
-    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels)
+    est = ppi_mean(
+        y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds
+    )
+    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds)
 
 
-def tier_estimates(frame: pd.DataFrame, *, level: float = 0.95, min_labels: int = MIN_LABELS) -> list[TierEstimate]:
-    """One estimate per (tier, criterion) in the frame, sorted; no interval below `min_labels` labels."""
+def tier_estimates(
+    frame: pd.DataFrame,
+    *,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+) -> list[TierEstimate]:
+    """One estimate per (tier, criterion) in the frame, sorted; no interval below `min_labels` labels.
+    `bounds`: the rubric's scale (the intervals are for bounded scores, docs/statistics.md)."""
     out = []
     for (tier, criterion), group in frame.groupby(["tier", "criterion"], sort=True):
-        est, human = _ppi(group, level, min_labels)
+        est, human = _ppi(group, level, min_labels, bounds)
         n_labels = int(group["human"].notna().sum())
         synthetic = int((group["label_via"] == "synthetic").sum())
         out.append(
@@ -118,6 +129,7 @@ def tier_difference(
     level: float = 0.95,
     min_paired_labels: int = MIN_PAIRED_LABELS,
     min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> TierDifference:
     """`tier - baseline` on one criterion, paired when the tiers share items labeled on both sides.
 
@@ -135,6 +147,7 @@ def tier_difference(
             inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
             level=level,
             min_labels=min_labels,
+            bounds=difference_bounds(bounds),
         )
         raw = float((both["judge_a"] - both["judge_b"]).mean())
         ci = Estimate(est.estimate, est.low, est.high, est.n)
@@ -165,6 +178,7 @@ def tier_differences(
     level: float = 0.95,
     min_paired_labels: int = MIN_PAIRED_LABELS,
     min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[TierDifference]:
     """Every other tier minus the baseline tier, per criterion."""
     tiers = sorted(frame["tier"].unique().tolist()) if not frame.empty else []
@@ -191,13 +205,19 @@ def tier_differences(
                     level=level,
                     min_paired_labels=min_paired_labels,
                     min_labels=min_labels,
+                    bounds=bounds,
                 )
             )
     return out
 
 
 def trend(
-    frame: pd.DataFrame, *, width: timedelta = timedelta(days=1), level: float = 0.95, min_labels: int = MIN_LABELS
+    frame: pd.DataFrame,
+    *,
+    width: timedelta = timedelta(days=1),
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> pd.DataFrame:
     """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels
     (`mid`: the mean time of the window's verdicts).
@@ -211,7 +231,7 @@ def trend(
     windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
     rows = []
     for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
-        est, _ = _ppi(group, level, min_labels)
+        est, _ = _ppi(group, level, min_labels, bounds)
         mid = group["at"].dt.tz_localize(None).mean()  # where the window's verdicts sit in time, for plotting
         raw = group["judge"].mean()
         rows.append((tier, criterion, window, mid, raw, len(group), est.n, est.estimate, est.low, est.high))

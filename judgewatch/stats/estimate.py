@@ -13,6 +13,7 @@ logger = logging.getLogger(__name__)
 
 MIN_LABELS = 5  # default minimum of human labels under which no interval is given (Settings.min_labels)
 SCALE_STEP = 1.0  # one point of the rubric's integer scale: the smallest disagreement a label can show
+SCALE_BOUNDS = (1.0, 5.0)  # the default rubric scale (contract.rubric.Scale): a score's range when none is given
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +110,84 @@ def t_bounds(
         df = np.where(m >= 2, m - 1.0, np.nan)
         half = special.stdtrit(df, 0.5 + level / 2.0) * np.asarray(sd, dtype=np.float64) / np.sqrt(m)
     return mu - half, mu + half
+
+
+def score_bounds(bounds: tuple[float, float], *observed: NDArray[np.float64]) -> tuple[float, float]:
+    """The range a score can take: `bounds` (the rubric's scale), widened to every observed value, so a scale
+    given too narrow never makes the bounded interval invalid on data beyond it."""
+    low, high = float(bounds[0]), float(bounds[1])
+    for arr in observed:
+        if arr.size:
+            low, high = min(low, float(arr.min())), max(high, float(arr.max()))
+    if not high > low:
+        raise ValueError(f"score bounds must be ordered, got {bounds}")
+    return low, high
+
+
+def difference_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    """The range of a per-item difference of two scores on the scale `bounds`."""
+    width = float(bounds[1]) - float(bounds[0])
+    return -width, width
+
+
+@dataclass(frozen=True, slots=True)
+class LabelPhase:
+    """The labeled part of a (prediction-powered) mean, with `pseudo_labels` added at the scale's two ends.
+
+    `rectifier`: the weighted mean residual with the pseudo-labels in; `deviations`: each real label's weight x
+    HC3-scaled deviation from it; `variance`: the sum of squared weighted deviations, pseudo-labels included;
+    `total`: the labels' weight total, pseudo-labels included (the label phase's denominator).
+    """
+
+    rectifier: float
+    deviations: NDArray[np.float64]
+    variance: float
+    total: float
+
+
+def pseudo_labels(level: float) -> float:
+    """How many pseudo-labels the bounded interval adds: z^2, half at each end of the scale (Agresti-Coull)."""
+    return z_value(level) ** 2
+
+
+def bounded_label_phase(
+    weights: NDArray[np.float64],
+    resid: NDArray[np.float64],
+    anchor: float,
+    bounds: tuple[float, float],
+    level: float,
+) -> LabelPhase:
+    """The label phase of a mean of bounded scores, as though `pseudo_labels(level)` more labels had been seen,
+    half at each bound, on items the judge scored at its mean (docs/statistics.md, "bounded scores").
+
+    weights: each label's weight; resid: label - lam * judge score; anchor: lam * the judge's mean, the judge
+    part of a pseudo-label's residual (so pseudo-labels carry no judge signal). Agresti and Coull's "add z^2/2
+    successes and z^2/2 failures" for a score in [low, high]: the interval's centre moves towards the middle of
+    the scale by z^2 / (n + z^2) and its variance counts the far end of the scale the labels may not have met,
+    so a sample whose labels all sit at one end (a rare high score unseen) still gets an interval reaching
+    towards it; for 0/1 scores with no judge it is the Agresti-Coull interval (with HC3 and a t quantile).
+    """
+    kappa = pseudo_labels(level)
+    used = int(np.count_nonzero(weights > 0))
+    each = float(weights.sum()) / max(used, 1)  # a pseudo-label weighs as an average label
+    pseudo = np.array([bounds[0] - anchor, bounds[1] - anchor])
+    total = float(weights.sum()) + kappa * each
+    rectifier = (float(weights @ resid) + 0.5 * kappa * each * float(pseudo.sum())) / total
+    lever = 1.0 / np.maximum(1.0 - weights / total, 1e-9)  # HC3: each label's residual over 1 - its weight share
+    dev = weights * (resid - rectifier) * lever
+    spread = float(dev @ dev) + 0.5 * kappa * each * each * float(((pseudo - rectifier) ** 2).sum())
+    return LabelPhase(rectifier, dev, spread, total)
+
+
+def bounded_t_interval(
+    centre: float, se: float, df: float, level: float, n: int, bounds: tuple[float, float]
+) -> Estimate:
+    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them).
+
+    A centre beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large)
+    is first brought to the scale's edge, so the interval is never empty nor a point."""
+    ci = t_interval(min(max(centre, bounds[0]), bounds[1]), se, df, level, n)
+    return Estimate(float(centre), max(ci.low, bounds[0]), min(ci.high, bounds[1]), n)
 
 
 def as_float_array(values: ArrayLike, name: str) -> NDArray[np.float64]:

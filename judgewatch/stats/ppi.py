@@ -17,11 +17,13 @@ routing, so Var(theta) ~ Var(u) / N. lam minimises Var(u):
 lam* = E[(w-1)(f - Ef)(y - Ey)] / E[(w-1)(f - Ef)^2], estimated on S with weights w, clipped to [0, 1]
 (lam = 0 is the human-only estimate, lam = 1 plain PPI).
 
-Intervals, honest at small n (docs/statistics.md): Student-t with n - 1 degrees of freedom on the standard
-error above, whose labeled residuals are scaled by 1 / (1 - their weight share) (HC3) and whose labeled part
-is floored at what it would be had the labels' residuals varied by one scale
-point over the n labels (`SCALE_STEP**2 / n`), so that a handful of labels that all agree never yields a
-zero-width interval; below `min_labels` labels there is no interval (NaN bounds).
+Intervals, valid for bounded scores at small n (docs/statistics.md, "bounded scores"): Student-t with n - 1
+degrees of freedom on the standard error above, with the labels' residuals scaled by 1 / (1 - their weight
+share) (HC3), computed as though z^2 more labels had been seen, half at each end of the scale, on items the
+judge scored at its mean (Agresti-Coull's pseudo-observations for a score in [low, high],
+`stats.estimate.bounded_label_phase`), and cut to the scale. Labels that all agree, or that missed a rare
+score at the far end of the scale, still give an interval reaching towards it; below `min_labels` labels
+there is no interval (NaN bounds). The point estimate is the PPI++ one, without the pseudo-labels.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgewatch.stats.estimate import SCALE_STEP, Estimate, as_float_array, t_interval, z_value
+from judgewatch.stats.estimate import (
+    SCALE_BOUNDS,
+    Estimate,
+    as_float_array,
+    bounded_label_phase,
+    bounded_t_interval,
+    score_bounds,
+    t_interval,
+    z_value,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,14 +112,15 @@ def ppi_mean(
     lam: float | None = None,
     level: float = 0.95,
     min_labels: int = 2,
-    step: float = SCALE_STEP,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> PPIEstimate:
-    """PPI++ estimate and small-sample t interval for the mean human score (see the module docstring).
+    """PPI++ estimate and small-sample interval for the mean human score (see the module docstring).
 
     y, yhat: human labels and judge scores on the n labeled items (same order); yhat_all: judge scores on all
     N items, the labeled ones included. inclusion_prob: each labeled item's routing probability (None =
     uniform). lam: fixed judge weight, or None to tune it. min_labels: fewer labels give NaN bounds (never
-    below 2); step: the scale's smallest disagreement, the floor of the labels' spread.
+    below 2). bounds: the range a label can take (the rubric's scale; for per-item differences of two tiers,
+    (low - high, high - low)), widened to every observed score.
     """
     hum, fl, fa = _finite(y, "y"), _finite(yhat, "yhat"), _finite(yhat_all, "yhat_all")
     n, n_all = hum.size, fa.size
@@ -130,29 +142,35 @@ def ppi_mean(
     if n < max(min_labels, 2):
         return PPIEstimate(estimate, np.nan, np.nan, n, n_all, np.nan, lam_, np.nan)
 
-    # Var(u) with u_i - theta = lam (f_i - mean f) + L_i w_i d_i
-    # each label's residual scaled by 1 / (1 - its weight share): the HC3 (jackknife) small-sample correction
-    lever = 1.0 / np.maximum(1.0 - w / float(w.sum()), 1e-9)
-    d = (resid - rectifier) * lever
+    # u_i - theta = lam (f_i - mean f) + L_i w_i d_i; the labels' part with the pseudo-labels at the bounds
+    scale = score_bounds(bounds, hum)
+    labels = bounded_label_phase(w, resid, lam_ * f_mean, scale, level)
     # sum of squares about the mean without an N-sized temporary (scores are small numbers: no cancellation)
-    spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0)
-    floor = _dot(w, w) * step * step / n  # the labeled part had the labels varied by one scale point
-    labeled = _dot(2.0 * lam_ * (fl - f_mean) * w, d) + max(_dot(w * w, d * d), floor)
-    se = float(np.sqrt(max(spread + labeled, floor)) / n_all)
-    yc = (hum - _dot(w, hum) / float(w.sum())) * lever
-    se_human = float(np.sqrt(max(_dot(w * w, yc * yc), floor)) / n_all)
+    spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0) / (n_all * n_all)
+    cross = 2.0 * lam_ * _dot(fl - f_mean, labels.deviations) / (n_all * labels.total)
+    se = float(np.sqrt(max(spread + cross + labels.variance / labels.total**2, 0.0)))
+    alone = bounded_label_phase(w, hum, 0.0, scale, level)  # the labels without the judge
+    se_human = float(np.sqrt(alone.variance) / alone.total)
     effective_n = n * (se_human / se) ** 2 if se > 0 else np.inf
-    ci = t_interval(estimate, se, n - 1, level, n)
+    ci = bounded_t_interval(lam_ * f_mean + labels.rectifier, se, n - 1, level, n, scale)
     return PPIEstimate(estimate, ci.low, ci.high, n, n_all, float(effective_n), lam_, se)
 
 
 def classical_mean(
-    y: ArrayLike, *, inclusion_prob: ArrayLike | None = None, level: float = 0.95, min_labels: int = 2
+    y: ArrayLike,
+    *,
+    inclusion_prob: ArrayLike | None = None,
+    level: float = 0.95,
+    min_labels: int = 2,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> PPIEstimate:
-    """Human-only interval (what PPI is compared against): the weighted mean of the labels alone."""
+    """Human-only interval (what PPI is compared against): the weighted mean of the labels alone, by the same
+    bounded-score interval as `ppi_mean`."""
     hum = _finite(y, "y")
     zeros = np.zeros_like(hum)
-    return ppi_mean(hum, zeros, zeros, inclusion_prob=inclusion_prob, lam=0.0, level=level, min_labels=min_labels)
+    return ppi_mean(
+        hum, zeros, zeros, inclusion_prob=inclusion_prob, lam=0.0, level=level, min_labels=min_labels, bounds=bounds
+    )
 
 
 def ppi_diff_unpaired(a: PPIEstimate, b: PPIEstimate, *, level: float = 0.95) -> Estimate:

@@ -18,12 +18,14 @@ Variance (linearization, Poisson design): with u_i = m_i lam (f_i - F) on S and 
 The label phase carries no finite-population factor: human labels are noisy measurements, so the estimate
 keeps their noise. lam minimises this expression (closed form, clipped to [0, 1]).
 
-Intervals, honest at small n (docs/statistics.md): Student-t with the labels' Kish effective number - 1
-degrees of freedom. The label phase is a Hajek mean over the labels: its residuals are scaled by
-1 / (1 - their weight share) (HC3, the jackknife's small-sample correction of a ratio estimator) and its term
-is floored at what it would be had the residuals varied by one scale point (`SCALE_STEP**2 / n_labeled`), so
-agreeing labels never give a zero-width interval. Below `min_labels` labels there is no interval (NaN bounds);
-with fewer than MIN_LABELS_TO_TUNE labels lam is not tuned on them (lam = 1, plain PPI).
+Intervals, valid for bounded scores at small n (docs/statistics.md, "bounded scores"): Student-t with the
+labels' Kish effective number - 1 degrees of freedom. The label phase is a Hajek mean over the labels: its
+residuals are scaled by 1 / (1 - their weight share) (HC3, the jackknife's small-sample correction of a ratio
+estimator), and it is computed as though z^2 more labels, each of average weight, had been seen, half at each
+end of the scale, on items the judge scored at its mean (`stats.estimate.bounded_label_phase`, the same rule
+as `stats.ppi`); the interval is cut to the scale. Agreeing labels never give a zero-width interval. Below
+`min_labels` labels there is no interval (NaN bounds); with fewer than MIN_LABELS_TO_TUNE labels lam is not
+tuned on them (lam = 1, plain PPI).
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgewatch.stats.estimate import SCALE_STEP, as_float_array, t_interval, two_sided_p, z_value
+from judgewatch.stats.estimate import (
+    SCALE_BOUNDS,
+    as_float_array,
+    bounded_label_phase,
+    bounded_t_interval,
+    score_bounds,
+    t_interval,
+    two_sided_p,
+    z_value,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -97,15 +108,15 @@ def survey_ppi_mean(
     lam: float | None = None,
     level: float = 0.95,
     min_labels: int = 2,
-    step: float = SCALE_STEP,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> SurveyEstimate:
     """PPI++ mean over the population the sample was drawn from (see the module docstring).
 
     All arrays are aligned over the n sampled, judged items: `judge` their scores, `sample_prob` their
     sampling inclusion probabilities, `human` the label (NaN when not labeled), `route_prob` the routing
     probability (read only where labeled). `weight`: extra weight per item (reference-mix reweighting).
-    `min_labels`: fewer labels (with a non-zero weight) give NaN bounds; `step`: the scale's smallest
-    disagreement, the floor of the labels' spread.
+    `min_labels`: fewer labels (with a non-zero weight) give NaN bounds; `bounds`: the range a label can take
+    (the rubric's scale), widened to every observed label.
     """
     f = as_float_array(judge, "judge")
     n = f.size
@@ -152,21 +163,20 @@ def survey_ppi_mean(
     used = int((ml > 0).sum())  # labels in the estimate (a zero reference-mix weight leaves one out)
     if used < max(min_labels, 2):
         return SurveyEstimate(estimate, np.nan, np.nan, np.nan, n, n_lab, np.nan, lam, population)
-    # each label's residual scaled by 1 / (1 - its weight share): the jackknife's (HC3) small-sample correction
-    # of a ratio estimator, whose plain linearization understates the variance with few, unequal weights
-    lever = 1.0 / np.maximum(1.0 - dl / dl.sum(), 1e-9)
-    v = ml * (resid - rect) * lever
-    floor = float(c @ (ml * ml)) * step * step / used  # the label phase had the residuals varied by one point
-    labels = max(float(c @ (v * v)), floor)
-    # the judge phase is a mean over the sample (sum ds), the label phase a Hajek mean over the labels (sum dl)
-    big_s, big_l = float(ds.sum()), float(dl.sum())
-    total = lam * lam * big_a / big_s**2 + labels / big_l**2 + 2.0 * lam * float(k @ (al * v)) / (big_s * big_l)
-    se = float(np.sqrt(max(total, floor / big_l**2)))
-    yc = ml * (yl - float(dl @ yl / dl.sum())) * lever
-    se_human = float(np.sqrt(max(float(c @ (yc * yc)), floor)) / big_l)
+    # the label phase with the pseudo-labels at the scale's ends (HC3-scaled residuals: the jackknife's
+    # small-sample correction of a ratio estimator, whose plain linearization understates the variance)
+    scale = score_bounds(bounds, yl)
+    labels = bounded_label_phase(dl, resid, lam * f_mean, scale, level)
+    # the judge phase is a mean over the sample (sum ds), the label phase a Hajek mean over the labels
+    big_s, big_l = float(ds.sum()), labels.total
+    cross = float(((1.0 - pl) / pl * al) @ labels.deviations)  # the two phases' covariance
+    total = lam * lam * big_a / big_s**2 + labels.variance / big_l**2 + 2.0 * lam * cross / (big_s * big_l)
+    se = float(np.sqrt(max(total, 0.0)))
+    alone = bounded_label_phase(dl, yl, 0.0, scale, level)  # the labels without the judge
+    se_human = float(np.sqrt(alone.variance) / alone.total)
     effective_n = n_lab * (se_human / se) ** 2 if se > 0 else np.inf
     kish = float(dl.sum() ** 2 / (dl @ dl))  # the labels' effective number under their unequal weights
-    ci = t_interval(estimate, se, kish - 1, level, n_lab)
+    ci = bounded_t_interval(lam * f_mean + labels.rectifier, se, kish - 1, level, n_lab, scale)
     return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, float(effective_n), lam, population)
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
+import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import agreement_table
 from judgewatch.calibration.score_frame import load_scores
+from judgewatch.calibration.summary import rubric_bounds
 from judgewatch.calibration.tiers import tier_differences, tier_estimates
 from judgewatch.contract.rubric import Rubric
+from judgewatch.stats.estimate import SCALE_BOUNDS
 from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, write_synthetic
 
 from .conftest import JUDGE_A
@@ -78,3 +82,16 @@ def test_golden_runs_compare_tiers_paired_on_the_same_items(engine: Engine, rubr
         assert diff.method == "paired"
         assert diff.n_items == 100 and diff.n_labels >= 10
         assert diff.estimate.low <= true_gap <= diff.estimate.high
+
+
+def test_tier_intervals_rest_on_the_rubrics_scale_read_from_its_file() -> None:
+    # 20 labels of 100 verdicts, every label and score a 1: the interval reaches towards the scale's top
+    human = np.where(np.arange(100) < 20, 1.0, np.nan)
+    frame = pd.DataFrame(
+        {"tier": "a", "criterion": "faithfulness", "judge": 1.0, "human": human, "inclusion_prob": 0.2}
+    ).assign(label_via="human")
+    on_five = tier_estimates(frame, bounds=(1.0, 5.0))[0].ppi
+    on_ten = tier_estimates(frame, bounds=(1.0, 10.0))[0].ppi
+    assert on_five.low == on_ten.low == 1.0 and 1.0 < on_five.high < on_ten.high
+    assert rubric_bounds("answer_quality") == (1.0, 5.0)
+    assert rubric_bounds("no_such_rubric") == SCALE_BOUNDS  # logged; the estimators widen it to the data
