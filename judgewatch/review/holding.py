@@ -1,8 +1,8 @@
 """One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the
 label is validated against, then store the label and end the lease together.
 
-On PostgreSQL that is a read and one guarded write statement in autocommit (`judgewatch.review.sql`,
-`judgewatch.storage.autocommit`): the write re-checks the lease and the very state the read returned, so
+On PostgreSQL that is a read and one guarded write statement straight through psycopg
+(`judgewatch.storage.review_hot`): the write re-checks the lease and the very state the read returned, so
 nothing changed in between is ever overwritten. On SQLite it is one write transaction through SQLAlchemy, the
 write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect has it.
 """
@@ -15,25 +15,17 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
+from psycopg.errors import UniqueViolation
 from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from judgewatch.review.sql import (
-    HELD,
-    HELD_READ,
-    HELD_ROWS,
-    IS_ACTIVE,
-    ITEM,
-    ITEMS,
-    LABEL_AND_RELEASE,
-    LABELS,
-    one_statement,
-)
+from judgewatch.review.sql import HELD, HELD_ROWS, IS_ACTIVE, ITEM, ITEMS, LABELS
 from judgewatch.review.views import LeaseError, NotAllowed, has_references
-from judgewatch.storage.autocommit import fetch
 from judgewatch.storage.db import session_scope
+from judgewatch.storage.direct import is_direct
 from judgewatch.storage.review import ItemState
+from judgewatch.storage.review_hot import held_row, label_and_release
 
 # End the caller's lease, guarded again by the lease condition.
 RELEASE = (
@@ -92,28 +84,26 @@ class Held:
         raise NotImplementedError
 
 
-class _OneStatementHeld(Held):
+class _DirectHeld(Held):
     def __init__(self, engine: Engine, item: Any, now: datetime) -> None:
-        super().__init__(item, has_references(item), now)
+        super().__init__(item, bool(item.has_refs), now)
         self.engine = engine
 
     def others(self) -> list[dict[str, int]]:
         return [dict(s) for s in self.item.others or []]
 
     def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
-        params = {
-            **label,
-            "item": self.item.id,
-            "who": reviewer,
-            "now": self.now,
-            "new_state": state.value,
-            "done": labels_done,
-            "done_before": self.item.labels_done,
-            "leased_at": self.item.leased_at,
-        }
         try:
-            shown = next(iter(fetch(self.engine, LABEL_AND_RELEASE, params, repeatable=False)), None)
-        except IntegrityError as exc:
+            shown = label_and_release(
+                engine=self.engine,
+                held=self.item,
+                reviewer=reviewer,
+                now=self.now,
+                state=state.value,
+                labels_done=labels_done,
+                label=label,
+            )
+        except UniqueViolation as exc:
             raise LeaseError(f"{reviewer} has already labeled item {self.item.id}") from exc
         if shown is None:
             raise LeaseError(f"your lease on item {self.item.id} is gone: take the next item")
@@ -144,7 +134,7 @@ class LeaseMemo:
         return cls(**taken, has_refs=has_references(row))
 
 
-class _RememberedHeld(_OneStatementHeld):
+class _RememberedHeld(_DirectHeld):
     """A lease known from "lease next": one write statement, StaleLease if the store disagrees."""
 
     def __init__(self, engine: Engine, memo: LeaseMemo, now: datetime) -> None:
@@ -158,7 +148,7 @@ class _RememberedHeld(_OneStatementHeld):
         try:
             return super().store(label, reviewer=reviewer, state=state, labels_done=labels_done)
         except LeaseError as exc:
-            if isinstance(exc.__cause__, IntegrityError):
+            if isinstance(exc.__cause__, UniqueViolation):
                 raise
             raise StaleLease(str(exc)) from exc
 
@@ -192,11 +182,11 @@ class _SessionHeld(Held):
 @contextmanager
 def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], datetime]) -> Iterator[Held]:
     """The checked lease of `item_id` for one labeling action (NotAllowed, LeaseError when refused)."""
-    if one_statement(engine):
-        row = fetch(engine, HELD_READ, {"who": reviewer, "item": item_id}, repeatable=True)[0]
+    if is_direct(engine):
+        row = held_row(engine=engine, reviewer=reviewer, item_id=item_id)
         now = clock()
         check_lease(row, reviewer, item_id, now)
-        yield _OneStatementHeld(engine, row, now)
+        yield _DirectHeld(engine, row, now)
         return
     with session_scope(engine, write=True) as session:
         found: Any = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
