@@ -94,18 +94,19 @@ class _DirectHeld(Held):
         return [dict(s) for s in self.item.others or []]
 
     def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
-        params = LABEL_AND_RELEASE.params(
-            **{**label, "scores": Jsonb(label["scores"])},
-            item=self.item.id,
-            who=reviewer,
-            now=self.now,
-            new_state=state.value,
-            done=labels_done,
-            done_before=self.item.labels_done,
-            leased_at=self.item.leased_at,
-        )
+        params = {
+            **label,
+            "scores": Jsonb(label["scores"]),
+            "item": self.item.id,
+            "who": reviewer,
+            "now": self.now,
+            "new_state": state.value,
+            "done": labels_done,
+            "done_before": self.item.labels_done,
+            "leased_at": self.item.leased_at,
+        }
         try:
-            rows = fetch(engine=self.engine, sql=LABEL_AND_RELEASE.sql, params=params, repeatable=False)
+            rows = fetch(engine=self.engine, sql=LABEL_AND_RELEASE, params=params, repeatable=False)
             shown = rows[0] if rows else None
         except UniqueViolation as exc:
             raise LeaseError(f"{reviewer} has already labeled item {self.item.id}") from exc
@@ -187,8 +188,7 @@ class _SessionHeld(Held):
 def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], datetime]) -> Iterator[Held]:
     """The checked lease of `item_id` for one labeling action (NotAllowed, LeaseError when refused)."""
     if is_direct(engine):
-        params = HELD_READ.params(who=reviewer, item=item_id)
-        row = fetch(engine=engine, sql=HELD_READ.sql, params=params, repeatable=True)[0]
+        row = fetch(engine=engine, sql=HELD_READ, params={"who": reviewer, "item": item_id}, repeatable=True)[0]
         now = clock()
         check_lease(row, reviewer, item_id, now)
         yield _DirectHeld(engine, row, now)

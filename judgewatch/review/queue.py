@@ -99,8 +99,8 @@ class ReviewQueue:
         (repeating it is harmless: a second run renews the same lease)."""
         for _ in range(3):  # under contention a pick can come back empty while other rows are free: try again
             now = self.clock()
-            params = LEASE_NEXT.params(who=reviewer, now=now, until=now + self.lease)
-            rows = fetch(engine=self.engine, sql=LEASE_NEXT.sql, params=params, repeatable=True)
+            params = {"who": reviewer, "now": now, "until": now + self.lease}
+            rows = fetch(engine=self.engine, sql=LEASE_NEXT, params=params, repeatable=True)
             row = rows[0] if rows else None  # no row: no such account
             if row is None or not row.active:
                 raise NotAllowed(f"{reviewer!r} is not an active reviewer")
@@ -251,9 +251,7 @@ class ReviewQueue:
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
         params = {"who": reviewer, "now": now, "midnight": midnight, "limit": cap + 1}
         if self.direct:
-            row = fetch(engine=self.engine, sql=PROGRESS_PG.sql, params=PROGRESS_PG.params(**params), repeatable=True)[
-                0
-            ]
+            row = fetch(engine=self.engine, sql=PROGRESS_PG, params=params, repeatable=True)[0]
         else:
             with session_scope(self.engine) as session:
                 row = session.execute(PROGRESS, params).one()

@@ -7,7 +7,6 @@ State values are inlined as literals so both planners can match the partial inde
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -95,11 +94,7 @@ CLAIM_NEXT = _claim(PICK_NEXT).values(leased_at=NOW).returning(ITEMS.c.id)
 
 # The screen's rows as plain columns (no ORM objects on the hot path), one round trip: the item with its
 # interaction; the locking variant (submit, skip, flag) also reads the verdict to reveal and the account check.
-VIEW_COLUMNS = (
-    ITEMS.c.id,
-    ITEMS.c.rubric_name,
-    ITEMS.c.rubric_version,
-    ITEMS.c.lease_expires_at,
+CONTENT_COLUMNS = (
     INTERACTIONS.c.question,
     INTERACTIONS.c.answer,
     INTERACTIONS.c.reference_answer,
@@ -107,6 +102,7 @@ VIEW_COLUMNS = (
     INTERACTIONS.c.context,
     INTERACTIONS.c.language,
 )
+VIEW_COLUMNS = (ITEMS.c.id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at, *CONTENT_COLUMNS)
 ITEM_JOIN = ITEMS.join(INTERACTIONS, ITEMS.c.interaction_id == INTERACTIONS.c.id)
 VIEW_ROWS = select(*VIEW_COLUMNS).select_from(ITEM_JOIN).where(ITEMS.c.id == ITEM)
 HELD_ROWS = (
@@ -176,7 +172,7 @@ _GOT = select(_RENEWED).union_all(select(_CLAIMED)).subquery("got")
 _LEASE_NEXT = select(
     ME.c.active,
     *(_GOT.c[c.name] for c in LEASED_COLUMNS if c.name != "interaction_id"),
-    *VIEW_COLUMNS[4:],
+    *CONTENT_COLUMNS,
 ).select_from(ME.outerjoin(_GOT, true()).outerjoin(INTERACTIONS, INTERACTIONS.c.id == _GOT.c.interaction_id))
 
 _ME_ROW = select(IS_ACTIVE.scalar_subquery().label("active")).subquery("me")
@@ -268,20 +264,10 @@ PROGRESS = select(
 )
 
 
-@dataclass(frozen=True)
-class PgStatement:
-    """A statement's PostgreSQL text with psycopg's `%(name)s` placeholders for its named parameters, compiled
-    once: run straight on a psycopg connection (`storage.direct`)."""
-
-    sql: str
-
-    def params(self, **values: Any) -> dict[str, Any]:
-        return values
-
-
-def _for_postgresql(statement: Any) -> PgStatement:
-    """The statement's text with its literals (item states, `LIMIT 1`, counts, NULLs) written in, as hand-written
-    SQL has them: a `LIMIT` sent as a parameter kept PostgreSQL from settling on a generic plan."""
+def _for_postgresql(statement: Any) -> str:
+    """The statement's PostgreSQL text, run straight on a psycopg connection (`storage.direct`): psycopg's
+    `%(name)s` placeholders for its named parameters, its literals (item states, `LIMIT 1`, counts, NULLs) written
+    in as hand-written SQL has them (a `LIMIT` sent as a parameter kept PostgreSQL from settling on a generic plan)."""
     dialect = PGDialect_psycopg()
     compiled = statement.compile(dialect=dialect)
     text = str(compiled)
@@ -291,7 +277,7 @@ def _for_postgresql(statement: Any) -> PgStatement:
         value = compiled.params[name]
         literal = "NULL" if value is None else bind.type.literal_processor(dialect)(value)
         text = text.replace(f"%({name})s", literal)
-    return PgStatement(text)
+    return text
 
 
 # Compiled here once: through an SQLAlchemy engine the same statements cost about 0.3 ms of CPU more a call
