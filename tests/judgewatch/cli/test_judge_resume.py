@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -52,7 +53,7 @@ def runs_json(db_url: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def short_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+def short_expiry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("JUDGEWATCH_RUN_EXPIRY_S", "1")
     get_settings.cache_clear()
     yield
