@@ -11,6 +11,7 @@ Calibration and Judges; owners everything. `judgewatch review-ui` calls `serve`;
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -158,10 +159,13 @@ def login_throttle(settings: Settings) -> LoginThrottle:
 
 
 def launch_options(
-    engine: Engine, throttle: LoginThrottle | None = None, origins: OriginPolicy | None = None
+    engine: Engine,
+    throttle: LoginThrottle | None = None,
+    origins: OriginPolicy | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any]:
-    """`launch()` keywords: throttled database login, session guard (other sites' requests refused), keyboard
-    shortcuts, no MCP server, no API page, no SSR, no uploads, /metrics."""
+    """`launch()` keywords: throttled database login, session guard (other sites' requests refused; `clock`
+    times its account re-checks), keyboard shortcuts, no MCP server, no API page, no SSR, no uploads, /metrics."""
     throttle = throttle or LoginThrottle()
 
     def check(name: str, password: str) -> bool:
@@ -171,7 +175,7 @@ def launch_options(
         "auth": check,
         # Prometheus scrapes /metrics without a login: aggregate counts only, no item text and no reviewer names.
         "app_kwargs": {
-            "middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle, origins=origins)],
+            "middleware": [Middleware(SessionGuard, engine=engine, throttle=throttle, origins=origins, clock=clock)],
             "routes": [store_metrics_route(engine)],
         },
         "max_file_size": MAX_UPLOAD_BYTES,
@@ -194,12 +198,14 @@ def serve(
     block: bool = True,
     extra_tabs: Sequence[TabBuilder] | None = None,
     throttle: LoginThrottle | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> gr.Blocks:
-    """Build and launch the app; with `block=False` it serves from a thread and returns (call `app.close()`)."""
+    """Build and launch the app; with `block=False` it serves from a thread and returns (call `app.close()`).
+    `clock` times the session guard's account re-checks (tests advance it instead of waiting)."""
     app = build_app(engine, settings, extra_tabs)
     app.queue(default_concurrency_limit=8)
     origins = OriginPolicy.of(settings.review_allowed_origins)
-    options = launch_options(engine, throttle or login_throttle(settings), origins)
+    options = launch_options(engine, throttle or login_throttle(settings), origins, clock)
     logger.info("review app on http://%s:%d", host, port)
     app.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, **options)
     install_in_front(app.server_app, origins)

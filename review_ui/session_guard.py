@@ -67,12 +67,14 @@ class SessionGuard:
         throttle: LoginThrottle,
         origins: OriginPolicy | None = None,
         recheck_s: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app = app
         self.engine = engine
         self.throttle = throttle
         self.origins = origins or OriginPolicy()
         self.recheck_s = recheck_s
+        self._clock = clock
         self._checked: dict[str, tuple[float, bool]] = {}  # name -> (when, active)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,7 +118,7 @@ class SessionGuard:
                 _drop_tokens(gradio_app, str(name))
 
     def _active(self, name: str) -> bool:
-        now = time.monotonic()
+        now = self._clock()
         seen = self._checked.get(name)
         if seen is not None and now - seen[0] < self.recheck_s:
             return seen[1]

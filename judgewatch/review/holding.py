@@ -1,10 +1,11 @@
 """One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the
 label is validated against, then store the label and end the lease together.
 
-On PostgreSQL that is a read and one guarded write statement straight through psycopg
-(`judgewatch.storage.review_hot`): the write re-checks the lease and the very state the read returned, so
-nothing changed in between is ever overwritten. On SQLite it is one write transaction through SQLAlchemy, the
-write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect has it.
+On PostgreSQL that is a read and one guarded write statement straight through psycopg (`judgewatch.review.sql`,
+compiled once, run by `judgewatch.storage.direct`): the write re-checks the lease and the very state the read
+returned, so nothing changed in between is ever overwritten. On SQLite it is one write transaction through
+SQLAlchemy, the write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect
+has it.
 """
 
 from __future__ import annotations
@@ -16,16 +17,16 @@ from datetime import datetime
 from typing import Any
 
 from psycopg.errors import UniqueViolation
+from psycopg.types.json import Jsonb
 from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from judgewatch.review.sql import HELD, HELD_ROWS, IS_ACTIVE, ITEM, ITEMS, LABELS
+from judgewatch.review.sql import HELD, HELD_READ, HELD_ROWS, IS_ACTIVE, ITEM, ITEMS, LABEL_AND_RELEASE, LABELS
 from judgewatch.review.views import LeaseError, NotAllowed, has_references
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.direct import is_direct
+from judgewatch.storage.direct import fetch, is_direct
 from judgewatch.storage.review import ItemState
-from judgewatch.storage.review_hot import held_row, label_and_release
 
 # End the caller's lease, guarded again by the lease condition.
 RELEASE = (
@@ -86,23 +87,27 @@ class Held:
 
 class _DirectHeld(Held):
     def __init__(self, engine: Engine, item: Any, now: datetime) -> None:
-        super().__init__(item, bool(item.has_refs), now)
+        super().__init__(item, has_references(item), now)
         self.engine = engine
 
     def others(self) -> list[dict[str, int]]:
         return [dict(s) for s in self.item.others or []]
 
     def store(self, label: dict[str, Any], *, reviewer: str, state: ItemState, labels_done: int) -> Any:
+        params = {
+            **label,
+            "scores": Jsonb(label["scores"]),
+            "item": self.item.id,
+            "who": reviewer,
+            "now": self.now,
+            "new_state": state.value,
+            "done": labels_done,
+            "done_before": self.item.labels_done,
+            "leased_at": self.item.leased_at,
+        }
         try:
-            shown = label_and_release(
-                engine=self.engine,
-                held=self.item,
-                reviewer=reviewer,
-                now=self.now,
-                state=state.value,
-                labels_done=labels_done,
-                label=label,
-            )
+            rows = fetch(engine=self.engine, sql=LABEL_AND_RELEASE, params=params, repeatable=False)
+            shown = rows[0] if rows else None
         except UniqueViolation as exc:
             raise LeaseError(f"{reviewer} has already labeled item {self.item.id}") from exc
         if shown is None:
@@ -183,7 +188,7 @@ class _SessionHeld(Held):
 def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], datetime]) -> Iterator[Held]:
     """The checked lease of `item_id` for one labeling action (NotAllowed, LeaseError when refused)."""
     if is_direct(engine):
-        row = held_row(engine=engine, reviewer=reviewer, item_id=item_id)
+        row = fetch(engine=engine, sql=HELD_READ, params={"who": reviewer, "item": item_id}, repeatable=True)[0]
         now = clock()
         check_lease(row, reviewer, item_id, now)
         yield _DirectHeld(engine, row, now)

@@ -6,11 +6,12 @@ conditional UPDATE on a row picked with `FOR UPDATE SKIP LOCKED` on PostgreSQL, 
 (BEGIN IMMEDIATE), so no item is ever leased to two reviewers at once; an expired lease simply makes the
 item leasable again.
 
-The hot path (a key press: lease next, submit) is few round trips and no ORM objects. On PostgreSQL it goes
-straight through psycopg (`judgewatch.storage.review_hot`): "lease next" is one statement (account check,
-renewal or pick-and-lease, the screen's columns), a labeling action one read and one guarded write
-(`judgewatch.review.holding`). On SQLite the same steps run through SQLAlchemy Core statements built once
-(`judgewatch.review.sql`) inside one write transaction.
+The hot path (a key press: lease next, submit) is few round trips and no ORM objects, written once as
+SQLAlchemy Core statements (`judgewatch.review.sql`). On PostgreSQL the steps are composed into one statement
+each, compiled once and run straight through psycopg in autocommit (`judgewatch.storage.direct`): "lease next" is
+one statement (account check, renewal or pick-and-lease, the screen's columns), a labeling action one guarded
+write, with a read before it only when the lease is not the one "lease next" just returned
+(`judgewatch.review.holding`). On SQLite the same steps run one by one inside one write transaction.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, update
 from sqlmodel import Session
 
 from judgewatch.contract.pii import Scrubber, scrub_content
@@ -31,13 +32,12 @@ from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
     CLAIM,
     CLAIM_NEXT,
-    FREE_AVAILABLE,
-    FREE_EXPIRED,
-    HELD,
     IS_ACTIVE,
     ITEMS,
-    LABELS,
+    LEASE_NEXT,
     PICK_GIVEN,
+    PROGRESS,
+    PROGRESS_PG,
     RENEW_HELD,
     VIEW_ROWS,
     state_is,
@@ -53,9 +53,8 @@ from judgewatch.review.views import (
     validate_scores,
 )
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.direct import is_direct
+from judgewatch.storage.direct import fetch, is_direct
 from judgewatch.storage.review import ItemState
-from judgewatch.storage.review_hot import lease_next_row, progress_row
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
@@ -96,10 +95,13 @@ class ReviewQueue:
             return self.view(session, item_id) if item_id else None
 
     def _lease_next_direct(self, reviewer: str) -> LeasedItem | None:
-        """PostgreSQL: account check, renewal or pick-and-lease, and the screen's columns in one statement."""
+        """PostgreSQL: account check, renewal or pick-and-lease, and the screen's columns in one statement
+        (repeating it is harmless: a second run renews the same lease)."""
         for _ in range(3):  # under contention a pick can come back empty while other rows are free: try again
             now = self.clock()
-            row = lease_next_row(engine=self.engine, reviewer=reviewer, now=now, until=now + self.lease)
+            params = {"who": reviewer, "now": now, "until": now + self.lease}
+            rows = fetch(engine=self.engine, sql=LEASE_NEXT, params=params, repeatable=True)
+            row = rows[0] if rows else None  # no row: no such account
             if row is None or not row.active:
                 raise NotAllowed(f"{reviewer!r} is not an active reviewer")
             if row.id is not None:
@@ -247,32 +249,15 @@ class ReviewQueue:
         """Labels given today, and items left for this reviewer (counted up to `cap`)."""
         now = self.clock()
         midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        params = {"who": reviewer, "now": now, "midnight": midnight, "limit": cap + 1}
         if self.direct:
-            row = progress_row(engine=self.engine, reviewer=reviewer, now=now, midnight=midnight, cap=cap)
-            left = row.free + (1 if row.holding else 0)
-            return Progress(
-                done_today=row.done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=row.holding
-            )
-        with session_scope(self.engine) as session:
-            done_today = session.execute(
-                select(func.count())
-                .select_from(LABELS)
-                .where(
-                    LABELS.c.reviewer == reviewer,
-                    LABELS.c.submitted_at >= midnight,
-                    LABELS.c.skipped_reason.is_(None),
-                    LABELS.c.flagged.is_(False),
-                )
-            ).scalar_one()
-            # Counted up to a cap (an exact count would scan the whole queue on every key press at 1M items),
-            # each part on its own partial index.
-            left = 0
-            for free in (FREE_AVAILABLE, FREE_EXPIRED):
-                capped = select(func.count()).select_from(free.limit(cap + 1).subquery())
-                left += session.execute(capped, {"who": reviewer, "now": now}).scalar_one()
-            held = session.execute(select(ITEMS.c.id).where(HELD), {"who": reviewer, "now": now}).scalar()
-        left += 1 if held else 0
-        return Progress(done_today=done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=held)
+            row = fetch(engine=self.engine, sql=PROGRESS_PG, params=params, repeatable=True)[0]
+        else:
+            with session_scope(self.engine) as session:
+                row = session.execute(PROGRESS, params).one()
+        left = row.free + (1 if row.holding else 0)
+        held = row.holding
+        return Progress(done_today=row.done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=held)
 
     # -- shared steps ----------------------------------------------------------------------------------------
 

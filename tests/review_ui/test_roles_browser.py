@@ -14,6 +14,7 @@ from judgewatch.review.accounts import add_reviewer, set_active
 from judgewatch.settings import Settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
+from judgewatch.testing.clocks import ManualClock
 from review_ui.app import serve
 
 pytestmark = pytest.mark.browser
@@ -23,7 +24,13 @@ AGGREGATE_TABS = ("Adjudication", "Items", "Compare", "Judges", "Tiers", "Calibr
 
 
 @pytest.fixture
-def full_app(tmp_path: Path) -> Iterator[tuple[str, Engine]]:
+def guard_clock() -> ManualClock:
+    """The session guard's clock: a test advances it past the account recheck interval instead of waiting."""
+    return ManualClock()
+
+
+@pytest.fixture
+def full_app(tmp_path: Path, guard_clock: ManualClock) -> Iterator[tuple[str, Engine]]:
     """The app with its default pages, a reviewer, an adjudicator and an owner."""
     engine = make_engine(f"sqlite:///{tmp_path / 'roles.db'}")
     migrate(engine)
@@ -33,7 +40,7 @@ def full_app(tmp_path: Path) -> Iterator[tuple[str, Engine]]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    app = serve(engine, Settings(data_dir=tmp_path), port=port, block=False)
+    app = serve(engine, Settings(data_dir=tmp_path), port=port, block=False, clock=guard_clock)
     try:
         yield f"http://127.0.0.1:{port}/", engine
     finally:
@@ -61,12 +68,14 @@ def test_an_owner_sees_every_page(page: Page, full_app: tuple[str, Engine]) -> N
         expect(page.get_by_role("tab", name=name)).to_be_visible(timeout=TIMEOUT)
 
 
-def test_a_disabled_reviewers_open_page_is_logged_out(page: Page, full_app: tuple[str, Engine]) -> None:
+def test_a_disabled_reviewers_open_page_is_logged_out(
+    page: Page, full_app: tuple[str, Engine], guard_clock: ManualClock
+) -> None:
     url, engine = full_app
     log_in(page, url, "rita")
     with session_scope(engine) as session:
         set_active(session=session, name="rita", active=False)
-    page.wait_for_timeout(2500)  # the session guard re-reads an account after its recheck interval
+    guard_clock.advance(2.5)  # the session guard re-reads an account after its recheck interval (2 s)
     page.reload()
     expect(page.get_by_label("username")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_role("tab", name="Queue")).to_have_count(0)

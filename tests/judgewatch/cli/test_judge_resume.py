@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
 from judgewatch.settings import get_settings
+from judgewatch.storage import runs as run_records
 from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.testing.clocks import ShiftedUtcClock
 from judgewatch.testing.simulator import run_simulator_in_thread
 from judgewatch.testing.store import count_rows
 
@@ -50,16 +53,25 @@ def runs_json(db_url: str) -> list[dict[str, object]]:
 
 
 @pytest.fixture
-def short_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+def short_expiry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("JUDGEWATCH_RUN_EXPIRY_S", "1")
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
 
 
+@pytest.fixture
+def runs_clock(monkeypatch: pytest.MonkeyPatch) -> ShiftedUtcClock:
+    """The clock the run records are read and written with in this process (the killed judge wrote its
+    heartbeats with the real one): the test advances it past the expiry instead of waiting."""
+    clock = ShiftedUtcClock()
+    monkeypatch.setattr(run_records, "utcnow", clock)
+    return clock
+
+
 @pytest.mark.slow
 def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
-    tmp_path: Path, db_url: str, short_expiry: None
+    tmp_path: Path, db_url: str, short_expiry: None, runs_clock: ShiftedUtcClock
 ) -> None:
     items, out = tmp_path / "items.jsonl", tmp_path / "verdicts.jsonl"
     questions = write_items(items)
@@ -88,7 +100,7 @@ def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
                 proc.kill()
         stored_before = stored_item_ids(db_url)
         assert 0 < len(stored_before) < ROWS
-        time.sleep(1.2)  # older than the 1 s expiry of this test's settings
+        runs_clock.advance(1.2)  # older than the 1 s expiry of this test's settings
 
         [killed] = runs_json(db_url)
         assert killed["status"] == "abandoned"

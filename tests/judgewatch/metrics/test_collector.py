@@ -14,17 +14,10 @@ from judgewatch.metrics.collector import StoreCollector
 from judgewatch.storage.db import make_engine, table
 from judgewatch.storage.review import ReviewItem, ReviewLabel
 from judgewatch.storage.types import utcnow
+from judgewatch.testing.clocks import ManualClock
 from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store
 
 N = 400  # seeded verdicts: every 20th unscored, every 7th answered by the reference judge after a fallback
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def scrape(collector: StoreCollector) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -176,7 +169,7 @@ def test_a_lease_that_ran_out_counts_as_waiting_and_a_submit_moves_the_item(seed
 
 
 def test_scrapes_within_the_interval_share_one_reading(seeded: Engine) -> None:
-    clock = FakeClock()
+    clock = ManualClock(0.0)
     collector = StoreCollector(seeded, min_interval_s=15, clock=clock)
     assert total(scrape(collector), "judgewatch_verdicts_total") == N
     add_verdicts(seeded, start=N, count=5)

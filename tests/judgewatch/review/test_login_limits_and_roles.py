@@ -14,16 +14,9 @@ from judgewatch.review.accounts import AccountError, Role, add_reviewer, authent
 from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import MIGRATIONS, migrate
+from judgewatch.testing.clocks import ManualClock
 
 PASSWORD = "correct horse"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -37,7 +30,7 @@ def alice(engine: Engine) -> Engine:
 def test_sixty_wrong_passwords_lock_the_account_and_the_right_one_is_then_refused(
     alice: Engine, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock()
+    clock = ManualClock()
     throttle = LoginThrottle(ThrottlePolicy(account_failures=5, address_failures=100, lockout_s=600), clock)
     with caplog.at_level(logging.WARNING):
         results = [authenticate(alice, "alice", f"guess {i}", address="10.0.0.1", throttle=throttle) for i in range(60)]
@@ -52,7 +45,7 @@ def test_sixty_wrong_passwords_lock_the_account_and_the_right_one_is_then_refuse
 
 
 def test_one_address_spraying_many_accounts_is_locked_out(alice: Engine) -> None:
-    clock = Clock()
+    clock = ManualClock()
     throttle = LoginThrottle(ThrottlePolicy(account_failures=100, address_failures=4, lockout_s=60), clock)
     for name in ("alice", "bob", "carol", "dave"):
         assert not authenticate(alice, name, "wrong password", address="10.9.9.9", throttle=throttle)
@@ -64,7 +57,7 @@ def test_one_address_spraying_many_accounts_is_locked_out(alice: Engine) -> None
 
 
 def test_failures_outside_the_window_are_forgotten_and_a_success_resets_the_account(alice: Engine) -> None:
-    clock = Clock()
+    clock = ManualClock()
     throttle = LoginThrottle(ThrottlePolicy(account_failures=3, window_s=60, lockout_s=600), clock)
     for _ in range(2):
         authenticate(alice, "alice", "wrong password", throttle=throttle)

@@ -7,19 +7,12 @@ import pytest
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
+from judgewatch.testing.clocks import ManualClock
 from judgewatch.trust.progress import CallMeter, MeteredJudge
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_line_states_calls_done_rate_and_time_left() -> None:
-    clock, lines = FakeClock(), []
+    clock, lines = ManualClock(100.0), []
     meter = CallMeter(120, lines.append, every_s=5.0, clock=clock)
     for _ in range(30):
         clock.now += 0.5  # 2 calls per second
@@ -45,7 +38,7 @@ def test_the_judges_warm_up_does_not_inflate_the_first_time_left() -> None:
 
 
 def test_reports_are_throttled_but_the_last_call_always_reports() -> None:
-    clock, lines = FakeClock(), []
+    clock, lines = ManualClock(100.0), []
     meter = CallMeter(10, lines.append, every_s=5.0, clock=clock)
     for _ in range(10):
         clock.now += 1.0
