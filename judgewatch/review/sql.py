@@ -95,6 +95,7 @@ VIEW_COLUMNS = (
     ITEMS.c.lease_expires_at,
     INTERACTIONS.c.question,
     INTERACTIONS.c.answer,
+    INTERACTIONS.c.messages,
     INTERACTIONS.c.reference_answer,
     INTERACTIONS.c.reference_facts,
     INTERACTIONS.c.context,

@@ -28,6 +28,8 @@ class ItemRow(Protocol):
     @property
     def answer(self) -> str: ...
     @property
+    def messages(self) -> Sequence[Any] | None: ...
+    @property
     def reference_answer(self) -> str | None: ...
     @property
     def reference_facts(self) -> Sequence[str]: ...
@@ -124,6 +126,7 @@ def leased_item(row: ItemRow, rubric: Rubric) -> LeasedItem:
         item_id=row.id,
         question=row.question,
         answer=row.answer,
+        messages=list(row.messages) if row.messages else None,
         reference_answer=row.reference_answer,
         reference_facts=list(row.reference_facts),
         context=list(row.context),

@@ -53,7 +53,7 @@ claimed AS (
 )
 SELECT me.active, got.id, got.rubric_name, got.rubric_version, got.lease_expires_at, got.leased_at, got.labels_done,
        got.labels_needed,
-       i.question, i.answer, i.reference_answer, i.reference_facts, i.context, i.language
+       i.question, i.answer, i.messages, i.reference_answer, i.reference_facts, i.context, i.language
 FROM me
 LEFT JOIN (SELECT * FROM held UNION ALL SELECT * FROM claimed) AS got ON true
 LEFT JOIN interaction i ON i.id = got.interaction_id

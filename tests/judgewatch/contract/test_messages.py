@@ -84,3 +84,23 @@ def test_no_question_and_no_user_turn_says_where_the_question_was_looked_for() -
     with pytest.raises(ValidationError) as caught:
         JudgeItem.model_validate({"id": "x", "answer": "a", "messages": [{"role": "system", "content": "s"}]})
     assert item_problem(caught.value) == "field 'question': missing, and no user turn in messages to read it from"
+
+
+def test_the_scrub_covers_every_turn_content_tool_arguments_and_results_and_keeps_clean_turns() -> None:
+    from collections import Counter
+
+    from judgewatch.contract.pii import Scrubber, scrub_content
+
+    row = weather_row()
+    row["messages"][1]["content"] = "Reach me at jane.doe@example.com."
+    row["messages"][4]["tool_calls"][0]["function"]["arguments"] = '{"ip": "192.168.13.77"}'
+    row["messages"][5]["content"] = "Booked under IBAN GB82WEST12345698765432."
+    item = JudgeItem.model_validate(row)
+    counts: Counter[str] = Counter()
+    clean = scrub_content(item, Scrubber(), counts)
+    turns = clean.messages or []
+    assert turns[1].content == "Reach me at [EMAIL]."
+    assert turns[4].tool_calls[0].arguments == '{"ip": "[IP]"}' and turns[4].tool_calls[0].name == "get_weather"
+    assert turns[5].content == "Booked under IBAN [IBAN]." and turns[5].tool_call_id == "call_1"
+    assert turns[0] is (item.messages or [])[0]  # nothing found: the same turn
+    assert counts == Counter({"email": 1, "ip": 1, "iban": 1})
