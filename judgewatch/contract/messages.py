@@ -55,7 +55,7 @@ class ChatMessage(BaseModel):
     role: Role
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None  # a tool turn: the call it answers
+    tool_call_id: str | None = None  # a tool turn: the call it answers (traces do not always say)
     name: str | None = None  # a tool turn: the tool's name (older formats give only this)
 
     @model_validator(mode="before")
@@ -79,8 +79,6 @@ class ChatMessage(BaseModel):
     def _roles_fit(self) -> ChatMessage:
         if self.tool_calls and self.role != "assistant":
             raise ValueError(f"only an assistant turn calls tools (this one is {self.role})")
-        if self.role == "tool" and not (self.tool_call_id or self.name):
-            raise ValueError("a tool turn needs the tool_call_id of the call it answers (or the tool's name)")
         return self
 
     @model_serializer(mode="wrap")
