@@ -79,7 +79,7 @@ def _is_final_answer(message: Any) -> bool:
     )
 
 
-_MISSING = {
+_MISSING: dict[tuple[int | str, ...], str] = {
     ("question",): "missing, and no user turn in messages to read it from",
     ("answer",): "missing, and messages do not end with an assistant answer to read it from",
 }

@@ -39,7 +39,7 @@ def test_a_given_question_wins_and_a_single_question_is_not_a_conversation() -> 
             "question": "Q?",
             "answer": "A.",
             "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "U?"}],
-        }  # fmt: skip
+        }
     )
     assert item.question == "Q?" and not item.is_conversation
     assert JudgeItem.model_validate({"id": "x", "question": "q", "answer": "a", "messages": []}).messages is None
