@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judgewatch.contract.messages import ChatMessage, content_text, error_field, is_conversation
+from judgewatch.contract.messages import ChatMessage, content_text, error_field, is_conversation, stored_turns
 
 Language = Literal["en", "zh"]
 
@@ -133,6 +133,7 @@ class JudgeItem(JudgedContent):
         content = judged_content(record)
         if content["language"] not in get_args(Language):
             content["language"] = None
+        content["messages"] = stored_turns(content["messages"], f"item {item_id}")
         return cls(id=item_id, **content)
 
     @field_validator("id", mode="before")

@@ -10,10 +10,21 @@ earlier turns, the last user turn (the question) and the steps between it and th
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
+
+logger = logging.getLogger(__name__)
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLE_ALIASES = {"developer": "system", "function": "tool"}
@@ -127,6 +138,19 @@ def is_conversation(messages: Sequence[ChatMessage] | None) -> bool:
             return True
         users += message.role == "user"
     return users > 1
+
+
+def stored_turns(messages: Sequence[ChatMessage | dict[str, Any]] | None, where: str) -> list[ChatMessage] | None:
+    """Turns read back from a store: None when there are none, or when they were stored before turns were
+    checked and are not turns judgewatch reads (an unknown role): the item is then shown and judged on its
+    question alone, and a warning names it (`where`)."""
+    if not messages:
+        return None
+    try:
+        return [m if isinstance(m, ChatMessage) else ChatMessage.model_validate(m) for m in messages]
+    except ValidationError as exc:
+        logger.warning("%s: stored turns not read (%s); its question alone is used", where, exc.errors()[0]["msg"])
+        return None
 
 
 def error_field(loc: Sequence[int | str]) -> str:

@@ -103,3 +103,12 @@ def test_the_scrub_covers_every_turn_content_tool_arguments_and_results_and_keep
     assert turns[5].content == "Booked under IBAN [IBAN]." and turns[5].tool_call_id == "call_1"
     assert turns[0] is (item.messages or [])[0]  # nothing found: the same turn
     assert counts == Counter({"email": 1, "ip": 1, "iban": 1})
+
+
+def test_turns_stored_before_they_were_checked_do_not_stop_the_item_from_being_judged() -> None:
+    from judgewatch.storage.interactions import Interaction
+
+    stored = Interaction(id="i", source="traffic:old", source_id="1", question="Q?", answer="A.",
+                         messages=[{"role": "model", "content": "hi"}, {"role": "user", "content": "Q?"}])  # fmt: skip
+    item = stored.to_item()
+    assert (item.question, item.messages) == ("Q?", None)
