@@ -1,5 +1,7 @@
 """Fit one item's prompt to the judge's context window instead of losing its verdict.
 
+A conversation first loses its oldest turns (the system prompt and earlier exchanges), as few as make it fit;
+the last user turn (the question), the tool calls and results after it and the answer are never dropped.
 The rubric, the question and the answer are kept whole: if they alone do not fit, the item is `too_long` and
 nothing is sent. The rest of the window is filled with the reference material (reference answer, facts,
 context passages), the reference answer first (completeness is graded against it), then the passages most
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from judges._text import share, tokenize
 from judges.window import TokenCounter, Window, tokens_bound
 from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.messages import conversation_parts
 from judgewatch.contract.prompt import neutralize, render_messages
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import PromptTrim
@@ -116,6 +119,44 @@ def without_references(item: JudgeItem) -> JudgeItem:
     return item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
 
 
+def earlier_turns(item: JudgeItem) -> int:
+    """How many turns come before the question: what the fitter may drop, oldest first (0 for a question)."""
+    return len(conversation_parts(item.messages).earlier) if item.is_conversation else 0
+
+
+def without_oldest_turns(item: JudgeItem, dropped: int) -> JudgeItem:
+    """`item` without the `dropped` oldest of its turns before the question."""
+    turns = item.messages or []
+    return item.model_copy(update={"messages": turns[dropped:] or None})
+
+
+async def _fits(messages: list[dict[str, str]], counter: TokenCounter, budget: int) -> int | None:
+    """The prompt's tokens when it fits the budget, else None (counted only when the cheap bound is not enough)."""
+    if tokens_bound(messages) <= budget:
+        return 0
+    tokens = await counter.messages(messages)
+    return tokens if tokens <= budget else None
+
+
+async def _drop_turns(
+    item: JudgeItem, rubric: Rubric, to_score: list[str], counter: TokenCounter, budget: int
+) -> tuple[int, list[dict[str, str]] | None]:
+    """(the fewest oldest turns to drop, the messages then) when dropping turns alone makes the item fit, else
+    (every earlier turn, None). A binary search: dropping more never makes the prompt longer."""
+    given = earlier_turns(item)
+    if not given or await _fits(render_messages(rubric, without_oldest_turns(item, given), to_score),
+                                counter, budget) is None:  # fmt: skip
+        return given, None
+    low, high = 1, given  # `high` fits
+    while low < high:
+        middle = (low + high) // 2
+        if await _fits(render_messages(rubric, without_oldest_turns(item, middle), to_score), counter, budget) is None:
+            low = middle + 1
+        else:
+            high = middle
+    return high, render_messages(rubric, without_oldest_turns(item, high), to_score)
+
+
 async def fit_messages(
     item: JudgeItem, rubric: Rubric, to_score: list[str], counter: TokenCounter, window: Window
 ) -> Fitted | TooLong:
@@ -127,11 +168,29 @@ async def fit_messages(
     full_tokens = await counter.messages(full)
     if full_tokens <= budget:
         return Fitted(full)
+    turns_given = earlier_turns(item)
+    dropped, shorter = await _drop_turns(item, rubric, to_score, counter, budget)
+    if shorter is not None:
+        references = len(passages(item, lambda _: 0.0))
+        trim = PromptTrim(
+            passages_given=references,
+            passages_kept=references,
+            prompt_tokens_full=full_tokens,
+            prompt_tokens_sent=await counter.messages(shorter),
+            window=window.size,
+            reply_tokens=window.reply_tokens,
+            exact=window.exact,
+            turns_given=turns_given,
+            turns_dropped=dropped,
+        )
+        return Fitted(shorter, trim)
+    item = without_oldest_turns(item, dropped)
     bare_tokens = await counter.messages(render_messages(rubric, without_references(item), to_score))
     limits = f"the window is {window.size} tokens, {window.reply_tokens} kept for the reply: {budget} for the prompt"
+    without_turns = f" after dropping all {dropped} earlier turns" if dropped else ""
     if bare_tokens > budget:
         return TooLong(
-            f"rubric, question and answer alone take {bare_tokens} prompt tokens "
+            f"rubric, question and answer alone take {bare_tokens} prompt tokens{without_turns} "
             f"({full_tokens} with the reference material); {limits}",
             bare_tokens,
         )
@@ -142,8 +201,8 @@ async def fit_messages(
     while True:
         if not chosen.order:
             return TooLong(
-                f"rubric, question and answer take {bare_tokens} prompt tokens and no passage or sentence of the "
-                f"reference material fits beside them ({full_tokens} with all of it); {limits}",
+                f"rubric, question and answer take {bare_tokens} prompt tokens{without_turns} and no passage or "
+                f"sentence of the reference material fits beside them ({full_tokens} with all of it); {limits}",
                 full_tokens,
             )
         messages = render_messages(rubric, chosen.item(item, given), to_score)
@@ -160,6 +219,8 @@ async def fit_messages(
         window=window.size,
         reply_tokens=window.reply_tokens,
         exact=window.exact,
+        turns_given=turns_given,
+        turns_dropped=dropped,
     )
     return Fitted(messages, trim)
 

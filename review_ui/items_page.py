@@ -1,7 +1,8 @@
 """The "Items" page: the items behind a number, filtered and paged by the server, and one item opened whole.
 
 For owners and adjudicators (each handler checks the caller). The filters are `workbench.items.ItemFilter`'s, the
-same as `judgewatch export`'s. Opening an item shows its question or conversation, references and answer, every
+same as `judgewatch export`'s. Opening an item shows its question (a conversation's earlier turns folded above it,
+its tool use below it), references and answer, every
 verdict on it, the human labels and the adjudication, and the same item in other releases and tiers. Every text
 from the store is shown in text boxes and tables, never as HTML. An item has a deep link: `/?item=<interaction id>`
 opens this tab on it after login (reports link their worst items there).
@@ -18,9 +19,11 @@ import pandas as pd
 from pydantic import ValidationError
 from sqlalchemy import Engine
 
+from judgewatch.contract.verdicts import PromptTrim
 from judgewatch.storage.db import session_scope
 from judgewatch.workbench.items import ItemDetail, ItemFilter, LabelStatus, find_items, item_detail
 from review_ui.common import require_viewer
+from review_ui.conversation import as_text, split
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +82,7 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
         *i.reference_facts,
         *i.context,
     ]
-    conversation = "\n\n".join(f"[{m.get('role', '?')}] {m.get('content', '')}" for m in i.messages or [])
+    turns = split(i.messages)
     verdicts = pd.DataFrame(
         [
             [
@@ -91,11 +94,23 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
                 "-" if v.overall is None else f"{v.overall:.2f}",
                 v.score_reading or "integer",
                 v.reason,
+                PromptTrim.model_validate(v.trimmed).note if v.trimmed else "",
                 "current" if v.superseded_by is None else "superseded",
             ]
             for v in detail.verdicts
         ],
-        columns=["judge", "series", "rubric", "status", "scores", "overall", "score_reading", "reason", "state"],
+        columns=[
+            "judge",
+            "series",
+            "rubric",
+            "status",
+            "scores",
+            "overall",
+            "score_reading",
+            "reason",
+            "fitted",
+            "state",
+        ],
     )
     labels = pd.DataFrame(
         [
@@ -129,7 +144,13 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     return {
         "header": header,
         "question": i.question,
-        "conversation": conversation,
+        "earlier_box": gr.update(
+            visible=bool(turns.earlier),
+            open=False,
+            label=f"Earlier in the conversation ({len(turns.earlier)} turns: click to expand)",
+        ),
+        "conversation": as_text(turns.earlier),
+        "tool_use": gr.update(value=as_text(turns.steps), visible=bool(turns.steps)),
         "references": "\n\n".join(refs),
         "answer": i.answer,
         "verdicts": verdicts,
@@ -168,10 +189,11 @@ def add_items_tab(engine: Engine, *, label: str = "Items") -> gr.Tab:
         if detail is None:
             empty = pd.DataFrame()
             shown = "no item with that id" if interaction_id else "no item open"
-            return [shown, "", "", "", "", empty, empty, empty]
+            hidden = gr.update(value="", visible=False)
+            return [shown, gr.update(visible=False), "", "", hidden, "", "", empty, empty, empty]
         parts = detail_parts(detail)
-        return [parts[k] for k in ("header", "question", "conversation", "references", "answer", "verdicts",
-                                   "labels", "history")]  # fmt: skip
+        return [parts[k] for k in ("header", "earlier_box", "conversation", "question", "tool_use", "references",
+                                   "answer", "verdicts", "labels", "history")]  # fmt: skip
 
     with gr.Tab(label, id=TAB_ID) as tab:
         gr.Markdown(INTRO)
@@ -200,8 +222,11 @@ def add_items_tab(engine: Engine, *, label: str = "Items") -> gr.Tab:
             item_id = gr.Textbox(label="Interaction id", scale=4, elem_id="jw-item-id")
             open_button = gr.Button("Open", scale=1, elem_id="jw-item-open")
         header = gr.Markdown("no item open", elem_id="jw-item-header")
+        with gr.Accordion("Earlier in the conversation", open=False, visible=False) as earlier_box:
+            conversation = gr.Textbox(show_label=False, interactive=False, lines=6, elem_id="jw-item-earlier")
         question = gr.Textbox(label="Question", interactive=False, lines=2, elem_id="jw-item-question")
-        conversation = gr.Textbox(label="Conversation", interactive=False, lines=3)
+        tool_use = gr.Textbox(label="Before answering, the assistant used tools", interactive=False, lines=4,
+                              visible=False, elem_id="jw-item-tool-use")  # fmt: skip
         references = gr.Textbox(label="References", interactive=False, lines=4)
         answer = gr.Textbox(label="Answer", interactive=False, lines=3, elem_id="jw-item-answer")
         verdicts = gr.Dataframe(interactive=False, wrap=True, label="Verdicts", elem_id="jw-item-verdicts")
@@ -209,7 +234,18 @@ def add_items_tab(engine: Engine, *, label: str = "Items") -> gr.Tab:
         history = gr.Dataframe(interactive=False, wrap=True, label="This item in other releases and tiers")
 
         filters = [release, tier, dataset, stratum, criterion, score_min, score_max, unscored, status, series, text]
-        detail_outputs = [header, question, conversation, references, answer, verdicts, labels, history]
+        detail_outputs = [
+            header,
+            earlier_box,
+            conversation,
+            question,
+            tool_use,
+            references,
+            answer,
+            verdicts,
+            labels,
+            history,
+        ]
 
         def first_page(request: gr.Request, *values: Any) -> tuple[pd.DataFrame, str, int]:
             return search(0, request, *values)

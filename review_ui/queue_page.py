@@ -1,7 +1,9 @@
 """The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed.
 
 Handlers hold no authority of their own: each passes `request.username` to the review service, which checks
-the account and the lease. Judged content (question, references, answer) is shown as Markdown with its HTML
+the account and the lease. A conversation's earlier turns are folded away in a closed box above the question;
+the tool use between the question and the answer is shown with the question. Judged content (turns, question,
+references, answer) is shown as Markdown with its HTML
 escaped and its images turned to text (`untrusted_md`), inside `gr.Markdown`'s default sanitizing; free text that
 should read literally (judge reason, names, messages) is escaped completely (`literal`).
 """
@@ -18,6 +20,7 @@ import gradio as gr
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.views import LeasedItem, Revealed, ReviewError
 from review_ui.common import username
+from review_ui.conversation import Turn, split
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +41,25 @@ def untrusted_md(text: str) -> str:
     nothing in an answer makes the reviewer's browser fetch from elsewhere. Emphasis, lists, code and links
     still render (a link is fetched only if the reviewer clicks it)."""
     return html.escape(text, quote=False).replace("![", "!\\[")
+
+
+def turns_md(turns: list[Turn]) -> str:
+    """Turns as Markdown: each heading in bold, its text escaped as judged content (HTML shows as text)."""
+    return "\n\n".join(f"**{literal(t.heading)}**\n\n{untrusted_md(t.text) or '_(no text)_'}" for t in turns)
+
+
+def question_md(item: LeasedItem, steps: list[Turn]) -> str:
+    """The question, and the tools the assistant used before answering it (the last exchange stays open)."""
+    shown = f"### Question\n\n{untrusted_md(item.question)}"
+    if steps:
+        shown += f"\n\n#### Before answering, the assistant used tools\n\n{turns_md(steps)}"
+    return shown
+
+
+def earlier_update(earlier: list[Turn]) -> Any:
+    """The folded box of earlier turns: closed on every new item, hidden for a single question."""
+    label = f"Earlier in the conversation ({len(earlier)} turn{'s' if len(earlier) != 1 else ''}: click to expand)"
+    return gr.update(visible=bool(earlier), open=False, label=label)
 
 
 def references_md(item: LeasedItem) -> str:
@@ -96,6 +118,10 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         message = gr.Markdown(elem_id="jw-message")
         next_btn = gr.Button("Next item (N)", elem_id="jw-next", variant="secondary")
         item_id, version, names = gr.State(None), gr.State(""), gr.State([])
+        with gr.Accordion(
+            "Earlier in the conversation", open=False, visible=False, elem_id="jw-earlier"
+        ) as earlier_box:
+            earlier = gr.Markdown(elem_id="jw-earlier-turns")
         question = gr.Markdown(elem_id="jw-question")
         with gr.Accordion("Reference material", open=True):
             references = gr.Markdown(elem_id="jw-references")
@@ -119,6 +145,8 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         item_id,
         version,
         names,
+        earlier_box,
+        earlier,
         question,
         references,
         answer,
@@ -144,11 +172,14 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         except ReviewError as exc:
             item, note = None, f"⚠ {literal(str(exc))}"
         shown = item is not None
+        turns = split(item.messages if item else None)
         return [
             item.item_id if item else None,
             item.rubric_version if item else "",
             [c.name for c in item.scored_criteria] if item else [],
-            f"### Question\n\n{untrusted_md(item.question)}" if item else "",
+            earlier_update(turns.earlier),
+            turns_md(turns.earlier),
+            question_md(item, turns.steps) if item else "",
             references_md(item) if item else "",
             untrusted_md(item.answer) if item else "",
             *radio_updates(item),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date
 from enum import StrEnum
 from typing import TypeVar
@@ -19,6 +19,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.contract import pii_more
+from judgewatch.contract.messages import ChatMessage
 
 
 class PiiKind(StrEnum):
@@ -298,11 +299,34 @@ _TEXT_FIELDS = ("question", "answer", "reference_answer")
 _LIST_FIELDS = ("reference_facts", "context")
 
 
+def scrub_messages(messages: Sequence[ChatMessage], scrubber: Scrubber, counts: Counter[str]) -> list[ChatMessage]:
+    """Every turn scrubbed: its content (a tool turn's content is the tool's result) and each tool call's
+    arguments; a turn with nothing found is kept as it is. What was replaced is added to `counts`."""
+    out = []
+    for message in messages:
+        update: dict[str, object] = {}
+        content = scrubber.scrub_into(message.content, counts)
+        if content != message.content:
+            update["content"] = content
+        calls = [call.model_copy(update={"arguments": scrubber.scrub_into(call.arguments, counts)})
+                 for call in message.tool_calls]  # fmt: skip
+        if any(new.arguments != old.arguments for new, old in zip(calls, message.tool_calls, strict=True)):
+            update["tool_calls"] = calls
+        out.append(message.model_copy(update=update) if update else message)
+    return out
+
+
 def scrub_content(record: Content, scrubber: Scrubber, counts: Counter[str] | None = None) -> Content:
-    """`record` (a JudgeItem, review screen or any record with judged content) with its question, answer and
-    references scrubbed; the same object when nothing was found. What was replaced is added to `counts`."""
+    """`record` (a JudgeItem, review screen or any record with judged content) with its question, answer,
+    references and every conversation turn scrubbed; the same object when nothing was found. What was replaced
+    is added to `counts`."""
     found: Counter[str] = Counter()
     update: dict[str, object] = {}
+    turns = getattr(record, "messages", None)
+    if turns:
+        clean_turns = scrub_messages(turns, scrubber, found)
+        if any(new is not old for new, old in zip(clean_turns, turns, strict=True)):
+            update["messages"] = clean_turns
     for name in _TEXT_FIELDS:
         value = getattr(record, name, None)
         if isinstance(value, str) and value:

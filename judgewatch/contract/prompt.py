@@ -19,6 +19,7 @@ import jinja2
 from jinja2.sandbox import SecurityError
 
 from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.messages import ChatMessage, conversation_parts
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError
 from judgewatch.contract.sandbox import BoundedSandbox
 
@@ -43,6 +44,8 @@ TEMPLATE_VARIABLES = frozenset(
         "context",
         "to_score",
         "not_applicable",
+        "turns",
+        "steps",
     }
 )
 
@@ -126,6 +129,30 @@ def render_pair_messages(rubric: Rubric, item: JudgeItem, answer_a: str, answer_
     return _render(rubric, item.model_copy(update={"answer": ""}), [c.name for c in rubric.criteria], extra)
 
 
+def conversation_view(item: JudgeItem) -> dict[str, list[dict[str, object]]]:
+    """A conversation's turns for a template, neutralized: `turns`, those before the question (the last user
+    turn, which is `question`), and `steps`, those between it and the answer (tool calls and their results).
+    Both are empty for a single question, so its prompt is what it always was.
+
+    A turn is {role, content, tool_calls: [{name, arguments}], tool}; `tool` names the tool a result came from.
+    """
+    if not item.is_conversation:
+        return {"turns": [], "steps": []}
+    parts = conversation_parts(item.messages)
+    names = {c.id: c.name for m in item.messages or () for c in m.tool_calls if c.id}
+
+    def view(turn: ChatMessage) -> dict[str, object]:
+        tool = turn.name or names.get(turn.tool_call_id or "", "") if turn.role == "tool" else ""
+        return {
+            "role": turn.role,
+            "content": neutralize(turn.content),
+            "tool_calls": [{"name": neutralize(c.name), "arguments": neutralize(c.arguments)} for c in turn.tool_calls],
+            "tool": neutralize(tool),
+        }
+
+    return {"turns": [view(t) for t in parts.earlier], "steps": [view(t) for t in parts.steps]}
+
+
 def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[str, object]) -> list[dict[str, str]]:
     lang = template_language(rubric, item)
     template = _compile(rubric, lang)
@@ -140,6 +167,7 @@ def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[st
         "reference_answer": neutralize(item.reference_answer) if item.reference_answer else "",
         "reference_facts": [neutralize(f) for f in item.reference_facts],
         "context": [neutralize(c) for c in item.context],
+        **conversation_view(item),
         "to_score": [c for c in (x.name for x in rubric.criteria) if c in applicable],
         "not_applicable": [c.name for c in rubric.criteria if c.name not in applicable],
         **extra,

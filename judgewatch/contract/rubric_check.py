@@ -32,6 +32,19 @@ _SAMPLES = (
         language="en",
     ),
     JudgeItem(id="check-zh", question="法国的首都是哪里？", answer="巴黎。", language="zh"),
+    JudgeItem.model_validate(  # a conversation with a tool call: `turns` and `steps` render too
+        {
+            "id": "check-conversation",
+            "messages": [
+                {"role": "user", "content": "I am in France."},
+                {"role": "assistant", "content": "How can I help?"},
+                {"role": "user", "content": "What is the capital?"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "lookup", "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "Paris"},
+            ],
+            "answer": "Paris.",
+        }
+    ),
 )
 
 

@@ -71,7 +71,9 @@ class PromptTrim(BaseModel):
     """What was left out so the prompt fits the judge's context window (absent: the whole item was sent).
 
     Passages are the item's reference answer, facts and context passages; those not kept whole may be kept
-    in part (their best sentences). Token counts are the endpoint's own when `exact`, else an estimate.
+    in part (their best sentences). A conversation loses its oldest turns first (`turns_dropped` of the
+    `turns_given` before the question; the question, the tool use after it and the answer are always kept).
+    Token counts are the endpoint's own when `exact`, else an estimate.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -84,6 +86,19 @@ class PromptTrim(BaseModel):
     window: int  # the model's context window (max_model_len)
     reply_tokens: int  # kept free for the reply (max_tokens)
     exact: bool = True
+    turns_given: int = 0  # a conversation's turns before the question
+    turns_dropped: int = 0  # the oldest of them, left out
+
+    @property
+    def note(self) -> str:
+        """What was left out, in words: "dropped 3 oldest turns of 5; kept 2 of 4 passages whole, 1 in part"."""
+        parts = []
+        if self.turns_dropped:
+            parts.append(f"dropped {self.turns_dropped} oldest turns of {self.turns_given}")
+        if self.passages_kept < self.passages_given:
+            partial = f", {self.passages_partial} in part" if self.passages_partial else ""
+            parts.append(f"kept {self.passages_kept} of {self.passages_given} passages whole{partial}")
+        return "; ".join(parts)
 
 
 class Verdict(BaseModel):

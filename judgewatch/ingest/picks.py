@@ -29,7 +29,6 @@ def pick_row(pick: Pick) -> dict[str, Any]:
         "id": row.interaction_id,
         "source": row.source,
         "source_id": row.source_id,
-        "messages": [{"role": m.role, "content": m.content} for m in row.messages] or None,
         **judged_content(row),
         "tier": row.tier,
         "model": row.model,

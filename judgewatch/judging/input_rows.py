@@ -15,7 +15,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from judgewatch.contract.items import JudgeItem
+from judgewatch.contract.items import JudgeItem, item_problem
 from judgewatch.contract.raw_rows import (
     RowError,
     json_object,
@@ -61,6 +61,10 @@ def _language(value: Any) -> bool:
     return value is None or value in ("en", "zh")
 
 
+def _turns(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, dict) for v in value))
+
+
 # field -> (required, check, what the field must be)
 _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "id": (True, _id, "a non-empty string or an integer"),
@@ -70,14 +74,17 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "reference_facts": (False, _texts, "a list of strings"),
     "context": (False, _text_or_texts, "a string or a list of strings"),
     "language": (False, _language, "'en', 'zh' or null"),
+    "messages": (False, _turns, "a list of chat messages (objects with a role)"),
 }
+# Given `messages`, the question is their last user turn and the answer may be their final assistant turn.
+_FROM_MESSAGES = ("question", "answer")
 
 
 def row_problem(row: dict[str, Any]) -> str | None:
     """Why this JSON object cannot be an item (naming the field), or None."""
     for name, (required, check, expected) in _FIELDS.items():
         if name not in row:
-            if required:
+            if required and not (name in _FROM_MESSAGES and row.get("messages")):
                 return f"field '{name}': required field is missing"
             continue
         if not check(row[name]):
@@ -170,9 +177,7 @@ def _rows(
                 try:
                     item = JudgeItem.model_validate(row)
                 except ValidationError as exc:
-                    err = exc.errors()[0]
-                    loc = ".".join(str(p) for p in err["loc"])
-                    problem = f"field '{loc}': {err['msg']}"
+                    problem = item_problem(exc)
             if problem is not None:
                 yield quarantine(line, problem, text)
                 continue

@@ -19,6 +19,7 @@ import openai
 
 from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
+from judgewatch.contract.messages import conversation_parts, is_conversation
 from judgewatch.redact import mask_url
 from judgewatch.regression.answer_prompt import answer_messages
 from judgewatch.regression.golden import GoldenItem
@@ -55,12 +56,21 @@ class TierRequest:
         return self.spec.params.request(max_tokens=self.max_tokens, seed=self.seed)
 
     def messages(self, item: GoldenItem) -> list[dict[str, str]]:
-        """The chat messages the tier receives for one golden item."""
+        """The chat messages the tier receives for one golden item: the prompt (built-in or the tier's template);
+        for a conversation, its earlier user and assistant turns first, between the system prompt and the
+        question, as text (tool calls are the application's, not the tier's: the tier answers from the facts)."""
         if self.spec.template is None:
-            return answer_messages(item.question, item.reference_facts or item.context, item.language)
-        return self.spec.template.render(
-            question=item.question, reference_facts=item.reference_facts, context=item.context, language=item.language
-        )
+            prompt = answer_messages(item.question, item.reference_facts or item.context, item.language)
+        else:
+            prompt = self.spec.template.render(
+                question=item.question, reference_facts=item.reference_facts, context=item.context,
+                language=item.language,
+            )  # fmt: skip
+        earlier = _earlier_exchanges(item)
+        if not earlier:
+            return prompt
+        system = [m for m in prompt if m["role"] == "system"]
+        return [*system, *earlier, *(m for m in prompt if m["role"] != "system")]
 
     @property
     def config_hash(self) -> str:
@@ -172,3 +182,11 @@ def config_change(tier: str, baseline: str, before: dict[str, Any] | None, after
         f"tier {tier}: serving configuration changed since baseline {baseline} "
         f"(config {before.get('config_hash')} -> {after.get('config_hash')}; changed: {', '.join(changed) or 'n/a'})"
     )
+
+
+def _earlier_exchanges(item: GoldenItem) -> list[dict[str, str]]:
+    """A golden conversation's user and assistant turns before its question, with text (empty for a question)."""
+    if not is_conversation(item.messages):
+        return []
+    earlier = conversation_parts(item.messages).earlier
+    return [{"role": t.role, "content": t.content} for t in earlier if t.role in ("user", "assistant") and t.content]

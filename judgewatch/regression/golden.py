@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from pydantic_core import ErrorDetails
 
 from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.messages import ChatMessage, content_text, error_field
 from judgewatch.contract.raw_rows import (
     BOM,
     InputFileError,
@@ -55,6 +56,7 @@ _EXPECTED = {
     "language": "'en' or 'zh'",
     "category": "a string or null",
     "metadata": "an object",
+    "messages": "a list of chat messages",
 }
 
 
@@ -73,7 +75,9 @@ class GoldenItem(BaseModel):
     model_config = ConfigDict(strict=True, frozen=True, extra="forbid")
 
     id: Text
-    question: Text
+    question: Text  # given, or the last user turn of `messages`
+    # A conversation: the turns up to the question (and any tool calls after it); the tier answers the last.
+    messages: list[ChatMessage] | None = None
     reference_answer: str | None = None
     reference_facts: list[Text] = Field(default_factory=list)
     context: list[Text] = Field(default_factory=list)
@@ -95,6 +99,10 @@ class GoldenItem(BaseModel):
         for optional in ("reference_facts", "context", "good_answers", "bad_answers"):
             if optional in row and row[optional] is None:
                 del row[optional]
+        if row.get("messages") and row.get("question") is None:  # the question is the last user turn
+            users = [m for m in row["messages"] if isinstance(m, dict) and m.get("role") == "user"]
+            if users and isinstance(text := content_text(users[-1].get("content")), str):
+                row["question"] = text
         extras = {key: value for key, value in data.items() if key not in cls.model_fields}
         if extras and isinstance(row.get("metadata", {}), dict):
             row["metadata"] = {**extras, **row.get("metadata", {})}
@@ -105,6 +113,7 @@ class GoldenItem(BaseModel):
             id=item_id or self.id,
             question=self.question,
             answer=answer,
+            messages=self.messages,
             reference_answer=self.reference_answer,
             reference_facts=self.reference_facts,
             context=self.context,
@@ -418,6 +427,8 @@ def _field_problem(error: ErrorDetails, row: Mapping[str, Any]) -> str:
     if not loc:
         return error["msg"]
     name = str(loc[0])
+    if name == "messages" and len(loc) > 1:  # a turn's own problem, e.g. messages[2].role
+        return f"field '{error_field(loc)}': {error['msg'].removeprefix('Value error, ')}"
     if error["type"] == "missing":
         return f"field '{name}': missing"
     value = row.get(name)

@@ -97,6 +97,7 @@ CLAIM_NEXT = _claim(PICK_NEXT).values(leased_at=NOW).returning(ITEMS.c.id)
 CONTENT_COLUMNS = (
     INTERACTIONS.c.question,
     INTERACTIONS.c.answer,
+    INTERACTIONS.c.messages,
     INTERACTIONS.c.reference_answer,
     INTERACTIONS.c.reference_facts,
     INTERACTIONS.c.context,

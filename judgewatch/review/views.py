@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from judgewatch.contract.items import JudgedContent
+from judgewatch.contract.messages import stored_turns
 from judgewatch.contract.rubric import Rubric
 
 
@@ -27,6 +28,8 @@ class ItemRow(Protocol):
     def question(self) -> str: ...
     @property
     def answer(self) -> str: ...
+    @property
+    def messages(self) -> Sequence[Any] | None: ...
     @property
     def reference_answer(self) -> str | None: ...
     @property
@@ -124,6 +127,7 @@ def leased_item(row: ItemRow, rubric: Rubric) -> LeasedItem:
         item_id=row.id,
         question=row.question,
         answer=row.answer,
+        messages=stored_turns(row.messages, f"review item {row.id}"),
         reference_answer=row.reference_answer,
         reference_facts=list(row.reference_facts),
         context=list(row.context),

@@ -9,6 +9,7 @@ Storage-free on purpose: the caller persists interactions, quarantined rows and 
     save(read.watermark); log(sampler.stats)
 """
 
+from judgewatch.contract.messages import ChatMessage as Message
 from judgewatch.contract.pii import PiiKind, Scrubber, ScrubResult, scrub
 from judgewatch.hashing import interaction_id
 from judgewatch.traffic.config import (
@@ -22,7 +23,6 @@ from judgewatch.traffic.config import (
     parse_source_config,
 )
 from judgewatch.traffic.records import (
-    Message,
     QuarantineReason,
     RejectedTrafficRow,
     TrafficRow,

@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from pydantic import ValidationError
 
 from judgewatch.contract.items import Language
+from judgewatch.contract.messages import ChatMessage, content_text, error_field
 from judgewatch.contract.pii import Scrubber
 from judgewatch.contract.raw_rows import NUL, loads_bounded, storable_excerpt, text_bytes
 from judgewatch.contract.verdicts import TokenUsage
@@ -22,7 +23,6 @@ from judgewatch.settings import get_settings
 from judgewatch.traffic.config import FieldPath, SourceConfig
 from judgewatch.traffic.records import (
     EXCERPT_CHARS,
-    Message,
     QuarantineReason,
     RejectedTrafficRow,
     TrafficRow,
@@ -91,8 +91,8 @@ def _text(value: Any, field: str) -> str | None:
     """A text field: str, or OpenAI content parts flattened; anything else is a wrong type."""
     if value is None or isinstance(value, str):
         return value
-    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
-        return "".join(str(p.get("text", "")) for p in value if p.get("type", "text") == "text")
+    if isinstance(text := content_text(value), str):
+        return text
     raise BadRow(QuarantineReason.wrong_type, f"{field}: expected text, got {type(value).__name__}")
 
 
@@ -256,7 +256,7 @@ class RowMapper:
                 reference_answer = _no_nul(reference_answer, "reference_answer", removed)
             facts = [_no_nul(f, "reference_facts", removed) for f in facts]
             context = [_no_nul(c, "context", removed) for c in context]
-            messages = [Message(role=m.role, content=_no_nul(m.content, "messages", removed)) for m in messages]
+            messages = [m.model_copy(update={"content": _no_nul(m.content, "messages", removed)}) for m in messages]
 
         raw_id = resolve(raw, p["id"])
         if isinstance(raw_id, bool) or (raw_id is not None and not isinstance(raw_id, str | int)):
@@ -310,16 +310,24 @@ class RowMapper:
             tier = self._tiers[model] = self.config.tier_for(model)
         return tier
 
-    def _messages(self, value: Any) -> list[Message]:
+    def _messages(self, value: Any) -> list[ChatMessage]:
+        """The request's turns (roles, content, tool calls and results), or BadRow naming the turn's field."""
         if value is None:
             return []
         if not isinstance(value, list | tuple):
             raise BadRow(QuarantineReason.wrong_type, f"messages: expected a list, got {type(value).__name__}")
         out = []
-        for item in value:
+        for k, item in enumerate(value):
             if not isinstance(item, dict) or not isinstance(item.get("role"), str):
                 raise BadRow(QuarantineReason.wrong_type, "messages: each message needs a role")
-            out.append(Message(role=item["role"], content=_text(item.get("content"), "messages.content") or ""))
+            try:
+                out.append(ChatMessage.model_validate(item))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = error_field(("messages", k, *first["loc"]))
+                raise BadRow(
+                    QuarantineReason.wrong_type, f"{where}: {first['msg'].removeprefix('Value error, ')}"
+                ) from None
         return out
 
     def timestamp(self, value: Any) -> datetime:
@@ -349,7 +357,7 @@ def _any_nul(
     reference: str | None,
     facts: list[str],
     context: list[str],
-    messages: list[Message],
+    messages: list[ChatMessage],
 ) -> bool:
     if NUL in question or NUL in answer or (reference is not None and NUL in reference):
         return True
@@ -375,7 +383,7 @@ def _text_size(
     question: str,
     answer: str,
     reference: str | None,
-    messages: list[Message],
+    messages: list[ChatMessage],
     facts: list[str],
     context: list[str],
 ) -> int:

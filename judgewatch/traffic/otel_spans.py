@@ -2,8 +2,11 @@
 
 `span_row` turns an LLM span into the dict an OpenAI-compatible gateway log holds (the default `FieldMapping`
 reads it): the conversation, the answer, model, token counts, timestamp, route/tier/release/user labels, and
-the documents that retriever spans of the same trace returned. Conventions read, first found wins:
-- OpenInference: `openinference.span.kind`, `llm.input_messages.N.message.*`, `llm.output_messages.N.message.*`,
+the documents that retriever spans of the same trace returned. A conversation keeps its turns as they were:
+roles, tool calls (name, arguments, id) and tool results (with the id of the call they answer), in the OpenAI
+chat format the field mapping reads. Conventions read, first found wins:
+- OpenInference: `openinference.span.kind`, `llm.input_messages.N.message.*` (with `message.tool_calls.M.tool_call.*`
+  and `message.tool_call_id`), `llm.output_messages.N.message.*`,
   `input.value` / `output.value`, `llm.model_name`, `llm.token_count.*`, `retrieval.documents.N.document.content`,
   `user.id`, `session.id`, `metadata` (a JSON object).
 - GenAI, current: `gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions` (on the span
@@ -146,8 +149,9 @@ def span_labels(span: Span) -> dict[str, Any]:
     return labels
 
 
-def input_messages(span: Span) -> list[dict[str, str]]:
-    """The request's messages (role, content as text), by the first convention that has them."""
+def input_messages(span: Span) -> list[dict[str, Any]]:
+    """The request's turns (role, content as text, tool calls and the call a result answers), by the first
+    convention that has them."""
     attrs = span.attributes
     found = _indexed_messages(attrs, "llm.input_messages")
     if found:
@@ -161,9 +165,7 @@ def input_messages(span: Span) -> list[dict[str, str]]:
     if old is not None:
         return _messages(old) or [{"role": "user", "content": _content(old)}]
     events = [
-        {"role": str(a.get("role") or _ROLE_EVENTS[name]), "content": _content(a.get("content"))}
-        for name, a in span.events
-        if name in _ROLE_EVENTS
+        _turn({**a, "role": a.get("role") or _ROLE_EVENTS[name]}) for name, a in span.events if name in _ROLE_EVENTS
     ]
     if events:
         return events
@@ -176,7 +178,7 @@ def input_messages(span: Span) -> list[dict[str, str]]:
 def output_text(span: Span) -> str | None:
     """The answer text: the first output message (or choice) that says something."""
     attrs = span.attributes
-    conventions: tuple[Callable[[], list[dict[str, str]]], ...] = (
+    conventions: tuple[Callable[[], list[dict[str, Any]]], ...] = (
         lambda: _indexed_messages(attrs, "llm.output_messages"),
         lambda: _messages(_event_attr(span, "gen_ai.output.messages")),
         lambda: _messages(_event_attr(span, "gen_ai.completion")),
@@ -264,19 +266,18 @@ def _content(value: Any) -> str:
 
 
 def _part_text(part: dict[str, Any]) -> str:
+    """A part's text: a tool result's response is its turn's text; a tool call has none (`_turn` keeps it)."""
     kind = part.get("type", "text")
     if kind == "tool_call":
-        arguments = part.get("arguments")
-        shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-        return f"[tool call {part.get('name', '')}({shown})]"
+        return ""
     if kind == "tool_call_response":
         response = part.get("response", part.get("result"))
-        return f"[tool result {response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)}]"
+        return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
     text = part.get("content", part.get("text"))
     return text if isinstance(text, str) else ""
 
 
-def _messages(value: Any) -> list[dict[str, str]]:
+def _messages(value: Any) -> list[dict[str, Any]]:
     """A list of messages (`content` or GenAI `parts`), from structured values or JSON text."""
     value = _structured(value)
     if isinstance(value, dict):
@@ -288,12 +289,46 @@ def _messages(value: Any) -> list[dict[str, str]]:
         if isinstance(item, dict):
             if "message" in item and isinstance(item["message"], dict):  # a choice
                 item = item["message"]
-            content = item.get("parts", item.get("content"))
-            out.append({"role": str(item.get("role") or "user"), "content": _content(content)})
+            out.append(_turn(item))
     return out
 
 
-def _choice(attrs: dict[str, Any]) -> dict[str, str]:
+def _turn(item: dict[str, Any]) -> dict[str, Any]:
+    """One message as a turn in the OpenAI chat format: role, content as text, and, kept apart from the text,
+    its tool calls (OpenAI `tool_calls`, GenAI `tool_call` parts) and the call a tool result answers."""
+    parts = item.get("parts")
+    parts = _structured(parts) if parts is not None else None
+    turn: dict[str, Any] = {"role": str(item.get("role") or "user"),
+                            "content": _content(parts if parts is not None else item.get("content"))}  # fmt: skip
+    calls = [_tool_call(c) for c in _structured(item.get("tool_calls")) or [] if isinstance(c, dict)]
+    for part in parts if isinstance(parts, list) else []:
+        if isinstance(part, dict) and part.get("type") == "tool_call":
+            calls.append(_tool_call(part))
+        elif isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
+            turn["tool_call_id"] = str(part["id"])
+    if calls:
+        turn["tool_calls"] = calls
+    for key in ("tool_call_id", "id"):  # OpenAI's field; the GenAI tool message event's `id`
+        if turn["role"] == "tool" and isinstance(item.get(key), str) and "tool_call_id" not in turn:
+            turn["tool_call_id"] = item[key]
+    if turn["role"] == "tool" and isinstance(item.get("name"), str):
+        turn["name"] = item["name"]
+    return turn
+
+
+def _tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    """A tool call as {id, name, arguments}: OpenAI's `{id, function: {name, arguments}}` or GenAI's flat part."""
+    function = call.get("function")
+    source = function if isinstance(function, dict) else call
+    arguments = source.get("arguments")
+    return {
+        "id": str(call["id"]) if call.get("id") is not None else None,
+        "name": str(source.get("name") or ""),
+        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
+    }
+
+
+def _choice(attrs: dict[str, Any]) -> dict[str, Any]:
     message = _structured(attrs.get("message"))
     if isinstance(message, dict):
         return {"role": str(message.get("role") or "assistant"), "content": _content(message.get("content"))}
@@ -312,8 +347,10 @@ def _indexed(attrs: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int,
     return sorted(found, key=lambda kv: kv[0])
 
 
-def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, str]]:
-    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI)."""
+def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
+    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI), with
+    OpenInference's `message.tool_calls.M.tool_call.{id,function.name,function.arguments}` and
+    `message.tool_call_id`, and older GenAI's `tool_calls.M.{id,name,arguments}`."""
     head = prefix + "."
     if not any(head + first in attrs for first in _FIRST_MESSAGE_KEYS):
         return []  # the common case, found without walking every attribute
@@ -325,21 +362,27 @@ def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, str]
         if not index.isdigit():
             continue
         rest = rest.removeprefix("message.")
-        if rest in ("role", "content"):
+        if rest in ("role", "content", "tool_call_id", "name"):
             by_index[int(index)][rest] = value
         elif rest.startswith("contents.") and rest.endswith("message_content.text"):
             by_index[int(index)].setdefault("parts", []).append((rest, value))
+        elif rest.startswith("tool_calls."):
+            number, _, field = rest[len("tool_calls.") :].partition(".")
+            if number.isdigit():
+                field = field.removeprefix("tool_call.").removeprefix("function.")
+                by_index[int(index)].setdefault("calls", {}).setdefault(int(number), {})[field] = value
     out = []
     for n in sorted(by_index):
         item = by_index[n]
         content = item.get("content")
         if content is None and "parts" in item:
             content = "\n".join(str(v) for _, v in sorted(item["parts"]))
-        out.append({"role": str(item.get("role") or "user"), "content": _content(content)})
+        calls = [item["calls"][k] for k in sorted(item.get("calls", {}))]
+        out.append(_turn({**item, "content": content, "tool_calls": calls or None, "parts": None}))
     return out
 
 
-def _value_messages(value: Any, mime: Any) -> list[dict[str, str]]:
+def _value_messages(value: Any, mime: Any) -> list[dict[str, Any]]:
     """`input.value`: an OpenAI request body's messages when it is one, else the text as one user message."""
     if not isinstance(value, str) or not value:
         return []

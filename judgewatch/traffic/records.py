@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from judgewatch.contract.items import JudgeItem, Language
+from judgewatch.contract.messages import ChatMessage
 from judgewatch.contract.verdicts import TokenUsage
 from judgewatch.hashing import quarantine_id
 
@@ -18,15 +19,6 @@ def source_label(name: str) -> str:
     return f"traffic:{name}"
 
 
-class Message(BaseModel):
-    """One chat message of the request, content flattened to text."""
-
-    model_config = ConfigDict(frozen=True)
-
-    role: str
-    content: str
-
-
 class TrafficRow(BaseModel):
     """One production call, mapped from the source's own field names."""
 
@@ -36,7 +28,7 @@ class TrafficRow(BaseModel):
     source_id: str  # the row id, or "file:line" when the log carries no id
     interaction_id: str
     question: str  # the last user message
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[ChatMessage] = Field(default_factory=list)  # the request's turns, tool calls and results kept
     answer: str
     model: str | None = None
     tier: str

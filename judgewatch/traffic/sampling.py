@@ -15,11 +15,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from judgewatch.contract.pii import Scrubber
+from judgewatch.contract.pii import Scrubber, scrub_messages
 from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.dedup import DedupWindow, content_key
-from judgewatch.traffic.records import Message, RejectedTrafficRow, TrafficRow
+from judgewatch.traffic.records import RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
 
 logger = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ class Sampler:
             update={
                 "question": scrub(row.question, counts),
                 "answer": scrub(row.answer, counts),
-                "messages": [Message(role=m.role, content=scrub(m.content, counts)) for m in row.messages],
+                "messages": scrub_messages(row.messages, self.scrubber, counts),
                 "reference_answer": (scrub(row.reference_answer, counts) if row.reference_answer is not None else None),
                 "reference_facts": [scrub(t, counts) for t in row.reference_facts],
                 "context": [scrub(t, counts) for t in row.context],

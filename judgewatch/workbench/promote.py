@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import ValidationError
 from sqlmodel import Session
 
+from judgewatch.contract.messages import ChatMessage, is_conversation
 from judgewatch.workbench.items import ItemFilter, ItemRow, LabelStatus, find_items
 
 PEOPLE = ("ui", "replay")  # LabelVia values that are people's work
@@ -62,8 +64,17 @@ def _language(row: ItemRow) -> str:
     return "zh" if _CJK.search(row.interaction.question + row.interaction.answer) else "en"
 
 
+def _conversation(messages: list[dict[str, Any]] | None) -> list[ChatMessage]:
+    """The stored turns when they make a conversation (a golden row then carries them), else none."""
+    try:
+        turns = [ChatMessage.model_validate(m) for m in messages or ()]
+    except ValidationError:  # turns stored before they were checked: the row keeps its question only
+        return []
+    return turns if is_conversation(turns) else []
+
+
 def golden_row(row: ItemRow, scores: dict[str, int], *, criterion: str, good_at: int, bad_at: int) -> dict[str, Any]:
-    from judgewatch.contract.pii import Scrubber
+    from judgewatch.contract.pii import Scrubber, scrub_messages
 
     scrubber = Scrubber()
     counts: Counter[str] = Counter()
@@ -74,9 +85,11 @@ def golden_row(row: ItemRow, scores: dict[str, int], *, criterion: str, good_at:
     i = row.interaction
     answer = clean(i.answer)
     score = scores.get(criterion)
+    turns = _conversation(i.messages)
     return {
         "id": golden_id(row),
         "question": clean(i.question),
+        **({"messages": [t.model_dump() for t in scrub_messages(turns, scrubber, counts)]} if turns else {}),
         "reference_answer": clean(i.reference_answer) if i.reference_answer else None,
         "reference_facts": [clean(f) for f in i.reference_facts],
         "context": [clean(c) for c in i.context],

@@ -72,7 +72,7 @@ def work(tmp_path_factory: pytest.TempPathFactory, vllm_url: str) -> Iterator[di
     reference = judgewatch(
         work, "judges", "validate", "--judge", "reference", "--dataset", "halueval_qa_mini", "--dataset", "halluqa_mini"
     )
-    assert reference.returncode == 0 and "answer_quality 1.0.0: trustworthy" in reference.stdout, reference.stdout
+    assert reference.returncode == 0 and "answer_quality 1.1.0: trustworthy" in reference.stdout, reference.stdout
     first = judgewatch(
         work, "regress", "--release", "r1", *datasets(work), *recorded(work), "--judge", vllm_url, ACCEPT
     )

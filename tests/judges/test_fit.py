@@ -17,6 +17,7 @@ from judges.window import TokenCounter, tokens_bound
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import UnscoredReason, Verdict, VerdictStatus
+from judgewatch.testing.conversations import weather_row
 from judgewatch.testing.long_items import SUPPORTING, long_answer_item, long_context_item
 from judgewatch.testing.sim_tokens import context_length_error, prompt_tokens
 from judgewatch.testing.simulator import SimulatorHandle, serve_simulator
@@ -208,3 +209,48 @@ async def test_a_server_without_window_or_tokenizer_gets_the_configured_estimate
     assert verdict.status == VerdictStatus.scored
     assert verdict.trimmed is not None and not verdict.trimmed.exact and verdict.trimmed.window == WINDOW
     assert prompt_tokens(sent) <= WINDOW - MAX_TOKENS  # the estimate is conservative
+
+
+def _long_conversation(exchanges: int, **changes: object) -> JudgeItem:
+    """`exchanges` long user/assistant exchanges, then the weather question, its tool call and result."""
+    row = weather_row("long-conversation", **changes)
+    chatter = [
+        turn
+        for k in range(exchanges)
+        for turn in (
+            {"role": "user", "content": f"Exchange {k}: tell me about the harbour charter. " + "Moorings. " * 60},
+            {"role": "assistant", "content": f"Reply {k}: the charter covers tolls and moorings. " + "Tolls. " * 60},
+        )
+    ]
+    row["messages"] = [row["messages"][0], *chatter, *row["messages"][3:]]
+    return JudgeItem.model_validate(row)
+
+
+async def test_a_long_conversation_loses_its_oldest_turns_first_and_says_how_many(
+    windowed: SimulatorHandle, rubric: Rubric
+) -> None:
+    item = _long_conversation(12)
+    verdict = await _judged(windowed, item, rubric)
+    assert verdict.status == VerdictStatus.scored, verdict.detail
+    trim = verdict.trimmed
+    assert trim is not None and trim.turns_given == 25 and 0 < trim.turns_dropped < 25
+    assert trim.passages_kept == trim.passages_given == 1  # the references were not touched
+    assert trim.note == f"dropped {trim.turns_dropped} oldest turns of 25"
+    user = windowed.state.captured[-1]["messages"][-1]["content"]
+    assert "Exchange 0:" not in user and "Reply 11:" in user  # the oldest went, the newest stayed
+    assert "You are a travel assistant" not in user  # the system prompt is the oldest turn
+    for kept in ("What is the weather in Paris right now?", "get_weather", '"temp_c": 18', "It is 18 °C"):
+        assert kept in user
+    assert prompt_tokens(windowed.state.captured[-1]["messages"]) == trim.prompt_tokens_sent <= WINDOW - MAX_TOKENS
+
+
+async def test_when_dropping_every_earlier_turn_is_not_enough_the_references_are_trimmed_next(
+    windowed: SimulatorHandle, rubric: Rubric
+) -> None:
+    context = long_context_item().context
+    verdict = await _judged(windowed, _long_conversation(3, context=context), rubric)
+    assert verdict.status == VerdictStatus.scored, verdict.detail
+    trim = verdict.trimmed
+    assert trim is not None and trim.turns_dropped == trim.turns_given == 7
+    assert 0 < trim.passages_kept < trim.passages_given
+    assert trim.note.startswith("dropped 7 oldest turns of 7; kept ")

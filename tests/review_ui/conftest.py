@@ -28,6 +28,7 @@ from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import upsert_verdicts
 from review_ui.app import serve
+from review_ui.items_page import add_items_tab
 from review_ui.tiers_page import add_tiers_tab
 
 PASSWORD = "a long test password"
@@ -92,8 +93,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def seed(engine: Engine, answer: str) -> None:
-    """One interaction (tier "quantized") with references, its judge verdict, routed to review."""
+def seed(engine: Engine, answer: str, messages: list[dict[str, Any]] | None = None) -> None:
+    """One interaction (tier "quantized") with references, its judge verdict, routed to review; `messages`: the
+    conversation it ended (its last user turn must be the question)."""
     judge = JudgeIdentity(kind="fake", name="fake-judge", config_hash="cfg")
     rubric = RubricIdentity(name="answer_quality", version="1.0.0", hash="rh")
     interaction = Interaction(
@@ -102,6 +104,7 @@ def seed(engine: Engine, answer: str) -> None:
         source_id="1",
         question="What is the capital of France?",
         answer=answer,
+        messages=messages,
         reference_answer="Paris",
         reference_facts=["Paris is the capital of France."],
         tier="quantized",
@@ -123,12 +126,14 @@ def seed(engine: Engine, answer: str) -> None:
         add_reviewer(session=session, name="alice", password=PASSWORD)
 
 
-def _serve(tmp_path: Path, answer: str) -> Iterator[ServedApp]:
+def _serve(
+    tmp_path: Path, answer: str, messages: list[dict[str, Any]] | None = None, tabs: list[Any] | None = None
+) -> Iterator[ServedApp]:
     engine = make_engine(f"sqlite:///{tmp_path / 'review.db'}")
     migrate(engine)
-    seed(engine, answer)
+    seed(engine, answer, messages)
     port = _free_port()
-    app = serve(engine, Settings(data_dir=tmp_path), host="127.0.0.1", port=port, block=False, extra_tabs=[])
+    app = serve(engine, Settings(data_dir=tmp_path), host="127.0.0.1", port=port, block=False, extra_tabs=tabs or [])
     try:
         yield ServedApp(url=f"http://127.0.0.1:{port}/", engine=engine)
     finally:
@@ -149,6 +154,29 @@ def served_xss(tmp_path: Path) -> Iterator[ServedApp]:
 @pytest.fixture
 def served_raw_html(tmp_path: Path) -> Iterator[ServedApp]:
     yield from _serve(tmp_path, RAW_HTML)
+
+
+# A conversation ending in the seeded question, with a tool call between it and the answer; its earliest turn
+# carries HTML that must show as text.
+CONVERSATION = [
+    {"role": "system", "content": "You are a geography tutor. <b>Never</b> guess."},
+    {"role": "user", "content": "I am revising European capitals for an exam."},
+    {"role": "assistant", "content": "Happy to help. Which country first?"},
+    {"role": "user", "content": "What is the capital of France?"},
+    {"role": "assistant", "content": "", "tool_calls": [{"id": "call_7", "name": "atlas_lookup",
+                                                          "arguments": '{"country": "France"}'}]},
+    {"role": "tool", "content": '{"capital": "Paris"}', "tool_call_id": "call_7"},
+]  # fmt: skip
+
+
+@pytest.fixture
+def served_conversation(tmp_path: Path) -> Iterator[ServedApp]:
+    """A conversation routed to review, with an owner account (`olga`) who may open the Items page."""
+    items = [add_items_tab]
+    for app in _serve(tmp_path, "Paris, as the atlas says.", CONVERSATION, tabs=items):
+        with session_scope(app.engine) as session:
+            add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
+        yield app
 
 
 @pytest.fixture

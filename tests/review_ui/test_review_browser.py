@@ -64,7 +64,7 @@ def test_label_an_item_with_the_keyboard_only_then_see_the_judge(page: Page, ser
     expect(page.locator("#jw-progress")).to_contain_text("done today: 1")
     with session_scope(served.engine) as session:
         (label,) = session.scalars(select(ReviewLabel)).all()
-    assert (label.reviewer, label.via, label.rubric_version_shown) == ("alice", "ui", "1.0.0")
+    assert (label.reviewer, label.via, label.rubric_version_shown) == ("alice", "ui", "1.1.0")
     assert label.scores == {"relevance": 4, "faithfulness": 5, "completeness": 3}
     assert label.duration_ms > 0
 

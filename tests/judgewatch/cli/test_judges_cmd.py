@@ -43,7 +43,7 @@ def test_validate_reference_judge_prints_figures_and_exits_0(db: str) -> None:
     assert "faithfulness  AUROC 0.95 [0.90, 0.99]  gap +2.35  unscored 0%" in result.output
     assert "in-sample" not in result.output
     assert "position consistency 100%" in result.output
-    assert "rubric answer_quality 1.0.0: trustworthy" in result.output
+    assert "rubric answer_quality 1.1.0: trustworthy" in result.output
     probes = ("verbosity", "confidence", "reference-sensitivity", "injection", "consistency")
     for probe in probes:  # one line per probe and set
         assert len([line for line in result.output.splitlines() if line.startswith(f"  probe {probe}: ")]) == 2
@@ -103,7 +103,7 @@ def test_a_random_judge_is_measured_untrustworthy_and_exits_1(db: str) -> None:
     with run_simulator_in_thread(latency_ms=1) as sim:  # answers schema-valid but arbitrary scores
         result = validate(db, sim.base_url, "--model", "sim-judge", "--dataset", "halluqa_mini")
     assert result.exit_code == 1, result.output
-    assert "openai:sim-judge | answer_quality 1.0.0 | known answers | halluqa_mini@" in result.output
+    assert "openai:sim-judge | answer_quality 1.1.0 | known answers | halluqa_mini@" in result.output
     assert "| reference judge AUROC 0.94" in result.output
     assert "NOT TRUSTWORTHY" in result.output
 

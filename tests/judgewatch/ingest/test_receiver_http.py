@@ -19,6 +19,7 @@ from judgewatch.ingest.store import SpanStore
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.quarantine import get_quarantined
+from judgewatch.testing.conversations import weather_row
 from judgewatch.testing.ingest_server import run_receiver_in_thread
 from judgewatch.testing.otlp_payloads import genai_chat, openinference_llm, request, retriever, span
 from judgewatch.traffic.config import SourceConfig
@@ -115,3 +116,33 @@ def test_requests_without_the_token_are_refused(engine: Engine, receiver: tuple[
         reply = httpx.post(f"{url}/v1/traces", content=body, headers={**headers, "Content-Type": "application/json"})
         assert reply.status_code == 401
     assert _count(engine) == 0 and store.totals["requests"] == 0
+
+
+def test_a_span_holding_a_conversation_stores_its_turns_with_the_tool_call(
+    engine: Engine, receiver: tuple[str, SpanStore]
+) -> None:
+    url, _store = receiver
+    turns = weather_row()["messages"]
+    genai = [
+        {"role": t["role"], "parts": [{"type": "text", "content": t["content"]}]} for t in turns[:4]
+    ] + [
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "call_1", "name": "get_weather",
+                                         "arguments": {"city": "Paris"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "call_1", "response": {"temp_c": 18}}]},
+    ]  # fmt: skip
+    chat = genai_chat(5, 1, "unused", "It is 18 °C in Paris right now.")
+    for attribute in chat["attributes"]:
+        if attribute["key"] == "gen_ai.input.messages":
+            attribute["value"] = {"stringValue": json.dumps(genai)}
+    reply = httpx.post(f"{url}/v1/traces", content=json.dumps(request(chat)).encode(),
+                       headers={**AUTH, "Content-Type": "application/json"})  # fmt: skip
+    assert reply.status_code == 200
+    with session_scope(engine) as session:
+        stored = session.exec(select(Interaction)).one()
+    assert stored.question == "What is the weather in Paris right now?"
+    assert [m["role"] for m in stored.messages or []] == ["system", "user", "assistant", "user", "assistant", "tool"]
+    assert (stored.messages or [])[4]["tool_calls"] == [
+        {"id": "call_1", "name": "get_weather", "arguments": '{"city": "Paris"}'}
+    ]
+    assert (stored.messages or [])[5] == {"role": "tool", "content": '{"temp_c": 18}', "tool_call_id": "call_1"}
+    assert stored.to_item().is_conversation

@@ -56,14 +56,43 @@ def test_every_convention_gives_the_question_and_answer(span: Span) -> None:
     assert output_text(span) == ANSWER
 
 
-def test_tool_calls_stay_in_the_conversation_text() -> None:
+def test_genai_tool_calls_and_results_stay_turns_of_the_conversation() -> None:
     span = _span({"gen_ai.operation.name": "chat", "gen_ai.input.messages": json.dumps([
         {"role": "user", "parts": [{"type": "text", "content": "Weather in Paris?"}]},
-        {"role": "assistant", "parts": [{"type": "tool_call", "name": "weather", "arguments": {"city": "Paris"}}]},
-        {"role": "tool", "parts": [{"type": "tool_call_response", "response": "18C, cloudy"}]},
+        {"role": "assistant", "parts": [{"type": "tool_call", "id": "c1", "name": "weather",
+                                         "arguments": {"city": "Paris"}}]},
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "18C, cloudy"}]},
     ])})  # fmt: skip
-    contents = [m["content"] for m in input_messages(span)]
-    assert contents == ["Weather in Paris?", '[tool call weather({"city": "Paris"})]', "[tool result 18C, cloudy]"]
+    assert input_messages(span) == [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "weather",
+                                                              "arguments": '{"city": "Paris"}'}]},
+        {"role": "tool", "content": "18C, cloudy", "tool_call_id": "c1"},
+    ]  # fmt: skip
+
+
+def test_openinference_tool_calls_and_openai_bodies_keep_their_turns() -> None:
+    indexed = _span({
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Weather in Paris?",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.1.message.tool_calls.0.tool_call.id": "c1",
+        "llm.input_messages.1.message.tool_calls.0.tool_call.function.name": "weather",
+        "llm.input_messages.1.message.tool_calls.0.tool_call.function.arguments": '{"city": "Paris"}',
+        "llm.input_messages.2.message.role": "tool", "llm.input_messages.2.message.tool_call_id": "c1",
+        "llm.input_messages.2.message.content": "18C",
+    })  # fmt: skip
+    body = _span({"openinference.span.kind": "LLM", "input.value": json.dumps({"messages": [
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18C"},
+    ]})})  # fmt: skip
+    for span in (indexed, body):
+        turns = input_messages(span)
+        assert [t["role"] for t in turns] == ["user", "assistant", "tool"]
+        assert turns[1]["tool_calls"] == [{"id": "c1", "name": "weather", "arguments": '{"city": "Paris"}'}]
+        assert (turns[2]["tool_call_id"], turns[2]["content"]) == ("c1", "18C")
 
 
 def test_genai_retrieval_documents_reach_llm_spans_of_the_trace_sent_later() -> None:

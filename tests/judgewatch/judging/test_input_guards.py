@@ -11,6 +11,7 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.raw_rows import InputFileError
 from judgewatch.judging.input_rows import read_judge_input
 from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.testing.conversations import weather_row
 
 
 def _row(i: int, **extra: object) -> str:
@@ -102,3 +103,19 @@ def test_a_number_too_long_to_convert_is_quarantined(tmp_path: Path) -> None:
     path = _write(tmp_path / "in.jsonl", ['{"id": ' + "9" * 5000 + ', "question": "q", "answer": "a"}', _row(2)])
     items, bad = _split(read_judge_input(path))
     assert [i.id for i in items] == ["r2"] and bad[0].line == 1
+
+
+def test_a_conversation_row_is_read_and_a_bad_turn_quarantines_its_row_naming_the_field(tmp_path: Path) -> None:
+    good = weather_row("c1")
+    bad = weather_row("c2")
+    bad["messages"][2]["role"] = "robot"
+    no_question = {"id": "c3", "answer": "a", "messages": [{"role": "system", "content": "s"}]}
+    path = _write(tmp_path / "in.jsonl", [json.dumps(good), json.dumps(bad), json.dumps(no_question), _row(4)])
+    items, quarantined = _split(read_judge_input(path))
+    assert [i.id for i in items] == ["c1", "r4"]
+    assert items[0].question == "What is the weather in Paris right now?" and items[0].is_conversation
+    assert [(q.line, q.reason.split(":")[0]) for q in quarantined] == [
+        (2, "field 'messages[2].role'"),
+        (3, "field 'question'"),
+    ]
+    assert "no user turn in messages" in quarantined[1].reason

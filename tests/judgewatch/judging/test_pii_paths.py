@@ -27,6 +27,7 @@ from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.runs import RunKind
+from judgewatch.testing.conversations import weather_row
 from judgewatch.testing.simulator import run_simulator_in_thread
 
 PLANTED = {
@@ -36,6 +37,11 @@ PLANTED = {
     "email": "jane.doe@example.com",
     "address": "1600 Amphitheatre Parkway, Mountain View, CA 94043",
     "name": "李雷",
+}
+TURN_PLANTED = {
+    "earlier turn": "172.16.254.1",
+    "tool arguments": "bob.smith@example.org",
+    "tool result": "DE89370400440532013000",
 }
 ROWS = [
     {
@@ -50,6 +56,30 @@ ROWS = [
         "answer": "好的，请提供订单号。",
         "language": "zh",
     },
+    weather_row(  # a conversation: PII in an earlier turn, a tool call's arguments and a tool's result
+        "p3",
+        messages=[
+            {"role": "user", "content": f"I am Dr. Smith, my work IP is {TURN_PLANTED['earlier turn']}."},
+            {"role": "assistant", "content": "Noted. How can I help?"},
+            {"role": "user", "content": "Email me my refund status."},
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "send_mail",
+                            "arguments": json.dumps({"to": TURN_PLANTED["tool arguments"]}),
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": f"sent; refund to {TURN_PLANTED['tool result']}"},
+        ],
+        answer="Done: the status is in your inbox.",
+        reference_facts=[],
+    ),
 ]
 
 
@@ -100,12 +130,14 @@ def test_judge_input_reaches_the_judge_the_store_and_the_reviewer_scrubbed(
         screens = _review_screens(engine)
     finally:
         engine.dispose()
-    for kind, value in PLANTED.items():
+    for kind, value in {**PLANTED, **TURN_PLANTED}.items():
         assert value not in sent, f"{kind} reached the judge"
         assert value not in stored, f"{kind} was stored"
         assert value not in screens, f"{kind} reached a reviewer"
     for placeholder in ("[SSN]", "[IP]", "[IBAN]", "[EMAIL]", "[ADDRESS]", "[NAME]"):
         assert placeholder in sent and placeholder in screens
+    for scrubbed in ("refund to [IBAN]", '{\\"to\\": \\"[EMAIL]\\"}', "work IP is [IP]"):  # every turn
+        assert scrubbed in sent and scrubbed in stored and scrubbed in screens, scrubbed
 
 
 def test_the_switch_off_sends_content_as_it_is(
@@ -114,7 +146,7 @@ def test_the_switch_off_sends_content_as_it_is(
     monkeypatch.setenv("JUDGEWATCH_PII_SCRUB", "false")
     get_settings.cache_clear()
     sent = _judge_file(tmp_path, db_url)
-    assert all(value in sent for value in PLANTED.values())
+    assert all(value in sent for value in {**PLANTED, **TURN_PLANTED}.values())
 
 
 def test_content_stored_unscrubbed_is_scrubbed_on_the_review_screen(engine: Engine) -> None:

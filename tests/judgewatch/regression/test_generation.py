@@ -10,6 +10,7 @@ from judgewatch.regression.generation import TierRequest, check_live_tier, confi
 from judgewatch.regression.golden import GoldenItem
 from judgewatch.regression.serving import TierParams, TierSpec, parse_tier
 from judgewatch.storage.types import stable_id
+from judgewatch.testing.conversations import weather_row
 
 ITEM = GoldenItem(id="q1", question="Who?", reference_facts=["A."], context=["C."], language="en")
 TEMPLATE = AnswerTemplate(name="t.j2", text="{% block user %}{{ question }} / {{ context | join }}{% endblock %}")
@@ -81,3 +82,19 @@ async def test_an_unset_key_variable_is_named_before_anything_is_sent(tmp_path: 
     assert await check_live_tier(parse_tier("full=http://127.0.0.1:9/v1#m")) == (
         "http://127.0.0.1:9/v1 did not answer GET /models (model m)"
     )
+
+
+def test_a_golden_conversation_sends_its_earlier_exchanges_before_the_question() -> None:
+    turns = weather_row()["messages"]
+    item = GoldenItem.model_validate({"id": "c1", "language": "en", "messages": turns, "reference_facts": ["18 C."]})
+    messages = TierRequest(live(), max_tokens=256, seed=1).messages(item)
+    built = answer_messages("What is the weather in Paris right now?", ["18 C."], "en")
+    assert messages == [
+        built[0],
+        {"role": "user", "content": "I am flying to Paris on Friday."},
+        {"role": "assistant", "content": "Have a good trip! Anything I can check for you?"},
+        built[1],
+    ]
+    templated = TierRequest(live(template=TEMPLATE), max_tokens=256, seed=1).messages(item)
+    assert [m["role"] for m in templated] == ["user", "assistant", "user"]
+    assert TierRequest(live(), 256, 1).messages(ITEM) == answer_messages("Who?", ["A."], "en")  # a question: as before

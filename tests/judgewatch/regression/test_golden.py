@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from judgewatch.cli.dataset_cmd import app
 from judgewatch.contract.items import JudgeItem
 from judgewatch.regression.golden import GoldenSet, GoldenSetError, check_golden_set, load_golden_set
+from judgewatch.testing.conversations import weather_row
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATASETS_DIR = REPO_ROOT / "datasets"
@@ -321,3 +322,15 @@ def test_a_utf16_or_cr_only_golden_file_gets_one_message(tmp_path: Path) -> None
         path.write_bytes(encoded)
         problems = check_golden_set(path)
         assert len(problems) == 1 and message in problems[0]
+
+
+def test_a_golden_conversation_is_judged_with_its_turns_and_a_bad_turn_is_named(tmp_path: Path) -> None:
+    turns = weather_row()["messages"]
+    write_set(tmp_path, [{"id": "c1", "language": "en", "messages": turns, "good_answers": ["18 °C."]}], name="conv")
+    golden = load_golden_set("conv", datasets_dir=tmp_path)
+    (item,) = golden.to_judge_items(which="good")
+    assert item.question == "What is the weather in Paris right now?"
+    assert item.is_conversation and item.messages is not None and item.messages[4].tool_calls[0].name == "get_weather"
+    broken = [*turns[:2], {"role": "robot", "content": "x"}]
+    write_set(tmp_path, [{"id": "c1", "language": "en", "messages": broken}])
+    assert "row 1 (id c1): field 'messages[2].role': Input should be" in str(load_error(tmp_path))
