@@ -32,8 +32,12 @@ def without_nul(value: Any) -> Any:
 
 
 def json_dumps(value: Any) -> str:
-    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`)."""
-    return json.dumps(without_nul(value))
+    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`).
+
+    `json.dumps` writes NUL as the six characters `\\u0000`: text without them had no NUL to remove (a string
+    holding a backslash before "u0000" reads the same and is walked, to the same result)."""
+    text = json.dumps(value)
+    return text if "\\u0000" not in text else json.dumps(without_nul(value))
 
 
 class _StrDumper(StrDumperUnknown):
