@@ -261,7 +261,7 @@ class Sampler:
             update={
                 "question": scrub(row.question, counts),
                 "answer": scrub(row.answer, counts),
-                "messages": [Message(role=m.role, content=scrub(m.content, counts)) for m in row.messages],
+                "messages": [_with_content(m, scrub(m.content, counts)) for m in row.messages],
                 "reference_answer": (scrub(row.reference_answer, counts) if row.reference_answer is not None else None),
                 "reference_facts": [scrub(t, counts) for t in row.reference_facts],
                 "context": [scrub(t, counts) for t in row.context],
@@ -270,3 +270,8 @@ class Sampler:
         )
         self._pii.update(counts)
         return clean, dict(counts)
+
+
+def _with_content(message: Message, content: str) -> Message:
+    """`message` with `content` (the same message when nothing was scrubbed: no second validation)."""
+    return message if content == message.content else Message(role=message.role, content=content)
