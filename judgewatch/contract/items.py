@@ -3,6 +3,7 @@ interaction was a conversation, its turns (`contract.messages`)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -106,16 +107,21 @@ def judged_content(record: BaseModel) -> dict[str, Any]:
     return content
 
 
+_CJK = re.compile("[\u4e00-\u9fff\u3400-\u4dbf]")
+
+
 def detect_language(*texts: str | None) -> Language:
-    """'zh' when CJK ideographs make up at least a fifth of the letters, else 'en'."""
+    """'zh' when CJK ideographs make up at least a fifth of the letters (CJK ideographs and other alphabetic
+    characters), else 'en'. Texts all ASCII hold no ideograph: 'en' without counting."""
+    if all(not text or text.isascii() for text in texts):
+        return "en"
     cjk = letters = 0
     for text in texts:
-        for ch in text or "":
-            if "\u4e00" <= ch <= "\u9fff" or "\u3400" <= ch <= "\u4dbf":
-                cjk += 1
-                letters += 1
-            elif ch.isalpha():
-                letters += 1
+        if not text:
+            continue
+        ideographs = "".join(_CJK.findall(text))
+        cjk += len(ideographs)
+        letters += sum(map(str.isalpha, text)) - sum(map(str.isalpha, ideographs)) + len(ideographs)
     return "zh" if letters and cjk / letters >= 0.2 else "en"
 
 

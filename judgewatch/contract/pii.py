@@ -10,9 +10,10 @@ address, name) live in `pii_more`, with what their patterns cannot find; docs/pi
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import TypeVar
 
@@ -240,21 +241,25 @@ _SUBSTITUTERS: dict[PiiKind, _Substituter] = {
     PiiKind.address: pii_more.sub_address,
     PiiKind.name: pii_more.sub_name,
 }
-_MAY_HOLD: dict[PiiKind, Callable[[str], bool]] = {
-    PiiKind.iban: pii_more.may_hold_iban,
-    PiiKind.ssn: pii_more.may_hold_ssn,
-    PiiKind.ip: pii_more.may_hold_ip,
-    PiiKind.address: pii_more.may_hold_address,
-    PiiKind.name: pii_more.may_hold_name,
+# Whether a text can hold the kind at all, from the text and its count of ASCII digits: a pattern's necessary
+# literal, or as many digits as its shortest form has (SSN 9; an IPv4 address 4 and a dot, an IPv6 one a colon;
+# an IBAN 2; an English street address 1).
+_MAY_HOLD: dict[PiiKind, Callable[[str, int], bool]] = {
+    PiiKind.secret: lambda _text, _digits: True,  # `_sub_secret` tests each of its patterns' literals itself
+    PiiKind.email: lambda text, _digits: "@" in text,
+    PiiKind.cn_id: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.cn_id],
+    PiiKind.card: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.card],
+    PiiKind.phone: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.phone],
+    PiiKind.iban: lambda text, digits: digits >= 2 and pii_more.may_hold_iban(text),
+    PiiKind.ssn: lambda text, digits: digits >= 9 and pii_more.may_hold_ssn(text),
+    PiiKind.ip: lambda text, digits: (":" in text or (digits >= 4 and "." in text)) and pii_more.may_hold_ip(text),
+    PiiKind.address: lambda text, digits: "号" in text or (digits >= 1 and pii_more.may_hold_address(text)),
+    PiiKind.name: lambda text, _digits: pii_more.may_hold_name(text),
 }
-
-
-def _may_hold(kind: PiiKind, text: str, digits: int) -> bool:
-    if kind is PiiKind.email:
-        return "@" in text
-    if kind in _MAY_HOLD:
-        return _MAY_HOLD[kind](text)
-    return digits >= _MIN_DIGITS.get(kind, 0)
+# A scrubbed text kept for the next time the same text comes (a conversation's system prompt, the question that
+# is also the last user message, a trace's retrieved document): at most this many texts and characters.
+_MEMO_TEXTS = 4096
+_MEMO_CHARS = 4_000_000
 
 
 class ScrubResult(BaseModel):
@@ -270,19 +275,45 @@ class Scrubber:
     def __init__(self, kinds: Iterable[PiiKind | str] = tuple(PiiKind)) -> None:
         wanted = {PiiKind(k) for k in kinds}
         self.kinds = tuple(k for k in ORDER if k in wanted)
+        self._steps = tuple((_MAY_HOLD[k], _SUBSTITUTERS[k]) for k in self.kinds)
+        self._names = PiiKind.name in self.kinds
+        self._memo: dict[str, tuple[str, tuple[tuple[str, int], ...]]] = {}
+        self._memo_chars = 0
+        self._memo_until = 0.0  # the memo is emptied at midnight: a Chinese ID's birth date is checked against today
 
     def scrub_into(self, text: str, counts: Counter[str]) -> str:
-        """Scrub `text`, adding what was replaced to `counts` (cheap to call for many fields)."""
+        """Scrub `text`, adding what was replaced to `counts` (cheap to call for many fields, and for a text
+        scrubbed a moment ago: its result is remembered)."""
         if not text:
             return text
         # One scan: most text holds nothing any pattern needs (names: a cue word, found without a regex).
-        if not _ANY_HINT.search(text) and not (PiiKind.name in self.kinds and pii_more.may_hold_name(text)):
+        if not _ANY_HINT.search(text) and not (self._names and pii_more.may_hold_name(text)):
             return text
+        known = self._memo.get(text)
+        if known is not None and time.time() < self._memo_until:
+            for kind, n in known[1]:
+                counts[kind] += n
+            return known[0]
+        found: Counter[str] = Counter()
+        clean = text
         digits = len(_DIGIT.findall(text))
-        for kind in self.kinds:
-            if _may_hold(kind, text, digits):
-                text = _SUBSTITUTERS[kind](text, counts)
-        return text
+        for may_hold, substitute in self._steps:
+            if may_hold(clean, digits):
+                clean = substitute(clean, found)
+        self._remember(text, clean, found)
+        counts.update(found)
+        return clean
+
+    def _remember(self, text: str, clean: str, found: Counter[str]) -> None:
+        now = time.time()
+        if len(self._memo) >= _MEMO_TEXTS or self._memo_chars + len(text) > _MEMO_CHARS or now >= self._memo_until:
+            self._memo.clear()
+            self._memo_chars = 0
+            tomorrow = datetime.combine(date.today() + timedelta(days=1), datetime.min.time())
+            self._memo_until = tomorrow.timestamp()
+        if len(text) <= _MEMO_CHARS // 16:
+            self._memo[text] = (clean, tuple(found.items()))
+            self._memo_chars += len(text)
 
     def scrub(self, text: str) -> ScrubResult:
         counts: Counter[str] = Counter()

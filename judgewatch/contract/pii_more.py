@@ -65,6 +65,9 @@ _NAME_CUE_WORDS = (
     "mr", "mrs", "ms", "mx", "miss", "dr", "prof", "name", "signed", "sincerely", "regards",
     "我叫", "我的名字", "姓名", "名字", "联系人", "收件人", "收货人", "本人", "患者", "客户", "先生", "女士", "小姐",
 )  # fmt: skip
+_NAME_CUE = re.compile("|".join(map(re.escape, _NAME_CUE_WORDS)))  # one scan for every cue word
+_TITLE_CUE = re.compile("Mr|Ms|Mx|Miss|Dr|Prof")  # `_EN_NAME_TITLE`'s titles, case as it matches them
+_INTRO_CUE = re.compile("name|signed|sincerely|regards")  # `_EN_NAME_INTRO`'s words, lower-cased
 _SSN_HINT = re.compile(r"[0-9]{3}[- ][0-9]{2}[- ][0-9]{4}|[Ss][Ss][Nn]|[Ss]ocial [Ss]ecurity")
 _IP_HINT = re.compile(r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]|::|:[0-9A-Fa-f]{1,4}:")
 
@@ -134,11 +137,20 @@ def sub_iban(text: str, counts: Counter[str]) -> str:
 
 
 def sub_name(text: str, counts: Counter[str]) -> str:
+    """Each pattern runs only on text holding its literal: a title as written (the title pattern is case
+    sensitive), an introduction word (ASCII text lower-cased; other text always, as `(?i)` folds some non-ASCII
+    letters onto ASCII ones), Chinese cues only in text that is not ASCII."""
+
     def keep_cue(m: re.Match[str]) -> str:
         return m.group(1) + _counting(counts, "name", "[NAME]")
 
-    text = _EN_NAME_TITLE.sub(keep_cue, text)
-    text = _EN_NAME_INTRO.sub(keep_cue, text)
+    if _TITLE_CUE.search(text):
+        text = _EN_NAME_TITLE.sub(keep_cue, text)
+    ascii_only = text.isascii()
+    if not ascii_only or _INTRO_CUE.search(text.lower()):
+        text = _EN_NAME_INTRO.sub(keep_cue, text)
+    if ascii_only:
+        return text
     text = _CN_NAME_AFTER.sub(keep_cue, text)
     return _CN_NAME_TITLE.sub(lambda m: _counting(counts, "name", "[NAME]") + m.group(2), text)
 
@@ -173,8 +185,7 @@ def sub_address(text: str, counts: Counter[str]) -> str:
 
 
 def may_hold_name(text: str) -> bool:
-    lower = text.lower()
-    return any(word in lower for word in _NAME_CUE_WORDS)
+    return _NAME_CUE.search(text.lower()) is not None
 
 
 def may_hold_ssn(text: str) -> bool:

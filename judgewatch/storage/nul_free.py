@@ -32,8 +32,12 @@ def without_nul(value: Any) -> Any:
 
 
 def json_dumps(value: Any) -> str:
-    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`)."""
-    return json.dumps(without_nul(value))
+    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`).
+
+    `json.dumps` writes NUL as the six characters `\\u0000`: text without them had no NUL to remove (a string
+    holding a backslash before "u0000" reads the same and is walked, to the same result)."""
+    text = json.dumps(value)
+    return text if "\\u0000" not in text else json.dumps(without_nul(value))
 
 
 class _StrDumper(StrDumperUnknown):
@@ -60,5 +64,19 @@ def sqlite_parameters(parameters: Any) -> Any:
     if isinstance(parameters, list) and parameters and isinstance(parameters[0], tuple | list | dict):
         return [sqlite_parameters(p) for p in parameters]
     if isinstance(parameters, tuple | list):
-        return type(parameters)(without_nul(v) for v in parameters)
+        return parameters if _flat_without_nul(parameters) else type(parameters)(without_nul(v) for v in parameters)
     return parameters
+
+
+_FLAT = (int, float, bytes, type(None))
+
+
+def _flat_without_nul(values: tuple[Any, ...] | list[Any]) -> bool:
+    """True when every value is a scalar and no string holds NUL: the values are returned as they are."""
+    for value in values:
+        if value.__class__ is str:
+            if NUL in value:
+                return False
+        elif not isinstance(value, _FLAT):
+            return False
+    return True

@@ -27,6 +27,7 @@ from typing import Any
 
 from judgewatch.traffic.otel_decode import BadSpan, Span
 
+_LABEL_TYPES = (str, int, float)  # a tuple: `isinstance` with a union is slower, and this runs per label and place
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _INDEXED = re.compile(r"^(.*?)\.(\d+)\.(.+)$")
 _FIRST_MESSAGE_KEYS = ("0.message.role", "0.message.content", "0.role", "0.content",
@@ -140,7 +141,7 @@ def span_labels(span: Span) -> dict[str, Any]:
         for where in places:
             for key in keys:
                 value = where.get(key)
-                if value not in (None, "") and isinstance(value, str | int | float) and not isinstance(value, bool):
+                if value not in (None, "") and isinstance(value, _LABEL_TYPES) and not isinstance(value, bool):
                     labels[name] = str(value)
                     break
             else:
@@ -242,7 +243,7 @@ def _structured(value: Any) -> Any:
             return json.loads(value)
         except (json.JSONDecodeError, RecursionError):
             return None
-    return value if isinstance(value, list | dict) else None
+    return value if isinstance(value, (list, dict)) else None
 
 
 def _content(value: Any) -> str:

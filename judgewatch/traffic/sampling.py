@@ -257,16 +257,17 @@ class Sampler:
             return row, {}
         counts: Counter[str] = Counter()
         scrub = self.scrubber.scrub_into
-        clean = row.model_copy(
-            update={
-                "question": scrub(row.question, counts),
-                "answer": scrub(row.answer, counts),
-                "messages": scrub_messages(row.messages, self.scrubber, counts),
-                "reference_answer": (scrub(row.reference_answer, counts) if row.reference_answer is not None else None),
-                "reference_facts": [scrub(t, counts) for t in row.reference_facts],
-                "context": [scrub(t, counts) for t in row.context],
-                "attributes": {k: scrub(v, counts) if isinstance(v, str) else v for k, v in row.attributes.items()},
-            }
-        )
+        update = {
+            "question": scrub(row.question, counts),
+            "answer": scrub(row.answer, counts),
+            "messages": scrub_messages(row.messages, self.scrubber, counts),
+            "reference_answer": (scrub(row.reference_answer, counts) if row.reference_answer is not None else None),
+            "reference_facts": [scrub(t, counts) for t in row.reference_facts],
+            "context": [scrub(t, counts) for t in row.context],
+            "attributes": {k: scrub(v, counts) if isinstance(v, str) else v for k, v in row.attributes.items()},
+        }
+        if not counts:  # every replacement is counted: nothing counted, nothing changed
+            return row, {}
         self._pii.update(counts)
-        return clean, dict(counts)
+        return row.model_copy(update=update), dict(counts)
+
