@@ -270,4 +270,3 @@ class Sampler:
             return row, {}
         self._pii.update(counts)
         return row.model_copy(update=update), dict(counts)
-
