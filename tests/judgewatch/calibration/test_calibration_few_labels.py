@@ -32,8 +32,8 @@ def few_labels(engine: Engine, rubric: Rubric) -> Engine:
         judge=JUDGE_A,
         tiers={"full": always_five, "quantized": always_five},
         days=1,
-        per_day=24,
-        review_share=0.12,  # three labels on one tier, none on the other, as routing fell
+        per_day=32,
+        review_share=0.12,  # 2-4 labels a tier, as routing falls (rubric 1.1.0's hashes)
         judge_noise=0.3,
         paired=True,
         start=START,

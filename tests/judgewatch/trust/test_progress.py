@@ -26,7 +26,7 @@ def test_line_states_calls_done_rate_and_time_left() -> None:
 
 def test_the_judges_warm_up_does_not_inflate_the_first_time_left() -> None:
     """Issue 35 §6.9: the first estimate said 15 min for 2 min of work; the first call had carried the warm-up."""
-    clock, lines = FakeClock(), []
+    clock, lines = ManualClock(100.0), []
     meter = CallMeter(120, lines.append, every_s=5.0, clock=clock)
     clock.now += 60.0  # the first call waits for the judge to warm up
     meter.tick()
