@@ -1,3 +1,3 @@
 """judgewatch: continuous quality evaluation for LLM applications."""
 
-__version__ = "0.4.0"
+__version__ = "0.5.0"
