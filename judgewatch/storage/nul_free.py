@@ -10,12 +10,12 @@ NUL, the same rule is applied to the statement's parameters, so both back ends r
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from psycopg.abc import AdaptContext, Buffer
-from psycopg.types.json import set_json_dumps
-from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
+if TYPE_CHECKING:
+    from psycopg.abc import AdaptContext
 
 NUL = "\x00"
 
@@ -40,20 +40,31 @@ def json_dumps(value: Any) -> str:
     return text if "\\u0000" not in text else json.dumps(without_nul(value))
 
 
-class _StrDumper(StrDumperUnknown):
-    def dump(self, obj: str) -> Buffer | None:
-        return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
+@functools.cache
+def _str_dumpers() -> tuple[type, type]:
+    """psycopg's text and binary `str` dumpers, dropping NUL. Made on the first PostgreSQL connection: a SQLite
+    store never imports psycopg (0.04 s of every command's start)."""
+    from psycopg.abc import Buffer
+    from psycopg.types.string import StrBinaryDumper, StrDumperUnknown
 
+    class _StrDumper(StrDumperUnknown):
+        def dump(self, obj: str) -> Buffer | None:
+            return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
 
-class _StrBinaryDumper(StrBinaryDumper):
-    def dump(self, obj: str) -> Buffer | None:
-        return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
+    class _StrBinaryDumper(StrBinaryDumper):
+        def dump(self, obj: str) -> Buffer | None:
+            return super().dump(obj.replace(NUL, "") if NUL in obj else obj)
+
+    return _StrDumper, _StrBinaryDumper
 
 
 def install(context: AdaptContext) -> None:
     """Make a psycopg connection (or adapters map) send every string and JSON document without NUL."""
-    context.adapters.register_dumper(str, _StrBinaryDumper)
-    context.adapters.register_dumper(str, _StrDumper)  # registered last: the default for str, as psycopg's own
+    from psycopg.types.json import set_json_dumps
+
+    text_dumper, binary_dumper = _str_dumpers()
+    context.adapters.register_dumper(str, binary_dumper)
+    context.adapters.register_dumper(str, text_dumper)  # registered last: the default for str, as psycopg's own
     set_json_dumps(json_dumps, context)
 
 

@@ -7,12 +7,15 @@ with a NUL in its reason aborted the whole run (0 of 20 stored) and a reviewer's
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from sqlalchemy import Engine, select
 from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
+from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.verdicts import VerdictRecord
@@ -49,3 +52,17 @@ def test_json_and_text_columns_drop_nul_on_both_back_ends(engine: Engine) -> Non
         (stored,) = session.scalars(select(EvalRun)).all()
     assert stored.name == "nulname"
     assert stored.params == {"note": ["ab", {"c": "d"}]}
+
+
+def test_a_sqlite_store_opens_without_importing_psycopg(tmp_path: Path) -> None:
+    # psycopg's dumpers are made on the first PostgreSQL connection: a SQLite store's commands start without it
+    url = f"sqlite:///{tmp_path / 'jw.db'}"
+    script = (
+        "import sys\n"
+        "from judgewatch.cli._store import open_store\n"
+        f"open_store({url!r}).dispose()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'psycopg'))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
