@@ -63,10 +63,13 @@ def _dates(ax: Any) -> None:
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
-def _err(center: float, low: float, high: float) -> list[list[float]] | None:
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return None
-    return [[center - low], [high - center]]
+def _point_with_interval(ax: Any, x: float, row: int, low: float, high: float, color: Any) -> None:
+    """The point at `x` and, where both bounds are finite, the interval [low, high] drawn as it is: around its
+    own middle, since a point estimate need not sit inside it (the interval's centre moves towards the middle of
+    the scale with few labels, and a PPI estimate can overshoot the scale the interval is cut to)."""
+    if np.isfinite(low) and np.isfinite(high):
+        ax.errorbar((low + high) / 2, row, xerr=(high - low) / 2, fmt="none", ecolor=color, capsize=4)
+    ax.plot(x, row, "o", color=color, ms=7)
 
 
 def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: str) -> bytes:
@@ -83,8 +86,8 @@ def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: s
         color = COLORS(tiers.index(est.tier))
         left.plot(est.judge_mean, row, "o", mfc="white", mec=color, ms=8)
         if np.isfinite(est.estimate):
-            err = None if est.interval_note else _err(est.estimate, est.low, est.high)
-            left.errorbar(est.estimate, row, xerr=err, fmt="o", color=color, capsize=4, ms=7)
+            low, high = (np.nan, np.nan) if est.interval_note else (est.low, est.high)
+            _point_with_interval(left, est.estimate, row, low, high, color)
             if est.interval_note:
                 left.annotate(
                     est.interval_note, (est.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
@@ -100,8 +103,8 @@ def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: s
         for row, gap in enumerate(gaps):
             right.plot(gap.judge_diff, row, "o", mfc="white", mec="grey", ms=8)
             if np.isfinite(gap.estimate):
-                err = None if gap.interval_note else _err(gap.estimate, gap.low, gap.high)
-                right.errorbar(gap.estimate, row, xerr=err, fmt="o", color="black", capsize=4, ms=7)
+                low, high = (np.nan, np.nan) if gap.interval_note else (gap.low, gap.high)
+                _point_with_interval(right, gap.estimate, row, low, high, "black")
                 if gap.interval_note:
                     right.annotate(
                         gap.interval_note, (gap.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7

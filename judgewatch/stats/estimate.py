@@ -124,6 +124,13 @@ def score_bounds(bounds: tuple[float, float], *observed: NDArray[np.float64]) ->
     return low, high
 
 
+def on_scale(estimate: float, scale: tuple[float, float]) -> float:
+    """`estimate` brought onto `scale`: the mean of scores on a scale lies on it, and a PPI estimate can
+    overshoot it when the judge's error on the labels is large (projecting onto the possible values never moves
+    an estimate further from the truth)."""
+    return min(max(estimate, scale[0]), scale[1])
+
+
 def difference_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
     """The range of a per-item difference of two scores on the scale `bounds`."""
     width = float(bounds[1]) - float(bounds[0])

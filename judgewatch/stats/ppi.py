@@ -40,6 +40,7 @@ from judgewatch.stats.estimate import (
     as_float_array,
     bounded_label_phase,
     bounded_t_interval,
+    on_scale,
     score_bounds,
     t_interval,
     z_value,
@@ -138,12 +139,12 @@ def ppi_mean(
     rectifier = _dot(w, resid) / float(w.sum())
     f_sum = float(fa.sum())
     f_mean = f_sum / n_all
-    estimate = lam_ * f_mean + rectifier
+    scale = score_bounds(bounds, hum)
+    estimate = on_scale(lam_ * f_mean + rectifier, scale)
     if n < max(min_labels, 2):
         return PPIEstimate(estimate, np.nan, np.nan, n, n_all, np.nan, lam_, np.nan)
 
     # u_i - theta = lam (f_i - mean f) + L_i w_i d_i; the labels' part with the pseudo-labels at the bounds
-    scale = score_bounds(bounds, hum)
     labels = bounded_label_phase(w, resid, lam_ * f_mean, scale, level)
     # sum of squares about the mean without an N-sized temporary (scores are small numbers: no cancellation)
     spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0) / (n_all * n_all)

@@ -41,6 +41,7 @@ from judgewatch.stats.estimate import (
     as_float_array,
     bounded_label_phase,
     bounded_t_interval,
+    on_scale,
     score_bounds,
     t_interval,
     two_sided_p,
@@ -159,13 +160,13 @@ def survey_ppi_mean(
         lam = float(np.clip(numer / denom, 0.0, 1.0)) if denom > 0 and np.isfinite(denom) else 0.0
     resid = yl - lam * fl
     rect = float(dl @ resid / dl.sum())
-    estimate = lam * f_mean + rect
+    scale = score_bounds(bounds, yl)
+    estimate = on_scale(lam * f_mean + rect, scale)
     used = int((ml > 0).sum())  # labels in the estimate (a zero reference-mix weight leaves one out)
     if used < max(min_labels, 2):
         return SurveyEstimate(estimate, np.nan, np.nan, np.nan, n, n_lab, np.nan, lam, population)
     # the label phase with the pseudo-labels at the scale's ends (HC3-scaled residuals: the jackknife's
     # small-sample correction of a ratio estimator, whose plain linearization understates the variance)
-    scale = score_bounds(bounds, yl)
     labels = bounded_label_phase(dl, resid, lam * f_mean, scale, level)
     # the judge phase is a mean over the sample (sum ds), the label phase a Hajek mean over the labels
     big_s, big_l = float(ds.sum()), labels.total
