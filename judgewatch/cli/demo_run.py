@@ -128,6 +128,8 @@ def _show(echo: Echo, outcome: Outcome, seen: dict[str, str]) -> None:
     for kind in ("reasons", "warnings", "notes"):
         for entry in r.get(kind, []):
             first = entry.splitlines()[0]
+            if first in r["summary"]:  # the summary already says it ("COULD NOT EVALUATE (exit 2): <reason>")
+                continue
             said = seen.setdefault(first, f"for release {outcome.release}")
             if said != f"for release {outcome.release}":
                 echo(f"   {kind[:-1]}: {first.split(': ')[0]}: as {said}")

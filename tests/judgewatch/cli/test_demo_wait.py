@@ -115,6 +115,20 @@ def test_the_demo_wraps_long_lines_and_says_a_note_repeated_on_every_release_onc
     assert text.count("tier quantized c4") == 3  # each release's own summary stays
 
 
+def test_a_reason_the_summary_already_states_is_not_printed_again() -> None:
+    from judgewatch.cli.demo_run import Outcome, _show
+
+    reason = "judge not trustworthy: judge openai:smollm2 (config ca5f0a20239a): NOT TRUSTWORTHY (AUROC 0.50)"
+    result = {"exit_code": 2, "summary": f"COULD NOT EVALUATE (exit 2): {reason}", "reasons": [reason], "report": "r"}
+    lines: list[str] = []
+    _show(lines.append, Outcome("r3", "judge smollm2", 2, result, 1.0), {})
+    assert " ".join(lines).count("AUROC 0.50") == 1 and not any("reason:" in line for line in lines), lines
+    other = {**result, "reasons": ["endpoint quantized unreachable"]}
+    lines.clear()
+    _show(lines.append, Outcome("r4", "reference judge", 2, other, 1.0), {})
+    assert "   reason: endpoint quantized unreachable" in lines  # a reason the summary does not hold stays
+
+
 def test_the_demos_closing_hint_creates_an_account_that_sees_the_pages_it_names_and_names_judge_down() -> None:
     from judgewatch.cli.demo_cmd import HINT_ROLE, closing_hint
     from judgewatch.review.accounts import AGGREGATE_ROLES, Role
