@@ -172,18 +172,8 @@ async def fit_messages(
     dropped, shorter = await _drop_turns(item, rubric, to_score, counter, budget)
     if shorter is not None:
         references = len(passages(item, lambda _: 0.0))
-        trim = PromptTrim(
-            passages_given=references,
-            passages_kept=references,
-            prompt_tokens_full=full_tokens,
-            prompt_tokens_sent=await counter.messages(shorter),
-            window=window.size,
-            reply_tokens=window.reply_tokens,
-            exact=window.exact,
-            turns_given=turns_given,
-            turns_dropped=dropped,
-        )
-        return Fitted(shorter, trim)
+        sent = await counter.messages(shorter)
+        return Fitted(shorter, _prompt_trim(window, full_tokens, sent, turns_given, dropped, references, references))
     item = without_oldest_turns(item, dropped)
     bare_tokens = await counter.messages(render_messages(rubric, without_references(item), to_score))
     limits = f"the window is {window.size} tokens, {window.reply_tokens} kept for the reply: {budget} for the prompt"
@@ -210,19 +200,28 @@ async def fit_messages(
         if sent_tokens <= budget:
             break
         chosen.drop_last()  # the estimate per passage was short: drop the least relevant piece and count again
-    trim = PromptTrim(
-        passages_given=len(given),
-        passages_kept=len(chosen.whole),
-        passages_partial=len(chosen.parts),
-        prompt_tokens_full=full_tokens,
-        prompt_tokens_sent=sent_tokens,
+    kept = _prompt_trim(
+        window, full_tokens, sent_tokens, turns_given, dropped, len(given), len(chosen.whole), len(chosen.parts)
+    )
+    return Fitted(messages, kept)
+
+
+def _prompt_trim(
+    window: Window, full: int, sent: int, turns_given: int, turns_dropped: int, given: int, kept: int, partial: int = 0
+) -> PromptTrim:
+    """What fitting left out: turns dropped, reference passages kept whole or in part, tokens before and after."""
+    return PromptTrim(
+        passages_given=given,
+        passages_kept=kept,
+        passages_partial=partial,
+        prompt_tokens_full=full,
+        prompt_tokens_sent=sent,
         window=window.size,
         reply_tokens=window.reply_tokens,
         exact=window.exact,
         turns_given=turns_given,
-        turns_dropped=dropped,
+        turns_dropped=turns_dropped,
     )
-    return Fitted(messages, trim)
 
 
 async def _choose(

@@ -103,6 +103,15 @@ CONTENT_COLUMNS = (
     INTERACTIONS.c.context,
     INTERACTIONS.c.language,
 )
+# The judge's verdict a screen reveals once the reviewer has submitted (the held read and the submit both return it).
+REVEAL_COLUMNS = (
+    VERDICTS.c.scores,
+    VERDICTS.c.overall,
+    VERDICTS.c.status,
+    VERDICTS.c.unscored_reason,
+    VERDICTS.c.reason,
+    VERDICTS.c.judge_name,
+)
 VIEW_COLUMNS = (ITEMS.c.id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at, *CONTENT_COLUMNS)
 ITEM_JOIN = ITEMS.join(INTERACTIONS, ITEMS.c.interaction_id == INTERACTIONS.c.id)
 VIEW_ROWS = select(*VIEW_COLUMNS).select_from(ITEM_JOIN).where(ITEMS.c.id == ITEM)
@@ -115,12 +124,7 @@ HELD_ROWS = (
         ITEMS.c.labels_done,
         ITEMS.c.labels_needed,
         INTERACTIONS.c.tier,
-        VERDICTS.c.scores,
-        VERDICTS.c.overall,
-        VERDICTS.c.status,
-        VERDICTS.c.unscored_reason,
-        VERDICTS.c.reason,
-        VERDICTS.c.judge_name,
+        *REVEAL_COLUMNS,
         IS_ACTIVE.scalar_subquery().label("active"),
     )
     .select_from(ITEM_JOIN.join(VERDICTS, ITEMS.c.verdict_id == VERDICTS.c.id))
@@ -228,15 +232,7 @@ _LABELED = (
 )
 # The lease ended and the label stored together, guarded by the lease, the account and the state the label was
 # validated against; returns the verdict to reveal, or no row when nothing was stored.
-_LABEL_AND_RELEASE = select(
-    VERDICTS.c.scores,
-    VERDICTS.c.overall,
-    VERDICTS.c.status,
-    VERDICTS.c.unscored_reason,
-    VERDICTS.c.reason,
-    VERDICTS.c.judge_name,
-    INTERACTIONS.c.tier,
-).select_from(
+_LABEL_AND_RELEASE = select(*REVEAL_COLUMNS, INTERACTIONS.c.tier).select_from(
     _RELEASED.join(_LABELED, _LABELED.c.review_item_id == _RELEASED.c.id)
     .join(VERDICTS, VERDICTS.c.id == _RELEASED.c.verdict_id)
     .join(INTERACTIONS, INTERACTIONS.c.id == _RELEASED.c.interaction_id)
