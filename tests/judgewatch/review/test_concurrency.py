@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from itertools import pairwise
@@ -36,11 +37,25 @@ def test_twenty_reviewers_pulling_and_submitting_at_once(engine: Engine, seed, r
     double_leases: list[str] = []
     stolen: list[str] = []
 
+    def every_item_labelled() -> bool:
+        _, items = _labels_and_items(engine)
+        return all(i.labels_done >= i.labels_needed for i in items)
+
     def reviewer(name: str) -> Callable[[], None]:
         rng = random.Random(name)
 
         def work() -> None:
-            while (item := queue.lease_next(name)) is not None:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                item = queue.lease_next(name)
+                if item is None:
+                    # Nothing free for this reviewer now. An item another reviewer holds may still come back
+                    # needing a second label this one can give: stop only when every item has its labels (on a
+                    # busy machine the last ones would otherwise go unlabelled, and the test flake).
+                    if every_item_labelled():
+                        return
+                    time.sleep(0.05)
+                    continue
                 with guard:
                     if item.item_id in holding:
                         double_leases.append(item.item_id)
