@@ -39,9 +39,9 @@ def png_ok(data: bytes) -> bool:
     return image.format == "PNG"
 
 
-@pytest.fixture
-def seeded(tmp_path: Path) -> Iterator[Engine]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'pages.db'}")
+def seed_store(path: Path) -> Engine:
+    """A store with two days of synthetic verdicts and labels, its page views computed, and three accounts."""
+    engine = make_engine(f"sqlite:///{path}")
     migrate(engine)
     start = utcnow() - timedelta(days=2)  # inside the pages' default period (90 days)
     spec = SyntheticSpec(judge=JUDGE, days=2, per_day=30, review_share=0.4, start=start)
@@ -52,12 +52,27 @@ def seeded(tmp_path: Path) -> Iterator[Engine]:
         add_reviewer(session=session, name="rita", password=PASSWORD, role="reviewer")
         add_reviewer(session=session, name="gone", password=PASSWORD, role="owner")
         set_active(session=session, name="gone", active=False)
+    return engine
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> Iterator[Engine]:
+    """A seeded store of the test's own: for a test that writes to it."""
+    engine = seed_store(tmp_path / "pages.db")
     yield engine
     engine.dispose()
 
 
-def test_tiers_view_shows_every_table_and_plot(seeded: Engine) -> None:
-    view = tiers_view(seeded)
+@pytest.fixture(scope="module")
+def seeded_read(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """One seeded store shared by the tests that only read it (computing its views takes seconds)."""
+    engine = seed_store(tmp_path_factory.mktemp("pages") / "pages.db")
+    yield engine
+    engine.dispose()
+
+
+def test_tiers_view_shows_every_table_and_plot(seeded_read: Engine) -> None:
+    view = tiers_view(seeded_read)
     assert JUDGE.config_hash in view.header and "SYNTHETIC LABELS" in view.header
     assert sorted(set(view.estimates["tier"])) == ["full", "quantized"] and len(view.estimates) == 6
     assert "corrected [95% CI]" in view.estimates.columns
@@ -117,8 +132,8 @@ def test_the_page_offers_every_stored_series_and_says_which_it_shows_and_why(see
     assert tiers_view(seeded, series="gone").shown == JUDGE.config_hash  # an unknown pick falls back
 
 
-def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded: Engine) -> None:
-    view = calibration_view(seeded)
+def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded_read: Engine) -> None:
+    view = calibration_view(seeded_read)
     assert sorted(view.confusion) == [f"{t} · {c}" for t in ("full", "quantized")
                                       for c in ("completeness", "faithfulness", "relevance")]  # fmt: skip
     cm = view.confusion["quantized · faithfulness"]
@@ -128,18 +143,18 @@ def test_calibration_view_has_confusion_matrices_and_says_what_is_missing(seeded
     assert view.alerts.iloc[0, 0] == "No drift alerts."
 
 
-def test_only_active_owners_and_adjudicators_may_compute_the_pages(seeded: Engine) -> None:
-    assert require_viewer(seeded, SimpleNamespace(username="owner")) == "owner"  # type: ignore[arg-type]
+def test_only_active_owners_and_adjudicators_may_compute_the_pages(seeded_read: Engine) -> None:
+    assert require_viewer(seeded_read, SimpleNamespace(username="owner")) == "owner"  # type: ignore[arg-type]
     with pytest.raises(gr.Error, match="for adjudicators and owners"):
-        require_viewer(seeded, SimpleNamespace(username="rita"))  # type: ignore[arg-type]
+        require_viewer(seeded_read, SimpleNamespace(username="rita"))  # type: ignore[arg-type]
     for request in (None, SimpleNamespace(username=None), SimpleNamespace(username="gone")):
         with pytest.raises(gr.Error):
-            require_viewer(seeded, request)  # type: ignore[arg-type]
+            require_viewer(seeded_read, request)  # type: ignore[arg-type]
 
 
-def test_both_pages_build_as_tabs_of_the_app(seeded: Engine) -> None:
+def test_both_pages_build_as_tabs_of_the_app(seeded_read: Engine) -> None:
     with gr.Blocks() as app, gr.Tabs():
-        tiers, calibration = add_tiers_tab(seeded), add_calibration_tab(seeded)
+        tiers, calibration = add_tiers_tab(seeded_read), add_calibration_tab(seeded_read)
     assert (tiers.label, calibration.label) == ("Tiers", "Calibration")
     labels = {getattr(block, "label", None) for block in app.blocks.values()}
     assert {"Tier scores", "Tier difference", "Scores over time", "Anchor comparison", "Heat map"} <= labels
