@@ -106,6 +106,7 @@ def test_a_killed_run_is_abandoned_and_its_rerun_sends_no_stored_item_again(
         assert killed["status"] == "abandoned"
 
         sim.state.reset()
+        sim.state.latency_s = 0.005  # the latency only kept the killed run slow enough to kill mid-way
         result = CliRunner().invoke(get_app(), ["judge", *args, *judge_args])
         assert result.exit_code == 0, result.output
         first_line = result.stdout.splitlines()[0]
