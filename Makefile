@@ -40,11 +40,16 @@ test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and
 # (tests/conftest.py marks them by the fixtures they use). PostgreSQL tests run: scripts/test_postgres.sh uses
 # the server at JUDGEWATCH_TEST_POSTGRES_URL or installs one. Ephemeral Prefect is off, so a test that runs a flow
 # without the prefect_server fixture fails here instead of quietly starting a server.
+# pytest-xdist runs it in TEST_WORKERS processes (default: one per CPU); worksteal hands each worker a contiguous
+# run of tests, so a module's shared fixture is mostly set up once, and an idle worker takes over the tail of a
+# busy one's. Every worker has its own PostgreSQL schemas, tmp_path base, path guard and endpoint guard.
+# TEST_WORKERS=0 runs it in one process.
 FAST_TIER := not (prefect_server or vllm or browser or prometheus or child_pytest)
+TEST_WORKERS ?= auto
 test-fast: setup  ## the fast tier: every test that needs nothing but PostgreSQL (a few minutes)
 	bash scripts/test_postgres.sh
 	PREFECT_SERVER_ALLOW_EPHEMERAL_MODE=false PREFECT_SERVER_ANALYTICS_ENABLED=false \
-	  $(BIN)/python -m pytest -q -m "$(FAST_TIER)" $(PYTEST_ARGS)
+	  $(BIN)/python -m pytest -q -m "$(FAST_TIER)" -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 check: setup  ## lint, types, rubric and dataset checks
 	$(BIN)/ruff check .
