@@ -1,8 +1,8 @@
 """Shared fixtures: a database URL for SQLite and for the real PostgreSQL, and a migrated engine on it.
 
 PostgreSQL tests get a fresh, uniquely named schema each (via the URL's `options=-csearch_path=...`), dropped
-afterwards, so parallel sessions and CI jobs never collide. Override the server with
-JUDGEWATCH_TEST_POSTGRES_URL; deselect with `-m "not postgres"`.
+afterwards, so parallel sessions, pytest-xdist workers (`make test-fast`) and CI jobs never collide. Override the
+server with JUDGEWATCH_TEST_POSTGRES_URL; deselect with `-m "not postgres"`.
 
 Every test runs under the path guard (judgewatch/testing/path_guard.py): a test, fixture or the code under
 test that opens a file beside the checkout (a data folder next to it) instead of inside it fails, naming the path.
