@@ -12,11 +12,11 @@ import random
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+from openai.types.chat import ChatCompletion
 
 from judges.budget import judge_slot
 from judges.config import EndpointConfig
@@ -27,6 +27,8 @@ from judgewatch.url_secrets import reveal
 logger = logging.getLogger(__name__)
 
 HEALTH_TIMEOUT_S = 5.0
+CHAT_PATH = "/chat/completions"  # where `chat.completions.create` posts, under the base URL
+_CHAT: Any = {"security": {"bearer_auth": True}}  # the request options `create` gives (the API key as bearer token)
 
 
 @dataclass(frozen=True)
@@ -95,15 +97,16 @@ class ChatClient:
         """
         client, semaphore = self._bind()
         cfg = self.endpoint
-        params: dict[str, Any] = {"max_tokens": max_tokens or cfg.max_tokens, "temperature": cfg.temperature}
+        body: dict[str, Any] = {"model": cfg.model, "messages": messages}
+        body["max_tokens"], body["temperature"] = max_tokens or cfg.max_tokens, cfg.temperature
         if cfg.seed is not None:
-            params["seed"] = cfg.seed
+            body["seed"] = cfg.seed
         if response_format is not None:
-            params["response_format"] = response_format
+            body["response_format"] = response_format
         if top_logprobs is not None:
-            params["logprobs"], params["top_logprobs"] = True, top_logprobs
+            body["logprobs"], body["top_logprobs"] = True, top_logprobs
         if extra_body:
-            params["extra_body"] = dict(extra_body)  # merged into the JSON body as is (stop, top_p, vendor fields)
+            body.update(extra_body)  # merged into the JSON body as is (stop, top_p, vendor fields), as openai does
         started: float | None = None
         attempt = 0
         while True:
@@ -114,11 +117,10 @@ class ChatClient:
                     if started is None:
                         started = time.perf_counter()
                     async with asyncio.timeout(cfg.timeout_s):
-                        completion = await client.chat.completions.create(
-                            model=cfg.model,
-                            messages=cast(list[ChatCompletionMessageParam], messages),
-                            **params,
-                        )
+                        # `chat.completions.create` without its walk of every parameter through openai's typed
+                        # dicts: 0.5 ms of CPU a request (a fifth of a bare client loop's CPU), and the identity on
+                        # this plain JSON (tests/judges/test_openai_judge.py holds the two requests equal).
+                        completion = await client.post(CHAT_PATH, cast_to=ChatCompletion, body=body, options=_CHAT)
                 return ChatResult(completion, attempt, (time.perf_counter() - started) * 1000)
             except Exception as exc:
                 failure = classify_exception(exc)

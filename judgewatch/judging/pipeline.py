@@ -281,7 +281,12 @@ async def judge_keyed(
     try:
         async with asyncio.TaskGroup() as group:
             writer_task = group.create_task(writer.run()) if writer is not None else None
-            workers = [group.create_task(worker()) for _ in range(max_in_flight)]
+            workers = []
+            for _ in range(max_in_flight):
+                # One worker a loop turn: the first requests go out while the later items are still being read
+                # and scrubbed (started all at once, every worker prepared its item before any request left).
+                workers.append(group.create_task(worker()))
+                await asyncio.sleep(0)
             await asyncio.gather(*workers)
             if writer is not None and writer_task is not None:
                 await writer.close()

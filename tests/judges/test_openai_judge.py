@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import httpx
+import openai
 
 from judges.base import Judge
+from judges.chat_client import ChatClient
 from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
 from judgewatch.contract.items import JudgeItem
@@ -41,6 +44,41 @@ async def test_request_carries_json_schema_temperature_zero_seed_and_max_tokens_
     assert body["seed"] == 77
     assert body["max_tokens"] == 123
     assert body["model"] == "sim-judge"
+
+
+async def test_the_request_is_the_one_the_openai_client_would_send(sim: SimulatorHandle) -> None:
+    """The chat client posts its body without openai's parameter walk: the same JSON and the same API key as
+    `chat.completions.create` with the same arguments, conversation turns and vendor fields included."""
+    messages = [
+        {"role": "system", "content": "Grade the reply."},
+        {"role": "user", "content": "第一轮：北京是首都吗？"},
+        {"role": "assistant", "content": "是的。"},
+        {"role": "user", "content": 'Quote: "\\u0000" and a tab\t.'},
+    ]
+    response_format = {"type": "json_schema", "json_schema": {"name": "v", "schema": {"type": "object"}}}
+    extra = {"stop": ["</verdict>"], "top_p": 0.9, "chat_template_kwargs": {"enable_thinking": False}}
+    config = EndpointConfig(sim.base_url, "sim-judge", api_key="key-1", seed=7, max_tokens=99, temperature=0.0)
+    client = ChatClient(config)
+    await client.chat(messages, response_format=response_format, extra_body=extra, top_logprobs=3)
+    await client.aclose()
+    reference = openai.AsyncOpenAI(base_url=sim.base_url, api_key="key-1", max_retries=0)
+    create: Any = reference.chat.completions.create  # plain dicts where openai types its parameters
+    await create(
+        model="sim-judge",
+        messages=messages,
+        max_tokens=99,
+        temperature=0.0,
+        seed=7,
+        response_format=response_format,
+        logprobs=True,
+        top_logprobs=3,
+        extra_body=extra,
+    )
+    await reference.close()
+
+    ours, theirs = sim.state.captured
+    assert ours == theirs
+    assert sim.state.authorizations == {"Bearer key-1": 2}
 
 
 async def test_rubric_is_the_first_message_and_the_neutralized_answer_the_last(

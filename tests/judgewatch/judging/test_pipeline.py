@@ -139,6 +139,30 @@ async def test_pending_calls_stay_within_max_in_flight_and_items_are_read_lazily
     assert result.summary.items == 500
 
 
+async def test_the_first_request_leaves_before_the_later_items_are_read(rubric: Rubric) -> None:
+    """A request goes out a few loop turns after its item is taken (a connection to open): the items behind it
+    (read, scrubbed: pyap compiles its patterns at the first address) wait, they do not hold the first requests."""
+    read = 0
+    read_at_first_send: list[int] = []
+
+    class Connecting(FakeJudge):
+        async def _work(self, item: JudgeItem) -> None:
+            for _ in range(3):  # the connection, then the request written
+                await asyncio.sleep(0)
+            read_at_first_send.append(read)
+            await super()._work(item)
+
+    def counted() -> Iterator[JudgeItem]:
+        nonlocal read
+        for item in make_items(300):
+            read += 1
+            yield item
+
+    result = await judge_items(counted(), rubric, Connecting(concurrency=64), max_in_flight=256)
+    assert read_at_first_send[0] <= 8  # started all at once, every one of the 256 workers read its item first
+    assert result.summary.items == 300
+
+
 async def test_verdicts_and_items_are_stored_in_batches_off_the_event_loop(
     rubric: Rubric, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
