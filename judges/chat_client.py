@@ -97,8 +97,12 @@ class ChatClient:
         """
         client, semaphore = self._bind()
         cfg = self.endpoint
-        body: dict[str, Any] = {"model": cfg.model, "messages": messages}
-        body["max_tokens"], body["temperature"] = max_tokens or cfg.max_tokens, cfg.temperature
+        body: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": messages,
+            "max_tokens": max_tokens or cfg.max_tokens,
+            "temperature": cfg.temperature,
+        }
         if cfg.seed is not None:
             body["seed"] = cfg.seed
         if response_format is not None:
