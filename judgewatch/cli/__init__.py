@@ -126,6 +126,10 @@ def readable_metavar(typer_type: str) -> str:
     return _METAVARS.get(label, label.upper())
 
 
+def _no_type(ctx: Any = None) -> None:
+    """An argument's help line shows its name only (PATH, NAME), not its Python type after it."""
+
+
 def _set_metavars(command: Any, ctx: Any) -> None:
     # Typer's own (vendored) click classes: duck-typed, as `typer.main.get_command` builds them.
     for param in command.params:
@@ -135,7 +139,7 @@ def _set_metavars(command: Any, ctx: Any) -> None:
             continue
         if getattr(param, "param_type_name", "") == "argument":
             param.metavar = (param.name or "value").upper()  # its name says what to type: PATH, NAME
-            param.display_type_rich = lambda _ctx: None
+            param.display_type_rich = _no_type  # typer calls it as display_type_rich(ctx=ctx)
         else:
             param.metavar = readable_metavar(param.display_type(ctx))
     for name, sub in getattr(command, "commands", {}).items():
