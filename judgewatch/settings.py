@@ -8,14 +8,16 @@ without the prefix (`judge_url = "http://..."`).
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -159,6 +161,32 @@ class Settings(BaseSettings):
         return f"sqlite:///{self.data_dir / 'judgewatch.db'}"
 
 
+class SettingsInvalid(ValueError):
+    """A setting that cannot be read, in one line naming it (its variable) and why; the CLI exits 2 with it."""
+
+
+def _setting_name(field: str) -> str:
+    return f"{field} (JUDGEWATCH_{field.upper()}, .env or the TOML file)"
+
+
+def describe_invalid(exc: ValidationError | SettingsError) -> str:
+    """One line for a settings error: pydantic's are several lines and name no variable."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors()
+        first = errors[0]
+        where = ".".join(str(part) for part in first["loc"])
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        return f"invalid setting {_setting_name(where.split('.')[0])}: {where}: {first['msg']}{more}"
+    field = re.search(r'field "(\w+)"', str(exc))
+    cause = f": {exc.__cause__}" if exc.__cause__ else ""
+    what = _setting_name(field.group(1)) if field else "value"
+    return f"invalid setting {what}: not parseable (a structured setting is written as JSON){cause}"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """The settings, read once; an unreadable one raises `SettingsInvalid` with a one-line message."""
+    try:
+        return Settings()
+    except (ValidationError, SettingsError) as exc:
+        raise SettingsInvalid(describe_invalid(exc)) from None

@@ -160,8 +160,13 @@ def main() -> None:
         configure_logging()  # JUDGEWATCH_LOG_LEVEL, JUDGEWATCH_LOG_FORMAT=text|json; URL passwords masked
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
+    from judgewatch.settings import SettingsInvalid
+
     try:
         get_command(sys.argv[1] if len(sys.argv) > 1 else None)(prog_name="judgewatch")
+    except SettingsInvalid as exc:  # exit 2 ("could not evaluate"), never 1, which a release gate reads as regressed
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
     finally:
         # The process ends here: what is left (the imported modules, mostly) is freed without the collector
         # walking it first. The walk cost 0.27 s of CPU at the exit of `judge` (bench/README.md, issue 32).

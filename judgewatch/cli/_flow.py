@@ -40,7 +40,12 @@ def flow_result(run: Coroutine[Any, Any, Any], *, flow: str, result: str) -> dic
 
 
 def run_or_exit(run: Callable[[], dict[str, Any]], *, what: str, failure: Callable[[Exception], str]) -> dict[str, Any]:
-    """`run()`'s result; when it raises, `failure(exc)` on stderr and exit 2 (the traceback only in debug logs)."""
+    """`run()`'s result; when it raises, `failure(exc)` on stderr and exit 2 (the traceback only in debug logs).
+
+    The settings are read first: an unreadable one is the entry point's one-line error before any flow starts."""
+    from judgewatch.settings import get_settings
+
+    get_settings()
     try:
         return run()
     except Exception as exc:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from judgewatch.settings import Settings
+from judgewatch.settings import Settings, SettingsInvalid, get_settings
 
 
 def test_a_judgewatch_toml_in_the_working_directory_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,3 +46,34 @@ def test_a_bad_value_in_the_toml_file_names_the_field(tmp_path: Path, monkeypatc
     monkeypatch.delenv("JUDGEWATCH_JUDGE_CONCURRENCY", raising=False)
     with pytest.raises(ValueError, match="judge_concurrency"):
         Settings()
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [("garbage", "Expecting value"), ('{"m": {"input": -1, "output": 2}}', "judge_prices.m.input")],
+)
+def test_an_unreadable_setting_is_one_line_naming_its_variable(
+    value: str, detail: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGEWATCH_JUDGE_PRICES", value)
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsInvalid) as info:
+            get_settings()
+    finally:
+        get_settings.cache_clear()
+    message = str(info.value)
+    assert "\n" not in message and "JUDGEWATCH_JUDGE_PRICES" in message and detail in message
+
+
+@pytest.mark.parametrize("command", [["runs", "list"], ["regress", "--release", "r1", "--dataset", "x"]])
+def test_the_command_line_exits_2_with_that_line_and_no_traceback(command: list[str], tmp_path: Path) -> None:
+    env = {**os.environ, "JUDGEWATCH_JUDGE_PRICES": "garbage", "JUDGEWATCH_DATA_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "judgewatch", *command], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 2  # never 1: a release pipeline reads 1 as "regressed"
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: invalid setting judge_prices (JUDGEWATCH_JUDGE_PRICES")
