@@ -212,7 +212,7 @@ async def _evaluate(
         report.tiers.append(section)
         evaluations.append(section.evaluation)
     criteria = [c.name for c in inputs.rubric.criteria]
-    reference = base_tier
+    reference = report.baseline_tier = base_tier
     if reference is None and len(inputs.tiers) > 1:
         notes.append(NO_BASELINE_TIER)
     for candidate in sorted(scores):  # every tier against the baseline tier (tiers file or --baseline-tier)
@@ -322,6 +322,7 @@ def conclude(
                 datasets=report.datasets,
                 run_ids=section.run_ids,
                 config=section.config or None,
+                baseline=section.tier == report.baseline_tier,
             )
         decision = GateDecision(
             id=gate_decision_id(release, key),

@@ -35,12 +35,13 @@ class GateRow:
     outcome: str  # pass | regression | error (GateResult.outcome)
     tier: str | None  # regressions only
     criterion: str | None
-    baseline: str | None  # the baseline release the tier was compared with
+    baseline: str | None  # the baseline release the tier was compared with, or a tier gap's baseline tier
     estimate: float  # candidate - baseline, the gate's estimate; NaN where there is none
     low: float
     high: float
     margin: float | None  # None: decided before the margin was stored
     meaning: str
+    tier_gap: bool = False  # a gap between two tiers of the same release (`baseline` is a tier), not over releases
 
 
 def gap_text(row: GateRow) -> str:
@@ -74,6 +75,7 @@ def _rows(decision: GateDecision) -> list[GateRow]:
                 r["high"],
                 margin,
                 below,
+                bool(r.get("basis")),
             )
             for r in found
         ]
@@ -112,9 +114,11 @@ def lead_line(rows: list[GateRow]) -> str:
         count = sum(1 for r in rows if r.release == worst.release)
         more = f"; {count} tier-criterion pair(s) regressed in all" if count > 1 else ""
         margin = f", margin {worst.margin:g}" if worst.margin is not None else ""
+        kind = "tier {} of the same release" if worst.tier_gap else "release {}"
+        against = "baseline " + kind.format(worst.baseline)
         parts.append(
-            f"Release {worst.release} regressed: tier {worst.tier}, {worst.criterion} {gap_text(worst)} against "
-            f"baseline release {worst.baseline}{margin}{more}."
+            f"Release {worst.release} regressed: tier {worst.tier}, {worst.criterion} {gap_text(worst)} "
+            f"(candidate − baseline) against {against}{margin}{more}."
         )
     else:
         parts.append("No release of this judge series regressed in this period.")

@@ -361,6 +361,8 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
             "excluded_verdicts": s.excluded_verdicts,
             "untiered_verdicts": s.untiered_verdicts,
             "notes": s.notes,
+            "baseline_tier": s.baseline_tier,
+            "baseline_reason": s.baseline_reason,
         }
     )
 

@@ -65,7 +65,15 @@ def tiers(
     judge_config: Annotated[
         str | None, typer.Option(help="Judge configuration hash (default: the series the latest gate used)")
     ] = None,
-    baseline: Annotated[str | None, typer.Option(help="Tier the others are compared with (default: full)")] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline-tier",
+            "--baseline",
+            help="Tier the others are compared with (default: the newest release's declared baseline tier, from "
+            "its tiers file's `baseline: true` or --baseline-tier)",
+        ),
+    ] = None,
     compute: Annotated[
         bool, typer.Option("--compute", help="Compute from the store instead of reading the calibration snapshot")
     ] = False,

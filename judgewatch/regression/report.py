@@ -75,6 +75,7 @@ class RegressionReport:
     accept_unvalidated_judge: bool = False
     tiers: list[TierSection] = field(default_factory=list)
     gaps: list[Comparison] = field(default_factory=list)
+    baseline_tier: str | None = None  # the tier the others are compared with (tiers file or --baseline-tier)
     flow_run_id: str | None = None
     gap_margin: float | None = None  # None: the tier gap is reported, not gated
     pairwise_judge: JudgeIdentity | None = None  # the judge of the tier preference on the same items

@@ -168,6 +168,11 @@ def m016_review_counts(conn: Connection) -> None:
     logger.info("m016: %d review count rows backfilled", rows)
 
 
+def m017_release_tier_baseline(conn: Connection) -> None:
+    """Which tier is a release's baseline tier, so reports and pages compare the tiers the way the gate did."""
+    add_column(conn, ReleaseTier, "baseline")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -185,6 +190,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m014_drift_alert_release,
     m015_verdict_expected_scores,
     m016_review_counts,
+    m017_release_tier_baseline,
 )
 
 

@@ -52,6 +52,9 @@ class ReleaseTier(SQLModel, table=True):
     accepted_at: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
     accepted_by: str | None = None
     accept_note: str | None = None
+    # True: the release's baseline tier (its tiers file's `baseline: true` or --baseline-tier), the tier every
+    # report, page and export compares the others with; None: not declared (stores made before m017 too)
+    baseline: bool | None = None
 
 
 class GateDecision(SQLModel, table=True):
@@ -86,10 +89,12 @@ def record_release_tier(
     datasets: dict[str, str],
     run_ids: Sequence[str] = (),
     config: dict[str, Any] | None = None,
+    baseline: bool = False,
 ) -> ReleaseTier:
     """Create or update a release's tier; run ids and datasets accumulate, acceptance is kept.
 
     `config` is a live tier's configuration summary (with its `config_hash`); recorded tiers have none.
+    `baseline`: this tier is the release's baseline tier (the role of the latest run of the release).
     """
     row = session.get(ReleaseTier, release_tier_id(release, tier), populate_existing=True)
     if row is None:
@@ -98,6 +103,7 @@ def record_release_tier(
     row.config, row.config_hash = config, (config or {}).get("config_hash")
     row.datasets = {**row.datasets, **datasets}
     row.run_ids = list(dict.fromkeys([*row.run_ids, *run_ids]))
+    row.baseline = baseline or None
     session.add(row)
     session.flush()
     return row
@@ -125,6 +131,13 @@ def accept_baseline(
         session.add(row)
     session.flush()
     return rows
+
+
+def declared_baseline_tier(*, session: Session) -> ReleaseTier | None:
+    """The baseline tier of the newest release that declared one (tiers file or --baseline-tier), or None."""
+    c = table(ReleaseTier).c
+    query = select(ReleaseTier).where(c.baseline.is_(True)).order_by(c.updated_at.desc(), c.release.desc())
+    return session.scalars(query.limit(1)).first()
 
 
 def accepted_baseline(*, session: Session, tier: str, exclude_release: str | None = None) -> ReleaseTier | None:

@@ -104,8 +104,8 @@ def test_the_report_leads_with_the_regressing_tier_criterion_and_gap_against_the
     lead = content[first_h2 + 1].text
     assert lead.startswith("Latest gate: release r2, could not evaluate (tier quantized: endpoint unreachable).")
     assert (
-        "Release r1 regressed: tier quantized, completeness -1.41 [-1.85, -1.02] against baseline release r0, "
-        "margin 0.25; 2 tier-criterion pair(s) regressed in all." in lead
+        "Release r1 regressed: tier quantized, completeness -1.41 [-1.85, -1.02] (candidate − baseline) against "
+        "baseline release r0, margin 0.25; 2 tier-criterion pair(s) regressed in all." in lead
     )
     table = content[first_h2 + 2]
     rows = [dict(zip(table.headers, row, strict=True)) for row in table.rows]
