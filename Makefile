@@ -28,6 +28,7 @@ judge-down:
 
 demo: export JUDGEWATCH_MAKE_STARTED := $(shell date +%s)
 demo: setup judge-setup  ## the main job on the embedded defaults: the gate's three outcomes, then the vLLM judge measured
+	bash scripts/ui_fonts.sh
 	bash scripts/judge_serve.sh spawn
 	serving=.judge/server-$${JUDGEWATCH_JUDGE_PORT:-8011}.serving.json; \
 	  if [ -z "$${JUDGEWATCH_JUDGE_SERVING:-}" ] && [ -f "$$serving" ]; then export JUDGEWATCH_JUDGE_SERVING="$$(cat "$$serving")"; fi; \
@@ -59,6 +60,7 @@ check: setup  ## lint, types, rubric and dataset checks
 	for f in datasets/*/data.jsonl; do $(BIN)/judgewatch dataset check $$(basename $$(dirname $$f)) || exit 1; done
 
 stack-up: setup  ## the service on 127.0.0.1: Prefect server on PostgreSQL, work pool + 2 workers, deployments, judge, review UI
+	bash scripts/ui_fonts.sh
 	bash scripts/stack.sh up
 
 stack-down:  ## stop what stack-up started (by PID), nothing else
@@ -68,6 +70,7 @@ stack-status:  ## each part of the stack, its URL or PID, healthy or not
 	bash scripts/stack.sh status
 
 review-ui: setup
+	bash scripts/ui_fonts.sh
 	$(BIN)/judgewatch review-ui
 
 bench: setup  ## every benchmark, each printing its figure against its limit; fails at the end if any failed

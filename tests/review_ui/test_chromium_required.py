@@ -49,7 +49,7 @@ def test_missing_chromium_skips_the_browser_test_outside_ci(tmp_path: Path) -> N
 
 @pytest.mark.browser
 def test_a_cjk_font_is_installed_for_chinese_items() -> None:
-    """Without a CJK font, chromium draws Chinese questions and answers as empty boxes (scripts/run_tests.sh
-    installs Debian's fonts-noto-cjk beside chromium)."""
+    """Without a CJK font, chromium draws Chinese questions and answers as empty boxes (scripts/ui_fonts.sh,
+    run by scripts/run_tests.sh, installs Debian's fonts-noto-cjk)."""
     fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False).stdout
     assert fonts.strip(), "no font covers Chinese: apt-get install fonts-noto-cjk"
