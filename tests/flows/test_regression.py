@@ -28,6 +28,7 @@ from judgewatch.storage.releases import (
     ReleaseError,
     accept_baseline,
     accepted_baseline,
+    declared_baseline_tier,
     get_release_tiers,
     latest_gate_decision,
     record_release_tier,
@@ -116,6 +117,11 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
     worse = await gate(db, tmp_path, "r3", answers=recorded(answer_files, quantized="bad"), baseline_tier="full")
     assert worse["exit_code"] == 1, worse["summary"]
     assert {r["tier"] for r in worse["regressions"]} == {"quantized"}
+    with session_scope(make_engine(db)) as session:  # the role the report and the Tiers page compare with
+        roles = {t.tier: t.baseline for t in get_release_tiers(session=session, release="r3")}
+        assert roles == {"full": True, "quantized": None}
+        declared = declared_baseline_tier(session=session)
+        assert declared is not None and (declared.release, declared.tier) == ("r3", "full")
     faith = next(r for r in worse["regressions"] if r["criterion"] == "faithfulness")
     assert faith["baseline"] == "r1" and faith["high"] < -0.25 and faith["low"] <= faith["estimate"] <= faith["high"]
     assert f"tier quantized faithfulness {faith['estimate']:+.3f}" in worse["summary"]
