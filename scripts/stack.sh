@@ -8,7 +8,8 @@
 # Parts: PostgreSQL databases judgewatch_prefect (Prefect's) and judgewatch (the store, migrated); a Prefect server
 # on PostgreSQL; the work pool `judgewatch` (process) with two workers, each in its own folder; the Prefect
 # variables prefect.yaml reads; the judge's global concurrency limit; `prefect deploy --all`; the vLLM judge
-# (scripts/judge_serve.sh); the review UI. PIDs and logs live in $JUDGEWATCH_STACK_DIR.
+# (scripts/judge_serve.sh); the review UI; the OTLP/HTTP trace receiver (`judgewatch ingest serve`), whose picks the
+# `ingest-judging` deployment judges on a schedule. PIDs, logs and the receiver's token live in $JUDGEWATCH_STACK_DIR.
 # Configuration (environment, defaults in brackets):
 #   JUDGEWATCH_STACK_DIR [.judgewatch/stack]   JUDGEWATCH_PREFECT_PORT [4200]   JUDGEWATCH_REVIEW_PORT [7860]
 #   JUDGEWATCH_PG_URL [postgresql://postgres@127.0.0.1:5432]   (server, user, password; no database)
@@ -19,6 +20,9 @@
 #   JUDGEWATCH_JUDGE_SLOTS [64]: the judge's global limit, what it serves at once (vLLM's --max-num-seqs)
 #   JUDGEWATCH_WORK_POOL [judgewatch]   JUDGEWATCH_WORKERS [2]   JUDGEWATCH_WORKER_LIMIT [4] (flow runs per worker)
 #   JUDGEWATCH_GIT_REPOSITORY [this checkout's path]   JUDGEWATCH_GIT_BRANCH [the checkout's current branch]
+#   JUDGEWATCH_INGEST_PORT [4318]   JUDGEWATCH_INGEST_TOKEN [made once, kept in $JUDGEWATCH_STACK_DIR/ingest.token]
+#   JUDGEWATCH_INGEST_JUDGE_CRON [*/5 * * * *]: when the received spans are judged (the ingest-judging deployment)
+#   JUDGEWATCH_INGEST_CONFIG [none: source otlp, 1% sampled]: the receiver's source YAML (kind otlp, name otlp)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${JUDGEWATCH_STACK_BIN:-$here/.venv/bin}
@@ -26,6 +30,8 @@ STATE=${JUDGEWATCH_STACK_DIR:-$here/.judgewatch/stack}
 HOST=${JUDGEWATCH_STACK_HOST:-127.0.0.1}  # where the server and the review UI listen
 PREFECT_PORT=${JUDGEWATCH_PREFECT_PORT:-4200}
 REVIEW_PORT=${JUDGEWATCH_REVIEW_PORT:-7860}
+INGEST_PORT=${JUDGEWATCH_INGEST_PORT:-4318}
+INGEST_CRON=${JUDGEWATCH_INGEST_JUDGE_CRON:-*/5 * * * *}
 PG_URL=${JUDGEWATCH_PG_URL:-postgresql://postgres@127.0.0.1:5432}
 PREFECT_DB=${JUDGEWATCH_PREFECT_DB:-judgewatch_prefect}
 STORE_DB=${JUDGEWATCH_STORE_DB:-judgewatch}
@@ -56,10 +62,12 @@ cmd_judge_limit=(judgewatch judges limit "$JUDGE_URL" "$JUDGE_SLOTS")
 cmd_deploy=(prefect --no-prompt deploy --all)
 cmd_worker=(prefect worker start --pool "$POOL" --type process --limit "$WORKER_LIMIT" --name)  # + judgewatch-worker-N
 cmd_review_ui=(judgewatch review-ui --host "$HOST" --port "$REVIEW_PORT" --database-url "$STORE_URL")
+cmd_ingest=(judgewatch ingest serve --host "$HOST" --port "$INGEST_PORT" --database-url "$STORE_URL")
+[ -n "${JUDGEWATCH_INGEST_CONFIG:-}" ] && cmd_ingest+=(--config "$JUDGEWATCH_INGEST_CONFIG")  # name otlp, rates...
 prefect_variables=(
   "judgewatch_git_repository=$GIT_REPOSITORY" "judgewatch_git_branch=$GIT_BRANCH" "judgewatch_work_pool=$POOL"
   "judgewatch_database_url=$STORE_URL" "judgewatch_data_dir=$DATA_DIR" "judgewatch_judge_url=$JUDGE_URL"
-  "judgewatch_judge_model=$JUDGE_MODEL"
+  "judgewatch_judge_model=$JUDGE_MODEL" "judgewatch_ingest_judge_cron=$INGEST_CRON"
 )
 
 say() { echo "[stack] $*"; }
@@ -164,16 +172,32 @@ up() {
   done
   start review-ui "$STATE" env JUDGEWATCH_DATA_DIR="$DATA_DIR" GRADIO_ANALYTICS_ENABLED=False \
     "$BIN/${cmd_review_ui[@]}"
+  start ingest "$STATE" env JUDGEWATCH_DATA_DIR="$DATA_DIR" JUDGEWATCH_INGEST_TOKEN="$(ingest_token)" \
+    "$BIN/${cmd_ingest[@]}"
   wait_for review-ui "http://$HOST:$REVIEW_PORT/" 180
+  wait_for ingest "http://$HOST:$INGEST_PORT/healthz" 60
+  say "OTLP receiver: http://$HOST:$INGEST_PORT/v1/traces (bearer token in the env file), judged on '$INGEST_CRON'"
   say "up in $((SECONDS - t0)) s"
-  env_lines >"$STATE/env"
+  (umask 077 && env_lines >"$STATE/env")  # it holds the receiver's token
   say "your shell talks to this stack (Prefect server and store) after:  source $STATE/env"
   status
+}
+
+# The receiver's bearer token: JUDGEWATCH_INGEST_TOKEN when set, else one made on the first `up` and kept (0600).
+ingest_token() {
+  if [ -n "${JUDGEWATCH_INGEST_TOKEN:-}" ]; then printf '%s' "$JUDGEWATCH_INGEST_TOKEN"; return; fi
+  local file=$STATE/ingest.token
+  if [ ! -s "$file" ]; then (umask 077 && "$BIN/python" -c 'import secrets; print(secrets.token_urlsafe(32))' >"$file"); fi
+  cat "$file"
 }
 
 env_lines() {  # what a shell needs so that `prefect` and `judgewatch` commands use this stack, not their defaults
   printf 'export PREFECT_API_URL=%s\n' "$API"
   printf 'export JUDGEWATCH_DATABASE_URL=%s\n' "$STORE_URL"
+  # an OpenTelemetry SDK's OTLP/HTTP exporter in this shell sends its traces to the stack's receiver
+  printf 'export JUDGEWATCH_INGEST_TOKEN=%s\n' "$(ingest_token)"
+  printf 'export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%s/v1/traces\n' "$INGEST_PORT"
+  printf "export OTEL_EXPORTER_OTLP_TRACES_HEADERS='Authorization=Bearer%%20%s'\n" "$(ingest_token)"
   local serving_file=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json
   if [ "$JUDGE_MODE" = vllm ] && [ -f "$serving_file" ]; then
     printf "export JUDGEWATCH_JUDGE_SERVING='%s'\n" "$(cat "$serving_file")"
@@ -219,6 +243,8 @@ status() {
   line judge "$JUDGE_URL" $s
   if alive review-ui && http_ok "http://$HOST:$REVIEW_PORT/"; then s=healthy; else s=down; fi
   line review-ui "http://$HOST:$REVIEW_PORT (pid $(cat "$(pidfile review-ui)" 2>/dev/null || echo -))" $s
+  if alive ingest && http_ok "http://$HOST:$INGEST_PORT/healthz"; then s=healthy; else s=down; fi
+  line ingest "http://$HOST:$INGEST_PORT/v1/traces (pid $(cat "$(pidfile ingest)" 2>/dev/null || echo -))" $s
   if run judgewatch db migrate --database-url "$STORE_URL" >/dev/null 2>&1; then s=healthy; else s=down; fi
   line store "${STORE_URL/+psycopg/}" $s
   return $bad
@@ -234,6 +260,7 @@ commands() {
   printf 'deploy: %s\n' "${cmd_deploy[*]}"
   for i in $(seq 1 "$WORKERS"); do printf 'worker-%s: %s judgewatch-worker-%s\n' "$i" "${cmd_worker[*]}" "$i"; done
   printf 'review-ui: %s\n' "${cmd_review_ui[*]}"
+  printf 'ingest: %s\n' "${cmd_ingest[*]}"
 }
 
 main() {

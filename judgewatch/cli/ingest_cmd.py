@@ -68,27 +68,14 @@ def judge(
     """Judge the received picks not judged yet under the rubric and judge; route a share of the verdicts to review."""
     import asyncio
 
-    from judges.factory import chain, judge_links
     from judgewatch.cli._store import open_store_or_exit
-    from judgewatch.contract.rubric import load_rubric
-    from judgewatch.ingest.judging import judge_received
-    from judgewatch.review.routing import RoutingPolicy
+    from judgewatch.ingest.judging import judge_new_picks
     from judgewatch.settings import get_settings
 
     settings = get_settings()
     engine = open_store_or_exit(database_url)
-    judge_obj = chain(judge_links(judge, settings))
-
-    async def run() -> dict[str, object]:
-        try:
-            return await judge_received(engine, source=source, rubric=load_rubric(rubric, settings.rubrics_dir),
-                                        judge=judge_obj, policy=RoutingPolicy.from_settings(settings),
-                                        rubrics_dir=settings.rubrics_dir)  # fmt: skip
-        finally:
-            await judge_obj.aclose()
-
     try:
-        counts = asyncio.run(run())
+        counts = asyncio.run(judge_new_picks(engine, settings, source=source, rubric=rubric, judge=judge))
     finally:
         engine.dispose()
     judged = counts["judged"]

@@ -1,8 +1,9 @@
 """Judging what the receiver stored: the picks of an `otlp` source not judged yet under a rubric and judge, in
 keyset batches, each batch's verdicts routed to review by the same policy as the sampling flow's.
 
-The receiver answers exporters as soon as spans are stored; judging runs apart (`judgewatch ingest judge`, on a
-schedule), so a slow or down judge never makes exporters retry or drop spans.
+The receiver answers exporters as soon as spans are stored; judging runs apart (`judgewatch ingest judge`, or the
+`ingest-judging` deployment every few minutes: flows/ingest_judging.py), so a slow or down judge never makes
+exporters retry or drop spans.
 """
 
 from __future__ import annotations
@@ -26,6 +27,26 @@ if TYPE_CHECKING:
 
     from judges.base import Judge
     from judgewatch.contract.rubric import Rubric
+    from judgewatch.settings import Settings
+
+
+async def judge_new_picks(
+    engine: Engine, settings: Settings, *, source: str, rubric: str, judge: str | None
+) -> dict[str, object]:
+    """`judge_received` with the named rubric and judge (`judges.factory.judge_links`: "reference", URLs, or the
+    configured judge), routed by the settings' policy; what `ingest judge` and the scheduled flow both run."""
+    from judges.factory import chain, judge_links
+    from judgewatch.contract.rubric import load_rubric
+
+    rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+    judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj))
+    try:
+        policy = RoutingPolicy.from_settings(settings)
+        return await judge_received(
+            engine, source=source, rubric=rubric_obj, judge=judge_obj, policy=policy, rubrics_dir=settings.rubrics_dir
+        )
+    finally:
+        await judge_obj.aclose()
 
 
 async def judge_received(

@@ -28,6 +28,7 @@ COMPOSE_VALUES = {
     "JUDGEWATCH_WORK_POOL": "judgewatch",
     "JUDGEWATCH_WORKERS": "2",
     "JUDGEWATCH_WORKER_LIMIT": "4",
+    "JUDGEWATCH_INGEST_PORT": "4318",
 }
 
 
@@ -76,7 +77,7 @@ def test_every_listening_stack_service_publishes_its_port_and_checks_health_ther
     stack = stack_commands(COMPOSE_VALUES)
     services = yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
     listening = {name: port for name, argv in stack.items() if (port := _port_of(argv))}
-    assert listening == {"prefect-server": "4200", "review-ui": "7860"}
+    assert listening == {"prefect-server": "4200", "review-ui": "7860", "ingest": "4318"}
     for name, port in listening.items():
         published = [str(p).rsplit(":", 1) for p in services[name].get("ports", [])]
         assert [port, port] in published, f"{name} listens on {port}, compose publishes {published}"

@@ -32,6 +32,7 @@ from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
+from judgewatch.testing.processes import free_port
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
 from judgewatch.testing.stack import admin_sql as stack_admin_sql
 from judgewatch.testing.stack import run_via_rest, source_repository, stack_ports, wait_final
@@ -59,6 +60,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
     home = tmp_path_factory.mktemp("stack")
     tag = uuid.uuid4().hex[:8]
     port, review_port = stack_ports()
+    ingest_config = home / "otlp_source.yaml"  # every received LLM span is a pick (the default samples 1%)
+    ingest_config.write_text("name: otlp\nkind: otlp\nsampling: {default_rate: 1.0}\n", encoding="utf-8")
     env = {
         **os.environ,
         # Workers log "submitting flow run ..." at INFO, which the tests read; an in-process `regress` test earlier
@@ -78,7 +81,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory, sim: SimulatorHandle) -> Ite
         "JUDGEWATCH_GIT_REPOSITORY": str(source_repository(home / "origin")),
         "JUDGEWATCH_GIT_BRANCH": "main",
         "JUDGEWATCH_STACK_BIN": str(Path(sys.executable).parent),
+        "JUDGEWATCH_INGEST_PORT": str(free_port()),
+        "JUDGEWATCH_INGEST_CONFIG": str(ingest_config),
+        "JUDGEWATCH_INGEST_JUDGE_CRON": "* * * * *",  # every minute: the test waits for a scheduled run
     }
+    env.pop("JUDGEWATCH_INGEST_TOKEN", None)  # stack.sh makes one and writes it to its env file
     env.pop("PREFECT_API_URL", None)
     info = {
         "env": env,
@@ -121,14 +128,15 @@ def ran_by(worker_log: Path, run_ids: list[str]) -> list[str]:
 
 def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
     out = stack["up_output"]
-    for part in ("prefect-server", "worker-1", "worker-2", "judge", "review-ui", "store"):
+    for part in ("prefect-server", "worker-1", "worker-2", "judge", "review-ui", "ingest", "store"):
         assert re.search(rf"^{part}\s+.*healthy$", out, re.M), out
     assert "Deployment 'post-release-regression/post-release-regression'" in out
     assert "Deployment 'calibration/calibration'" in out and "Deployment 'traffic-sampling/traffic-sampling'" in out
+    assert "Deployment 'ingest-judging/ingest-judging'" in out
     # Prefect's own database is PostgreSQL: its tables are in the stack's judgewatch_prefect database.
     engine = create_engine(PG.rsplit("/", 1)[0] + "/" + stack["env"]["JUDGEWATCH_PREFECT_DB"])
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 3
+        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 4
     engine.dispose()
     again = subprocess.run(
         ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=stack["env"], capture_output=True, text=True, timeout=900
@@ -154,6 +162,74 @@ def test_stack_up_writes_the_env_a_shell_needs_to_reach_the_deployments(stack: d
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "post-release-regression" in shown.stdout
     assert f"store={stack['store']}" in shown.stdout
+
+
+def _env_file(path: Path) -> dict[str, str]:
+    """The `export NAME=value` lines of the stack's env file, as a shell that sources it would have them."""
+    lines = [line.removeprefix("export ").partition("=") for line in path.read_text().splitlines()]
+    return {name: value.strip("'") for name, _, value in lines}
+
+
+def test_spans_sent_with_the_otel_sdk_are_judged_by_a_worker_on_schedule(stack: dict[str, Any]) -> None:
+    """An application's OTLP exporter, set up from the env file `up` wrote (endpoint and bearer token), sends
+    GenAI chat spans to the stack's receiver; nobody runs a command: the ingest-judging deployment's scheduled
+    flow run, on a worker, judges them."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    exported = _env_file(stack["state"] / "env")
+    assert (stack["state"] / "env").stat().st_mode & 0o077 == 0  # it holds the receiver's token
+    token = exported["JUDGEWATCH_INGEST_TOKEN"]
+    assert exported["OTEL_EXPORTER_OTLP_TRACES_HEADERS"] == f"Authorization=Bearer%20{token}"
+    exporter = OTLPSpanExporter(
+        endpoint=exported["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], headers={"Authorization": f"Bearer {token}"}
+    )
+    provider = TracerProvider(resource=Resource.create({"service.name": "shop-assistant"}))
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = provider.get_tracer("shop")
+    for k in range(6):
+        with tracer.start_as_current_span(f"chat small-q {k}") as chat:
+            question = [{"role": "user", "parts": [{"type": "text", "content": f"What is {k} plus {k}?"}]}]
+            answer = [
+                {"role": "assistant", "parts": [{"type": "text", "content": f"{2 * k}."}], "finish_reason": "stop"}
+            ]
+            chat.set_attributes({
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "small-q",
+                "gen_ai.input.messages": json.dumps(question),
+                "gen_ai.output.messages": json.dumps(answer),
+            })  # fmt: skip
+    provider.force_flush()
+    provider.shutdown()
+    engine = create_engine(stack["store"])
+    query = text(
+        "SELECT count(DISTINCT v.interaction_id) FROM verdict v JOIN interaction i ON i.id = v.interaction_id "
+        "WHERE i.source = 'traffic:otlp'"
+    )
+    deadline, judged = time.monotonic() + 300, 0
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as conn:
+                stored = conn.execute(text("SELECT count(*) FROM interaction WHERE source = 'traffic:otlp'")).scalar()
+                judged = conn.execute(query).scalar_one()
+            if judged == 6:
+                break
+            time.sleep(3)
+        assert stored == 6 and judged == 6, f"{stored} spans stored, {judged} judged in 300 s"
+        with engine.connect() as conn:
+            runs = conn.execute(text("SELECT name, status FROM eval_run WHERE name = 'ingest-judge/otlp'")).all()
+    finally:
+        engine.dispose()
+    assert runs and all(status != "failed" for _, status in runs), runs
+    completed = {
+        "deployments": {"name": {"any_": ["ingest-judging"]}},
+        "flow_runs": {"state": {"type": {"any_": ["COMPLETED"]}}},
+    }
+    flow_runs = httpx.post(f"{stack['api']}/flow_runs/filter", json=completed, timeout=30).raise_for_status().json()
+    assert flow_runs, "no completed ingest-judging flow run"
+    assert all(r["auto_scheduled"] for r in flow_runs)  # started by the schedule, not by a person or this test
 
 
 def test_ci_triggers_regression_completed_then_regressed_release_failed(stack: dict[str, Any]) -> None:
@@ -292,7 +368,7 @@ def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
 def test_stack_down_leaves_no_process_running(stack: dict[str, Any]) -> None:
     state: Path = stack["state"]
     pids = [int(p.read_text()) for p in state.glob("*.pid")]
-    assert len(pids) == 4  # prefect server, two workers, review UI (the judge here is external)
+    assert len(pids) == 5  # prefect server, two workers, review UI, OTLP receiver (the judge here is external)
     down = subprocess.run(
         ["bash", "scripts/stack.sh", "down"],
         cwd=REPO_ROOT,

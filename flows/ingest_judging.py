@@ -1,0 +1,33 @@
+"""The scheduled judging of what the OTLP receiver stored (`ingest-judging` in prefect.yaml, every 5 minutes by
+default): the picks of an `otlp` source that have no verdict under the rubric and judge yet, judged under the
+judge endpoint's global concurrency limit like every other flow run's calls, and a share routed to review."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from judgewatch.ingest.judging import judge_new_picks
+from judgewatch.settings import get_settings
+from judgewatch.storage.db import make_engine
+from judgewatch.storage.migrations import migrate
+
+FLOW_NAME = "ingest-judging"
+
+
+@flow(name=FLOW_NAME)
+async def ingest_judging(
+    source: str = "otlp", rubric: str = "answer_quality", judge: str | None = None, database_url: str | None = None
+) -> dict[str, Any]:
+    """Judge the received picks of `source` not judged yet; the counts (judged by status, already judged, routed).
+
+    `judge`: "reference", URL(s), or (default) the configured judge falling back to the reference judge. A run
+    with nothing new judges nothing and says so in its counts; a run is never left half-recorded (resumable)."""
+    settings = get_settings()
+    engine = make_engine(database_url or settings.effective_database_url)
+    try:
+        migrate(engine)
+        return await judge_new_picks(engine, settings, source=source, rubric=rubric, judge=judge)
+    finally:
+        engine.dispose()
