@@ -128,13 +128,10 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
 
     labels = table(ReviewLabel)
     with session_scope(open_store_or_exit(database_url)) as session:
-        counts = dict(
-            session.execute(
-                select(labels.c.reviewer, func.count())
-                .where(labels.c.skipped_reason.is_(None))
-                .group_by(labels.c.reviewer)
-            ).all()
-        )
+        rows = session.execute(
+            select(labels.c.reviewer, func.count()).where(labels.c.skipped_reason.is_(None)).group_by(labels.c.reviewer)
+        ).tuples()
+        counts = dict(rows.all())
         for r in list_reviewers(session=session):
             status = "active" if r.active else "disabled"
             typer.echo(f"{r.name:<24} {status:<9} {r.role:<12} {counts.get(r.name, 0):>6} labels")
@@ -225,8 +222,9 @@ def status(database_url: DatabaseUrl = None) -> None:
 
     items, labels = table(ReviewItem), table(ReviewLabel)
     with session_scope(open_store_or_exit(database_url)) as session:
-        by_state = dict(session.execute(select(items.c.state, func.count()).group_by(items.c.state)).all())
-        by_reason = dict(session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).all())
+        states = session.execute(select(items.c.state, func.count()).group_by(items.c.state)).tuples()
+        reasons = session.execute(select(items.c.pick_reason, func.count()).group_by(items.c.pick_reason)).tuples()
+        by_state, by_reason = dict(states.all()), dict(reasons.all())
         n_labels = session.execute(select(func.count()).select_from(labels)).scalar_one()
     typer.echo(f"review items: {sum(by_state.values())}")
     for state_name in ("available", "leased", "done", "adjudication", "flagged"):

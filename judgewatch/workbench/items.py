@@ -113,7 +113,7 @@ def _where(filt: ItemFilter) -> list[Any]:
     return conditions
 
 
-def _query(filt: ItemFilter) -> Select[Interaction, VerdictRecord]:
+def _query(filt: ItemFilter) -> Select[tuple[Interaction, VerdictRecord]]:
     i, v = table(Interaction).c, table(VerdictRecord).c
     return (
         select(Interaction, VerdictRecord)
