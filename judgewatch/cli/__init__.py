@@ -160,11 +160,14 @@ def main() -> None:
         configure_logging()  # JUDGEWATCH_LOG_LEVEL, JUDGEWATCH_LOG_FORMAT=text|json; URL passwords masked
     except ValueError as exc:
         raise SystemExit(f"error: {exc}") from None
-    from judgewatch.settings import SettingsInvalid
-
     try:
         get_command(sys.argv[1] if len(sys.argv) > 1 else None)(prog_name="judgewatch")
-    except SettingsInvalid as exc:  # exit 2 ("could not evaluate"), never 1, which a release gate reads as regressed
+    except ValueError as exc:
+        # an unreadable setting: exit 2 ("could not evaluate"), never 1, which a release gate reads as regressed.
+        # Settings never imported (`--help`) cannot have raised it: the module is looked up, not imported here.
+        settings = sys.modules.get("judgewatch.settings")
+        if settings is None or not isinstance(exc, settings.SettingsInvalid):
+            raise
         typer.echo(f"error: {exc}", err=True)
         raise SystemExit(2) from None
     finally:
