@@ -6,11 +6,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-fast check setup judge-setup judge-up judge-down review-ui bench clean stack-up stack-down stack-status
 
-$(STAMP): pyproject.toml setup.py judgewatch/traffic/_unit_hash.c
+$(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null || { echo "need $(PY)"; exit 1; }
 	@echo "[setup] installing judgewatch and its dependencies into $(VENV) (the first time takes a few minutes)"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	bash scripts/native_deps.sh
 	$(BIN)/pip install -q --upgrade pip 2>&1 | grep -v 'is ignored' || true
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/pip install -q -e '.[dev]' 2>&1 | grep -v 'is ignored' || true
 	$(BIN)/python -c "import judgewatch, prefect, gradio, sqlmodel, openai, datasets, scipy" && touch $(STAMP)

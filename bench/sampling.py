@@ -66,7 +66,7 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
     import pyarrow.json
     import pyarrow.parquet  # noqa: F401  (imported before the clock starts, as a long-running worker has them)
 
-    import judgewatch.traffic.block_sampling  # noqa: F401
+    import judgewatch.traffic.columnar.sampling  # noqa: F401
     from judgewatch.traffic import Sampler, parse_source_config, read_source
 
     config = parse_source_config(
@@ -102,7 +102,7 @@ def _plain_read(kind: str, paths: list[str], config: object) -> int:
     import pyarrow.json as pa_json
     import pyarrow.parquet as pq
 
-    from judgewatch.traffic.blocks import BLOCK_BYTES, BLOCK_ROWS
+    from judgewatch.traffic.columnar.blocks import BLOCK_BYTES, BLOCK_ROWS
     from judgewatch.traffic.mapping import RowMapper
 
     rows = 0
@@ -128,9 +128,9 @@ def _plain_read(kind: str, paths: list[str], config: object) -> int:
 def _scan_only(paths: list[str], config: object) -> int:
     """pyarrow reading only the mapped fields of every JSONL line (`MappedReader`, with the block's checks), in the
     sampler's blocks, and nothing else."""
-    from judgewatch.traffic.blocks import BLOCK_BYTES
-    from judgewatch.traffic.line_blocks import LineBlock
-    from judgewatch.traffic.line_scan import MappedReader
+    from judgewatch.traffic.columnar.blocks import BLOCK_BYTES
+    from judgewatch.traffic.columnar.line_blocks import LineBlock
+    from judgewatch.traffic.columnar.line_scan import MappedReader
     from judgewatch.traffic.mapping import RowMapper
 
     mapper = RowMapper(config)  # type: ignore[arg-type]
@@ -191,10 +191,7 @@ def main() -> int:
             took = time.perf_counter() - t0
             print(f"generated {args.shards} x {args.shard_rows:,} rows (JSONL + Parquet) in {took:.0f}s")
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) before measuring")
-        from judgewatch.traffic.unit_hashes import NATIVE
-
-        print("the rule's hash: " + ("the C extension (_unit_hash)" if NATIVE else "Python (hashlib): not built"))
-        print("JSONL blocks: pyarrow, an explicit schema of the mapped paths (traffic/line_scan.py)")
+        print("JSONL blocks: pyarrow, an explicit schema of the mapped paths (traffic/columnar/line_scan.py)")
         print(f"{'format':8} {'path':8} {'rows':>10} {'rows/s cpu':>11} {'rows/s wall':>12} {'picks':>7} "
               f"{'dups':>7} {'peak RSS MiB':>13}  PII scrubbed")  # fmt: skip
         ok, final, growths = True, {}, []

@@ -20,7 +20,7 @@ class UnitHash(StrEnum):
 
     SAMPLING = "sampling"
     """blake2b(salt + key): the traffic sampler's rule; stored picks and watermarks were decided with it, and
-    `traffic/unit_hashes` (with the C extension `_unit_hash`) computes the same floats on whole columns."""
+    `traffic/columnar/unit_hashes` computes the same floats on whole columns."""
     LABELED = "labeled"
     """sha256("judgewatch:{salt}:{key}"): review routing (which verdicts go to review, which are labelled twice),
     whose stored review items were routed with it; the demo's picks use it too."""

@@ -28,7 +28,7 @@ from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.storage.db import CHUNK, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.storage.verdict_tables import VerdictRecord
 
 # Upper bounds (seconds) of the judge latency histogram: a CPU judge answers in seconds, a GPU one in tenths.
 LATENCY_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

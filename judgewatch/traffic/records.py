@@ -82,3 +82,15 @@ class RejectedTrafficRow(BaseModel):
     def quarantine_id(self) -> str:
         """Key for an idempotent upsert: the stored quarantine row's id."""
         return quarantine_id(self.source, self.position)
+
+
+class Pick(BaseModel):
+    """A sampled row (PII already scrubbed) with what an estimator needs to weight it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    row: TrafficRow
+    stratum: str
+    inclusion_probability: float
+    salt: str
+    pii_counts: dict[str, int] = Field(default_factory=dict)

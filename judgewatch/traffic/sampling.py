@@ -13,13 +13,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from judgewatch.contract.pii import Scrubber, scrub_messages
 from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
 from judgewatch.traffic.dedup import DedupWindow, content_key
-from judgewatch.traffic.records import RejectedTrafficRow, TrafficRow
+from judgewatch.traffic.records import Pick, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
 
 logger = logging.getLogger(__name__)
@@ -28,18 +28,6 @@ logger = logging.getLogger(__name__)
 def decide(interaction_id: str, rate: float, salt: str = "") -> bool:
     """Is this interaction in the sample at `rate`? Pure function of its arguments (the stored picks' rule)."""
     return hash_unit(interaction_id, salt, variant=UnitHash.SAMPLING) < rate
-
-
-class Pick(BaseModel):
-    """A sampled row (PII already scrubbed) with what an estimator needs to weight it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    row: TrafficRow
-    stratum: str
-    inclusion_probability: float
-    salt: str
-    pii_counts: dict[str, int] = Field(default_factory=dict)
 
 
 class StratumStats(BaseModel):
@@ -147,9 +135,9 @@ class Sampler:
 
     def run(self, items: Iterable[TrafficRow | RejectedTrafficRow] | SourceRead) -> Iterator[Pick]:
         """The picks, in source order. A `SourceRead` is read in columnar blocks, deciding before it maps
-        (`judgewatch.traffic.block_sampling`); any other iterable row by row. Same picks, counts and quarantine."""
+        (`judgewatch.traffic.columnar.sampling`); any other iterable row by row. Same picks, counts and quarantine."""
         if isinstance(items, SourceRead):
-            from judgewatch.traffic.block_sampling import sample_blocks
+            from judgewatch.traffic.columnar.sampling import sample_blocks  # pyarrow and numpy: only to read a source
 
             return sample_blocks(self, items)
         return self._run_rows(items)

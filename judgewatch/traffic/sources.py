@@ -14,7 +14,7 @@ from judgewatch.traffic.watermark import Watermark, WatermarkState
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from judgewatch.traffic.blocks import Block
+    from judgewatch.traffic.columnar.blocks import Block
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ class SourceRead:
         return self.mapper
 
     def blocks(self) -> Iterator[Block]:
-        """The source in columnar blocks (`judgewatch.traffic.blocks`), for `Sampler.run` to decide on."""
-        from judgewatch.traffic.blocks import read_file_blocks, sql_blocks
+        """The source in columnar blocks (`judgewatch.traffic.columnar.blocks`), for `Sampler.run` to decide on."""
+        from judgewatch.traffic.columnar.blocks import read_file_blocks, sql_blocks
 
         mapper = self._start()
         if self.config.kind == "sql":

@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from judgewatch.contract.raw_rows import loads_bounded
 from judgewatch.traffic import RejectedTrafficRow, Sampler, parse_source_config, read_source
-from judgewatch.traffic.columns import Unsupported, _walk
-from judgewatch.traffic.line_blocks import LineBlock
-from judgewatch.traffic.line_scan import MappedReader
+from judgewatch.traffic.columnar.columns import Unsupported, _walk
+from judgewatch.traffic.columnar.line_blocks import LineBlock
+from judgewatch.traffic.columnar.line_scan import MappedReader
 from judgewatch.traffic.mapping import RowMapper, resolve
 
 from .conftest import _gateway_row

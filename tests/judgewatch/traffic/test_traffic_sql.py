@@ -176,7 +176,7 @@ def _sample(config: Any, engine: Engine, *, rows: bool) -> tuple[list[str], dict
 )
 def test_sql_blocks_decide_as_the_row_path_does(log_table, make_config, monkeypatch, changes, columnar):
     """JSON held in a text column: each page is mapped row by row; JSON and plain columns: decided on columns."""
-    import judgewatch.traffic.block_sampling as block_sampling
+    import judgewatch.traffic.columnar.sampling as block_sampling
 
     decided: list[int] = []
     original = block_sampling.decision_columns

@@ -1,11 +1,10 @@
 """The sampling rule's hash for a column of source ids: `hash_unit(interaction_id(...), variant=SAMPLING)`.
 
-The two digests per row (sha256 for the interaction id, blake2b for the decision) are the rule itself. With
-the package's C extension (`_unit_hash`, built at install when a C compiler and OpenSSL's headers are there) a
-block's ids are hashed in one call, about 0.5 us a row against 1.4 in Python; without it each row costs one
-hashlib call of each, and everything around them (hex-encoding, cutting the id to 32 digits, prefixing the salt,
-reading the first 8 bytes as a big-endian integer) is done on whole arrays. Both give the same floats
-(tests/judgewatch/traffic/test_unit_hashes.py).
+The two digests per row (sha256 for the interaction id, blake2b for the decision) are the rule itself: one
+hashlib call of each a row, and everything around them (hex-encoding, cutting the id to 32 digits, prefixing the
+salt, reading the first 8 bytes as a big-endian integer) done on whole arrays. The same floats as
+`hashing.hash_unit` (tests/judgewatch/traffic/test_unit_hashes.py). A C version of this loop gave x1.22 on
+`bench/sampling.py` (Parquet; lost in the parse on JSONL) and was removed so that setup needs no compiler.
 """
 
 from __future__ import annotations
@@ -24,13 +23,6 @@ try:  # CPython 3.11's own SHA-256: the same digest as OpenSSL's, with less over
 except ImportError:  # pragma: no cover - other interpreters
     from hashlib import sha256
 
-try:
-    from judgewatch.traffic._unit_hash import units as _native_units
-except ImportError:  # built without a compiler or OpenSSL's headers: the same values, computed in Python
-    _native_units = None
-
-NATIVE = _native_units is not None
-
 
 def id_inputs(source: str, source_ids: pa.Array) -> list[bytes | None]:
     """Per row what `hashing.interaction_id(source, id)` hashes (None where the id is null)."""
@@ -42,15 +34,8 @@ def id_input(source: str, source_id: str) -> bytes:
     return b"interaction\x1f" + source.encode() + b"\x1f" + source_id.encode() + b"\x1f"
 
 
-def units_of_inputs(inputs: list[bytes], salt: str) -> np.ndarray:
+def units_of_inputs(inputs: Sequence[bytes], salt: str) -> np.ndarray:
     """`hash_unit(interaction id, salt, variant=SAMPLING)` per row, from what each id hashes (`id_inputs`)."""
-    if _native_units is not None:
-        return np.frombuffer(_native_units(inputs, salt.encode()), dtype=np.float64).copy()  # writable
-    return python_units_of_inputs(inputs, salt)
-
-
-def python_units_of_inputs(inputs: Sequence[bytes], salt: str) -> np.ndarray:
-    """`units_of_inputs` with hashlib, a call per digest: what runs without the C extension."""
     hexed = b"".join([sha256(m).digest() for m in inputs]).hex().encode()
     return units_of_ids(np.frombuffer(hexed, dtype=np.uint8).reshape(-1, 64)[:, :32], salt)
 

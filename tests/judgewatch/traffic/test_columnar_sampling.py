@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import judgewatch.traffic.block_sampling as block_sampling
-import judgewatch.traffic.line_scan as line_scan
+import judgewatch.traffic.columnar.line_scan as line_scan
+import judgewatch.traffic.columnar.sampling as block_sampling
 from judgewatch.testing.gateway_log import write_gateway_logs
 from judgewatch.traffic import Sampler, SourceConfig, load_source_config, parse_source_config, read_source
-from judgewatch.traffic.blocks import ROW_PATH_LINES
+from judgewatch.traffic.columnar.blocks import ROW_PATH_LINES
 from judgewatch.traffic.watermark import FileMark, Watermark
 
 REPO = Path(__file__).resolve().parents[3]
@@ -231,7 +231,7 @@ def test_small_blocks_an_overlong_line_and_a_resumed_read_match_the_row_path(
 ) -> None:
     import gzip
 
-    import judgewatch.traffic.blocks as blocks
+    import judgewatch.traffic.columnar.blocks as blocks
 
     monkeypatch.setattr(blocks, "BLOCK_BYTES", 3000)  # lines straddle block ends; carries of every length
     rows = [json.dumps(gateway_row(i), ensure_ascii=False) for i in range(60)]

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
+from judgewatch.traffic.columnar.line_blocks import LineBlock
+from judgewatch.traffic.columnar.line_scan import MappedReader
 from judgewatch.traffic.files import (
     Item,
     OpenLog,
@@ -28,8 +30,6 @@ from judgewatch.traffic.files import (
     open_jsonl,
     parquet_batches,
 )
-from judgewatch.traffic.line_blocks import LineBlock
-from judgewatch.traffic.line_scan import MappedReader
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow
 from judgewatch.traffic.watermark import Watermark, WatermarkState

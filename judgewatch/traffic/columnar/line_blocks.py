@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from judgewatch.contract.raw_rows import MAX_JSON_DEPTH
+from judgewatch.traffic.columnar.line_scan import MappedReader
 from judgewatch.traffic.files import BOM
-from judgewatch.traffic.line_scan import MappedReader
 
 logger = logging.getLogger(__name__)
 

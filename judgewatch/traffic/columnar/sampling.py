@@ -13,25 +13,43 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from judgewatch.traffic.blocks import RowBlock
-from judgewatch.traffic.columns import DecisionColumns, Unsupported, decision_columns
-from judgewatch.traffic.dedup import content_hash, content_key
+from judgewatch.traffic.columnar.blocks import RowBlock
+from judgewatch.traffic.columnar.columns import DecisionColumns, Unsupported, decision_columns
+from judgewatch.traffic.columnar.times import epoch_micros, micros_of
+from judgewatch.traffic.columnar.unit_hashes import id_input, id_inputs, id_matrix, units_of_ids, units_of_inputs
+from judgewatch.traffic.config import SourceConfig
+from judgewatch.traffic.dedup import DedupWindow, content_hash, content_key
 from judgewatch.traffic.mapping import BadRow, RowMapper
-from judgewatch.traffic.records import TrafficRow
-from judgewatch.traffic.sampling import Pick, Sampler
+from judgewatch.traffic.records import Pick, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
-from judgewatch.traffic.times import epoch_micros, micros_of
-from judgewatch.traffic.unit_hashes import id_input, id_inputs, id_matrix, units_of_ids, units_of_inputs
 
 logger = logging.getLogger(__name__)
 
 REASONS = (None, "route", "department", "time", "answer_length")  # filter reason codes 0-4; 0: in scope
 _CODE = {reason: code for code, reason in enumerate(REASONS)}
+
+
+class Sampler(Protocol):
+    """What the block path asks of `traffic.sampling.Sampler`, the rule's one implementation: its config and
+    dedup window, its per-row decisions and its counts (declared here so this module need not import it)."""
+
+    config: SourceConfig
+    dedup: DedupWindow | None
+
+    def take(self, item: TrafficRow | RejectedTrafficRow) -> Pick | None: ...
+    def quarantine(self, item: RejectedTrafficRow) -> None: ...
+    def labels_reason(self, route: str | None, department: str | None) -> str | None: ...
+    def count(self, name: str, k: int = 1, reason: str | None = None) -> None: ...
+    def stratum(self, tier: str, route: str | None) -> tuple[str, float]: ...
+    def count_stratum(self, stratum: str, rate: float, eligible: int, picked: int) -> None: ...
+    def unpick(self, stratum: str, rejected: RejectedTrafficRow) -> None: ...
+    def pick(self, row: TrafficRow, stratum: str, rate: float) -> Pick: ...
 
 
 def sample_blocks(sampler: Sampler, read: SourceRead) -> Iterator[Pick]:
