@@ -208,6 +208,8 @@ def migrate(engine: Engine, migrations: Sequence[Migration] = MIGRATIONS) -> lis
     names = [m.__name__ for m in migrations]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate migration names in {names}")
+    if set(names) <= set(applied_migrations(engine)):  # up to date: one query, no write lock
+        return []
     applied_now: list[str] = []
     with engine.connect() as conn:
         if conn.dialect.name == "sqlite":

@@ -37,6 +37,27 @@ def test_migrating_again_is_a_noop(db_url: str) -> None:
         engine.dispose()
 
 
+def test_an_up_to_date_store_opens_without_taking_the_write_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command opens the store: when nothing is missing, migrate reads the applied names and returns, so it
+    neither waits for nor blocks a writer (here one holding SQLite's write lock)."""
+    import sqlite3
+
+    path = tmp_path / "store.db"
+    engine = make_engine(f"sqlite:///{path}")
+    migrate(engine)
+    engine.dispose()
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a judging run writing verdicts
+    monkeypatch.setattr("judgewatch.storage.db.SQLITE_BUSY_TIMEOUT_MS", 200)
+    impatient = make_engine(f"sqlite:///{path}")
+    try:
+        assert migrate(impatient) == []
+    finally:
+        impatient.dispose()
+        writer.execute("ROLLBACK")
+        writer.close()
+
+
 def test_two_concurrent_migrators_both_succeed_and_apply_once(db_url: str) -> None:
     engines = [make_engine(db_url), make_engine(db_url)]
     barrier = threading.Barrier(2)
