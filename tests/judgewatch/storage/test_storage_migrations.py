@@ -37,7 +37,9 @@ def test_migrating_again_is_a_noop(db_url: str) -> None:
         engine.dispose()
 
 
-def test_an_up_to_date_store_opens_without_taking_the_write_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_up_to_date_store_opens_without_taking_the_write_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every command opens the store: when nothing is missing, migrate reads the applied names and returns, so it
     neither waits for nor blocks a writer (here one holding SQLite's write lock)."""
     import sqlite3
