@@ -9,9 +9,10 @@ Items 0-39 of HaluEval and HalluQA's question_ids 1-40 are the mini golden sets 
 - `begin_cmu`, `begin_tc`: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`), every row
   but the `Generic` ones: a response labelled `Fully attributable` is right, `Not fully attributable` wrong;
   the knowledge passage is the context, the dialogue turn answered is the question.
-`fit` is the logistic regression scripts/fit_reference_judge.py writes (each domain weighs the same, whatever its
-size; every coefficient >= 0); `leave_one_out` fits it on three domains and scores the fourth, beside the plain
-word-recall baseline (`judges._claims.word_recall`) on the same rows.
+`Case` and the HaluEval and HalluQA readers are shared with bench/reference_judge_quality.py (which imports
+them from here). `fit` is the logistic regression scripts/fit_reference_judge.py writes (each domain weighs the
+same, whatever its size; every coefficient >= 0); `leave_one_out` fits it on three domains and scores the
+fourth, beside the plain word-recall baseline (`judges._claims.word_recall`) on the same rows.
 """
 
 from __future__ import annotations
@@ -22,15 +23,104 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import rankdata
 
-from bench.reference_judge_quality import DATASETS, Case, auroc, by_category_dev, halluqa_cases, halueval_cases
 from judgewatch.contract.items import JudgeItem
+from judgewatch.settings import REPO_ROOT
+
+DATASETS = REPO_ROOT / "datasets"
 
 BEGIN = DATASETS / "begin_dev"
 BEGIN_FILES = {"begin_cmu": ("cmu-dog/begin_dev_cmu.tsv", "cmu"), "begin_tc": ("topicalchat/begin_dev_tc.tsv", "tc")}
 RIGHT, WRONG, GENERIC = "Fully attributable", "Not fully attributable", "Generic"
 # the demo's and the gate's trust sets: never fitted on (see `domains`)
 TRUST_SETS = (DATASETS / "halueval_qa_mini" / "data.jsonl", DATASETS / "halluqa_mini" / "data.jsonl")
+
+
+@dataclass(frozen=True)
+class Case:
+    item: JudgeItem
+    right: bool
+    group: str  # the question: bootstrap unit
+    dev: bool  # in the half the judge's design choices were tuned on
+
+
+def halueval_cases(folder: Path, variant: str = "one-turn") -> list[Case]:
+    path = folder / "generation" / "qa" / f"qa_{variant}_data.json"
+    cases = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        row = json.loads(line)
+        for right, answer in ((True, row["right_answer"]), (False, row["hallucinated_answer"])):
+            item = JudgeItem(
+                id=f"halueval-{i}-{'right' if right else 'hallucinated'}",
+                question=row["question"],
+                answer=answer,
+                reference_facts=[row["knowledge"]],
+                language="en",
+            )
+            cases.append(Case(item, right, f"q{i}", i < 250))
+    return cases
+
+
+def by_category_dev(case: Case) -> bool:
+    """HalluQA's development half by category (2.2.0): question_id <= 225 (all "Misleading", a few "Knowledge")
+    and the even question_ids above (half the "Misleading-hard" and "Knowledge" questions); the odd ones above 225
+    are held out. The id split (`Case.dev`) puts those two categories in the held-out half only."""
+    qid = int(case.group.removeprefix("q"))
+    return qid <= 225 or qid % 2 == 0
+
+
+def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
+    """(cases, number of questions left out because their only correct answer would be its own reference).
+
+    `leaky=True` builds the scheme this benchmark avoids (every correct answer among the references of both
+    sides, the judged one included), only to show how much that leak would inflate the figure.
+    """
+    rows = json.loads((folder / "HalluQA.json").read_text(encoding="utf-8"))
+    cases: list[Case] = []
+    left_out = 0
+    for row in rows:
+        qid = row["question_id"]
+        best = [(row.get(f"Best Answer{k}") or "").strip() for k in range(1, 5)]
+        wrong = [(row.get(f"Wrong_Answer{k}") or "").strip() for k in range(1, 5)]
+        source = (row.get("Source") or "").strip()
+        evidence = [source] if source and not source.startswith("http") else []
+        question, dev, group = row["Question"], qid <= 225, f"q{qid}"
+
+        def add(kind: str, answer: str, right: bool, ref_answer: str | None, facts: list[str]) -> None:
+            item = JudgeItem(
+                id=f"halluqa-{group}-{kind}",  # noqa: B023 - called only within this iteration
+                question=question,  # noqa: B023
+                answer=answer,
+                reference_answer=ref_answer,
+                reference_facts=facts,
+                language="zh",
+            )
+            cases.append(Case(item, right, group, dev))  # noqa: B023
+
+        if sum(1 for b in best if b) >= 2:
+            for k in range(4):
+                others = [b for j, b in enumerate(best) if (j != k or leaky) and b]
+                if best[k]:
+                    add(f"best{k + 1}", best[k], True, others[0], others + evidence)
+                if wrong[k]:
+                    add(f"wrong{k + 1}", wrong[k], False, others[0], others + evidence)
+        elif evidence:
+            add("best1", next(b for b in best if b), True, None, evidence)
+            for k, answer in enumerate(wrong):
+                if answer:
+                    add(f"wrong{k + 1}", answer, False, None, evidence)
+        else:
+            left_out += 1
+    return cases, left_out
+
+
+def auroc(scores: np.ndarray, right: np.ndarray) -> float:
+    """Mann-Whitney AUROC with ties counted 1/2."""
+    ranks = rankdata(scores)
+    n_pos = int(right.sum())
+    n_neg = len(right) - n_pos
+    return float((ranks[right].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 @dataclass(frozen=True)

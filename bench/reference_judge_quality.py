@@ -33,16 +33,28 @@ Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--hallu
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
 
+from bench.reference_domains import (
+    DATASETS,
+    GENERIC,
+    Case,
+    auroc,
+    begin_rows,
+    by_category_dev,
+    domains,
+    halluqa_cases,
+    halueval_cases,
+    high_share,
+    leave_one_out,
+    paired_bootstrap,
+    pasted,
+)
 from judges import _evidence, _numbers, _text
 from judges._claims import POLARITY_FACTOR
 from judges.reference import ReferenceJudge, coverage
@@ -50,7 +62,6 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT
 
-DATASETS = REPO_ROOT / "datasets"
 CHANCE = 0.5
 # a plain lexical-overlap score on 200 x 2 and 150 x 2 items, measured before this bench (notes not in the repo)
 LEXICAL_OVERLAP = {"halueval": 0.92, "halluqa": 0.86}
@@ -62,92 +73,6 @@ HELD_OUT_LIMITS = {"halueval": 0.96, "length-controlled": 0.93, "halluqa": 0.90,
 SWAP_SHARE_LIMIT = 0.5  # share of the word-for-word supported hallucinations that must get 1-2
 SWAP_SUPPORT = 0.95  # 1.1.0's level-5 cut on this share: the hallucinated answers 1.1.0 scored 5
 SEED = 20261129
-
-
-@dataclass(frozen=True)
-class Case:
-    item: JudgeItem
-    right: bool
-    group: str  # the question: bootstrap unit
-    dev: bool  # in the half the judge's design choices were tuned on
-
-
-def halueval_cases(folder: Path, variant: str = "one-turn") -> list[Case]:
-    path = folder / "generation" / "qa" / f"qa_{variant}_data.json"
-    cases = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        row = json.loads(line)
-        for right, answer in ((True, row["right_answer"]), (False, row["hallucinated_answer"])):
-            item = JudgeItem(
-                id=f"halueval-{i}-{'right' if right else 'hallucinated'}",
-                question=row["question"],
-                answer=answer,
-                reference_facts=[row["knowledge"]],
-                language="en",
-            )
-            cases.append(Case(item, right, f"q{i}", i < 250))
-    return cases
-
-
-def by_category_dev(case: Case) -> bool:
-    """HalluQA's development half by category (2.2.0): question_id <= 225 (all "Misleading", a few "Knowledge")
-    and the even question_ids above (half the "Misleading-hard" and "Knowledge" questions); the odd ones above 225
-    are held out. The id split (`Case.dev`) puts those two categories in the held-out half only."""
-    qid = int(case.group.removeprefix("q"))
-    return qid <= 225 or qid % 2 == 0
-
-
-def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
-    """(cases, number of questions left out because their only correct answer would be its own reference).
-
-    `leaky=True` builds the scheme this benchmark avoids (every correct answer among the references of both
-    sides, the judged one included), only to show how much that leak would inflate the figure.
-    """
-    rows = json.loads((folder / "HalluQA.json").read_text(encoding="utf-8"))
-    cases: list[Case] = []
-    left_out = 0
-    for row in rows:
-        qid = row["question_id"]
-        best = [(row.get(f"Best Answer{k}") or "").strip() for k in range(1, 5)]
-        wrong = [(row.get(f"Wrong_Answer{k}") or "").strip() for k in range(1, 5)]
-        source = (row.get("Source") or "").strip()
-        evidence = [source] if source and not source.startswith("http") else []
-        question, dev, group = row["Question"], qid <= 225, f"q{qid}"
-
-        def add(kind: str, answer: str, right: bool, ref_answer: str | None, facts: list[str]) -> None:
-            item = JudgeItem(
-                id=f"halluqa-{group}-{kind}",  # noqa: B023 - called only within this iteration
-                question=question,  # noqa: B023
-                answer=answer,
-                reference_answer=ref_answer,
-                reference_facts=facts,
-                language="zh",
-            )
-            cases.append(Case(item, right, group, dev))  # noqa: B023
-
-        if sum(1 for b in best if b) >= 2:
-            for k in range(4):
-                others = [b for j, b in enumerate(best) if (j != k or leaky) and b]
-                if best[k]:
-                    add(f"best{k + 1}", best[k], True, others[0], others + evidence)
-                if wrong[k]:
-                    add(f"wrong{k + 1}", wrong[k], False, others[0], others + evidence)
-        elif evidence:
-            add("best1", next(b for b in best if b), True, None, evidence)
-            for k, answer in enumerate(wrong):
-                if answer:
-                    add(f"wrong{k + 1}", answer, False, None, evidence)
-        else:
-            left_out += 1
-    return cases, left_out
-
-
-def auroc(scores: np.ndarray, right: np.ndarray) -> float:
-    """Mann-Whitney AUROC with ties counted 1/2."""
-    ranks = rankdata(scores)
-    n_pos = int(right.sum())
-    n_neg = len(right) - n_pos
-    return float((ranks[right].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def bootstrap_interval(scores: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int) -> tuple[float, float]:
@@ -214,7 +139,6 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
 
 def leave_one_domain_out(n_boot: int) -> None:
     """Fit the `default` model on three domains, score the fourth; beside it, plain word recall on the same rows."""
-    from bench.reference_domains import domains, leave_one_out, paired_bootstrap
     from judges._claims import item_features, word_recall
     from judges.reference_model import FEATURE_SETS, load_models
 
@@ -252,8 +176,6 @@ def leave_one_domain_out(n_boot: int) -> None:
 
 
 def begin_generic(domain: str) -> list[JudgeItem]:
-    from bench.reference_domains import GENERIC, begin_rows
-
     return [r.item for r in begin_rows(domain) if r.label == GENERIC]
 
 
@@ -262,7 +184,6 @@ PASTE_LIMIT = 0.05  # issue 33: the share scoring >= 4 may rise at most 5 points
 
 def pasted_references(judge: ReferenceJudge, rubric: Rubric) -> None:
     """The golden sets' known-bad answers, plain and with the reference facts pasted after them: share >= 4."""
-    from bench.reference_domains import high_share, pasted
     from judgewatch.regression.golden import load_golden_set
     from judgewatch.trust.validate import known_pairs
 

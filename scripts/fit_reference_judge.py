@@ -24,8 +24,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bench.reference_domains import domains, fit, golden_id, matrix
-from bench.reference_judge_quality import DATASETS, Case, auroc
+from bench.reference_domains import DATASETS, Case, auroc, domains, fit, golden_id, matrix
 from judges._claims import item_features, item_unsegmented
 from judges.reference_model import FEATURE_SETS, MODEL_PATH, parse_models
 
