@@ -166,12 +166,22 @@ def traffic_estimates(
     return out
 
 
-def _release_ppi(
-    group: pd.DataFrame, level: float, min_labels: int, bounds: tuple[float, float]
+def group_ppi(
+    group: pd.DataFrame,
+    level: float,
+    min_labels: int = 2,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+    *,
+    weighted_labels_only: bool = False,
 ) -> tuple[PPIEstimate, PPIEstimate]:
-    lab = group[group["human"].notna() & np.isfinite(group["inclusion_prob"].to_numpy(dtype=float))]
+    """(PPI++ estimate, human-only estimate) of one group of score-frame rows, weighted by the labels' inclusion
+    probabilities when every labelled row has one. `weighted_labels_only` (release quality): labelled rows without
+    a probability are left out instead of dropping the weights."""
+    lab = group[group["human"].notna()]
+    if weighted_labels_only:
+        lab = lab[np.isfinite(lab["inclusion_prob"].to_numpy(dtype=float))]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
-    weights = pi if len(lab) else None
+    weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
     est = ppi_mean(
         y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds
     )
@@ -190,7 +200,7 @@ def release_estimates(
     out = []
     keys = ["release", "tier", "dataset", "criterion"]
     for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
-        est, human = _release_ppi(group, level, min_labels, bounds)
+        est, human = group_ppi(group, level, min_labels, bounds, weighted_labels_only=True)
         synthetic, annotated = _counts(group)
         note = interval_reason(est.n, min_labels)
         out.append(

@@ -18,10 +18,10 @@ from datetime import timedelta
 import numpy as np
 import pandas as pd
 
+from judgewatch.calibration.estimands import group_ppi
 from judgewatch.stats import (
     Estimate,
     PPIEstimate,
-    classical_mean,
     ppi_diff_unpaired,
     ppi_mean,
     time_windows,
@@ -75,18 +75,6 @@ def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | No
     return sorted(tiers)[0] if tiers else None
 
 
-def _ppi(
-    group: pd.DataFrame, level: float, min_labels: int = 2, bounds: tuple[float, float] = SCALE_BOUNDS
-) -> tuple[PPIEstimate, PPIEstimate]:
-    lab = group[group["human"].notna()]
-    y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
-    weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
-    est = ppi_mean(
-        y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds
-    )
-    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds)
-
-
 def tier_estimates(
     frame: pd.DataFrame,
     *,
@@ -98,7 +86,7 @@ def tier_estimates(
     `bounds`: the rubric's scale (the intervals are for bounded scores, docs/statistics.md)."""
     out = []
     for (tier, criterion), group in frame.groupby(["tier", "criterion"], sort=True):
-        est, human = _ppi(group, level, min_labels, bounds)
+        est, human = group_ppi(group, level, min_labels, bounds)
         n_labels = int(group["human"].notna().sum())
         synthetic = int((group["label_via"] == "synthetic").sum())
         out.append(
@@ -231,7 +219,7 @@ def trend(
     windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
     rows = []
     for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
-        est, _ = _ppi(group, level, min_labels, bounds)
+        est, _ = group_ppi(group, level, min_labels, bounds)
         mid = group["at"].dt.tz_localize(None).mean()  # where the window's verdicts sit in time, for plotting
         raw = group["judge"].mean()
         rows.append((tier, criterion, window, mid, raw, len(group), est.n, est.estimate, est.low, est.high))
