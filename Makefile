@@ -36,7 +36,8 @@ demo: setup judge-setup  ## the main job on the embedded defaults: the gate's th
 test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and a real browser
 	bash scripts/run_tests.sh
 
-# Everything but the tests that need a Prefect server, the vLLM judge, a browser, Prometheus or a child pytest
+# Everything but the tests that need a Prefect server, the vLLM judge, a browser, Prometheus or a child pytest, and
+# those marked slow (seconds each: the full tier runs them)
 # (tests/conftest.py marks them by the fixtures they use). PostgreSQL tests run: scripts/test_postgres.sh uses
 # the server at JUDGEWATCH_TEST_POSTGRES_URL or installs one. Ephemeral Prefect is off, so a test that runs a flow
 # without the prefect_server fixture fails here instead of quietly starting a server.
@@ -44,7 +45,7 @@ test: setup judge-setup  ## every test, with the real vLLM judge, PostgreSQL and
 # run of tests, so a module's shared fixture is mostly set up once, and an idle worker takes over the tail of a
 # busy one's. Every worker has its own PostgreSQL schemas, tmp_path base, path guard and endpoint guard.
 # TEST_WORKERS=0 runs it in one process.
-FAST_TIER := not (prefect_server or vllm or browser or prometheus or child_pytest)
+FAST_TIER := not (prefect_server or vllm or browser or prometheus or child_pytest or slow)
 TEST_WORKERS ?= auto
 test-fast: setup  ## the fast tier: every test that needs nothing but PostgreSQL (a few minutes)
 	bash scripts/test_postgres.sh

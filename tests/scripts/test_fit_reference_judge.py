@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from judges.reference_model import MODEL_PATH, parse_models
 from judgewatch.settings import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "scripts" / "fit_reference_judge.py"
 
 
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_a_refit_on_the_development_halves_reproduces_the_committed_model(tmp_path: Path) -> None:
     out = tmp_path / "model.json"
     subprocess.run(

@@ -79,6 +79,7 @@ def _write(engine: Engine, rubric: Rubric) -> dict[str, dict[str, int]]:
     return human
 
 
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_traffic_and_release_estimates_never_share_items_or_labels(engine: Engine, rubric: Rubric) -> None:
     _write(engine, rubric)
     frame = load_scores(engine, rubric_name="answer_quality")
@@ -114,6 +115,7 @@ def test_same_item_gap_pairs_the_golden_items_of_each_release(engine: Engine, ru
         assert g.estimate == pytest.approx(0.0) and g.p_value > 0.05
 
 
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_the_default_series_is_the_latest_judge_that_graded_tiers_not_a_newer_validation_run(
     engine: Engine, rubric: Rubric
 ) -> None:

@@ -71,6 +71,7 @@ def test_agreement_reads_the_floats_for_bias_and_the_integers_for_kappa(engine: 
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_report_tiers_with_the_expected_reading_computes_on_the_floats_and_says_so(
     engine: Engine, rubric: Rubric, db_url: str, tmp_path: Path
 ) -> None:

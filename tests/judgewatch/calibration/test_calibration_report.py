@@ -131,6 +131,7 @@ def test_report_command_refuses_a_bad_since_or_an_unknown_judge(db_url: str, tmp
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_the_report_reads_the_calibration_snapshot_and_computes_only_without_one(
     store: Engine, db_url: str, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ def run(command: str, home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["bash", str(SCRIPT), command], env=env, capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_spawn_writes_the_chosen_dtype_and_stop_removes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "models" / "SmolLM2-135M-Instruct").mkdir(parents=True)
     (tmp_path / "models" / "SmolLM2-135M-Instruct" / ".complete").touch()

@@ -11,12 +11,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.testing.processes import free_port, stop_process
 
 
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_review_ui_prints_its_url_and_ready_when_it_answers(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'store.db'}"
     migrate(make_engine(url))

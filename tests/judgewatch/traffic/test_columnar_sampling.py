@@ -64,6 +64,7 @@ def synthetic_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "parquet"])
+@pytest.mark.slow  # in the full tier only (make test): seconds of work
 def test_block_path_picks_the_stored_ids_on_the_benchmarks_synthetic_log(synthetic_log: Path, kind: str) -> None:
     paths = [str(p) for p in sorted(synthetic_log.glob(f"log-*.{kind}"))]
     config = parse_source_config({"name": "bench", "kind": kind, "paths": paths, "sampling": {"default_rate": 0.01}})
