@@ -171,7 +171,7 @@ async def _evaluate(
     down, problems = await check_endpoints(inputs.tiers, judge)
     names = [t.name for t in inputs.tiers]
     try:
-        base_tier = baseline_tier(inputs.tiers, options.baseline_tier)
+        base_tier = baseline_tier(inputs.tiers, options.baseline_tier, settings.baseline_tier)
     except TierError as exc:
         base_tier = None
         problems.append(str(exc))

@@ -118,6 +118,10 @@ class Settings(BaseSettings):
     # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
     ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")
 
+    # The tier every other serving tier is compared with (gaps read candidate − baseline) where neither a tiers
+    # file (`baseline: true`) nor `--baseline-tier` names one: the gate, `report tiers` and the pages read it alike.
+    baseline_tier: str | None = Field(default=None, description="Baseline serving tier when nothing else names one")
+
     # Estimates resting on fewer human labels than this read "too few labels (n=k, need m)", with no interval.
     min_labels: int = Field(default=5, ge=2, description="Human labels an estimate needs before it gets an interval")
 

@@ -122,6 +122,15 @@ def db(tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def baseline_full() -> Iterator[None]:
+    """The service declares `full` its baseline tier (JUDGEWATCH_BASELINE_TIER), as no synthetic release does."""
+    from judgewatch.testing.synthetic_labels import declared_baseline
+
+    with declared_baseline("full"):
+        yield
+
+
+@pytest.fixture
 def path_guard() -> PathGuard:
     """The session's path guard (for the tests that check the guard itself)."""
     return PATH_GUARD

@@ -84,7 +84,6 @@ class CalibrationSummary:
     notes: list[str] = field(default_factory=list)
     baseline_tier: str | None = None  # the tier every gap and difference is taken against (`baseline_choice`)
     baseline_reason: str = ""  # one line: where that choice came from
-    baseline_by_name: bool = False  # nothing declared a baseline tier: the first by name (a note says so)
     min_labels: int = 5  # the fewest human labels an estimate needs for an interval (Settings.min_labels)
 
     @property
@@ -111,36 +110,31 @@ def label_counts(frame: pd.DataFrame) -> list[LabelCount]:
     return out
 
 
-def baseline_choice(engine: Engine, tiers: Sequence[str], asked: str | None = None) -> tuple[str | None, str, bool]:
-    """The baseline tier of the report and the pages, and one line saying why: the one asked for, else the
-    one the newest release declared (its tiers file's `baseline: true` or `--baseline-tier`, as the gate
-    compared them), else the first by name, said as such (the third value)."""
+def baseline_choice(engine: Engine, tiers: Sequence[str], asked: str | None = None) -> tuple[str | None, str]:
+    """The baseline tier of the report and the pages, and one line saying why: the one asked for, else the one
+    the newest release declared (as the gate compared them), else the `baseline_tier` setting, else none (no
+    tier is compared with another, as the gate does when nothing names a baseline)."""
     if asked is not None or not tiers:
-        return asked, f"Baseline tier {asked}: the one asked for." if asked else "", False
+        return asked, f"Baseline tier {asked}: the one asked for." if asked else ""
     with session_scope(engine) as session:
         declared = declared_baseline_tier(session=session)
-        if declared is not None and declared.tier in tiers:
-            return (
-                declared.tier,
-                (
-                    f"Baseline tier {declared.tier}: declared by release {declared.release} (its tiers file's "
-                    "`baseline: true` or `--baseline-tier`); every gap reads candidate − baseline."
-                ),
-                False,
-            )
-    first = sorted(tiers)[0]
-    return (
-        first,
-        (
-            f"Baseline tier {first}: no release declared one among these tiers, so the first by name; declare it "
-            "with `baseline: true` in the tiers file or `--baseline-tier` (gaps read candidate − baseline)."
-        ),
-        True,
+    if declared is not None and declared.tier in tiers:
+        return declared.tier, (
+            f"Baseline tier {declared.tier}: declared by release {declared.release} (its tiers file's "
+            "`baseline: true` or `--baseline-tier`); every gap reads candidate − baseline."
+        )
+    setting = get_settings().baseline_tier
+    if setting in tiers:
+        return setting, f"Baseline tier {setting}: the `baseline_tier` setting; every gap reads candidate − baseline."
+    return None, (
+        "No baseline tier: neither a release nor the `baseline_tier` setting names one among these tiers, so no "
+        "tier is compared with another; declare it with `baseline: true` in the tiers file, `--baseline-tier` or "
+        "JUDGEWATCH_BASELINE_TIER."
     )
 
 
 def _notes(summary: CalibrationSummary) -> list[str]:
-    notes = [summary.baseline_reason] if summary.baseline_by_name and len(summary.label_counts) > 1 else []
+    notes = [summary.baseline_reason] if summary.baseline_tier is None and len(summary.label_counts) > 1 else []
     if summary.series is not None and summary.frame.empty:
         since = f" since {summary.since:%Y-%m-%d %H:%M} UTC" if summary.since else ""
         notes.append(f"No scored verdicts of this judge configuration{since}: choose a longer period.")
@@ -242,7 +236,7 @@ def summarize(
     summary.min_labels = need
     scale = rubric_bounds(rubric_name)
     tiers = sorted(frame["tier"].unique().tolist())
-    baseline, summary.baseline_reason, summary.baseline_by_name = baseline_choice(engine, tiers, baseline)
+    baseline, summary.baseline_reason = baseline_choice(engine, tiers, baseline)
     summary.baseline_tier = baseline
     summary.estimates = tier_estimates(frame, min_labels=need, bounds=scale)
     summary.differences = tier_differences(frame, summary.estimates, baseline=baseline, min_labels=need, bounds=scale)

@@ -66,13 +66,12 @@ class TierDifference:
 
 
 def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | None:
-    """The tier others are compared with: the one asked for (the tiers file's `baseline: true`, or
-    `--baseline-tier`), else the first in sorted order. Never chosen by what a tier is called."""
-    if baseline is not None:
-        if baseline not in tiers:
-            raise ValueError(f"baseline tier {baseline!r} has no verdicts (tiers: {', '.join(tiers) or 'none'})")
-        return baseline
-    return sorted(tiers)[0] if tiers else None
+    """The tier others are compared with: the one asked for (declared by a tiers file's `baseline: true`,
+    `--baseline-tier` or the `baseline_tier` setting), else None: no tier is compared with another. Never chosen
+    by what a tier is called, nor by the order of the names."""
+    if baseline is not None and baseline not in tiers:
+        raise ValueError(f"baseline tier {baseline!r} has no verdicts (tiers: {', '.join(tiers) or 'none'})")
+    return baseline
 
 
 def tier_estimates(

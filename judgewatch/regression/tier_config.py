@@ -207,9 +207,10 @@ def credentials(spec: TierSpec, environ: Mapping[str, str] | None = None) -> tup
     return key, {name: expand(name, value) for name, value in spec.headers.items()}
 
 
-def baseline_tier(specs: list[TierSpec], asked: str | None = None) -> str | None:
+def baseline_tier(specs: list[TierSpec], asked: str | None = None, default: str | None = None) -> str | None:
     """The tier the release's other tiers are compared with: `asked` (`--baseline-tier`), else the one a tiers
-    file marks `baseline: true`, else None (no within-release comparison). Never chosen by a tier's name."""
+    file marks `baseline: true`, else `default` (the `baseline_tier` setting) when it is a tier of the run, else
+    None (no within-release comparison). Never chosen by a tier's name."""
     names = [s.name for s in specs]
     if asked is not None:
         if asked not in names:
@@ -220,7 +221,9 @@ def baseline_tier(specs: list[TierSpec], asked: str | None = None) -> str | None
     marked = [s.name for s in specs if s.baseline]
     if len(marked) > 1:
         raise TierError(f"several tiers are marked 'baseline: true': {', '.join(marked)}; mark one")
-    return marked[0] if marked else None
+    if marked:
+        return marked[0]
+    return default if default in names else None
 
 
 def load_configured_tiers(

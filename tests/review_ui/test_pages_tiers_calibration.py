@@ -22,7 +22,7 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.releases import GateDecision, record_gate_decision
 from judgewatch.storage.types import utcnow
-from judgewatch.testing.synthetic_labels import SyntheticSpec, write_synthetic
+from judgewatch.testing.synthetic_labels import SyntheticSpec, declared_baseline, write_synthetic
 from review_ui.calibration_page import add_calibration_tab, calibration_view
 from review_ui.common import require_viewer
 from review_ui.tiers_page import add_tiers_tab, tiers_view
@@ -46,7 +46,8 @@ def seed_store(path: Path) -> Engine:
     start = utcnow() - timedelta(days=2)  # inside the pages' default period (90 days)
     spec = SyntheticSpec(judge=JUDGE, days=2, per_day=30, review_share=0.4, start=start)
     write_synthetic(engine, load_rubric("answer_quality"), spec)
-    save_views(engine, rubric_name="answer_quality", categories=[1.0, 2.0, 3.0, 4.0, 5.0])  # the daily flow's job
+    with declared_baseline("full"):  # the service's baseline tier (synthetic traffic comes from no release)
+        save_views(engine, rubric_name="answer_quality", categories=[1.0, 2.0, 3.0, 4.0, 5.0])  # the daily flow's job
     with session_scope(engine, write=True) as session:
         add_reviewer(session=session, name="owner", password=PASSWORD, role="owner")
         add_reviewer(session=session, name="rita", password=PASSWORD, role="reviewer")

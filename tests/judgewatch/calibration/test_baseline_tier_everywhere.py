@@ -1,7 +1,7 @@
 """One baseline tier everywhere (issue 41 §5): the tier a release's tiers file declared (`baseline: true`) or
 `--baseline-tier` asked for is the one `report tiers` and the Tiers page compare with, as the gate did, for tiers
-with any names; a gap reads candidate − baseline; only with nothing declared is the first tier by name used, and
-the report says so."""
+with any names, and the `baseline_tier` setting where no release declared one; a gap reads candidate − baseline.
+With nothing declared no tier is compared with another, in the report as in the gate, and the report says so."""
 
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from judgewatch.calibration.gate_question import GateRow, lead_line
 from judgewatch.calibration.summary import summarize
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
+from judgewatch.regression.serving import TierSpec
+from judgewatch.regression.tier_config import baseline_tier
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import record_release_tier
 from judgewatch.storage.types import utcnow
-from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, declared_baseline, write_synthetic
 
 from .conftest import JUDGE_A
 
@@ -57,18 +59,35 @@ def _declare(engine: Engine, baseline: str) -> None:
 def test_the_declared_baseline_tier_is_the_reports_baseline(two_tiers: Engine) -> None:
     _declare(two_tiers, "fp16")
     summary = summarize(two_tiers, n_boot=50, with_trust=False)
-    assert summary.baseline_tier == "fp16" and not summary.baseline_by_name
+    assert summary.baseline_tier == "fp16"
     assert "declared by release r1" in summary.baseline_reason
     assert summary.differences and {(d.tier, d.baseline) for d in summary.differences} == {("awq", "fp16")}
     assert all(d.raw_diff < 0 for d in summary.differences)  # awq − fp16: the candidate trails
     assert summary.gaps and {g.baseline for g in summary.gaps} == {"fp16"}
-    assert not any("first by name" in note for note in summary.notes)
+    assert not any("No baseline tier" in note for note in summary.notes)
 
 
-def test_with_nothing_declared_the_first_by_name_is_used_and_said(two_tiers: Engine) -> None:
+def test_with_nothing_declared_no_tier_is_compared_and_the_report_says_how_to_declare_one(two_tiers: Engine) -> None:
     summary = summarize(two_tiers, n_boot=50, with_trust=False)
-    assert summary.baseline_tier == "awq" and summary.baseline_by_name
-    assert any("first by name" in note and "--baseline-tier" in note for note in summary.notes)
+    assert summary.baseline_tier is None
+    assert not summary.differences and not summary.gaps  # as the gate: no within-release comparison
+    assert any("No baseline tier" in note and "--baseline-tier" in note for note in summary.notes)
+
+
+def test_the_baseline_tier_setting_names_the_baseline_where_no_release_declared_one(two_tiers: Engine) -> None:
+    with declared_baseline("fp16"):
+        summary = summarize(two_tiers, n_boot=50, with_trust=False)
+    assert summary.baseline_tier == "fp16" and "`baseline_tier` setting" in summary.baseline_reason
+    assert {(d.tier, d.baseline) for d in summary.differences} == {("awq", "fp16")}
+
+
+def test_the_gate_takes_the_same_setting_when_the_tiers_file_marks_no_baseline() -> None:
+    specs = [TierSpec(name=name, kind="recorded", answers_path=Path(f"{name}.jsonl")) for name in ("awq", "fp16")]
+    assert baseline_tier(specs) is None
+    assert baseline_tier(specs, default="fp16") == "fp16"
+    assert baseline_tier(specs, default="full") is None  # a setting naming no tier of the run compares nothing
+    marked = [specs[0].model_copy(update={"baseline": True}), specs[1]]
+    assert baseline_tier(marked, default="fp16") == "awq"  # the tiers file wins over the setting
 
 
 def test_the_tiers_report_json_names_the_declared_baseline(two_tiers: Engine, db_url: str, tmp_path: Path) -> None:

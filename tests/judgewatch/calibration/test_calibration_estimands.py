@@ -108,7 +108,7 @@ def test_traffic_and_release_estimates_never_share_items_or_labels(engine: Engin
 
 def test_same_item_gap_pairs_the_golden_items_of_each_release(engine: Engine, rubric: Rubric) -> None:
     _write(engine, rubric)
-    gaps = same_item_gaps(load_scores(engine, rubric_name="answer_quality"))
+    gaps = same_item_gaps(load_scores(engine, rubric_name="answer_quality"), baseline="full")
     assert {(g.estimand, g.release, g.tier, g.baseline) for g in gaps} == {(GAP_SAME_ITEMS, "r1", "int4", "full")}
     for g in gaps:  # paired when enough items were labeled on both tiers, else the two means' difference
         assert g.n_sampled == (40 if g.reference_mix.startswith("paired") else 80)
@@ -162,7 +162,7 @@ def _traffic_frame(rng: np.random.Generator) -> pd.DataFrame:
 
 def test_mix_adjusted_gap_removes_the_gap_that_only_the_request_mix_made() -> None:
     frame = _traffic_frame(np.random.default_rng(9))
-    gaps = {g.estimand: g for g in traffic_gaps(frame)}
+    gaps = {g.estimand: g for g in traffic_gaps(frame, baseline="full")}
     raw, adjusted = gaps[GAP_TRAFFIC], gaps[GAP_ADJUSTED]
     assert (raw.tier, raw.baseline) == ("int4", "full")
     assert raw.high < -0.8 and raw.p_value < 1e-6  # unadjusted: int4 looks much worse
@@ -180,7 +180,7 @@ def test_a_tier_that_truncates_its_answers_keeps_its_gap_after_the_mix_adjustmen
     frame.loc[int4, "answer_chars"] = 40  # int4 truncates every answer ...
     frame.loc[int4, "human"] = (frame.loc[int4, "human"] - 2).clip(lower=1)  # ... and is worse for it
     frame.loc[int4, "judge"] = (frame.loc[int4, "judge"] - 2).clip(lower=1)
-    gaps = {g.estimand: g for g in traffic_gaps(frame)}
+    gaps = {g.estimand: g for g in traffic_gaps(frame, baseline="full")}
     adjusted = gaps[GAP_ADJUSTED]
     assert adjusted.high < -1.0 and adjusted.left_out == 0  # the gap is measured, nothing dropped
 
@@ -189,7 +189,7 @@ def test_cells_only_one_tier_served_are_named_with_their_share_of_traffic() -> N
     frame = _traffic_frame(np.random.default_rng(9))
     only = (frame["tier"] == "int4") & (frame["route"] == "chat") & (frame.index % 3 == 0)
     frame.loc[only, "route"] = "search"  # a route only int4 serves
-    adjusted = next(g for g in traffic_gaps(frame) if g.estimand == GAP_ADJUSTED)
+    adjusted = next(g for g in traffic_gaps(frame, baseline="full") if g.estimand == GAP_ADJUSTED)
     assert adjusted.dropped_cells == ("search|en|-|short|-|-",) and adjusted.left_out == int(only.sum())
     weights = 1.0 / frame["sample_prob"]
     share = weights[only].sum() / weights.sum()
@@ -217,10 +217,10 @@ def _release_frame(rng: np.random.Generator, *, same_items: bool) -> pd.DataFram
 
 
 def test_tiers_that_answered_different_items_get_an_unpaired_gap_never_labelled_same_items() -> None:
-    (gap,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=False))
+    (gap,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=False), baseline="full")
     assert gap.estimand == GAP_RELEASE_UNPAIRED and gap.paired is False
     assert "different items" in gap.reference_mix and "the same golden items" not in gap.reference_mix
     assert gap.low < gap.estimate < gap.high and gap.interval_note == ""
-    (paired,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=True))
+    (paired,) = same_item_gaps(_release_frame(np.random.default_rng(4), same_items=True), baseline="full")
     assert paired.estimand == GAP_SAME_ITEMS and paired.paired is True
     assert "paired: the same golden items of release r1" in paired.reference_mix

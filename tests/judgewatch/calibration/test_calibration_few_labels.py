@@ -58,7 +58,9 @@ def test_the_json_report_has_no_interval_from_fewer_than_the_minimum_of_labels(
     few_labels: Engine, db_url: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "tiers.json"
-    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--format", "json", "--output", str(out)])
+    result = CliRunner().invoke(
+        app, ["tiers", "--database-url", db_url, "--baseline-tier", "full", "--format", "json", "--output", str(out)]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     labeled = {c["tier"]: c["labeled_items"] for c in doc["label_counts"]}

@@ -60,7 +60,7 @@ def store(engine: Engine, rubric: Rubric) -> Engine:
 def test_markdown_report_has_every_section_and_valid_png_plots_beside_it(
     store: Engine, rubric: Rubric, tmp_path: Path
 ) -> None:
-    summary = summarize(store, categories=rubric.scale.levels, n_boot=200)
+    summary = summarize(store, categories=rubric.scale.levels, n_boot=200, baseline="full")
     assert summary.series is not None and summary.series.judge == JUDGE_A  # anchor re-judging is not the series
     written = write_report(summary, tmp_path / "out" / "tiers.md", "md")
     md = written[0].read_text(encoding="utf-8")
@@ -103,7 +103,9 @@ def test_json_report_names_each_estimand_with_its_ns_and_p_values(
         store, rubric, SyntheticSpec(judge=JUDGE_A, days=1, per_day=40, review_share=0.5, start=START, paired=True)
     )
     out = tmp_path / "tiers.json"
-    result = CliRunner().invoke(app, ["tiers", "--database-url", db_url, "--format", "json", "--output", str(out)])
+    result = CliRunner().invoke(
+        app, ["tiers", "--database-url", db_url, "--baseline-tier", "full", "--format", "json", "--output", str(out)]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert set(doc["estimands"]) == {"traffic_quality", "release_quality"}

@@ -40,7 +40,7 @@ def test_ppi_estimate_is_closer_to_the_human_truth_than_the_raw_mean_when_the_ju
         assert e.ppi.low <= truth <= e.ppi.high, (e.tier, e.criterion)
         assert e.n_verdicts == 160 and e.n_labels == e.ppi.n > 20 and e.n_synthetic_labels == e.n_labels
 
-    for diff in tier_differences(frame, estimates):
+    for diff in tier_differences(frame, estimates, baseline="full"):
         true_gap = data.truth[("quantized", diff.criterion)] - data.truth[("full", diff.criterion)]
         assert (diff.tier, diff.baseline, diff.method) == ("quantized", "full", "unpaired")
         assert diff.estimate.low <= true_gap <= diff.estimate.high
@@ -75,7 +75,7 @@ def test_golden_runs_compare_tiers_paired_on_the_same_items(engine: Engine, rubr
     spec = SyntheticSpec(judge=JUDGE_A, days=2, per_day=50, review_share=0.5, start=START, paired=True, seed=11)
     data = write_synthetic(engine, rubric, spec)
     frame = load_scores(engine, rubric_name="answer_quality")
-    diffs = tier_differences(frame, tier_estimates(frame))
+    diffs = tier_differences(frame, tier_estimates(frame), baseline="full")
     assert len(diffs) == 3
     for diff in diffs:
         true_gap = data.truth[("quantized", diff.criterion)] - data.truth[("full", diff.criterion)]
