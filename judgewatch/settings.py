@@ -102,6 +102,8 @@ class Settings(BaseSettings):
     pii_scrub: bool = Field(default=True, description="Scrub PII from content sent to judges and reviewers")
 
     review_share: float = 0.10
+    # Set: uncertainty-weighted routing, scaled to this many labels a day in expectation (review/active.py).
+    review_budget: float | None = Field(default=None, gt=0, description="Expected labels per day, active routing")
     double_label_share: float = 0.10
     lease_seconds: int = 600
     # Review app logins: failures allowed per account / per address within the window, then a lockout.

@@ -12,6 +12,7 @@ labels, an adjudicated score wins, else the first label submitted: agreement nee
 from __future__ import annotations
 
 import logging
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -19,6 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 from sqlalchemy import Engine, func, or_, select
+from sqlalchemy.orm import Session
 
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
 from judgewatch.storage.db import session_scope, table
@@ -190,9 +192,10 @@ def count_scored(engine: Engine, *, rubric_name: str, since: datetime | None = N
 
 
 def load_labels(
-    engine: Engine, *, rubric_name: str, rubric_version: str | None = None, first_only: bool = False
+    engine: Engine | Session, *, rubric_name: str, rubric_version: str | None = None, first_only: bool = False
 ) -> pd.DataFrame:
-    """Long frame of counted human labels (no skips, no bare flags): one row per (label, criterion).
+    """Long frame of counted human labels (no skips, no bare flags): one row per (label, criterion), read in
+    `engine`'s own session or in the session given (which sees its own transaction's writes).
 
     Columns: review_item_id, interaction_id, verdict_id, tier, rubric_version, reviewer, via, submitted_at,
     inclusion_prob, pick_reason, criterion, human. With `first_only`, one label per item and criterion: the
@@ -221,7 +224,7 @@ def load_labels(
     )
     if rubric_version is not None:
         query = query.where(r.rubric_version == rubric_version)
-    with session_scope(engine) as session:
+    with nullcontext(engine) if isinstance(engine, Session) else session_scope(engine) as session:
         result = session.execute(query)
         keys, rows = list(result.keys())[:-2], result.all()
     records: list[tuple[object, ...]] = []

@@ -2,6 +2,8 @@
 
 - uniform: a share (`review_share`, default 10%) of SCORED verdicts, chosen by a deterministic hash, so
   re-running routes exactly the same ones on any machine; these items are a simple random sample.
+- or, with a label budget (`review_budget`, labels a day), uncertainty-weighted: a smaller uniform share plus an
+  active share that grows with the judge's predicted error on the verdict (review/active.py).
 - targeted, optional: a share of unscored verdicts, and a share of borderline ones (overall score within
   `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint when it has none).
 Each pick uses its own independent hash, so an item's `inclusion_probability` is exact: the chance that the
@@ -16,7 +18,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from sqlalchemy import and_, exists, select
@@ -25,6 +27,7 @@ from sqlmodel import Session
 from judgewatch.contract.rubric import Rubric, RubricError
 from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.hashing import UnitHash, hash_unit
+from judgewatch.review.active import Plan, cell_keys, day_plan
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.settings import Settings
 from judgewatch.storage.db import table, upsert
@@ -47,12 +50,15 @@ class RoutingPolicy:
     unscored_share: float = 0.0
     borderline_share: float = 0.0
     borderline_margin: float = 0.5
+    review_budget: float | None = None  # labels a day: uncertainty-weighted routing instead of `review_share`
 
     def __post_init__(self) -> None:
         for name in ("review_share", "double_label_share", "unscored_share", "borderline_share"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1, got {value}")
+        if self.review_budget is not None and not self.review_budget > 0:
+            raise ValueError(f"review_budget must be a positive number of labels a day, got {self.review_budget}")
 
     @classmethod
     def from_settings(
@@ -70,6 +76,7 @@ class RoutingPolicy:
             double_label_share=settings.double_label_share if double_label_share is None else double_label_share,
             unscored_share=unscored_share,
             borderline_share=borderline_share,
+            review_budget=settings.review_budget,
         )
 
 
@@ -88,23 +95,39 @@ def is_borderline(overall: float | None, rubric: Rubric | None, margin: float) -
 
 
 def decide(
-    verdict_id: str, *, status: str, overall: float | None, rubric: Rubric | None, policy: RoutingPolicy
+    verdict_id: str,
+    *,
+    status: str,
+    overall: float | None,
+    rubric: Rubric | None,
+    policy: RoutingPolicy,
+    shares: tuple[float, float] | None = None,
 ) -> Route | None:
-    """The routing decision for one verdict, or None when it is not routed."""
+    """The routing decision for one verdict, or None when it is not routed.
+
+    `shares`: the verdict's (uniform, active) shares under an uncertainty-weighted plan; None: `review_share` alone.
+    Every pick is an independent draw; the verdict is routed for the first that hits, with the chance that any does.
+    """
     labels = 2 if _draw("double", verdict_id) < policy.double_label_share else 1
     if status != VerdictStatus.scored:
-        if policy.unscored_share > 0 and _draw("unscored", verdict_id) < policy.unscored_share:
-            return Route(PickReason.unscored, policy.unscored_share, labels)
-        return None
-    uniform = _draw("uniform", verdict_id) < policy.review_share
-    if policy.borderline_share > 0 and is_borderline(overall, rubric, policy.borderline_margin):
-        p = 1 - (1 - policy.review_share) * (1 - policy.borderline_share)
-        if uniform:
-            return Route(PickReason.uniform, p, labels)
-        if _draw("borderline", verdict_id) < policy.borderline_share:
-            return Route(PickReason.borderline, p, labels)
-        return None
-    return Route(PickReason.uniform, policy.review_share, labels) if uniform else None
+        picks = [(PickReason.unscored, policy.unscored_share)]
+    else:
+        uniform, active = shares or (policy.review_share, 0.0)
+        picks = [(PickReason.uniform, uniform), (PickReason.active, active)]
+        if policy.borderline_share > 0 and is_borderline(overall, rubric, policy.borderline_margin):
+            picks.append((PickReason.borderline, policy.borderline_share))
+    chance, missed = 0.0, 1.0
+    for _, share in picks:
+        chance, missed = chance + missed * share, missed * (1.0 - share)
+    for reason, share in picks:
+        if share > 0 and _draw(reason.value, verdict_id) < share:
+            return Route(reason, chance, labels)
+    return None
+
+
+def _day(at: datetime) -> date:
+    """The UTC day a verdict was stored on: the day whose plan routes it."""
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC).date()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,28 +160,49 @@ def route_verdicts(
             items.c.verdict_id != tbl.c.id,  # its own item is found again: routing stays idempotent
         )
     )
-    query = select(tbl.c.id, tbl.c.interaction_id, tbl.c.status, tbl.c.overall, tbl.c.rubric_name, tbl.c.rubric_version)
-    query = query.where(is_current(), ~has_other_item)
+    query = select(
+        tbl.c.id, tbl.c.interaction_id, tbl.c.status, tbl.c.overall, tbl.c.rubric_name, tbl.c.rubric_version,
+        tbl.c.scores, tbl.c.expected_scores, tbl.c.created_at,
+    ).where(is_current(), ~has_other_item)  # fmt: skip
     if run_id is not None:
         query = query.where(tbl.c.run_id == run_id)
     if verdict_ids is not None:
         query = query.where(tbl.c.id.in_(list(verdict_ids)))
     cache: dict[str, Rubric | None] = {}
+
+    def rubric_of(name: str) -> Rubric | None:
+        if name not in cache:
+            try:
+                cache[name] = rubrics.get(name)
+            except RubricError:
+                logger.warning("rubric %s not found: no borderline picks nor doubt bands for its verdicts", name)
+                cache[name] = None
+        return cache[name]
+
+    def width(name: str) -> float | None:
+        rubric = rubric_of(name)
+        return None if rubric is None else float(rubric.scale.max - rubric.scale.min)
+
+    plans: dict[date, Plan] = {}
+    if policy.review_budget is not None:  # each day's plan first: fitting it reads the store, so not mid-scan
+        scored = query.with_only_columns(tbl.c.created_at).where(tbl.c.status == VerdictStatus.scored.value)
+        for day in sorted({_day(at) for at in session.scalars(scored)}):
+            plans[day] = day_plan(session, day, policy.review_budget, fallback_share=policy.review_share, widths=width)
     now = utcnow()
     considered, rows, reasons = 0, [], Counter[str]()
     seen: set[tuple[str, str]] = set()
-    for vid, iid, status, overall, rubric_name, rubric_version in session.execute(query.order_by(tbl.c.id)):
+    for vid, iid, status, overall, rubric_name, rubric_version, scores, expected, at in session.execute(
+        query.order_by(tbl.c.id)
+    ):
         if (iid, rubric_version) in seen:
             continue  # another current verdict of this interaction (another judge's) is routed already
         seen.add((iid, rubric_version))
         considered += 1
-        if rubric_name not in cache:
-            try:
-                cache[rubric_name] = rubrics.get(rubric_name)
-            except RubricError:
-                logger.warning("rubric %s not found: no borderline picks for its verdicts", rubric_name)
-                cache[rubric_name] = None
-        route = decide(vid, status=status, overall=overall, rubric=cache[rubric_name], policy=policy)
+        shares = None
+        if (plan := plans.get(_day(at))) is not None and status == VerdictStatus.scored:
+            keys = list(cell_keys(rubric_name, scores, expected, width(rubric_name)).values())
+            shares = (plan.uniform, plan.active(keys))
+        route = decide(vid, status=status, overall=overall, rubric=rubric_of(rubric_name), policy=policy, shares=shares)
         if route is None:
             continue
         reasons[route.pick_reason.value] += 1

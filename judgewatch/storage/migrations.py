@@ -24,7 +24,7 @@ from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.quarantine import QuarantinedRow
 from judgewatch.storage.releases import GateDecision, ReleaseTier
-from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
+from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel, RoutingPlan
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import utcnow
@@ -173,6 +173,11 @@ def m017_release_tier_baseline(conn: Connection) -> None:
     add_column(conn, ReleaseTier, "baseline")
 
 
+def m024_routing_plan(conn: Connection) -> None:
+    """`routing_plan`: each day's uncertainty-weighted review routing, fixed at its first use."""
+    SQLModel.metadata.create_all(conn, tables=[table(RoutingPlan)])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_initial_tables,
     m002_trust_records,
@@ -191,6 +196,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_verdict_expected_scores,
     m016_review_counts,
     m017_release_tier_baseline,
+    m024_routing_plan,
 )
 
 

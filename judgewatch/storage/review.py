@@ -30,6 +30,7 @@ class PickReason(StrEnum):
     uniform = "uniform"  # the uniform random share of scored verdicts
     unscored = "unscored"  # targeted: the judge gave no score
     borderline = "borderline"  # targeted: the overall score sits next to the pass line
+    active = "active"  # the uncertainty-weighted share: more likely where the judge is likelier wrong
 
 
 class LabelVia(StrEnum):
@@ -133,3 +134,20 @@ class ReviewLabel(SQLModel, table=True):
     def counts(self) -> bool:
         """A label that scores the item (not a skip, not a bare flag)."""
         return self.skipped_reason is None and not self.flagged
+
+
+class RoutingPlan(SQLModel, table=True):
+    """One UTC day's uncertainty-weighted routing (review/active.py), fitted and stored at its first use, so that
+    routing a verdict again gives it the same probability; the record of how that day's probabilities were made."""
+
+    __tablename__ = "routing_plan"
+
+    day: str = Field(primary_key=True, max_length=10)  # YYYY-MM-DD, UTC: the verdicts created that day
+    budget: float  # expected labels per day it was scaled to
+    uniform_rate: float  # every scored verdict's uniform pick: the floor
+    scale: float  # active share = min(1, scale x predicted error spread)
+    spreads: dict[str, float] = Field(default_factory=dict, sa_type=JSONValue)  # cell -> mean squared error
+    n_verdicts: int  # scored verdicts of the window before the day: the volume forecast
+    n_days: int  # days of the window that had verdicts
+    n_labels: int  # labels the spreads were fitted on
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)

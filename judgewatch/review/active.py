@@ -1,0 +1,235 @@
+"""Uncertainty-weighted review routing: labels drawn where the judge is likelier wrong (active inference).
+
+Zrnic and Candès, "Active Statistical Inference" (ICML 2024): when each scored verdict is routed with a known
+probability pi and its label weighted back by 1 / pi (as `stats.ppi` and `stats.survey` do), any pi > 0 gives an
+unbiased estimate; the variance is smallest with pi proportional to the spread of the judge's error given what is
+known of the item before its label, mixed with uniform routing for stability. Confidence-driven inference
+(Gligorić et al., NAACL 2025) routes by an LLM's own confidence in the same way.
+
+What is known of a verdict before its label, per scored criterion, is its cell `rubric|criterion|score|band`: the
+score the judge wrote and a doubt band, from the larger of the spread of its token log-probabilities (|expected
+score - written score|, judges/score_logprobs.py) and its disagreement with its other criteria (|score - their
+mean|), as a share of the scale's width cut at DOUBT_BANDS. A cell's spread is the mean squared deviation of
+label - score from the criterion's mean error, over the labels of the WINDOW_DAYS before the day (each weighted
+by its own 1 / pi; never the labels the day's probabilities will weigh), shrunk as though PRIOR_LABELS more
+labels had its prior (its score's spread times its band's, over the criterion's; those shrunk towards the
+criterion's), and never below a lower doubt band's of the same score. A verdict's spread is the root of its
+criteria's mean.
+
+A day's plan, fitted at its first use and stored (`RoutingPlan`), so a verdict routed again meets the same
+probability:
+- the volume forecast: the window's scored verdicts per day that had any;
+- a uniform share u = UNIFORM_MIX x budget / forecast for every scored verdict: the floor every verdict has, and
+  a simple random sample for the agreement and drift statistics, which read uniform picks only;
+- an active share a = min(1, scale x spread), the scale such that the window's verdicts would have drawn the
+  budget in expectation: u + (1 - u) mean(a) = budget / forecast (min(1, c x spread) is the optimum of
+  sum(spread^2 / pi) at that expected count).
+A verdict is routed when either independent draw hits, with pi = 1 - (1 - u)(1 - a) stored on its review item.
+With no verdict in the window, the day routes the uniform `review_share`.
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from sqlalchemy import select
+from sqlmodel import Session
+
+from judgewatch.contract.verdicts import VerdictStatus
+from judgewatch.storage.db import table, upsert
+from judgewatch.storage.review import RoutingPlan
+from judgewatch.storage.verdicts import VerdictRecord, is_current
+
+logger = logging.getLogger(__name__)
+
+WINDOW_DAYS = 7  # the days before a day whose verdicts and labels its plan is fitted on
+UNIFORM_MIX = 0.2  # share of the budget routed uniformly
+PRIOR_LABELS = 10.0  # a cell's spread counts the criterion's as this many labels
+DOUBT_BANDS = (0.125, 0.25)  # doubt as a share of the scale's width: bands 0, 1, 2 (0.5 and 1 point on 1-5)
+ALL = ""  # the spreads' entry over every label
+
+Widths = Callable[[str], float | None]  # a rubric's scale width (max - min), None when the rubric is unknown
+
+
+def doubt_band(score: float, expected: float | None, others: Sequence[float], width: float | None) -> int:
+    """0, 1 or 2: the larger of |expected - score| and |score - mean(others)| as a share of `width`, banded."""
+    signs = [abs(expected - score)] if expected is not None else []
+    if others:
+        signs.append(abs(score - sum(others) / len(others)))
+    return bisect_right(DOUBT_BANDS, max(signs, default=0.0) / width) if width else 0
+
+
+def cell_keys(
+    rubric: str, scores: Mapping[str, float | None], expected: Mapping[str, float] | None, width: float | None
+) -> dict[str, str]:
+    """{criterion: its cell `rubric|criterion|score|band`} for each scored criterion of a verdict."""
+    scored = {name: float(v) for name, v in scores.items() if v is not None}
+    keys = {}
+    for name, value in scored.items():
+        others = [v for other, v in scored.items() if other != name]
+        keys[name] = f"{rubric}|{name}|{value:g}|{doubt_band(value, (expected or {}).get(name), others, width)}"
+    return keys
+
+
+def _shrunk(dev: NDArray[np.float64], w: NDArray[np.float64], idx: list[int], prior: float) -> float:
+    """The weighted mean of `dev` over `idx`, counting `prior` as PRIOR_LABELS more labels."""
+    return (len(idx) * float(np.average(dev[idx], weights=w[idx])) + PRIOR_LABELS * prior) / (len(idx) + PRIOR_LABELS)
+
+
+def _prior(spreads: Mapping[str, float], key: str) -> float:
+    """A cell's squared error before its own labels: its score's times its band's, over the criterion's."""
+    rubric, criterion, score, band = key.split("|")
+    whole = spreads.get(f"{rubric}|{criterion}", spreads.get(ALL, 1.0))
+    if whole <= 0:
+        return 0.0
+    by_score = spreads.get(f"{rubric}|{criterion}|{score}|*", whole)
+    return by_score * spreads.get(f"{rubric}|{criterion}|*|{band}", whole) / whole
+
+
+def fit_spreads(keys: Sequence[str], errors: ArrayLike, weights: ArrayLike) -> dict[str, float]:
+    """Mean squared deviation of the error (label - score) about its criterion's weighted mean, over every label
+    (`ALL`), per criterion `rubric|criterion`, per score `...|score|*`, per band `...|*|band` and per cell (each
+    shrunk towards the one above it; a cell towards its score's x its band's); one key, error and weight (1 / pi,
+    or one for all) per label."""
+    err = np.asarray(errors, dtype=float)
+    w = np.broadcast_to(np.asarray(weights, dtype=float), err.shape)
+    if err.size == 0:
+        return {}
+    groups: dict[str, list[int]] = defaultdict(list)
+    margins: dict[str, list[int]] = defaultdict(list)
+    cells: dict[str, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        rubric, criterion, score, band = key.split("|")
+        groups[f"{rubric}|{criterion}"].append(i)
+        margins[f"{rubric}|{criterion}|{score}|*"].append(i)
+        margins[f"{rubric}|{criterion}|*|{band}"].append(i)
+        cells[key].append(i)
+    dev = np.empty_like(err)
+    for idx in groups.values():
+        dev[idx] = (err[idx] - np.average(err[idx], weights=w[idx])) ** 2
+    out = {ALL: float(np.average(dev, weights=w))}
+    out.update({name: float(np.average(dev[idx], weights=w[idx])) for name, idx in groups.items()})
+    out.update({name: _shrunk(dev, w, idx, out[name.rsplit("|", 2)[0]]) for name, idx in margins.items()})
+    out.update({key: _shrunk(dev, w, idx, _prior(out, key)) for key, idx in cells.items()})
+    return out
+
+
+def mean_square(spreads: Mapping[str, float], key: str) -> float:
+    """A cell's predicted squared error (its prior where it had no labels; 1 with no labels at all): the largest of
+    its own and its lower doubt bands', so it never falls as the doubt grows."""
+    prefix, band = key.rsplit("|", 1)
+    return max(spreads.get(f"{prefix}|{b}", _prior(spreads, f"{prefix}|{b}")) for b in range(int(band) + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One day's routing: every scored verdict's `uniform` share, and its active share `scale` x its spread."""
+
+    uniform: float
+    scale: float
+    spreads: Mapping[str, float]
+
+    def spread(self, keys: Sequence[str]) -> float:
+        """The predicted spread of a verdict's error: the root of its criteria's mean squared error."""
+        if not keys:
+            return float(np.sqrt(self.spreads.get(ALL, 1.0)))
+        return float(np.sqrt(sum(mean_square(self.spreads, k) for k in keys) / len(keys)))
+
+    def active(self, keys: Sequence[str]) -> float:
+        return min(1.0, self.scale * self.spread(keys))
+
+    def probability(self, keys: Sequence[str]) -> float:
+        """The chance that either independent draw routes the verdict: what its review item stores."""
+        return 1.0 - (1.0 - self.uniform) * (1.0 - self.active(keys))
+
+
+def scale_to_budget(spreads: ArrayLike, rate: float) -> tuple[float, float]:
+    """(uniform share, scale) routing verdicts with these `spreads` at `rate` in expectation (module docstring)."""
+    if rate >= 1.0:
+        return 1.0, 0.0
+    uniform = UNIFORM_MIX * rate
+    target = (rate - uniform) / (1.0 - uniform)  # the mean active share that tops the uniform one up to `rate`
+    s = np.sort(np.asarray(spreads, dtype=float))[::-1]
+    if not np.any(s > 0):
+        s = np.ones_like(s)  # no spread predicted anywhere: the active share is uniform too
+    tail = np.cumsum(s[::-1])[::-1]  # tail[k]: the spreads of all but the k largest
+    for k in range(s.size):  # the k largest capped at 1, the rest proportional to their spread
+        scale = (target * s.size - k) / tail[k]
+        if scale * s[k] <= 1.0:
+            return uniform, float(scale)
+    return uniform, float("inf")  # unreachable for rate < 1: every verdict capped means a mean share of 1
+
+
+def _window(session: Session, day: date) -> list[Any]:
+    v = table(VerdictRecord).c
+    start = datetime.combine(day, time(), tzinfo=UTC)
+    query = select(v.interaction_id, v.rubric_name, v.rubric_version, v.scores, v.expected_scores, v.created_at)
+    query = query.where(v.status == VerdictStatus.scored.value, is_current())
+    return list(session.execute(query.where(v.created_at >= start - timedelta(days=WINDOW_DAYS), v.created_at < start)))
+
+
+def _labels(session: Session, rubric_names: set[str]) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """{(interaction, rubric version, criterion): (human score, inclusion probability)}: one label each."""
+    from judgewatch.calibration.score_frame import load_labels  # pandas: only when a day's plan is fitted
+
+    out = {}
+    for name in sorted(rubric_names):
+        frame = load_labels(session, rubric_name=name, first_only=True)
+        cols = ["interaction_id", "rubric_version", "criterion", "human", "inclusion_prob"]
+        for iid, version, criterion, human, prob in frame[cols].itertuples(index=False):
+            out[(iid, version, criterion)] = (float(human), float(prob))
+    return out
+
+
+def fit_plan(session: Session, day: date, budget: float, *, fallback_share: float, widths: Widths) -> dict[str, Any]:
+    """The `RoutingPlan` row of `day`, fitted on the WINDOW_DAYS before it (see the module docstring)."""
+    rows = _window(session, day)
+    if not rows:
+        logger.info("active routing %s: no verdicts in the window before it: uniform %g", day, fallback_share)
+        spreads: dict[str, float] = {}
+        uniform, scale, n_days, n_labels = fallback_share, 0.0, 0, 0
+    else:
+        labels = _labels(session, {r.rubric_name for r in rows})
+        verdict_keys, label_keys, errors, weights = [], [], [], []
+        for r in rows:
+            keys = cell_keys(r.rubric_name, r.scores, r.expected_scores, widths(r.rubric_name))
+            verdict_keys.append(list(keys.values()))
+            for criterion, key in keys.items():
+                if (found := labels.get((r.interaction_id, r.rubric_version, criterion))) is not None:
+                    label_keys.append(key)
+                    errors.append(found[0] - float(r.scores[criterion]))
+                    weights.append(1.0 / found[1])
+        spreads, n_labels = fit_spreads(label_keys, errors, weights), len(errors)
+        n_days = len({r.created_at.astimezone(UTC).date() for r in rows})
+        forecast = [Plan(0.0, 0.0, spreads).spread(keys) for keys in verdict_keys]
+        uniform, scale = scale_to_budget(forecast, budget * n_days / len(rows))
+        logger.info("active routing %s: %d verdicts, %d labels: uniform %.4f", day, len(rows), n_labels, uniform)
+    return {
+        "day": day.isoformat(),
+        "budget": budget,
+        "uniform_rate": uniform,
+        "scale": scale,
+        "spreads": spreads,
+        "n_verdicts": len(rows),
+        "n_days": n_days,
+        "n_labels": n_labels,
+    }
+
+
+def day_plan(session: Session, day: date, budget: float, *, fallback_share: float, widths: Widths) -> Plan:
+    """`day`'s stored plan, fitted and stored first when it has none (another process's, if it stored one first)."""
+    row = session.get(RoutingPlan, day.isoformat())
+    if row is None:
+        fitted = fit_plan(session, day, budget, fallback_share=fallback_share, widths=widths)
+        upsert(session, table(RoutingPlan), [fitted], update_columns=None)
+        row = session.get(RoutingPlan, day.isoformat())
+    assert row is not None  # inserted above, or by whoever inserted first
+    return Plan(row.uniform_rate, row.scale, dict(row.spreads))
