@@ -128,6 +128,17 @@ def intervals(data: DataSet, items: np.ndarray, pi: np.ndarray, rng: np.random.G
     return [(float(e.low <= truth <= e.high), e.high - e.low, float(routed.sum())) for e in (release, traffic)]
 
 
+def neyman_bound(data: DataSet) -> float:
+    """The large-sample floor of W these cells allow: E[s] / E[s^2]^(1/2), s the spread of label - score about its
+    mean in the item's cell, on every label (the standard-error ratio of pi proportional to s against uniform)."""
+    resid = data.human - data.judge
+    keys = np.array(data.keys)
+    spread = np.zeros(resid.size)
+    for key in set(data.keys):
+        spread[keys == key] = np.sqrt(np.mean((resid[keys == key] - resid.mean()) ** 2))
+    return float(spread.mean() / np.sqrt(np.mean(spread**2)))
+
+
 def run(data: DataSet, draws: int, share: float, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """Per policy ("active", "uniform", "hindsight"): draws x estimators x (covers, width, labels)."""
     fit_share = min(1.0, WINDOW_DAYS * share)
@@ -156,7 +167,10 @@ def main() -> None:
     for data in data_sets():
         res = run(data, args.draws, args.share, rng)
         size, human, judge = data.human.size - data.human.size // 2, data.human.mean(), data.judge.mean()
-        print(f"{data.name}: {size} items a period, all-human mean {human:.3f}, judge mean {judge:.3f}")
+        print(
+            f"{data.name}: {size} items a period, all-human mean {human:.3f}, judge mean {judge:.3f};"
+            f" large-sample floor of W with these cells {neyman_bound(data):.3f}"
+        )
         for k, estimator in enumerate(ESTIMATORS):
             act, uni, hind = (res[policy][:, k, :].mean(axis=0) for policy in ("active", "uniform", "hindsight"))
             ratio = float(act[1] / uni[1])
