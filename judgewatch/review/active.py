@@ -18,7 +18,8 @@ criteria's mean.
 
 A day's plan, fitted at its first use and stored (`RoutingPlan`), so a verdict routed again meets the same
 probability:
-- the volume forecast: the window's scored verdicts per day that had any;
+- the volume forecast: the window's scored verdicts per day, counted from its first verdict (whole days, at most
+  WINDOW_DAYS); the spreads forecast from FORECAST_ROWS of them;
 - a uniform share u = UNIFORM_MIX x budget / forecast for every scored verdict: the floor every verdict has, and
   a simple random sample for the agreement and drift statistics, which read uniform picks only;
 - an active share a = min(1, scale x spread), the scale such that the window's verdicts would have drawn the
@@ -31,6 +32,7 @@ With no verdict in the window, the day routes the uniform `review_share`.
 from __future__ import annotations
 
 import logging
+import math
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -40,12 +42,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sqlalchemy import select
+from sqlalchemy import and_, func, select
 from sqlmodel import Session
 
 from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.storage.db import table, upsert
-from judgewatch.storage.review import RoutingPlan
+from judgewatch.storage.review import ReviewItem, RoutingPlan
 from judgewatch.storage.verdicts import VerdictRecord, is_current
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ UNIFORM_MIX = 0.2  # share of the budget routed uniformly
 PRIOR_LABELS = 10.0  # a cell's spread counts the criterion's as this many labels
 DOUBT_BANDS = (0.125, 0.25)  # doubt as a share of the scale's width: bands 0, 1, 2 (0.5 and 1 point on 1-5)
 ALL = ""  # the spreads' entry over every label
+FORECAST_ROWS = 20_000  # the window's verdicts read to forecast the day's spreads
 
 Widths = Callable[[str], float | None]  # a rubric's scale width (max - min), None when the rubric is unknown
 
@@ -168,12 +171,36 @@ def scale_to_budget(spreads: ArrayLike, rate: float) -> tuple[float, float]:
     return uniform, float("inf")  # unreachable for rate < 1: every verdict capped means a mean share of 1
 
 
-def _window(session: Session, day: date) -> list[Any]:
-    v = table(VerdictRecord).c
+def _utc(at: datetime) -> datetime:
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC)
+
+
+def utc_day(at: datetime) -> date:
+    """The UTC day a verdict was stored on: the day whose plan routes it."""
+    return _utc(at).date()
+
+
+def _keys(row: Any, widths: Widths) -> dict[str, str]:
+    """A stored verdict row's cells."""
+    return cell_keys(row.rubric_name, row.scores, row.expected_scores, widths(row.rubric_name))
+
+
+def _window(session: Session, day: date) -> tuple[int, int, list[Any], list[Any]]:
+    """The scored verdicts of the WINDOW_DAYS before `day`: how many, over how many days (from the first, at most
+    the window), FORECAST_ROWS of them (by id: a hash, so a random sample), and those of labelled interactions."""
+    v, items = table(VerdictRecord).c, table(ReviewItem)
     start = datetime.combine(day, time(), tzinfo=UTC)
-    query = select(v.interaction_id, v.rubric_name, v.rubric_version, v.scores, v.expected_scores, v.created_at)
-    query = query.where(v.status == VerdictStatus.scored.value, is_current())
-    return list(session.execute(query.where(v.created_at >= start - timedelta(days=WINDOW_DAYS), v.created_at < start)))
+    since = start - timedelta(days=WINDOW_DAYS)
+    window = (v.status == VerdictStatus.scored.value, is_current(), v.created_at >= since, v.created_at < start)
+    count, first = session.execute(select(func.count(), func.min(v.created_at)).where(*window)).one()
+    if not count:
+        return 0, 0, [], []
+    days = min(WINDOW_DAYS, math.ceil((start - _utc(first)) / timedelta(days=1)))
+    columns = select(v.interaction_id, v.rubric_name, v.rubric_version, v.scores, v.expected_scores).where(*window)
+    sample = list(session.execute(columns.order_by(v.id).limit(FORECAST_ROWS)))
+    same = and_(items.c.interaction_id == v.interaction_id, items.c.rubric_version == v.rubric_version)
+    labelled = list(session.execute(columns.join(items, same).where(items.c.labels_done > 0)))
+    return int(count), days, sample, labelled
 
 
 def _labels(session: Session, rubric_names: set[str]) -> dict[tuple[str, str, str], tuple[float, float]]:
@@ -191,36 +218,31 @@ def _labels(session: Session, rubric_names: set[str]) -> dict[tuple[str, str, st
 
 def fit_plan(session: Session, day: date, budget: float, *, fallback_share: float, widths: Widths) -> dict[str, Any]:
     """The `RoutingPlan` row of `day`, fitted on the WINDOW_DAYS before it (see the module docstring)."""
-    rows = _window(session, day)
-    if not rows:
-        logger.info("active routing %s: no verdicts in the window before it: uniform %g", day, fallback_share)
-        spreads: dict[str, float] = {}
-        uniform, scale, n_days, n_labels = fallback_share, 0.0, 0, 0
-    else:
-        labels = _labels(session, {r.rubric_name for r in rows})
-        verdict_keys, label_keys, errors, weights = [], [], [], []
-        for r in rows:
-            keys = cell_keys(r.rubric_name, r.scores, r.expected_scores, widths(r.rubric_name))
-            verdict_keys.append(list(keys.values()))
-            for criterion, key in keys.items():
+    count, days, sample, labelled = _window(session, day)
+    spreads: dict[str, float] = {}
+    uniform, scale, errors = fallback_share, 0.0, []
+    if count:
+        labels = _labels(session, {r.rubric_name for r in labelled})
+        label_keys, weights = [], []
+        for r in labelled:
+            for criterion, key in _keys(r, widths).items():
                 if (found := labels.get((r.interaction_id, r.rubric_version, criterion))) is not None:
                     label_keys.append(key)
                     errors.append(found[0] - float(r.scores[criterion]))
                     weights.append(1.0 / found[1])
-        spreads, n_labels = fit_spreads(label_keys, errors, weights), len(errors)
-        n_days = len({r.created_at.astimezone(UTC).date() for r in rows})
-        forecast = [Plan(0.0, 0.0, spreads).spread(keys) for keys in verdict_keys]
-        uniform, scale = scale_to_budget(forecast, budget * n_days / len(rows))
-        logger.info("active routing %s: %d verdicts, %d labels: uniform %.4f", day, len(rows), n_labels, uniform)
+        spreads = fit_spreads(label_keys, errors, weights)
+        forecast = [Plan(0.0, 0.0, spreads).spread(list(_keys(r, widths).values())) for r in sample]
+        uniform, scale = scale_to_budget(forecast, budget * days / count)
+    logger.info("active routing %s: %d verdicts before it, %d labels: uniform %.4f", day, count, len(errors), uniform)
     return {
         "day": day.isoformat(),
         "budget": budget,
         "uniform_rate": uniform,
         "scale": scale,
         "spreads": spreads,
-        "n_verdicts": len(rows),
-        "n_days": n_days,
-        "n_labels": n_labels,
+        "n_verdicts": count,
+        "n_days": days,
+        "n_labels": len(errors),
     }
 
 

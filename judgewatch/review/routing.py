@@ -18,7 +18,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import and_, exists, select
@@ -27,7 +27,7 @@ from sqlmodel import Session
 from judgewatch.contract.rubric import Rubric, RubricError
 from judgewatch.contract.verdicts import VerdictStatus
 from judgewatch.hashing import UnitHash, hash_unit
-from judgewatch.review.active import Plan, cell_keys, day_plan
+from judgewatch.review.active import Plan, cell_keys, day_plan, utc_day
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.settings import Settings
 from judgewatch.storage.db import table, upsert
@@ -125,11 +125,6 @@ def decide(
     return None
 
 
-def _day(at: datetime) -> date:
-    """The UTC day a verdict was stored on: the day whose plan routes it."""
-    return (at if at.tzinfo else at.replace(tzinfo=UTC)).astimezone(UTC).date()
-
-
 @dataclass(frozen=True, slots=True)
 class RoutingReport:
     considered: int
@@ -186,7 +181,7 @@ def route_verdicts(
     plans: dict[date, Plan] = {}
     if policy.review_budget is not None:  # each day's plan first: fitting it reads the store, so not mid-scan
         scored = query.with_only_columns(tbl.c.created_at).where(tbl.c.status == VerdictStatus.scored.value)
-        for day in sorted({_day(at) for at in session.scalars(scored)}):
+        for day in sorted({utc_day(at) for at in session.scalars(scored)}):
             plans[day] = day_plan(session, day, policy.review_budget, fallback_share=policy.review_share, widths=width)
     now = utcnow()
     considered, rows, reasons = 0, [], Counter[str]()
@@ -199,7 +194,7 @@ def route_verdicts(
         seen.add((iid, rubric_version))
         considered += 1
         shares = None
-        if (plan := plans.get(_day(at))) is not None and status == VerdictStatus.scored:
+        if (plan := plans.get(utc_day(at))) is not None and status == VerdictStatus.scored:
             keys = list(cell_keys(rubric_name, scores, expected, width(rubric_name)).values())
             shares = (plan.uniform, plan.active(keys))
         route = decide(vid, status=status, overall=overall, rubric=rubric_of(rubric_name), policy=policy, shares=shares)

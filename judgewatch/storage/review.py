@@ -148,6 +148,6 @@ class RoutingPlan(SQLModel, table=True):
     scale: float  # active share = min(1, scale x predicted error spread)
     spreads: dict[str, float] = Field(default_factory=dict, sa_type=JSONValue)  # cell -> mean squared error
     n_verdicts: int  # scored verdicts of the window before the day: the volume forecast
-    n_days: int  # days of the window that had verdicts
+    n_days: int  # whole days from the window's first verdict to the day (at most the window)
     n_labels: int  # labels the spreads were fitted on
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
