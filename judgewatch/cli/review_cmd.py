@@ -142,7 +142,10 @@ def route(
     run_id: Annotated[
         str | None, typer.Option(help="Only this run's verdicts (default: every stored verdict).")
     ] = None,
-    share: Annotated[float | None, typer.Option(help="Uniform share of scored verdicts (default: settings).")] = None,
+    share: Annotated[
+        float | None,
+        typer.Option(help="Uniform share of scored verdicts (default: settings; given, no review_budget)."),
+    ] = None,
     double_share: Annotated[float | None, typer.Option(help="Share of routed items labeled twice.")] = None,
     unscored_share: UnscoredShare = 0.0,
     borderline_share: BorderlineShare = 0.0,

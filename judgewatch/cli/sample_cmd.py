@@ -111,7 +111,12 @@ def sample(
     database_url: DatabaseUrl = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
     review_share: Annotated[
-        float | None, typer.Option(min=0.0, max=1.0, help="Share of scored verdicts sent to review (default 0.1)")
+        float | None,
+        typer.Option(
+            min=0.0,
+            max=1.0,
+            help="Uniform share of scored verdicts sent to review (default: settings; given, no review_budget)",
+        ),
     ] = None,
     unscored_share: UnscoredShare = 0.0,
     borderline_share: BorderlineShare = 0.0,

@@ -70,13 +70,14 @@ class RoutingPolicy:
         unscored_share: float = 0.0,
         borderline_share: float = 0.0,
     ) -> RoutingPolicy:
-        """The settings' shares, each replaced by the one given (the CLI's and the sampling flow's options)."""
+        """The settings' shares, each replaced by the one given (the CLI's and the sampling flow's options); a
+        `review_share` given routes uniformly at it, whatever the settings' `review_budget`."""
         return cls(
             review_share=settings.review_share if review_share is None else review_share,
             double_label_share=settings.double_label_share if double_label_share is None else double_label_share,
             unscored_share=unscored_share,
             borderline_share=borderline_share,
-            review_budget=settings.review_budget,
+            review_budget=settings.review_budget if review_share is None else None,
         )
 
 

@@ -216,8 +216,9 @@ def test_a_day_without_history_routes_the_uniform_review_share(engine: Engine, r
     assert {p for p, _ in _items(engine, ids).values()} == {0.2}
 
 
-def test_the_budget_setting_turns_routing_uncertainty_weighted() -> None:
+def test_the_budget_setting_turns_routing_uncertainty_weighted_unless_a_share_is_given() -> None:
     assert RoutingPolicy.from_settings(Settings(review_budget=40)).review_budget == 40
     assert RoutingPolicy.from_settings(Settings()).review_budget is None
+    assert RoutingPolicy.from_settings(Settings(review_budget=40), review_share=0.3).review_budget is None
     with pytest.raises(ValueError, match="review_budget"):
         RoutingPolicy(review_budget=0.0)
