@@ -11,6 +11,8 @@ Run: .venv/bin/python bench/stats.py
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
 from judgewatch.stats.ppi import PPIEstimate, ppi_diff_unpaired, ppi_mean
@@ -44,6 +46,7 @@ def synthetic(seed: int = 0) -> tuple[dict[tuple[str, str], Arrays], dict[tuple[
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     data, truth = synthetic()
 
     def run_ppi() -> dict[tuple[str, str], PPIEstimate]:

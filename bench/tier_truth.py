@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py`: the repo root, for bench.*
 
 from bench.reference_domains import BEGIN_FILES, GENERIC, RIGHT, begin_rows
 from judges.base import Judge
