@@ -101,6 +101,8 @@ async def post_release_regression(
     tiers_file: str | None = None,
     tiers_variable: str | None = None,
     baseline_tier: str | None = DEFAULTS.baseline_tier,
+    junit: str | None = None,
+    summary_md: str | None = None,
 ) -> dict[str, Any] | State[Any]:
     """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths.
 
@@ -111,7 +113,8 @@ async def post_release_regression(
     `judge`: "reference" or a URL
     (default: the configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each
     tier's accepted baseline) or a release id. With `fail_on_gate` a non-zero exit code ends the flow run
-    Failed with the summary as its message (what a CI job triggering the deployment sees).
+    Failed with the summary as its message (what a CI job triggering the deployment sees). `junit` and
+    `summary_md`: paths for the decision as JUnit XML and as a pull-request comment's Markdown.
     """
     options = GateOptions(
         baseline=baseline,
@@ -141,7 +144,8 @@ async def post_release_regression(
         if judge_obj is not None:
             await judge_obj.aclose()
     path = Path(report) if report else default_report_path(settings, release)
-    out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url))
+    ci_files = {"junit": junit, "summary_md": summary_md}
+    out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url), ci_files=ci_files)
     # The release pipeline reads the state message: a judge accepted unvalidated is the first thing it says.
     accepted = f"WARNING: {out['accepted_unvalidated']} | " if out.get("accepted_unvalidated") else ""
     if fail_on_gate and out["exit_code"] != 0:
@@ -300,11 +304,22 @@ def _generation_counts(generations: Iterable[Generation]) -> dict[str, int]:
 
 @task(name="conclude", cache_policy=NO_CACHE)
 def conclude(
-    engine: Engine, release: str, report: RegressionReport, path: Path, *, baseline: str, database: str
+    engine: Engine,
+    release: str,
+    report: RegressionReport,
+    path: Path,
+    *,
+    baseline: str,
+    database: str,
+    ci_files: dict[str, str | None],
 ) -> dict[str, Any]:
-    """Write the report, record the release's tiers and the gate decision; the gate result as a dict."""
+    """Write the report (and the CI files asked for), record the release's tiers and the gate decision; the gate
+    result as a dict."""
+    from judgewatch.cli.regress_cmd import write_ci_files
+
     report.flow_run_id = str(flow_run.id) if flow_run.id else None
     md_path, json_path = write_report(report, path)
+    written = write_ci_files(report, **ci_files)
     gate = report.gate
     run_ids = [r for s in report.tiers for r in s.run_ids]
     rubric_hash = report.rubric.hash if report.rubric else None
@@ -352,6 +367,7 @@ def conclude(
         "report_json": str(json_path),
         "run_ids": run_ids,
         "database": database,
+        **written,
     }
 
 

@@ -42,9 +42,10 @@ def output_lock(output: Path) -> Iterator[None]:
 
 @contextmanager
 def partial_output(output: Path) -> Iterator[IO[str]]:
-    """A new temporary file beside `output` (`.<name>.<random>.partial`), moved over `output` when the block
-    ends without an error and removed when it does not."""
+    """A new temporary file beside `output` (`.<name>.<random>.partial`; its folder made first), moved over `output`
+    when the block ends without an error and removed when it does not."""
     try:
+        output.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=output.parent, prefix=f".{output.name}.", suffix=".partial")
     except OSError as exc:
         raise CannotRun(f"cannot write output file {output}: {exc.strerror or exc}") from exc

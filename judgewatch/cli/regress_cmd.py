@@ -12,7 +12,7 @@ import getpass
 import logging
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +20,9 @@ from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.url_secrets import hide_params
+
+if TYPE_CHECKING:
+    from judgewatch.regression.report import RegressionReport
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +45,39 @@ def run_regression(**params: Any) -> dict[str, Any]:
     return flow_result(run, flow="regression", result="a gate result")
 
 
-def _could_not_evaluate(exc: Exception) -> str:
-    return f"COULD NOT EVALUATE (exit 2): {type(exc).__name__}: {exc}"
+def write_ci_files(report: RegressionReport, *, junit: str | None, summary_md: str | None) -> dict[str, str]:
+    """The decision as JUnit XML and as a pull-request comment's Markdown, where asked; {kind: path} written.
+
+    The flow writes them beside its report; the command again when the flow raised (exit 2)."""
+    from judgewatch.cli._output import partial_output
+    from judgewatch.regression.junit import render_junit
+    from judgewatch.regression.pr_summary import render_summary
+
+    written = {}
+    for kind, path, render in (("junit", junit, render_junit), ("summary_md", summary_md, render_summary)):
+        if path:
+            with partial_output(Path(path)) as out:
+                out.write(render(report))
+            written[kind] = path
+    return written
+
+
+def _could_not_evaluate(exc: Exception, release: str, margin: float, ci_files: dict[str, str | None]) -> str:
+    """The one line for a gate that raised; the CI files asked for say the same (exit 2)."""
+    problem = f"{type(exc).__name__}: {exc}"
+    if any(ci_files.values()):
+        from datetime import UTC, datetime
+
+        from judgewatch.regression.gate import decide
+        from judgewatch.regression.report import RegressionReport
+
+        gate = decide([], margin=margin, problems=[problem])
+        report = RegressionReport(release, datetime.now(UTC), {}, gate, margin, DEFAULTS.max_unscored_share)
+        try:
+            write_ci_files(report, **ci_files)
+        except Exception as write_exc:  # the gate's own failure stays the line to read
+            return f"COULD NOT EVALUATE (exit 2): {problem} (and the CI files could not be written: {write_exc})"
+    return f"COULD NOT EVALUATE (exit 2): {problem}"
 
 
 def print_result(result: dict[str, Any]) -> None:
@@ -53,6 +87,9 @@ def print_result(result: dict[str, Any]) -> None:
         for entry in result.get(kind, []):
             typer.echo(f"  {kind[:-1]}: {entry}", err=err)
     typer.echo(f"report: {result['report']} (JSON: {result['report_json']})")
+    for kind in ("junit", "summary_md"):
+        if result.get(kind):
+            typer.echo(f"{kind}: {result[kind]}")
     if result.get("accepted_unvalidated"):  # the last line a release pipeline's log shows
         typer.echo(f"WARNING: {result['accepted_unvalidated']}")
 
@@ -81,6 +118,12 @@ def regress(
     baseline: Annotated[str, typer.Option(help=_help("baseline"))] = DEFAULTS.baseline,
     margin: Annotated[float, typer.Option(min=0.0, help=_help("margin"))] = DEFAULTS.margin,
     report: Annotated[Path | None, typer.Option(help="Markdown report path (JSON beside it)")] = None,
+    junit: Annotated[
+        Path | None, typer.Option(help="Also write the decision as JUnit XML: a test case per tier x criterion")
+    ] = None,
+    summary_md: Annotated[
+        Path | None, typer.Option(help="Also write a short Markdown summary for a pull-request comment")
+    ] = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
     max_unscored: Annotated[
         float, typer.Option(min=0.0, max=1.0, help=_help("max_unscored_share"))
@@ -102,6 +145,7 @@ def regress(
     json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
 ) -> None:
     """The post-release gate: exit 0 pass, 1 regression, 2 could not evaluate."""
+    ci_files = {"junit": str(junit) if junit else None, "summary_md": str(summary_md) if summary_md else None}
 
     def gate() -> dict[str, Any]:
         return run_regression(
@@ -122,10 +166,14 @@ def regress(
             concurrency=concurrency,
             answer_max_tokens=answer_max_tokens,
             database_url=database_url,
+            **ci_files,
         )
 
+    def failure(exc: Exception) -> str:
+        return _could_not_evaluate(exc, release, margin, ci_files)
+
     # the gate must fail loudly, never crash into an ambiguous exit code
-    result = run_or_exit(gate, what="regression flow", failure=_could_not_evaluate)
+    result = run_or_exit(gate, what="regression flow", failure=failure)
     echo_result(result, json_output=json_output, show=print_result)
     if json_output and result.get("accepted_unvalidated"):  # stdout stays one JSON document; the log says it last
         typer.echo(f"WARNING: {result['accepted_unvalidated']}", err=True)

@@ -167,15 +167,26 @@ class Regression:
     basis: str = ""  # a tier gap's estimand and items (`Comparison.basis`); "" for a release-over-release one
 
 
+@dataclass(frozen=True)
+class Unevaluated:
+    """A reason the gate could not evaluate, and what it stops: a tier (or tier gap, named as in `Regression`;
+    "" for the whole gate) and a criterion ("" for the whole tier)."""
+
+    reason: str
+    tier: str = ""
+    criterion: str = ""
+
+
 @dataclass
 class GateResult:
     exit_code: int
     outcome: Outcome
     summary: str
-    reasons: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)  # the text of `unevaluated`, in its order
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
+    unevaluated: list[Unevaluated] = field(default_factory=list)
     accepted_unvalidated: str | None = None  # the judge accepted unmeasured or untrusted, on purpose: say so
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,20 +199,20 @@ def _unscored_text(tier: TierEvaluation) -> str:
 
 
 def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: float, out: GateResult) -> None:
+    def cannot(reason: str, criterion: str = "") -> None:
+        out.unevaluated.append(Unevaluated(f"tier {tier.tier}: {reason}", tier.tier, criterion))
+
     if not tier.endpoint_ok:
-        out.reasons.append(f"tier {tier.tier}: endpoint unreachable: {tier.endpoint_detail}")
+        cannot(f"endpoint unreachable: {tier.endpoint_detail}")
         return
     if tier.total == 0:
-        out.reasons.append(f"tier {tier.tier}: no golden items were evaluated")
+        cannot("no golden items were evaluated")
         return
     if tier.unanswered:
         sets = ", ".join(f"{name} {len(ids)}" for name, ids in sorted(tier.unanswered.items()))
         out.notes.append(f"tier {tier.tier}: {tier.answered_text()}, never scored for this tier ({sets})")
     if tier.unscored_share > max_unscored_share:
-        out.reasons.append(
-            f"tier {tier.tier}: {_unscored_text(tier)} verdicts unscored, "
-            f"more than the {max_unscored_share:.0%} allowed"
-        )
+        cannot(f"{_unscored_text(tier)} verdicts unscored, more than the {max_unscored_share:.0%} allowed")
     elif tier.unscored:
         out.notes.append(f"tier {tier.tier}: {_unscored_text(tier)} verdicts unscored (left out of the pairs)")
     if tier.baseline_release is None:
@@ -212,16 +223,21 @@ def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: floa
         return
     if not any(c.diff.n for c in tier.comparisons):
         baseline = tier.baseline_release
-        out.reasons.append(f"tier {tier.tier}: no item scored in both this release and baseline {baseline}")
+        cannot(f"no item scored in both this release and baseline {baseline}")
         return
     for c in tier.comparisons:
         if c.diff.n == 0:
             out.notes.append(f"tier {tier.tier}: {c.criterion}: no paired scores (not applicable to these items)")
         elif not c.defined:
-            out.reasons.append(f"tier {tier.tier}: {c.criterion}: {c.diff.n} paired item(s), too few for an interval")
+            cannot(f"{c.criterion}: {c.diff.n} paired item(s), too few for an interval", c.criterion)
         elif c.below(margin):
             d = c.diff
             out.regressions.append(Regression(tier.tier, c.criterion, c.baseline, d.estimate, d.low, d.high))
+
+
+def gap_name(gap: Comparison) -> str:
+    """A tier gap as the gate names it where a tier goes ("quantized-vs-full")."""
+    return f"{gap.candidate}-vs-{gap.baseline}"
 
 
 def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float | None, out: GateResult) -> None:
@@ -229,15 +245,16 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
         what = f"{gap.candidate} vs {gap.baseline}: {gap.describe()}"
         if gap_margin is not None and gap.below(gap_margin):
             d = gap.diff
-            tier = f"{gap.candidate}-vs-{gap.baseline}"
+            tier = gap_name(gap)
             out.regressions.append(
                 Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
             )
         elif gap_margin is not None and gap.diff.n and not gap.defined:
-            out.reasons.append(
+            reason = (
                 f"tier gap {gap.candidate} vs {gap.baseline}: {gap.criterion}: too few items for an interval "
                 f"({gap.describe()}; {gap.basis()}): --gap-margin cannot be applied"
             )
+            out.unevaluated.append(Unevaluated(reason, gap_name(gap), gap.criterion))
         elif gap.below(margin):
             out.warnings.append(f"{gap.candidate} trails {gap.baseline} beyond the margin (not gated): {what}")
     for pair in dict.fromkeys((g.candidate, g.baseline, g.basis()) for g in gaps):
@@ -248,7 +265,7 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
 def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
     """Adds the trust reason, warning or note; True when the judge's trust stops the gate (exit 2)."""
     if trust is None:
-        out.reasons.insert(0, "judge not measured: no trust verdict was given")
+        out.unevaluated.insert(0, Unevaluated("judge not measured: no trust verdict was given"))
         return True
     headline = trust.summary.strip().splitlines()[0] if trust.summary.strip() else "(no summary)"
     if trust.accepted_on_purpose and trust.trustworthy is not True:
@@ -256,10 +273,10 @@ def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
         out.warnings.insert(0, headline)
         return False
     if trust.trustworthy is False:
-        out.reasons.insert(0, f"judge not trustworthy: {headline}")
+        out.unevaluated.insert(0, Unevaluated(f"judge not trustworthy: {headline}"))
         return True
     if trust.trustworthy is None:
-        out.reasons.insert(0, f"judge not measured: {headline}")
+        out.unevaluated.insert(0, Unevaluated(f"judge not measured: {headline}"))
         return True
     out.notes.append(f"judge trust: {headline}")
     return False
@@ -280,14 +297,15 @@ def decide(
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     out = GateResult(exit_code=0, outcome="pass", summary="")
-    out.reasons.extend(problems)
+    out.unevaluated.extend(Unevaluated(problem) for problem in problems)
     out.notes.extend(notes)
     untrusted = _trust_findings(trust, out) if trust is not None or tiers else False
     if not tiers and not problems and not untrusted:
-        out.reasons.append("no tier was evaluated")
+        out.unevaluated.append(Unevaluated("no tier was evaluated"))
     for tier in tiers:
         _tier_findings(tier, margin, max_unscored_share, out)
     _gap_findings(gaps, margin, gap_margin, out)
+    out.reasons = [u.reason for u in out.unevaluated]
     if untrusted:
         out.exit_code, out.outcome = 2, "error"
     elif out.regressions:

@@ -47,6 +47,12 @@ class WorstItem:
             return None
         return self.candidate_overall - self.baseline_overall
 
+    def link(self, review_url: str | None) -> str:
+        """The item's key, as a Markdown link to the review app's Items page when both are known."""
+        if not (review_url and self.interaction_id):
+            return self.key
+        return f"[{self.key}]({review_url.rstrip('/')}/?item={self.interaction_id})"
+
 
 @dataclass
 class TierSection:
@@ -86,28 +92,43 @@ class RegressionReport:
     cost: dict[str, Any] | None = None  # the judge's cost for this release (judging.costs.Cost.to_json + "text")
     review_url: str | None = None  # the review app's address: worst items link to its Items page
 
+    def trust_headline(self) -> str:
+        """The judge's measured trust in one line: trustworthy, not trustworthy or unmeasured, and its figures."""
+        word = {True: "trustworthy", False: "not trustworthy", None: "unmeasured"}[self.trustworthy]
+        return f"{word}: " + (self.trust_summary or "no trust verdict").strip().splitlines()[0]
 
-def _num(value: float | None, spec: str = ".2f") -> str:
+
+def num(value: float | None, spec: str = ".2f") -> str:
     return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
-def _excerpt(text: str | None) -> str:
+def excerpt(text: str | None) -> str:
     if text is None:
         return "—"
     flat = " ".join(text.split()).replace("|", "\\|")
     return flat if len(flat) <= EXCERPT_CHARS else flat[: EXCERPT_CHARS - 1] + "…"
 
 
-def _interval(c: Comparison) -> str:
+def interval_text(c: Comparison) -> str:
+    """ "+0.120 [-0.050, +0.290]": candidate - baseline with its interval, or why there is none."""
     d = c.diff
     if d.n == 0:
         return "n/a (no pairs)" if c.paired else "n/a (no scores on a side)"
-    return f"{_num(d.estimate, '+.3f')} [{_num(d.low, '+.3f')}, {_num(d.high, '+.3f')}]"
+    return f"{num(d.estimate, '+.3f')} [{num(d.low, '+.3f')}, {num(d.high, '+.3f')}]"
 
 
 def _n(c: Comparison) -> str:
     d = c.diff
     return str(d.n) if isinstance(d, PairedDiff) else f"{d.n_candidate} + {d.n_baseline} (unpaired)"
+
+
+def comparison_verdict(c: Comparison, margin: float, *, gated: bool = True) -> str:
+    """A comparison's verdict in words, by the gate's rule (`Comparison.below`)."""
+    if c.below(margin):
+        return "REGRESSED" if gated else "beyond margin (not gated)"
+    if c.diff.n == 0:
+        return "not applicable"
+    return "ok" if c.defined else "no interval"
 
 
 def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: bool = True) -> list[str]:
@@ -117,11 +138,10 @@ def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: boo
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
-        below = "REGRESSED" if gated else "beyond margin (not gated)"
-        verdict = below if c.below(margin) else ("no interval" if c.diff.n and not c.defined else "ok")
+        verdict = comparison_verdict(c, margin, gated=gated)
         rows.append(
-            f"| {c.criterion} | {_num(c.baseline_mean)} ({c.baseline}) | {_num(c.candidate_mean)} ({c.candidate}) "
-            f"| {_interval(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
+            f"| {c.criterion} | {num(c.baseline_mean)} ({c.baseline}) | {num(c.candidate_mean)} ({c.candidate}) "
+            f"| {interval_text(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
         )
     return rows
 
@@ -203,7 +223,7 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
     lines.append(f"- baseline: {ev.baseline_release or 'none (first release of this tier)'}")
     lines += _unanswered_lines(ev)
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(ev.unscored_reasons.items())) or "none"
-    lines.append(f"- unscored: {ev.unscored} of {ev.total} ({_num(ev.unscored_share * 100, '.1f')}%): {reasons}")
+    lines.append(f"- unscored: {ev.unscored} of {ev.total} ({num(ev.unscored_share * 100, '.1f')}%): {reasons}")
     if not ev.endpoint_ok:
         lines.append(f"- endpoint: UNREACHABLE ({ev.endpoint_detail})")
     if section.run_ids:
@@ -220,22 +240,17 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
             "|---|---|---|---|---|---|---|---|",
         ]
         for w in section.worst:
-            key = (
-                f"[{w.key}]({review_url.rstrip('/')}/?item={w.interaction_id})"
-                if review_url and w.interaction_id
-                else w.key
-            )
             lines.append(
-                f"| {key} | {_num(w.delta, '+.2f')} | {_num(w.baseline_overall)} | {_num(w.candidate_overall)} "
-                f"| {_excerpt(w.question)} | {_excerpt(w.baseline_answer)} | {_excerpt(w.candidate_answer)} "
-                f"| {_excerpt(w.reason)} |"
+                f"| {w.link(review_url)} | {num(w.delta, '+.2f')} | {num(w.baseline_overall)} "
+                f"| {num(w.candidate_overall)} | {excerpt(w.question)} | {excerpt(w.baseline_answer)} "
+                f"| {excerpt(w.candidate_answer)} | {excerpt(w.reason)} |"
             )
         lines.append("")
     return lines
 
 
 def _share(e: Estimate, spec: str = ".0%") -> str:
-    return f"{_num(e.estimate, spec)} [{_num(e.low, spec)}, {_num(e.high, spec)}]"
+    return f"{num(e.estimate, spec)} [{num(e.low, spec)}, {num(e.high, spec)}]"
 
 
 def _preference_lines(report: RegressionReport) -> list[str]:
@@ -268,7 +283,7 @@ def _preference_lines(report: RegressionReport) -> list[str]:
         lines.append(
             f"| {row.dataset} | {row.criterion} | {row.pairs} | {_share(s.worse)} ({s.worse.n}) "
             f"| {_share(s.tied)} ({s.tied.n}) | {_share(s.better)} ({s.better.n}) | {_share(s.net, '+.2f')} "
-            f"| {_num(s.p_value, '.3g')} | {row.unscored} |"
+            f"| {num(s.p_value, '.3g')} | {row.unscored} |"
         )
     return [*lines, ""]
 

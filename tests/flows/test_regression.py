@@ -357,7 +357,24 @@ def test_the_baseline_is_the_latest_accepted_release_other_than_the_candidate(tm
         assert count == 3
 
 
-def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files: Files) -> None:
+def ci_files(tmp_path: Path, release: str) -> list[str]:
+    return ["--junit", str(tmp_path / f"{release}.xml"), "--summary-md", str(tmp_path / f"{release}.summary.md")]
+
+
+def junit_counts(tmp_path: Path, release: str) -> tuple[int, int, int]:
+    """(tests, failures, errors) of the release's JUnit file, as junitparser (a CI publisher's parser) reads it."""
+    from junitparser import JUnitXml
+
+    [suite] = list(JUnitXml.fromfile(str(tmp_path / f"{release}.xml")))
+    return suite.tests, suite.failures, suite.errors
+
+
+def test_cli_gate_exit_codes_ci_files_and_baseline_commands(tmp_path: Path, answer_files: Files) -> None:
+    """Each outcome's JUnit file and pull-request summary agree with the exit code and the report."""
+    # Importing Prefect's flow API sets up its console log handler on the current stderr: do it here, not inside
+    # CliRunner, whose stderr is closed after each invoke (the next run's log lines would then fail to print).
+    import flows.regression  # noqa: F401
+
     db = f"sqlite:///{tmp_path / 'jw.db'}"
     runner, app = CliRunner(), standalone_app()
     common = ["--dataset", SET, "--judge", "reference", "--database-url", db]
@@ -365,10 +382,15 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
 
     good, bad = f"quantized={answer_files['good']}", f"quantized={answer_files['bad']}"
     first = runner.invoke(
-        app, ["regress", "--release", "r1", *common, *files, "--answers", good, "--report", str(tmp_path / "r1.md")]
-    )
+        app,
+        ["regress", "--release", "r1", *common, *files, "--answers", good, "--report", str(tmp_path / "r1.md"),
+         *ci_files(tmp_path, "r1")],
+    )  # fmt: skip
     assert first.exit_code == 0, first.output
     assert "PASS (exit 0)" in first.output and f"report: {tmp_path / 'r1.md'}" in first.output
+    assert f"junit: {tmp_path / 'r1.xml'}" in first.output
+    assert junit_counts(tmp_path, "r1")[1:] == (0, 0)  # first release: nothing compared, nothing red
+    assert read(tmp_path / "r1.summary.md").startswith("### Release gate: r1: PASS (exit 0)\n")
 
     missing = runner.invoke(app, ["baseline", "accept", "--release", "r0", "--database-url", db])
     assert missing.exit_code == 2 and "release 'r0' is not in the store" in missing.output
@@ -376,10 +398,20 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     assert accepted.exit_code == 0 and "release r1 is the baseline of tier full (by ci)" in accepted.output
 
     worse = runner.invoke(
-        app, ["regress", "--release", "r2", *common, *files, "--answers", bad, "--report", str(tmp_path / "r2.md")]
-    )
+        app,
+        ["regress", "--release", "r2", *common, *files, "--answers", bad, "--report", str(tmp_path / "r2.md"),
+         *ci_files(tmp_path, "r2")],
+    )  # fmt: skip
     assert worse.exit_code == 1, worse.output
     assert "REGRESSION (exit 1, margin 0.25): tier quantized" in worse.output
+    report = json.loads(read(tmp_path / "r2.json"))
+    criteria = [c["criterion"] for t in report["tiers"] for c in t["evaluation"]["comparisons"]]
+    assert junit_counts(tmp_path, "r2") == (len(criteria), len(report["gate"]["regressions"]), 0)
+    summary = read(tmp_path / "r2.summary.md")
+    assert summary.startswith("### Release gate: r2: REGRESSION (exit 1)\n")
+    assert "| quantized | faithfulness | r2 − r1 |" in summary and "REGRESSED |" in summary
+    worst = report["tiers"][1]["worst"][0]
+    assert f"[{worst['key']}](http://127.0.0.1:7860/?item={worst['interaction_id']})" in summary
 
     listing = runner.invoke(app, ["baseline", "list", "--database-url", db])
     assert listing.exit_code == 0
@@ -388,9 +420,13 @@ def test_cli_gate_exit_codes_and_baseline_commands(tmp_path: Path, answer_files:
     assert any(line.startswith("  r2") and "gate exit 1 (regression)" in line for line in lines)
 
     broken = runner.invoke(
-        app, ["regress", "--release", "r3", *common, "--tier", "full=not-a-url#m", "--report", str(tmp_path / "r3.md")]
-    )
+        app,
+        ["regress", "--release", "r3", *common, "--tier", "full=not-a-url#m", "--report", str(tmp_path / "r3.md"),
+         *ci_files(tmp_path, "r3")],
+    )  # fmt: skip
     assert broken.exit_code == 2 and "is not an http(s) URL" in broken.output
+    assert junit_counts(tmp_path, "r3") == (1, 0, 1)
+    assert read(tmp_path / "r3.summary.md").startswith("### Release gate: r3: COULD NOT EVALUATE (exit 2)\n")
 
 
 def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(quick_demo: QuickDemo) -> None:
