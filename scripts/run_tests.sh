@@ -6,6 +6,7 @@
 # - Debian's chromium for the browser tests (apt-get, never a playwright browser download); with `CI` set, a
 #   browser test without chromium fails instead of skipping
 # - Debian's prometheus (promtool, prometheus) for the alert-rule, dashboard and scrape tests
+# - Debian's npm, with which the az:// tests install Azurite (with `CI` set, they fail without it)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -29,6 +30,12 @@ if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
   echo "[tests] installing Debian's prometheus (promtool) for the alert-rule and scrape tests"
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
     || echo "[tests] could not install prometheus" >&2
+fi
+
+if ! command -v npm >/dev/null; then  # the az:// tests install Azurite from npm (judgewatch/testing/object_stores.py)
+  echo "[tests] installing Debian's npm for the Azurite tests"
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null) \
+    || echo "[tests] could not install npm" >&2
 fi
 
 started_judge=0
