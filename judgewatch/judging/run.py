@@ -132,19 +132,15 @@ class JudgingRun:
         self.judged_now = 0
         self.already_judged = 0
         self.reused = 0  # stored verdicts delivered instead of judging again (a resumed run)
-        if scrub_pii is None:
-            scrub_pii = get_settings().pii_scrub
+        settings = get_settings()
         # PII is scrubbed from every item before it is stored as a new interaction or sent to the judge.
-        self.scrubber = Scrubber() if scrub_pii else None
+        self.scrubber = Scrubber() if (settings.pii_scrub if scrub_pii is None else scrub_pii) else None
         self.pii: Counter[str] = Counter()
         # Verdicts of interactions that came from a trace also go back onto their span (JUDGEWATCH_OTEL_EVALUATIONS).
-        self.evaluations = evaluation_events(get_settings()) if engine is not None else None
-        if heartbeat_s is None or expiry_s is None or degraded_share is None:
-            settings = get_settings()
-            heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
-            expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
-            degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
-        self.heartbeat_s, self.expiry_s, self.degraded_share = heartbeat_s, expiry_s, degraded_share
+        self.evaluations = evaluation_events(settings) if engine is not None else None
+        self.heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
+        self.expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
+        self.degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
         # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
         self.configured_config_hash = configured.identity(rubric).config_hash if configured else self.judge_config_hash
         self._judging: Judge = judge
