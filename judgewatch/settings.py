@@ -119,6 +119,9 @@ class Settings(BaseSettings):
 
     # `judgewatch ingest serve`: OTLP/HTTP senders must send `Authorization: Bearer <this>`; unset, it will not start.
     ingest_token: SecretStr | None = Field(default=None, description="Bearer token OTLP senders must present")
+    # Each verdict of an interaction that came from a trace sent as OpenTelemetry `gen_ai.evaluation.result`
+    # events on the judged span (judgewatch/judging/evaluations.py), to the standard OTEL_EXPORTER_OTLP_* endpoint.
+    otel_evaluations: bool = Field(default=False, description="Send verdicts of traced interactions over OTLP")
 
     # The tier every other serving tier is compared with (gaps read candidate − baseline) where neither a tiers
     # file (`baseline: true`) nor `--baseline-tier` names one: the gate, `report tiers` and the pages read it alike.

@@ -14,7 +14,8 @@ from judgewatch.traffic.sampling import Pick
 
 def pick_row(pick: Pick) -> dict[str, Any]:
     """The stored interaction of a pick as an `interaction` row: keyed by the row's interaction id, dated by the
-    call's own timestamp, with the inclusion probability, stratum, salt, PII counts and tokens in `metadata`."""
+    call's own timestamp, with the inclusion probability, stratum, salt, PII counts, tokens and (from a trace)
+    the span's `trace_id` and `span_id` in `metadata`."""
     row = pick.row
     meta: dict[str, Any] = {
         "inclusion_probability": pick.inclusion_probability,
@@ -25,6 +26,8 @@ def pick_row(pick: Pick) -> dict[str, Any]:
     }
     if row.attributes:
         meta["attributes"] = row.attributes
+    if row.trace_span is not None:
+        meta["trace_id"], meta["span_id"] = row.trace_span
     return {
         "id": row.interaction_id,
         "source": row.source,

@@ -105,6 +105,7 @@ class Tally:
 
 
 OnVerdict = Callable[[str, Verdict], None]  # (interaction id, verdict)
+OnStored = Callable[[list[tuple[str, Verdict]]], None]  # a batch of (interaction id, verdict), once committed
 
 
 class _InOrder:
@@ -142,8 +143,11 @@ class _BatchWriter:
     without, their interactions are in the store already and only the verdicts are written.
     """
 
-    def __init__(self, engine: Engine, *, new_source: str | None, run_id: str | None, batch_size: int) -> None:
+    def __init__(
+        self, engine: Engine, *, new_source: str | None, run_id: str | None, batch_size: int, on_stored: OnStored | None
+    ) -> None:
         self.engine, self.new_source, self.run_id, self.batch_size = engine, new_source, run_id, batch_size
+        self.on_stored = on_stored
         self.pending: list[_Judged] = []
         self.pending_since = 0.0
         # A few batches may wait: if the database is slower than the judge, workers pause instead of piling up.
@@ -174,12 +178,16 @@ class _BatchWriter:
             self.stored += await asyncio.to_thread(self._write, batch)
 
     def _write(self, batch: list[_Judged]) -> int:
+        verdicts = [(key, verdict) for key, _, verdict in batch]
         with session_scope(self.engine) as session:
             if self.new_source is not None:
                 pairs = [(item, verdict) for _, item, verdict in batch]
-                return store_judged(session=session, source=self.new_source, run_id=self.run_id, judged=pairs)
-            verdicts = [(key, verdict) for key, _, verdict in batch]
-            return upsert_verdicts(session=session, run_id=self.run_id, verdicts=verdicts)
+                stored = store_judged(session=session, source=self.new_source, run_id=self.run_id, judged=pairs)
+            else:
+                stored = upsert_verdicts(session=session, run_id=self.run_id, verdicts=verdicts)
+        if self.on_stored is not None:
+            self.on_stored(verdicts)
+        return stored
 
 
 async def judge_one(judge: Judge, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
@@ -245,16 +253,18 @@ async def judge_keyed(
     collect: bool = True,
     tally: Tally | None = None,
     reuse: dict[str, Verdict] | None = None,
+    on_stored: OnStored | None = None,
 ) -> JudgingResult:
     """Judge every (interaction id, item) once; store each verdict under its interaction id when `engine` is given.
 
-        `new_source`: the items are new interactions of that source, stored too; None: their interactions are
-        stored already. `on_verdict` and the returned list see the verdicts in input order. At most
-        `max_in_flight` judge calls are pending at once (keep it above the judge's own concurrency). `tally`
-        accumulates across calls when given (the summary then covers them all). `reuse`: stored verdicts by
-    interaction id, filled while the items are read; an item found there is delivered in order with that
-    verdict and never sent to the judge, tallied or stored again (a resumed run). Raises only if the items iterator,
-        `on_verdict` or the store fails; a judge's exception is an unscored judge_error verdict.
+    `new_source`: the items are new interactions of that source, stored too; None: their interactions are
+    stored already. `on_verdict` and the returned list see the verdicts in input order. At most `max_in_flight`
+    judge calls are pending at once (keep it above the judge's own concurrency). `tally` accumulates across calls
+    when given (the summary then covers them all). `reuse`: stored verdicts by interaction id, filled while the
+    items are read; an item found there is delivered in order with that verdict and never sent to the judge,
+    tallied or stored again (a resumed run). `on_stored`: called in the writer's thread with each batch once it
+    is committed. Raises only if the items iterator, `on_verdict`, `on_stored` or the store fails; a judge's
+    exception is an unscored judge_error verdict.
     """
     if batch_size < 1 or max_in_flight < 1:
         raise ValueError("batch_size and max_in_flight must be >= 1")
@@ -262,7 +272,9 @@ async def judge_keyed(
     numbered: Iterator[tuple[int, tuple[str, JudgeItem]]] = enumerate(items)
     in_order = _InOrder(on_verdict, collect)
     tally = tally if tally is not None else Tally()
-    writer = _BatchWriter(engine, new_source=new_source, run_id=run_id, batch_size=batch_size) if engine else None
+    writer = None
+    if engine is not None:
+        writer = _BatchWriter(engine, new_source=new_source, run_id=run_id, batch_size=batch_size, on_stored=on_stored)
     started = time.perf_counter()
 
     async def worker() -> None:

@@ -26,6 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from types import TracebackType
 from typing import Any
@@ -40,10 +41,18 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.pii import Scrubber, scrub_content
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
-from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT, JudgingResult, JudgingSummary, Tally, judge_keyed
+from judgewatch.judging.evaluations import evaluation_events
+from judgewatch.judging.pipeline import (
+    DEFAULT_MAX_IN_FLIGHT,
+    JudgingResult,
+    JudgingSummary,
+    OnStored,
+    Tally,
+    judge_keyed,
+)
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
-from judgewatch.storage.interactions import interaction_id
+from judgewatch.storage.interactions import interaction_id, traced_spans
 from judgewatch.storage.runs import RunKind, RunStatus, beat_run, expire_runs, finish_run, get_run, start_run
 from judgewatch.storage.runs import run_id as make_run_id
 from judgewatch.storage.verdicts import get_verdicts, judged_interactions, verdict_id
@@ -123,17 +132,15 @@ class JudgingRun:
         self.judged_now = 0
         self.already_judged = 0
         self.reused = 0  # stored verdicts delivered instead of judging again (a resumed run)
-        if scrub_pii is None:
-            scrub_pii = get_settings().pii_scrub
+        settings = get_settings()
         # PII is scrubbed from every item before it is stored as a new interaction or sent to the judge.
-        self.scrubber = Scrubber() if scrub_pii else None
+        self.scrubber = Scrubber() if (settings.pii_scrub if scrub_pii is None else scrub_pii) else None
         self.pii: Counter[str] = Counter()
-        if heartbeat_s is None or expiry_s is None or degraded_share is None:
-            settings = get_settings()
-            heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
-            expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
-            degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
-        self.heartbeat_s, self.expiry_s, self.degraded_share = heartbeat_s, expiry_s, degraded_share
+        # Verdicts of interactions that came from a trace also go back onto their span (JUDGEWATCH_OTEL_EVALUATIONS).
+        self.evaluations = evaluation_events(settings) if engine is not None else None
+        self.heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
+        self.expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
+        self.degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
         # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
         self.configured_config_hash = configured.identity(rubric).config_hash if configured else self.judge_config_hash
         self._judging: Judge = judge
@@ -282,7 +289,13 @@ class JudgingRun:
             if on_verdict is not None:
                 on_verdict(key, verdict)
 
-        result = await self._judge(todo, new_source=None, on_verdict=seen, collect=collect)
+        on_stored: OnStored | None = None
+        if self.evaluations is not None and self.engine is not None:
+            with session_scope(self.engine) as session:
+                spans = traced_spans(session=session, interaction_ids=[key for key, _ in todo])
+            if spans:
+                on_stored = partial(self.evaluations.emit, spans=spans, rubric=self.rubric)
+        result = await self._judge(todo, new_source=None, on_verdict=seen, collect=collect, on_stored=on_stored)
         batch.judged_now, batch.verdicts = len(todo), result.verdicts
         return batch
 
@@ -349,6 +362,7 @@ class JudgingRun:
         collect: bool,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         reuse: dict[str, Verdict] | None = None,
+        on_stored: OnStored | None = None,
     ) -> JudgingResult:
         run_id = self.start()
         if self.scrubber is not None:
@@ -375,6 +389,7 @@ class JudgingRun:
                 max_in_flight=max_in_flight,
                 tally=self._tally,
                 reuse=reuse,
+                on_stored=on_stored,
             )
         finally:
             self.judged_now += sum(self._tally.status.values()) - before

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlmodel import Field, Session, SQLModel
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from judgewatch.contract.items import CONTENT_FIELDS, JudgeItem, judged_content
 from judgewatch.hashing import interaction_id as interaction_id  # re-reading a source never duplicates a row
@@ -97,3 +97,9 @@ def upsert_item_rows(*, session: Session, source: str, items: Iterable[JudgeItem
     now = utcnow()
     rows = [item_row(item, source=source, now=now) for item in items]
     return upsert(session, table(Interaction), rows, update_columns=ITEM_COLUMNS)
+
+
+def traced_spans(*, session: Session, interaction_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """{interaction id: (trace id, span id)} of those interactions that came from a trace (`ingest.picks`)."""
+    query = select(Interaction.id, Interaction.meta).where(col(Interaction.id).in_(interaction_ids))
+    return {key: (meta["trace_id"], meta["span_id"]) for key, meta in session.exec(query) if "span_id" in meta}

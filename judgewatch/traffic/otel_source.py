@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 Item = TrafficRow | RejectedTrafficRow
-KEPT_ATTRIBUTES = ("user", "session", "service", "latency_ms")  # trace and span id: the source id
+KEPT_ATTRIBUTES = ("user", "session", "service", "latency_ms")  # trace and span id: `TrafficRow.trace_span`
 
 
 @dataclass
@@ -69,6 +69,7 @@ def request_items(
         item = mapper.map(raw, position=f"{origin}#span={span.key}", fallback_id=span.key, attributes=kept)
         if isinstance(item, TrafficRow):
             counts.rows += 1
+            item = item.model_copy(update={"trace_span": (span.trace_id, span.span_id)})
         else:
             counts.quarantined += 1
         items.append(item)

@@ -42,8 +42,10 @@ class TrafficRow(BaseModel):
     context: list[str] = Field(default_factory=list)
     language: Language
     # What a source knows beyond the mapped fields and keeps with the interaction (OTLP: user, session, service,
-    # latency_ms, trace and span ids); text values are PII-scrubbed with the rest.
+    # latency_ms); text values are PII-scrubbed with the rest.
     attributes: dict[str, str | float] = Field(default_factory=dict)
+    # OTLP: the (trace id, span id) of the span, never scrubbed, so its verdicts can be sent back onto it.
+    trace_span: tuple[str, str] | None = None
 
     def to_judge_item(self) -> JudgeItem:
         """The judge's input contract, keyed by the interaction id."""

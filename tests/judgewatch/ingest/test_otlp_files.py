@@ -82,6 +82,7 @@ def test_collector_files_are_sampled_stored_and_judged_from_their_watermark(
                 expected[iid] = rate
     assert set(stored) == set(expected) and 0 < len(stored) < 120
     assert all(stored[i].meta["inclusion_probability"] == expected[i] for i in stored)
+    assert all(f"{i.meta['trace_id']}:{i.meta['span_id']}" == i.source_id for i in stored.values())  # the span
     genai = [i for i in stored.values() if i.model == "small-q"]
     assert genai and all(i.context == [f"Order {i.question.split()[3]} ships in {i.answer.split()[1]} days."]
                          for i in genai)  # fmt: skip
