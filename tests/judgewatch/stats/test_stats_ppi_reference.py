@@ -8,9 +8,9 @@ same arrays (unweighted: every label routed with the same probability, where the
   ppi_py for a disjoint unlabeled set (Cov / ((1 + n / N) Var)). They agree as n / N -> 0: within 0.02 at 1%.
 - Intervals: the project's adds the small-sample corrections of docs/statistics.md ("Intervals that stay
   honest with few labels": z^2 pseudo-labels at the scale's ends, HC3, a t quantile, the labeled items' covariance
-  with the all-items mean). At n = 20,000 labels among N = 2,000,000 they weigh 0.02% (pseudo-labels), 0.005% (HC3),
-  under 0.01% (t) and about n / N = 1% (the covariance, of the judge part only), so the standard errors must agree within
-  1% and the bounds within 3e-4 points; at 200 labels the project's interval may only be the wider.
+  with the all-items mean). At n = 20,000 labels among N = 2,000,000 they weigh 0.02% (pseudo-labels), 0.005%
+  (HC3), under 0.01% (t) and about n / N = 1% (the covariance, of the judge part only), so the standard errors
+  must agree within 1% and the bounds within 3e-4 points; at 200 labels the project's interval may only be wider.
 """
 
 from __future__ import annotations
