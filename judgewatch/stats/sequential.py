@@ -13,11 +13,12 @@ the service's label counts):
     |sum_{i<=t} (X_i - mu_i)| <= sqrt(2 (v rho^2 + 1) / rho^2 * log(sqrt(v rho^2 + 1) / alpha))     (two-sided)
     one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
 
-v is the sum's variance: t sigma^2 for t observations (Theorem 2.2, sigma estimated on them: `shift_p_values`), or the
-sum of the per-period standard errors squared for a running mean of per-period estimates (`batch_cs`, the
-martingale form, Theorem 2.5: it covers the average of the periods' own means, with no stationarity assumed).
-rho is fixed in advance so that the CS is tightest at v = v* (WS et al. section 3.4); it changes the width by
-under 10% for v* off by 10x, and never the guarantee.
+v is the sum's variance: t sigma^2 for t observations (the i.i.d. form, sigma estimated on them:
+`shift_p_values`), or the sum of the per-period standard errors squared for a running mean of per-period
+estimates (`batch_cs`, the martingale form: it covers the average of the periods' own means, with no
+stationarity assumed).
+rho is fixed in advance so that the CS is tightest at v = v* (as WS et al. choose it); it changes the width,
+never the guarantee.
 
 `drift_p_values` turns this into a drift monitor: at each look, every stretch from a window's start to now is
 compared with the windows before it, and the smallest p-value (spent over stretches) is anytime-valid.
@@ -37,7 +38,7 @@ T_STAR = 250.0  # labels at which a drift stretch's CS is tightest (tuning only:
 
 
 def rho2(v_star: float, alpha: float) -> float:
-    """rho^2 for a CS tightest when the sum's variance reaches `v_star` (WS et al. 2024, section 3.4)."""
+    """rho^2 for a CS tightest when the sum's variance reaches `v_star` (the choice WS et al. 2024 give)."""
     log_term = -2.0 * np.log(alpha)
     return float((log_term + np.log(log_term + 1.0)) / v_star)
 
@@ -51,7 +52,7 @@ def boundary(v: ArrayLike, alpha: ArrayLike, rho_sq: float, *, one_sided: bool =
 
 
 @dataclass(frozen=True, slots=True)
-class Sequence:
+class ConfidenceSequence:
     """A confidence sequence read at each look: the running mean and its anytime-valid bounds."""
 
     mean: NDArray[np.float64]
@@ -59,18 +60,18 @@ class Sequence:
     high: NDArray[np.float64]
 
 
-def batch_cs(estimates: ArrayLike, ses: ArrayLike, *, alpha: float = 0.05, v_star: float | None = None) -> Sequence:
-    """Two-sided CS for the running mean of per-period estimates with their standard errors (Theorem 2.5).
+def batch_cs(estimates: ArrayLike, ses: ArrayLike, *, alpha: float = 0.05) -> ConfidenceSequence:
+    """Two-sided CS for the running mean of per-period estimates with their standard errors (the martingale form).
 
-    Covers, at every period t together, the average of the first t periods' own means. `v_star`: the summed
-    variance where it is tightest (default: 30 periods like the first one, fixed by the first period alone)."""
+    Covers, at every period t together, the average of the first t periods' own means; tightest after 30 periods
+    like the first (rho is fixed by the first period alone)."""
     x, se = as_float_array(estimates, "estimates"), as_float_array(ses, "ses")
     if x.size != se.size or x.size == 0 or not (np.all(np.isfinite(x)) and np.all(se > 0)):
         raise ValueError("batch_cs needs one finite estimate and one positive standard error per period")
     t = np.arange(1, x.size + 1)
     mean = np.cumsum(x) / t
-    half = boundary(np.cumsum(se**2), alpha, rho2(v_star or 30.0 * se[0] ** 2, alpha)) / t
-    return Sequence(mean, mean - half, mean + half)
+    half = boundary(np.cumsum(se**2), alpha, rho2(30.0 * se[0] ** 2, alpha)) / t
+    return ConfidenceSequence(mean, mean - half, mean + half)
 
 
 def _sd(
