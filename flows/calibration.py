@@ -96,6 +96,7 @@ def tier_snapshot(engine: Engine, rubric: Rubric, lookback_days: int) -> Calibra
         "estimates": summary.estimates,
         "differences": summary.differences,
         "traffic": summary.traffic,
+        "traffic_monitor": summary.traffic_monitor,
         "release": summary.release,
         "gaps": summary.gaps,
         "traffic_covers": summary.traffic_covers,

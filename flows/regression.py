@@ -16,6 +16,7 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -355,6 +356,7 @@ def conclude(
             flow_run_id=report.flow_run_id,
             detail={
                 "regressions": [r.__dict__ for r in gate.regressions],
+                "power": [asdict(p) for p in gate.power],
                 "datasets": report.datasets,
                 "margin": report.margin,
             },

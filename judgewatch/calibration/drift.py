@@ -1,24 +1,25 @@
 """Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, alerts, a webhook.
 
 A series lives within one release and tier: a new release's answers start a new series instead of reading as
-judge drift (traffic without a release is one series per tier). The stated test, for each series (release,
-tier, criterion, window width) with enough labels: the latest window that
-has labels is compared with the pooled windows before it (up to `reference_windows` of them) by
-`stats.drift_test`: a one-sided pooled two-proportion z-test that exact judge-human agreement fell, and a
-two-sided Welch t-test that the bias (judge - human) shifted. Bonferroni over both hypotheses and every series
-tested in the run holds the chance of any false alarm in one run at `family_alpha` (0.05). Only uniformly
-routed labels are used (see `agreement.py`). An alert is stored once per series and window; a later window of
+judge drift (traffic without a release is one series per tier). The check, for each series (release, tier,
+criterion, window width) with enough labels, is anytime-valid (`stats.drift_monitor`, docs/statistics.md):
+every stretch from a window's start to now is compared with the windows before it (up to `reference_windows`)
+for a fall in exact judge-human agreement and a shift of the bias (judge - human). Bonferroni over both
+hypotheses and every series tested holds the chance of any false alarm at `family_alpha` (0.05) over every
+run together, however often the flow runs: hourly checks keep the rate a daily one has. Only uniformly routed
+labels are used (see `agreement.py`). An alert is stored once per series and window; a later window of
 the same series that tests within chance resolves it. New alerts are POSTed to a webhook when one is set.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
+import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -27,7 +28,8 @@ from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.score_frame import Series
 from judgewatch.calibration.serialize import jsonable
 from judgewatch.redact import mask_url, mask_urls_in
-from judgewatch.stats import DriftTest, WindowStats, agreement_series, drift_test, time_windows
+from judgewatch.stats import DriftTest, WindowStats, agreement_series, time_windows
+from judgewatch.stats.drift import drift_monitor
 from judgewatch.storage.calibration import (
     SERVED_MODEL_CHANGE,
     AlertState,
@@ -44,17 +46,17 @@ logger = logging.getLogger(__name__)
 
 WINDOWS = {"daily": timedelta(days=1), "weekly": timedelta(days=7)}
 TEST_TEXT = (
-    "latest window vs the pooled earlier windows: one-sided two-proportion z-test (exact agreement fell) and "
-    "Welch t-test (bias judge - human shifted), Bonferroni over both and over the {n} series tested, "
-    "family-wise alpha {alpha:g} per run"
+    "anytime-valid: each stretch from a window's start to now vs the windows before it, asymptotic confidence "
+    "sequences (exact agreement fell; bias judge - human shifted), Bonferroni over both and over the {n} series "
+    "tested, family-wise alpha {alpha:g} over every look"
 )
 
 
 @dataclass(frozen=True, slots=True)
 class DriftConfig:
     family_alpha: float = 0.05
-    min_current: int = 10  # labeled pairs needed in the latest window
-    min_reference: int = 20  # labeled pairs needed in the reference windows together
+    min_current: int = 10  # labeled pairs a stretch needs before it is tested
+    min_reference: int = 20  # labeled pairs its reference windows need together
     reference_windows: dict[str, int] = field(default_factory=lambda: {"daily": 28, "weekly": 8})
 
 
@@ -93,67 +95,41 @@ def release_of(frame: pd.DataFrame) -> pd.Series:
     return frame["release"].fillna("").astype(str)
 
 
-def _series(sample: pd.DataFrame, result: DriftResult) -> pd.DataFrame:
-    keep = (
-        (sample["tier"] == result.tier)
-        & (sample["criterion"] == result.criterion)
-        & (release_of(sample) == (result.release or ""))
-    )
-    return sample[keep]
-
-
-def _prepare(frame: pd.DataFrame, window: str, cfg: DriftConfig) -> list[DriftResult]:
-    """Windowed points and the (current, reference) split of every series; tests are run by the caller."""
+def _prepare(frame: pd.DataFrame, window: str, cfg: DriftConfig) -> list[tuple[DriftResult, pd.DataFrame]]:
+    """Windowed points of every series, with its pairs in time order (those with two windows get tested)."""
     width = WINDOWS[window]
-    sample = agreement_sample(frame)
+    sample = agreement_sample(frame).sort_values("at", kind="stable")
     out = []
     for (rel, tier, criterion), group in sample.groupby([release_of(sample), "tier", "criterion"], sort=True):
-        release = str(rel) or None
         starts = time_windows(group["at"].dt.to_pydatetime(), width)
         points = agreement_series(starts, group["judge"], group["human"])
-        if len(points) < 2:
-            out.append(
-                DriftResult(
-                    str(tier), str(criterion), window, points, skipped="fewer than two windows", release=release
-                )
-            )
-            continue
-        current = points[-1]
-        cur_start = _window_start(current.window)
-        first_ref = cur_start - cfg.reference_windows[window] * width
-        refs = [p for p in points[:-1] if _window_start(p.window) >= first_ref]
-        n_ref = sum(p.n for p in refs)
         skipped = None
-        if current.n < cfg.min_current or n_ref < cfg.min_reference:
-            skipped = (
-                f"too few labels (current {current.n} < {cfg.min_current} or reference {n_ref} < {cfg.min_reference})"
-            )
-        ref_start = _window_start(refs[0].window) if refs else cur_start
-        out.append(
-            DriftResult(
-                str(tier), str(criterion), window, points, cur_start, ref_start, skipped=skipped, release=release
-            )
-        )
+        if len(points) < 2:
+            skipped = "fewer than two windows"
+        elif len(group) < cfg.min_reference + cfg.min_current:
+            skipped = f"too few labels ({len(group)} < {cfg.min_reference} reference + {cfg.min_current} current)"
+        result = DriftResult(str(tier), str(criterion), window, points, skipped=skipped, release=str(rel) or None)
+        out.append((result, group.assign(window_start=starts)))
     return out
 
 
-def _test(result: DriftResult, frame: pd.DataFrame, alpha: float) -> DriftResult:
-    start, ref_start = result.current_start, result.reference_start
-    assert start is not None and ref_start is not None
-    group = _series(agreement_sample(frame), result)
-    at = group["at"]
-    cur = (at >= start) & (at < start + WINDOWS[result.window])
-    ref = (at >= ref_start) & (at < start)
-    test = drift_test(group["judge"][ref], group["human"][ref], group["judge"][cur], group["human"][cur], alpha=alpha)
-    return DriftResult(
-        result.tier,
-        result.criterion,
-        result.window,
-        result.points,
-        result.current_start,
-        result.reference_start,
-        test,
-        release=result.release,
+def _test(result: DriftResult, group: pd.DataFrame, cfg: DriftConfig, alpha: float) -> DriftResult:
+    """The anytime-valid check of one series at this look (`stats.drift_monitor`)."""
+    starts = group["window_start"].to_numpy()
+    number = (starts - starts[0]) // np.timedelta64(WINDOWS[result.window])
+    test, _, _ = drift_monitor(
+        group["judge"],
+        group["human"],
+        number,
+        alpha=alpha,
+        reference_windows=cfg.reference_windows[result.window],
+        min_reference=cfg.min_reference,
+        min_current=cfg.min_current,
+    )
+    at = min(test.stretch_start, len(group) - 1) if test.stretch_start >= 0 else len(group) - 1
+    first_ref = test.stretch_start - test.agreement_ref.n if test.stretch_start >= 0 else 0
+    return replace(
+        result, current_start=_window_start(starts[at]), reference_start=_window_start(starts[first_ref]), test=test
     )
 
 
@@ -161,11 +137,10 @@ def detect(frame: pd.DataFrame, series: Series, *, config: DriftConfig | None = 
     """Window, split and test every series of `frame` (one judge configuration and rubric version)."""
     cfg = config or DriftConfig()
     prepared = [r for window in WINDOWS for r in _prepare(frame, window, cfg)]
-    testable = [r for r in prepared if r.skipped is None]
-    n_tests = max(len(testable), 1)
-    alpha = cfg.family_alpha / n_tests
-    results = [_test(r, frame, alpha) if r.skipped is None else r for r in prepared]
-    return DriftRun(series, results, len(testable), alpha)
+    n_tests = sum(r.skipped is None for r, _ in prepared)
+    alpha = cfg.family_alpha / max(n_tests, 1)
+    results = [_test(r, group, cfg, alpha) if r.skipped is None else r for r, group in prepared]
+    return DriftRun(series, results, n_tests, alpha)
 
 
 def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> DriftAlert:

@@ -23,6 +23,7 @@ import pandas as pd
 
 from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_mean, survey_ppi_mean
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason
+from judgewatch.stats.sequential import batch_cs
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,50 @@ def traffic_estimates(
                 note,
             )
         )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class MonitoredRow:
+    """Traffic quality as a check that looks every day reads it: the mean over `periods` days of each day's
+    traffic quality (PPI++, days with at least the minimum of labels), with a confidence sequence that holds at
+    every look together (`stats.batch_cs`), where the single-look interval of `traffic_estimates` holds at one."""
+
+    tier: str
+    criterion: str
+    first_day: str
+    periods: int
+    estimate: float
+    low: float
+    high: float
+    n_labeled: int
+    validity: str = "anytime-valid (confidence sequence over the daily estimates)"
+
+
+def traffic_monitor(
+    frame: pd.DataFrame,
+    *,
+    level: float = 0.95,
+    min_labels: int = MIN_LABELS,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+) -> list[MonitoredRow]:
+    """The monitored traffic quality per tier and criterion (see `MonitoredRow`); a tier without a day of
+    enough labels has no row."""
+    rows = traffic_rows(frame)
+    days = rows["at"].dt.floor("D").dt.strftime("%Y-%m-%d")
+    out = []
+    for (tier, criterion), group in rows.assign(day=days).groupby(["tier", "criterion"], sort=True):
+        daily = [
+            (day, survey_ppi_mean(*survey_inputs(g), level=level, min_labels=min_labels, bounds=bounds))
+            for day, g in group.groupby("day", sort=True)
+        ]
+        kept = [(day, e) for day, e in daily if np.isfinite(e.se) and e.se > 0]
+        if not kept:
+            continue
+        cs = batch_cs([e.estimate for _, e in kept], [e.se for _, e in kept], alpha=1.0 - level)
+        low, high = max(cs.low[-1], bounds[0]), min(cs.high[-1], bounds[1])
+        labels = sum(e.n_labeled for _, e in kept)
+        out.append(MonitoredRow(str(tier), str(criterion), kept[0][0], len(kept), cs.mean[-1], low, high, labels))
     return out
 
 

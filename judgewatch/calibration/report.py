@@ -67,9 +67,19 @@ METHOD = (
     "(se labels-only / se corrected)^2; for a traffic tier gap, of the difference of the two tiers' estimates); "
     "'-' where it is not defined: an estimate without an interval (fewer labels than the minimum, the corrected "
     "column says so) and a release's tier gap (no labels-only counterpart is computed). Agreement uses the "
-    "uniformly routed labels. Drift: the latest window against the pooled earlier ones, one-sided "
-    "two-proportion z-test (agreement fell) and Welch t-test (bias shifted), Bonferroni over both tests and "
-    "every series tested in a run (family-wise alpha 0.05)."
+    "uniformly routed labels. Drift, anytime-valid: each stretch from a window's start to now against the windows "
+    "before it, asymptotic confidence sequences for a fall in exact agreement and a shift of the bias, Bonferroni "
+    "over both and every series tested (family-wise alpha 0.05 over every look)."
+)
+
+
+SINGLE_LOOK = (
+    "The intervals in this table hold at one look: right for a one-off report, not for a number read every period "
+    "(read the same day after day, some interval misses the truth far more often than 5% of the time)."
+)
+MONITORED = (
+    "Traffic quality, monitored: the mean over the days of each day's traffic quality, with a 95% confidence "
+    "sequence (asymptotic, Waudby-Smith et al. 2024) that holds at every daily look together (docs/statistics.md)."
 )
 
 
@@ -276,7 +286,20 @@ def estimate_blocks(s: CalibrationSummary) -> list[Block]:
     if not rows:
         text = "No estimates: sample traffic (`judgewatch sample`) or run a release (`judgewatch regress`)."
         return [*out, Block("p", text)]
-    return [*out, _table(headers, rows)]
+    return [*out, Block("p", SINGLE_LOOK), _table(headers, rows), *monitor_blocks(s)]
+
+
+def monitor_blocks(s: CalibrationSummary) -> list[Block]:
+    """Traffic quality as the daily check reads it: an anytime-valid confidence sequence over the days."""
+    if not s.traffic_monitor:
+        return []
+    rows = [
+        [m.tier, m.criterion, f"{m.first_day}, {m.periods} day(s)", fmt_ci(Estimate(m.estimate, m.low, m.high, 0)),
+         str(m.n_labeled)]
+        for m in s.traffic_monitor
+    ]  # fmt: skip
+    headers = ["tier", "criterion", "days with enough labels", "mean of the days [95% CS, anytime-valid]", "labels"]
+    return [Block("p", MONITORED), _table(headers, rows)]
 
 
 def gap_blocks(s: CalibrationSummary) -> list[Block]:
@@ -353,6 +376,7 @@ def report_document(summary: CalibrationSummary) -> dict[str, Any]:
             "estimands": ESTIMAND_TEXT,
             "traffic_covers": s.traffic_covers,
             "traffic": s.traffic,
+            "traffic_monitor": s.traffic_monitor,
             "release": s.release,
             "gaps": s.gaps,
             "agreement": s.agreement,

@@ -18,7 +18,14 @@ from sqlalchemy import Engine
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts
-from judgewatch.calibration.estimands import EstimandRow, release_estimates, traffic_coverage, traffic_estimates
+from judgewatch.calibration.estimands import (
+    EstimandRow,
+    MonitoredRow,
+    release_estimates,
+    traffic_coverage,
+    traffic_estimates,
+    traffic_monitor,
+)
 from judgewatch.calibration.gate_question import GateRow, gate_rows
 from judgewatch.calibration.score_frame import (
     NO_TIER,
@@ -65,6 +72,7 @@ class CalibrationSummary:
     gate: list[GateRow] = field(default_factory=list)  # the gate's answer per release, newest first (gate_question)
     estimates: list[TierEstimate] = field(default_factory=list)  # every tiered verdict pooled (plots, trends)
     traffic: list[EstimandRow] = field(default_factory=list)  # traffic quality per tier and criterion
+    traffic_monitor: list[MonitoredRow] = field(default_factory=list)  # the same, anytime-valid over the days
     release: list[EstimandRow] = field(default_factory=list)  # release quality per release, tier and golden set
     gaps: list[GapRow] = field(default_factory=list)  # tier gaps: traffic (unadjusted, mix-adjusted), same items
     traffic_covers: str = ""  # what the traffic estimand covers: sources, period, strata
@@ -241,6 +249,7 @@ def summarize(
     summary.estimates = tier_estimates(frame, min_labels=need, bounds=scale)
     summary.differences = tier_differences(frame, summary.estimates, baseline=baseline, min_labels=need, bounds=scale)
     summary.traffic = traffic_estimates(frame, min_labels=need, bounds=scale)
+    summary.traffic_monitor = traffic_monitor(frame, min_labels=need, bounds=scale)
     summary.release = release_estimates(frame, min_labels=need, bounds=scale)
     summary.gaps = traffic_gaps(frame, baseline=baseline, min_labels=need, bounds=scale)
     summary.gaps += same_item_gaps(frame, baseline=baseline, min_labels=need, bounds=scale)

@@ -60,6 +60,7 @@ _COMMANDS: tuple[tuple[str, str, str, str | None], ...] = (
     ("db", "db_cmd", "app", None),
     ("dataset", "dataset_cmd", "app", "Golden regression sets: check and list them."),
     ("regress", "regress_cmd", "regress", None),
+    ("plan", "plan_cmd", "app", None),
     ("baseline", "regress_cmd", "baseline_app", None),
     ("reviewer", "review_cmd", "reviewer_app", None),
     ("review", "review_cmd", "review_app", None),

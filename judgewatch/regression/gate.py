@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
+from judgewatch.stats.power import POWER, detectable_drop
 from judgewatch.stats.unpaired import UnpairedDiff
 
 logger = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ class Comparison:
     @property
     def defined(self) -> bool:
         return self.diff.n > 0 and math.isfinite(self.diff.low) and math.isfinite(self.diff.high)
+
+    def detectable(self, margin: float, level: float = 0.95) -> float:
+        """The smallest drop this comparison catches with 80% probability at its n (`stats.power`; NaN unpaired)."""
+        d = self.diff
+        return detectable_drop(d.sd, d.n, margin, level=level) if isinstance(d, PairedDiff) else float("nan")
 
     def below(self, margin: float) -> bool:
         """The whole interval lies below -margin (an undefined interval never does)."""
@@ -177,6 +183,21 @@ class Unevaluated:
     criterion: str = ""
 
 
+@dataclass(frozen=True)
+class Power:
+    """What one criterion's gate can detect: the smallest drop it catches with `power` probability at its n pairs
+    and margin, from the paired differences' standard deviation `sd` (`stats.power`)."""
+
+    tier: str
+    criterion: str
+    n: int
+    sd: float
+    margin: float
+    detectable_drop: float
+    power: float = POWER
+    method: str = "margin + (t(1 - (1 - level) / 2) + t(power)) x sd / sqrt(n), n - 1 degrees of freedom"
+
+
 @dataclass
 class GateResult:
     exit_code: int
@@ -187,6 +208,7 @@ class GateResult:
     warnings: list[str] = field(default_factory=list)
     regressions: list[Regression] = field(default_factory=list)
     unevaluated: list[Unevaluated] = field(default_factory=list)
+    power: list[Power] = field(default_factory=list)
     accepted_unvalidated: str | None = None  # the judge accepted unmeasured or untrusted, on purpose: say so
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,6 +218,22 @@ class GateResult:
 def _unscored_text(tier: TierEvaluation) -> str:
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(tier.unscored_reasons.items(), key=lambda kv: -kv[1]))
     return f"{tier.unscored}/{tier.total} ({tier.unscored_share:.0%})" + (f": {reasons}" if reasons else "")
+
+
+def _power_findings(tier: TierEvaluation, margin: float, level: float, out: GateResult) -> None:
+    """Each criterion's detectable drop; a warning where the golden set cannot resolve the margin (the drop it
+    catches with 80% probability is more than twice the margin)."""
+    for c in tier.comparisons:
+        d, drop = c.diff, c.detectable(margin, level)
+        if not (isinstance(d, PairedDiff) and c.defined and math.isfinite(drop)):
+            continue
+        out.power.append(Power(tier.tier, c.criterion, d.n, d.sd, margin, drop))
+        if drop > 2 * margin:
+            out.warnings.append(
+                f"tier {tier.tier}: {c.criterion}: margin {margin} is below what {d.n} golden items can detect: "
+                f"a drop is caught with {POWER:.0%} probability only from {drop:.2f} (paired sd {d.sd:.2f}); "
+                "`judgewatch plan gate` says how many items the margin needs"
+            )
 
 
 def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: float, out: GateResult) -> None:
@@ -292,8 +330,10 @@ def decide(
     gap_margin: float | None = None,
     problems: Sequence[str] = (),
     notes: Sequence[str] = (),
+    level: float = 0.95,
 ) -> GateResult:
-    """The gate's exit code, reasons, notes and warnings. `problems`: inputs that could not be used at all."""
+    """The gate's exit code, reasons, notes, warnings and power. `problems`: inputs that could not be used at all;
+    `level`: the comparisons' interval level."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     out = GateResult(exit_code=0, outcome="pass", summary="")
@@ -304,6 +344,8 @@ def decide(
         out.unevaluated.append(Unevaluated("no tier was evaluated"))
     for tier in tiers:
         _tier_findings(tier, margin, max_unscored_share, out)
+        if tier.baseline_release is not None and tier.endpoint_ok:
+            _power_findings(tier, margin, level, out)
     _gap_findings(gaps, margin, gap_margin, out)
     out.reasons = [u.reason for u in out.unevaluated]
     if untrusted:

@@ -20,6 +20,7 @@ from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation
 from judgewatch.regression.tier_preference import PreferenceRow
 from judgewatch.stats import Estimate
 from judgewatch.stats.paired import PairedDiff
+from judgewatch.stats.power import POWER
 
 logger = logging.getLogger(__name__)
 
@@ -134,14 +135,16 @@ def comparison_verdict(c: Comparison, margin: float, *, gated: bool = True) -> s
 def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: bool = True) -> list[str]:
     n = "pairs" if all(c.paired for c in comparisons) else "n"
     rows = [
-        f"| criterion | baseline | candidate | difference [95% CI] | {n} | dropped | method | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| criterion | baseline | candidate | difference [95% CI] | {n} | dropped | method | verdict "
+        f"| detectable drop ({POWER:.0%}) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c in comparisons:
         verdict = comparison_verdict(c, margin, gated=gated)
         rows.append(
             f"| {c.criterion} | {num(c.baseline_mean)} ({c.baseline}) | {num(c.candidate_mean)} ({c.candidate}) "
-            f"| {interval_text(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} |"
+            f"| {interval_text(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} "
+            f"| {num(c.detectable(margin))} |"
         )
     return rows
 
@@ -171,6 +174,9 @@ def _header(report: RegressionReport) -> list[str]:
         + (f" (flow run {report.flow_run_id})" if report.flow_run_id else ""),
         f"- margin: {report.margin} (a criterion regresses when its whole {report.level:.0%} interval of "
         f"candidate - baseline lies below -{report.margin}); unscored allowed: {report.max_unscored_share:.0%}",
+        f"- power: `detectable drop` is the smallest drop of a criterion's mean the gate catches with {POWER:.0%} "
+        "probability at its pairs and margin (margin + (t + t) x sd / sqrt(n) of the paired differences; "
+        'docs/statistics.md, "Gate power")',
         "- datasets: " + (", ".join(f"{n} (revision {r})" for n, r in report.datasets.items()) or "none"),
     ]
     if report.judge is not None:

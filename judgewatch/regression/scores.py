@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric
@@ -21,9 +22,12 @@ from judgewatch.regression.gate import TierEvaluation, compare_scores
 from judgewatch.regression.golden import GoldenSet
 from judgewatch.regression.report import TierSection, WorstItem
 from judgewatch.regression.serving import TierSpec
+from judgewatch.stats.paired import align_scores
 from judgewatch.storage.releases import (
+    GateDecision,
     accepted_baseline,
     get_release_tiers,
+    latest_gate_decision,
     regression_source,
     tier_answers,
     tier_verdicts,
@@ -226,3 +230,54 @@ def tier_section(
         w.interaction_id = interaction_id(regression_source(release, spec.name, dataset), item)
     section = TierSection(spec.name, spec.source, evaluation, worst=worst)
     return section, candidate.scores
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The paired differences of one tier and criterion in a release's last gate decision: their sd and count."""
+
+    tier: str
+    criterion: str
+    baseline: str
+    dataset: str
+    sd: float
+    n: int
+
+
+def _scored(
+    session: Session, decision: GateDecision, release: str, tier: str, dataset: str
+) -> dict[str, dict[str, int | None]]:
+    """Item id -> criterion scores of one release tier's scored verdicts under the decision's rubric and judge."""
+    found = tier_verdicts(
+        session=session,
+        release=release,
+        tier=tier,
+        dataset=dataset,
+        rubric_hash=decision.rubric_hash or "",
+        judge_config_hash=decision.judge_config_hash,
+    )
+    return {i.source_id: v.scores for i, v in found if v.status == VerdictStatus.scored.value}
+
+
+def paired_spreads(*, session: Session, release: str, dataset: str | None = None) -> list[Spread]:
+    """Per tier, golden set and criterion: the spread of candidate - baseline over the items the release's last
+    gate decision paired, under that decision's rubric and judge (what the gate's power rests on)."""
+    decision = latest_gate_decision(session=session, release=release)
+    if decision is None or decision.rubric_hash is None:
+        raise ValueError(f"release {release} has no gate decision in the store: run `judgewatch regress` first")
+    out = []
+    for tier, baseline in sorted(decision.baselines.items()):
+        if baseline is None:
+            continue
+        rows = get_release_tiers(session=session, release=release, tier=tier)
+        for name in sorted({d for r in rows for d in r.datasets} if dataset is None else {dataset}):
+            cand = _scored(session, decision, release, tier, name)
+            base = _scored(session, decision, baseline, tier, name)
+            for criterion in sorted({c for s in cand.values() for c in s}):
+                _, x, y = align_scores(
+                    {k: s.get(criterion) for k, s in cand.items()}, {k: s.get(criterion) for k, s in base.items()}
+                )
+                d = (x - y)[~(np.isnan(x) | np.isnan(y))]
+                if d.size >= 2:
+                    out.append(Spread(tier, criterion, baseline, name, float(d.std(ddof=1)), int(d.size)))
+    return out

@@ -1,10 +1,12 @@
-"""Judge drift: agreement and bias per time window, and a test for a change between two windows.
+"""Judge drift: agreement and bias per time window, and two tests for a change, each over two hypotheses
+(Bonferroni: an alert when either p-value is below alpha / 2):
+- agreement drop: exact judge-human agreement fell (one-sided);
+- bias shift: the mean of (judge - human) moved (two-sided).
 
-The test (two hypotheses, Bonferroni-corrected so the alert's false-alarm rate stays at `alpha`):
-- agreement drop: one-sided two-proportion z-test (pooled) that exact agreement in the current window is
-  lower than in the reference window;
-- bias shift: two-sided Welch t-test that the mean of (judge - human) differs between the windows.
-`alert` is raised when either p-value is below alpha / 2.
+`drift_monitor` is the check a service runs every period: anytime-valid (`stats.sequential`), every stretch from
+a window's start to now against the windows before it, so looking every hour keeps the false-alarm rate.
+`drift_test` is the single-look test of one window against another (pooled two-proportion z-test, Welch t-test),
+valid for one look only: for a one-off comparison, never for a check that repeats.
 """
 
 from __future__ import annotations
@@ -13,13 +15,23 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.agreement import bias, exact_agreement
-from judgewatch.stats.estimate import SCALE_STEP, Estimate, as_float_array, t_bounds, wilson_bounds
+from judgewatch.stats.estimate import (
+    SCALE_BOUNDS,
+    SCALE_STEP,
+    Estimate,
+    as_float_array,
+    difference_bounds,
+    t_bounds,
+    wilson_bounds,
+)
+from judgewatch.stats.sequential import T_STAR, shift_p_values, window_stretches
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +50,10 @@ class WindowStats:
 
 @dataclass(frozen=True, slots=True)
 class DriftTest:
-    """Reference vs current window: the estimates, the raw p-values, and the Bonferroni-corrected alert."""
+    """Reference vs current window: the estimates, the p-values, and the Bonferroni-corrected alert.
+
+    From `drift_monitor`: anytime-valid p-values, the current window the stretch from `stretch_start` (its first
+    pair's index) to now; from `drift_test`: single-look p-values, `stretch_start` -1."""
 
     agreement_ref: Estimate
     agreement_cur: Estimate
@@ -48,6 +63,7 @@ class DriftTest:
     p_bias_shift: float
     alpha: float
     alert: bool
+    stretch_start: int = -1
 
 
 def time_windows(timestamps: Sequence[datetime] | ArrayLike, width: timedelta) -> NDArray[np.datetime64]:
@@ -149,3 +165,54 @@ def drift_test(
     if alert:
         logger.warning("judge drift: p(agreement drop)=%.3g, p(bias shift)=%.3g", p_agree, p_bias)
     return DriftTest(agree_ref, agree_cur, bias_ref, bias_cur, p_agree, p_bias, alpha, alert)
+
+
+def drift_monitor(
+    judge: ArrayLike,
+    human: ArrayLike,
+    window: ArrayLike,
+    *,
+    alpha: float = 0.05,
+    reference_windows: int = 28,
+    min_reference: int = 20,
+    min_current: int = 10,
+    t_star: float = T_STAR,
+    bounds: tuple[float, float] = SCALE_BOUNDS,
+    looks: ArrayLike | None = None,
+) -> tuple[DriftTest, NDArray[np.float64], NDArray[np.float64]]:
+    """The anytime-valid drift check of one series (pairs in time order, `window`: each pair's window number
+    from the series' first): its test at the last look, and the agreement-drop and bias-shift p-values at each of
+    `looks` (pairs seen; default: all of them, one look). Pairs with a NaN side are dropped. `t_star`: the
+    stretch length (pairs) where the sequences are tightest (tuning, never the guarantee)."""
+    j, h = as_float_array(judge, "judge"), as_float_array(human, "human")
+    keep = ~(np.isnan(j) | np.isnan(h))
+    j, h, w = j[keep], h[keep], np.asarray(window)[keep]
+    stretches = window_stretches(w, reference_windows)
+    at = np.array([j.size]) if looks is None else np.asarray(looks)
+    shift = partial(
+        shift_p_values,
+        stretches=stretches,
+        looks=at,
+        min_reference=min_reference,
+        min_current=min_current,
+        t_star=t_star,
+    )
+    p_agree, k_agree = shift((j == h).astype(float), bounds=(0.0, 1.0), one_sided=True)
+    p_bias, k_bias = shift(j - h, bounds=difference_bounds(bounds))
+    k = int(k_agree[-1] if p_agree[-1] <= p_bias[-1] else k_bias[-1])
+    start = int(stretches.start[k]) if k >= 0 else j.size
+    ref = int(stretches.ref_start[k]) if k >= 0 else 0
+    cur, past = slice(start, j.size), slice(ref, start)
+    alert = bool(min(p_agree[-1], p_bias[-1]) < alpha / _N_TESTS)
+    test = DriftTest(
+        exact_agreement(j[past], h[past]),
+        exact_agreement(j[cur], h[cur]),
+        bias(j[past], h[past]),
+        bias(j[cur], h[cur]),
+        float(p_agree[-1]),
+        float(p_bias[-1]),
+        alpha,
+        alert,
+        start if k >= 0 else -1,
+    )
+    return test, p_agree, p_bias

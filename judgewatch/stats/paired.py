@@ -30,7 +30,8 @@ class PairedDiff:
 
     `n` pairs used, `n_dropped` pairs where either side was unscored (NaN) or missing; `method` says how the
     interval was obtained: "BCa"/"percentile" (bootstrap), "t" (too few pairs to bootstrap), "constant"
-    (every difference equal: a zero-width interval), "none" (fewer than two pairs: no interval).
+    (every difference equal: a zero-width interval), "none" (fewer than two pairs: no interval). `sd`: the
+    differences' standard deviation (NaN below two pairs), what the gate's power rests on (`stats.power`).
     """
 
     estimate: float
@@ -39,6 +40,7 @@ class PairedDiff:
     n: int
     n_dropped: int
     method: str
+    sd: float = float("nan")
 
 
 def align_scores(
@@ -99,17 +101,18 @@ def paired_mean_diff(
     mean = float(d.mean())
     if n == 1:
         return PairedDiff(mean, -np.inf, np.inf, 1, dropped, "none")
+    sd = float(d.std(ddof=1))
     if np.all(d == d[0]):
-        return PairedDiff(mean, mean, mean, n, dropped, "constant")
+        return PairedDiff(mean, mean, mean, n, dropped, "constant", sd)
     if n < min_bootstrap_n:
-        t_low, t_high = t_bounds(mean, d.std(ddof=1), n, level)
-        return PairedDiff(mean, float(t_low), float(t_high), n, dropped, "t")
+        t_low, t_high = t_bounds(mean, sd, n, level)
+        return PairedDiff(mean, float(t_low), float(t_high), n, dropped, "t", sd)
     low, high = _bootstrap(d, level, method, n_resamples, seed)
     used: str = method
     if method == "BCa" and not (np.isfinite(low) and np.isfinite(high)):
         logger.info("BCa interval undefined for %d pairs; using the percentile bootstrap", n)
         (low, high), used = _bootstrap(d, level, "percentile", n_resamples, seed), "percentile"
-    return PairedDiff(mean, low, high, n, dropped, used)
+    return PairedDiff(mean, low, high, n, dropped, used, sd)
 
 
 def regressed(diff_ci_high: float, margin: float) -> bool:

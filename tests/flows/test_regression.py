@@ -136,6 +136,16 @@ async def test_same_answers_pass_and_bad_quantized_answers_regress(
     assert "judge: reference:reference-overlap" in report and "rubric: answer_quality" in report
     data = json.loads(read(worse["report_json"]))
     assert data["gate"]["exit_code"] == 1 and data["tiers"][1]["evaluation"]["baseline_release"] == "r1"
+    # each paired criterion states the drop it catches with 80% probability, in the table and the JSON
+    power = {(p["tier"], p["criterion"]): p for p in data["gate"]["power"]}
+    assert {c for _, c in power} == {"relevance", "faithfulness", "completeness"} and power[
+        ("quantized", "faithfulness")
+    ]["n"] == 40
+    assert all(p["detectable_drop"] >= 0.25 for p in power.values())  # the margin plus what n pairs cannot resolve
+    assert (
+        "detectable drop (80%)" in report
+        and f"| {power[('quantized', 'faithfulness')]['detectable_drop']:.2f} |" in regressed[0]
+    )
     assert data["tiers"][1]["worst"][0]["delta"] < 0
 
     # The same golden items judged pairwise in both orders: quantized's known-bad answers lose to full's.
@@ -448,6 +458,37 @@ def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(quick_dem
     assert set(scores["estimand"]) == {"release_quality"} and {"r1", "r2", "r3"} <= {
         p.split(" / ")[0] for p in scores["population"]
     }
+
+
+def test_plan_gate_reads_the_paired_spread_of_a_release_and_says_how_many_items_a_margin_needs(
+    quick_demo: QuickDemo,
+) -> None:
+    from judgewatch.cli import get_app
+
+    run = CliRunner().invoke(
+        get_app(),
+        [
+            "plan",
+            "gate",
+            "--from-release",
+            "r3",
+            "--dataset",
+            "halueval_qa_mini",
+            "--database-url",
+            quick_demo.database_url,
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    lines = [line for line in run.output.splitlines() if line.startswith("  tier quantized faithfulness")]
+    assert len(lines) == 1 and "on halueval_qa_mini (vs r1)" in lines[0]
+    sd, n, need = (float(v) for v in re.findall(r"paired sd ([\d.]+) over (\d+) items; needs (\d+)", lines[0])[0])
+    from judgewatch.stats.power import items_needed
+
+    assert n >= 20 and need == items_needed(sd, 0.25, 0.5)
+    unknown = CliRunner().invoke(
+        get_app(), ["plan", "gate", "--from-release", "nope", "--database-url", quick_demo.database_url]
+    )
+    assert unknown.exit_code == 2 and "release nope has no gate decision" in unknown.output
 
 
 def small_set(tmp_path: Path, n: int, *, known_bad: bool = True) -> tuple[Path, list[str], Path]:

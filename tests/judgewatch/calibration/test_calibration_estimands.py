@@ -17,6 +17,7 @@ from judgewatch.calibration.estimands import (
     split_populations,
     traffic_coverage,
     traffic_estimates,
+    traffic_monitor,
 )
 from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.summary import summarize
@@ -158,6 +159,20 @@ def _traffic_frame(rng: np.random.Generator) -> pd.DataFrame:
                 }
             )  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def test_the_monitored_traffic_quality_is_a_sequence_over_the_days_wider_than_one_look() -> None:
+    frame = _traffic_frame(np.random.default_rng(9))
+    frame["at"] = pd.Timestamp(START) + pd.to_timedelta(np.arange(len(frame)) % 10, unit="D")  # ten days
+    frame.loc[(frame["at"].dt.day == START.day) & (frame["tier"] == "full"), "human"] = np.nan  # day 1: no labels
+    monitored = {m.tier: m for m in traffic_monitor(frame)}
+    single = {e.tier: e for e in traffic_estimates(frame)}
+    full = monitored["full"]
+    assert full.periods == 9 and monitored["int4"].periods == 10  # a day without labels is not a period
+    assert full.first_day == (START + timedelta(days=1)).strftime("%Y-%m-%d") and "anytime-valid" in full.validity
+    assert full.low < single["full"].estimate < full.high
+    assert full.high - full.low > single["full"].high - single["full"].low  # holding at every look costs width
+    assert full.n_labeled == int(frame.loc[frame["tier"] == "full", "human"].notna().sum())
 
 
 def test_mix_adjusted_gap_removes_the_gap_that_only_the_request_mix_made() -> None:

@@ -198,3 +198,30 @@ def test_the_tier_gap_is_reported_unless_a_gap_margin_gates_it() -> None:
 def test_a_negative_margin_is_refused() -> None:
     with pytest.raises(ValueError, match="margin"):
         decide([], margin=-0.1)
+
+
+# --- power ------------------------------------------------------------------------------------------------
+
+
+def spread(n: int, sd: float) -> Comparison:
+    return Comparison("faithfulness", "r2", "r1", 4.0, 4.0, PairedDiff(0.0, -0.1, 0.1, n, 0, "BCa", sd))
+
+
+def test_each_criterion_states_the_drop_it_detects_and_a_margin_the_set_cannot_resolve_warns() -> None:
+    small = decide([tier("quantized", spread(20, 1.2))], margin=0.1, trust=Trust(True, "ok"))
+    (power,) = small.power
+    assert (power.tier, power.criterion, power.n, power.sd, power.margin) == ("quantized", "faithfulness", 20, 1.2, 0.1)
+    # 0.1 + (t(0.975, 19) + t(0.8, 19)) x 1.2 / sqrt(20) = 0.1 + (2.093 + 0.861) x 0.268
+    assert power.detectable_drop == pytest.approx(0.893, abs=0.002)
+    assert small.exit_code == 0 and any(
+        "margin 0.1 is below what 20 golden items can detect" in w for w in small.warnings
+    )
+    assert small.to_dict()["power"][0]["detectable_drop"] == pytest.approx(power.detectable_drop)
+
+    large = decide([tier("quantized", spread(400, 0.5))], margin=0.25, trust=Trust(True, "ok"))
+    assert large.power[0].detectable_drop < 0.5 and not large.warnings
+
+
+def test_a_first_release_or_an_unpaired_comparison_states_no_power() -> None:
+    first = decide([tier("quantized", spread(20, 1.2), baseline_release=None)], margin=0.1, trust=Trust(True, "ok"))
+    assert first.power == [] and not first.warnings

@@ -1,0 +1,47 @@
+"""The release gate's power: the smallest regression it catches with a stated probability, and how many golden
+items a margin needs (docs/statistics.md, "Gate power").
+
+The gate fails a criterion when the upper bound of the two-sided `level` interval of mean(candidate - baseline)
+lies below -margin: a one-sided test, at (1 - level) / 2, of "the drop is at most the margin". To first order the
+interval is mean +/- t sd / sqrt(n) over n paired differences of standard deviation sd (the gate's BCa
+bootstrap agrees with it to first order), so a true drop D is caught with probability `power` when
+
+    D = margin + (t_{1 - (1 - level) / 2, n - 1} + t_{power, n - 1}) * sd / sqrt(n)
+
+(the usual sample-size formula of a one-sided t-test, Student-t quantiles for small n). A drop of exactly the
+margin is caught with probability (1 - level) / 2 at any n: the margin is what the gate tolerates, the term after
+it what the golden set cannot resolve.
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy import special
+
+POWER = 0.8
+
+
+def _quantiles(n: int, level: float, power: float) -> float:
+    df = max(n - 1, 1)
+    return float(special.stdtrit(df, 0.5 + level / 2.0) + special.stdtrit(df, power))
+
+
+def detectable_drop(sd: float, n: int, margin: float, *, level: float = 0.95, power: float = POWER) -> float:
+    """The smallest drop of the mean score the gate catches with probability `power` (NaN below two pairs)."""
+    if n < 2 or not math.isfinite(sd):
+        return float("nan")
+    return margin + _quantiles(n, level, power) * sd / math.sqrt(n)
+
+
+def items_needed(sd: float, margin: float, drop: float, *, level: float = 0.95, power: float = POWER) -> int:
+    """The fewest paired golden items with which the gate catches a drop of `drop` with probability `power`."""
+    if not drop > margin:
+        raise ValueError(f"a drop of {drop} is never caught with margin {margin}: it must exceed the margin")
+    if not sd > 0:
+        raise ValueError(f"the paired differences' standard deviation must be positive, got {sd}")
+    z = float(special.ndtri(0.5 + level / 2.0) + special.ndtri(power))
+    n = max(2, math.ceil((z * sd / (drop - margin)) ** 2))  # the normal formula, then the t quantiles' few more
+    while detectable_drop(sd, n, margin, level=level, power=power) > drop:
+        n += 1
+    return n
