@@ -43,7 +43,9 @@ def stop_ephemeral_server() -> Iterator[None]:
 
 
 @pytest.mark.prefect_server  # runs the flow on Prefect's ephemeral server (make test-fast turns it off)
-async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(engine: Engine, db_url: str) -> None:
+async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(
+    engine: Engine, db_url: str, baseline_full: None
+) -> None:
     from flows.calibration import calibration
 
     rubric = load_rubric("answer_quality")
