@@ -2,7 +2,7 @@
 
 From the report's one record (`regression.report.RegressionReport`), nothing computed again: the verdict line
 with its exit code, one table of every tier x criterion compared (candidate - baseline, its interval, the margin,
-the verdict), the judge and its measured trust, the judge's cost, and the worst items linked to the review app's
+the verdict, the smallest drop the gate detects with 80% probability), the judge and its measured trust, the judge's cost, and the worst items linked to the review app's
 Items page. The full report says the rest.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from judgewatch.regression.gate import Comparison, gap_name
 from judgewatch.regression.report import RegressionReport, comparison_verdict, excerpt, interval_text, num
+from judgewatch.stats.power import POWER
 
 OUTCOME = {0: "PASS", 1: "REGRESSION", 2: "COULD NOT EVALUATE"}
 
@@ -25,14 +26,15 @@ def _rows(report: RegressionReport) -> list[str]:
         return []
     level = f"{report.level:.0%}"
     rows = [
-        f"| tier | criterion | candidate − baseline | estimate [{level} CI] | margin | verdict |",
-        "|---|---|---|---|---|---|",
+        f"| tier | criterion | candidate − baseline | estimate [{level} CI] | margin | verdict "
+        f"| detectable drop ({POWER:.0%}) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for tier, c, margin, gate in found:
         shown = f"{margin}" if gate else f"{margin} (not gated)"
         rows.append(
             f"| {tier} | {c.criterion} | {c.candidate} − {c.baseline} | {interval_text(c)} | {shown} "
-            f"| {comparison_verdict(c, margin, gated=gate)} |"
+            f"| {comparison_verdict(c, margin, gated=gate)} | {num(c.detectable(margin, report.level))} |"
         )
     rule = f"A criterion regresses when its whole {level} interval of candidate − baseline lies below −margin."
     return [*rows, "", rule, ""]

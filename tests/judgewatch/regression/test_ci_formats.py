@@ -6,7 +6,7 @@ Plain functions (no store, no Prefect): `tests/flows/test_regression.py` runs `r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from judgewatch.regression.junit import render_junit
 from judgewatch.regression.pr_summary import render_summary
 from judgewatch.regression.report import RegressionReport, TierSection, WorstItem
 from judgewatch.stats.paired import PairedDiff
+from judgewatch.stats.power import detectable_drop
 
 TRUSTED = "judge reference:reference (config abc), rubric answer_quality 3: trustworthy (known answers: AUROC 0.93)"
 REVIEW = "https://review.example.org/"
@@ -199,9 +200,20 @@ def test_the_summary_states_the_verdict_the_table_the_judge_the_cost_and_links_t
     lines = text.splitlines()
     assert lines[0] == "### Release gate: r2: REGRESSION (exit 1)"
     assert lines[2] == report.gate.summary
-    assert "| tier | criterion | candidate − baseline | estimate [95% CI] | margin | verdict |" in lines
-    assert "| quantized | faithfulness | r2 − r1 | -1.200 [-1.500, -0.900] | 0.25 | REGRESSED |" in lines
-    assert "| full | completeness | r2 − r1 | +0.100 [-0.100, +0.300] | 0.25 | ok |" in lines
+    header = (
+        "| tier | criterion | candidate − baseline | estimate [95% CI] | margin | verdict | detectable drop (80%) |"
+    )
+    assert header in lines
+    assert "| quantized | faithfulness | r2 − r1 | -1.200 [-1.500, -0.900] | 0.25 | REGRESSED | n/a |" in lines
+    assert "| full | completeness | r2 − r1 | +0.100 [-0.100, +0.300] | 0.25 | ok | n/a |" in lines
+    # the gate's power where the paired differences' spread is known: the same figure the report states
+    spread = comparison("relevance", 0.0, -0.1, 0.1)
+    spread = replace(spread, diff=replace(spread.diff, sd=1.0))
+    power = f"{detectable_drop(1.0, 40, 0.25):.2f}"
+    assert (
+        f"| full | relevance | r2 − r1 | +0.000 [-0.100, +0.100] | 0.25 | ok | {power} |"
+        in render_summary(report_of(section("full", spread))).splitlines()
+    )
     assert f"- judge trust: trustworthy: {TRUSTED}" in lines
     assert "- judge cost of this release so far: $0.0000 (the offline reference judge costs nothing)" in lines
     link = "[halueval_qa_mini/q7](https://review.example.org/?item=i-7)"
