@@ -2,8 +2,8 @@
 
 From the report's one record (`regression.report.RegressionReport`), nothing computed again: the verdict line
 with its exit code, one table of every tier x criterion compared (candidate - baseline, its interval, the margin,
-the verdict, the smallest drop the gate detects with 80% probability), the judge and its measured trust, the judge's cost, and the worst items linked to the review app's
-Items page. The full report says the rest.
+the verdict, the smallest drop the gate detects with 80% probability), the judge and its measured trust, the
+judge's cost, and the worst items linked to the review app's Items page. The full report says the rest.
 """
 
 from __future__ import annotations
