@@ -10,9 +10,9 @@ Items 0-39 of HaluEval and HalluQA's question_ids 1-40 are the mini golden sets 
   but the `Generic` ones: a response labelled `Fully attributable` is right, `Not fully attributable` wrong;
   the knowledge passage is the context, the dialogue turn answered is the question.
 `Case` and the HaluEval and HalluQA readers are shared with bench/reference_judge_quality.py (which imports
-them from here). `fit` is the logistic regression scripts/fit_reference_judge.py writes (each domain weighs the
-same, whatever its size; every coefficient >= 0); `leave_one_out` fits it on three domains and scores the
-fourth, beside the plain word-recall baseline (`judges._claims.word_recall`) on the same rows.
+them from here). `fit` is the logistic regression scripts/fit_reference_judge.py writes (`judges.reference_fit`:
+each domain weighs the same, whatever its size; every coefficient >= 0); `leave_one_out` fits it on three
+domains and scores the fourth, beside the plain word-recall baseline (`judges._claims.word_recall`) on the same rows.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import rankdata
 
+from judges.reference_fit import fit_balanced
 from judgewatch.contract.items import JudgeItem
 from judgewatch.settings import REPO_ROOT
 
@@ -191,36 +192,6 @@ def golden_id(case: Case) -> str:
     return case.item.id
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> np.ndarray:
-    """Coefficients then intercept, maximizing the weighted L2-penalized log-likelihood (Newton's method)."""
-    n, d = x.shape
-    xb = np.hstack([x, np.ones((n, 1))])
-    penalty = np.diag(np.r_[np.full(d, l2), 0.0])
-    w = np.zeros(d + 1)
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-(xb @ w)))
-        gradient = xb.T @ (weights * (p - y)) + penalty @ w
-        hessian = (xb * (weights * p * (1.0 - p))[:, None]).T @ xb + penalty
-        step = np.linalg.solve(hessian, gradient)
-        w -= step
-        if np.abs(step).max() < 1e-10:
-            break
-    return w
-
-
-def fit_non_negative(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float) -> np.ndarray:
-    """As `fit_logistic`, with every coefficient >= 0 (more support never lowers the score): a feature whose
-    coefficient comes out negative is left out and the rest refitted."""
-    kept = list(range(x.shape[1]))
-    while True:
-        w = fit_logistic(x[:, kept], y, weights, l2)
-        if (w[:-1] >= 0).all():
-            full = np.zeros(x.shape[1] + 1)
-            full[kept], full[-1] = w[:-1], w[-1]
-            return full
-        kept.pop(int(np.argmin(w[:-1])))
-
-
 Inputs = Callable[[Case], Mapping[str, float]]
 
 
@@ -231,11 +202,7 @@ def matrix(cases: Sequence[Case], inputs: Inputs, names: Sequence[str]) -> tuple
 
 def fit(sets: Mapping[str, Sequence[Case]], inputs: Inputs, names: Sequence[str], l2: float) -> np.ndarray:
     """Coefficients then intercept, fitted on `sets` with each set weighing the same in the fit."""
-    parts = [matrix(cases, inputs, names) for cases in sets.values()]
-    x = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts]).astype(float)
-    weights = np.concatenate([np.full(len(p[1]), 1.0 / len(p[1])) for p in parts]) * len(y) / len(parts)
-    return fit_non_negative(x, y, weights, l2)
+    return fit_balanced([matrix(cases, inputs, names) for cases in sets.values()], l2)
 
 
 @dataclass(frozen=True)
