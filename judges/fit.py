@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from judges._text import share, tokenize
@@ -157,12 +157,68 @@ async def _drop_turns(
     return high, render_messages(rubric, without_oldest_turns(item, high), to_score)
 
 
+def with_shots(messages: list[dict[str, str]], shots: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """Few-shot turns between the system message and the judged item."""
+    return [messages[0], *shots, *messages[1:]]
+
+
+async def _most_shots(
+    full: list[dict[str, str]], shots: Sequence[dict[str, str]], counter: TokenCounter, budget: int
+) -> int | None:
+    """The most example pairs (the first ones) that fit beside the whole item; None when the item alone does not."""
+    given = len(shots) // 2
+    if await _fits(with_shots(full, shots), counter, budget) is not None:
+        return given
+    if not given or await _fits(full, counter, budget) is None:
+        return None
+    low, high = 0, given  # `low` pairs fit, `high` do not: more examples never make the prompt shorter
+    while high - low > 1:
+        middle = (low + high) // 2
+        if await _fits(with_shots(full, shots[: 2 * middle]), counter, budget) is None:
+            high = middle
+        else:
+            low = middle
+    return low
+
+
 async def fit_messages(
-    item: JudgeItem, rubric: Rubric, to_score: list[str], counter: TokenCounter, window: Window
+    item: JudgeItem,
+    rubric: Rubric,
+    to_score: list[str],
+    counter: TokenCounter,
+    window: Window,
+    shots: Sequence[dict[str, str]] = (),
 ) -> Fitted | TooLong:
-    """The item's messages cut to `window`'s budget, or why they cannot be."""
-    budget = window.budget
+    """The item's messages cut to `window`'s budget, or why they cannot be. Few-shot `shots` (user and assistant
+    turns, `judges.alignment`) are dropped, the last first, before anything of the item itself."""
     full = render_messages(rubric, item, to_score)
+    given = len(shots) // 2
+    kept = await _most_shots(full, shots, counter, window.budget)
+    if kept == given:
+        return Fitted(with_shots(full, shots))  # the whole item and every example
+    examples = {"examples_given": given, "examples_dropped": given - (kept or 0)}
+    if kept is not None:
+        messages = with_shots(full, shots[: 2 * kept])
+        every, sent = await counter.messages(with_shots(full, shots)), await counter.messages(messages)
+        references = len(passages(item, lambda _: 0.0))
+        trim = _prompt_trim(window, every, sent, earlier_turns(item), 0, references, references)
+        return Fitted(messages, trim.model_copy(update=examples))
+    fitted = await _fit_item(item, rubric, to_score, counter, window, full)
+    if isinstance(fitted, TooLong) or fitted.trimmed is None:
+        return fitted
+    return Fitted(fitted.messages, fitted.trimmed.model_copy(update=examples))
+
+
+async def _fit_item(
+    item: JudgeItem,
+    rubric: Rubric,
+    to_score: list[str],
+    counter: TokenCounter,
+    window: Window,
+    full: list[dict[str, str]],
+) -> Fitted | TooLong:
+    """The item alone (no example) cut to `window`'s budget: oldest turns, then reference material."""
+    budget = window.budget
     if tokens_bound(full) <= budget:
         return Fitted(full)  # fits whatever the tokenizer counts: nothing to ask the endpoint
     full_tokens = await counter.messages(full)

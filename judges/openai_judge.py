@@ -9,16 +9,18 @@ is `too_long` without a request.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from openai.types.chat import ChatCompletion
 
+from judges.alignment import Alignment, for_rubric
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.chat_client import ChatClient, ChatResult
 from judges.config import EndpointConfig
 from judges.errors import CallError
-from judges.fit import Fitted, TooLong, fit_messages
+from judges.fit import Fitted, TooLong, fit_messages, with_shots
 from judges.replies import Unusable, read_reply
 from judges.score_logprobs import expected_scores, readable_scale, token_logprobs
 from judges.window import TokenCounter
@@ -63,12 +65,14 @@ class OpenAIJudge:
 
     kind = "openai"
 
-    def __init__(self, endpoint: EndpointConfig) -> None:
+    def __init__(self, endpoint: EndpointConfig, alignments: Mapping[str, Alignment] | None = None) -> None:
         self.endpoint = endpoint
+        self.alignments = dict(alignments or {})  # rubric name -> few-shot examples (`judgewatch judges align`)
         self.client = ChatClient(endpoint)
         self.tokens = TokenCounter(self.client)
         # Per rubric content hash: identities and response formats are the same for every item.
         self._identities: dict[str, JudgeIdentity] = {}
+        self._shots: dict[str, list[dict[str, str]]] = {}
         self._formats: dict[tuple[str, tuple[str, ...]], dict[str, Any]] = {}
         self._warned_reading = False  # "no usable log-probabilities" is logged once per judge, i.e. once per run
 
@@ -87,14 +91,22 @@ class OpenAIJudge:
         """kind/model/endpoint; the hash leaves the URL out, so replicas of one model are one series."""
         identity = self._identities.get(rubric.content_hash)
         if identity is None:
+            aligned = for_rubric(self.alignments, rubric)
+            examples = {"examples": aligned.digest} if aligned else {}  # unaligned: the hash it always had
+            params = {**self.endpoint.scoring_params(), "prompt_format": PROMPT_FORMAT, **examples}
             identity = JudgeIdentity(
                 kind=self.kind,
                 name=self.model,
                 endpoint=mask_url(self.base_url),
-                config_hash=config_hash(rubric, **self.endpoint.scoring_params(), prompt_format=PROMPT_FORMAT),
+                config_hash=config_hash(rubric, **params),
             )
+            self._shots[rubric.content_hash] = aligned.shots(rubric) if aligned else []
             self._identities[rubric.content_hash] = identity
         return identity
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """Content keys of every few-shot example's question: validation on those items is in-sample."""
+        return frozenset().union(*(a.fit_item_ids() for a in self.alignments.values()))
 
     def _response_format(self, rubric: Rubric, to_score: list[str]) -> dict[str, Any]:
         key = (rubric.content_hash, tuple(to_score))
@@ -149,10 +161,11 @@ class OpenAIJudge:
 
     async def _fit(self, item: JudgeItem, rubric: Rubric, to_score: list[str]) -> Fitted | TooLong:
         """The messages fitted to the endpoint's window; the whole prompt when fitting is off or not yet possible."""
+        shots = self._shots[rubric.content_hash]  # set by `identity`, which `judge` calls first
         window = await self.tokens.window() if self.endpoint.fit_prompt else None
         if window is None:
-            return Fitted(render_messages(rubric, item, to_score))
-        return await fit_messages(item, rubric, to_score, self.tokens, window)
+            return Fitted(with_shots(render_messages(rubric, item, to_score), shots))
+        return await fit_messages(item, rubric, to_score, self.tokens, window, shots)
 
     def _verdict(
         self,

@@ -52,6 +52,7 @@ from judges._claims import (
 from judges._evidence import Evidence, evidence
 from judges._text import is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
+from judges.alignment import Alignment, for_rubric
 from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
 from judges.reference_model import FaithfulnessModels, load_models
 from judgewatch.contract.items import JudgeItem
@@ -112,6 +113,11 @@ class Coverage:
         return {name: value for name, value in values.items() if value is not None}
 
 
+def feature_set(item: JudgeItem) -> str:
+    """Which fitted model reads the item's faithfulness: `zh` for UNSEGMENTED_LANGUAGES, else `default`."""
+    return "zh" if item.lang in UNSEGMENTED_LANGUAGES else "default"
+
+
 def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Coverage:
     """Raw scores of `item` in [0, 1]: pure function of the item's texts, cached per text."""
     models = models or load_models()
@@ -137,12 +143,12 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
     claimed = tokenize(claim_text)
     if item.has_references:
         support = 1.0 if not answer else (_share(answer, references) or 0.0)
-        if item.lang in UNSEGMENTED_LANGUAGES:
+        if feature_set(item) == "zh":
             values = unsegmented_features(support, flip, fact_recall(item, claimed, question))
         else:
             ev = evidence(answer_text, claim_text, texts)
             values = features(ev, answer_text)
-        model = models.for_language(item.lang if item.lang in UNSEGMENTED_LANGUAGES else "default")
+        model = models.for_language(feature_set(item))
         if claim:  # small talk ("i agree!") claims nothing: faithfulness is not applicable, not a pass or a fail
             faithfulness = model.probability(values)
             costs = model.costs(values)
@@ -259,13 +265,23 @@ class ReferenceJudge:
     kind = "reference"
     name = NAME
 
-    def __init__(self) -> None:
+    def __init__(self, alignments: Mapping[str, Alignment] | None = None) -> None:
+        self.alignments = dict(alignments or {})  # rubric name -> refitted combiners (`judgewatch judges align`)
         self._identities: dict[str, JudgeIdentity] = {}
+        self._models: dict[str, FaithfulnessModels] = {}
+
+    def models(self, rubric: Rubric) -> FaithfulnessModels:
+        """The combiners grading under `rubric`: its alignment's refit, else the shipped ones."""
+        key = rubric.content_hash
+        if key not in self._models:
+            aligned = for_rubric(self.alignments, rubric)
+            self._models[key] = aligned.faithfulness_models if aligned else load_models()
+        return self._models[key]
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         key = rubric.content_hash
         if key not in self._identities:
-            models = load_models()
+            models = self.models(rubric)
             digest = config_hash(
                 rubric, algorithm="overlap", version=ALGORITHM_VERSION, model=models.version, coefficients=models.digest
             )
@@ -274,8 +290,9 @@ class ReferenceJudge:
 
     def fit_item_ids(self) -> frozenset[str]:
         """Ids of every item the fitted models were fit on (golden-set ids `halueval_qa-NNNN`, `halluqa-NNNN`, and
-        `begin_dev-<cmu|tc>-NNNN`): validation on them is in-sample, never trust evidence."""
-        return load_models().fit_item_ids()
+        `begin_dev-<cmu|tc>-NNNN`), and of the reviewers' labels an alignment was refit on (`content_key`s):
+        validation on them is in-sample, never trust evidence."""
+        return load_models().fit_item_ids().union(*(a.fit_item_ids() for a in self.alignments.values()))
 
     def raw_scores(self, item: JudgeItem) -> dict[str, float]:
         """Continuous scores in [0, 1] of every criterion this item allows (for AUROC and borderline routing)."""
@@ -318,7 +335,7 @@ class ReferenceJudge:
         to_score, not_applicable = plan(rubric, item)
         if not to_score:
             return no_reference_verdict(item, rubric, identity)
-        cov = coverage(item)
+        cov = coverage(item, self.models(rubric))
         raw = cov.raw()
         measurable = [name for name in to_score if name in raw]
         if not measurable:

@@ -88,11 +88,15 @@ class PromptTrim(BaseModel):
     exact: bool = True
     turns_given: int = 0  # a conversation's turns before the question
     turns_dropped: int = 0  # the oldest of them, left out
+    examples_given: int = 0  # few-shot examples of an aligned judge (judges.alignment)
+    examples_dropped: int = 0  # the last of them, left out before anything of the item
 
     @property
     def note(self) -> str:
         """What was left out, in words: "dropped 3 oldest turns of 5; kept 2 of 4 passages whole, 1 in part"."""
         parts = []
+        if self.examples_dropped:
+            parts.append(f"dropped {self.examples_dropped} of {self.examples_given} few-shot examples")
         if self.turns_dropped:
             parts.append(f"dropped {self.turns_dropped} oldest turns of {self.turns_given}")
         if self.passages_kept < self.passages_given:
