@@ -201,7 +201,7 @@ async def anchors(
     before = None  # the anchors' scores before the same configuration judged them again
     labels = ("", "")  # (before, after) names of those scores
     if rejudge:
-        judge = chain(judge_links(judge_spec, settings, fallback_reference=False, rubric=rubric))
+        judge = chain(judge_links(judge_spec, settings, fallback_reference=False, rubric=rubric, engine=engine))
         try:
             new_hash = judge.identity(rubric).config_hash
             out.update(endpoint_fingerprint(engine, judge))

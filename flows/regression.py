@@ -136,7 +136,9 @@ async def post_release_regression(
     judge_obj = None
     if inputs is not None:
         try:
-            judge_obj = chain(judge_links(judge, settings, fallback_reference=False, rubric=inputs.rubric))
+            judge_obj = chain(
+                judge_links(judge, settings, fallback_reference=False, rubric=inputs.rubric, engine=engine)
+            )
         except ValueError as exc:
             problems.append(str(exc))
     try:

@@ -108,7 +108,7 @@ async def traffic_sampling(
             read_config, start, report.started_from = starting_point(config, since, stored_json)
             identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
             rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-            judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj))
+            judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj, engine=engine))
             judging = JudgingRun(
                 engine,
                 kind=RunKind.sampling,

@@ -4,19 +4,26 @@ A rubric whose criteria are all deterministic checks is judged by the check judg
 (docs/checks.md): it needs no endpoint.
 
 By default the offline reference judge is appended as the last link, so an endpoint outage degrades to
-reference verdicts (labeled as such on every verdict) instead of stopping the run.
+reference verdicts (labeled as such on every verdict) instead of stopping the run. Given the store, each link
+uses the alignment switched on for its kind (`judgewatch judges align --switch`), per rubric.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from judges.base import Judge
 from judges.config import judge_endpoint
 from judgewatch.contract.rubric import Rubric
 from judgewatch.redact import mask_url
 from judgewatch.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from judges.alignment import Alignment
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +49,10 @@ def judge_links(
     *,
     fallback_reference: bool = True,
     rubric: Rubric | None = None,
+    engine: Engine | None = None,
 ) -> list[Judge]:
-    """The chain's judges in order; no spec means the configured judge URL and its fallback URLs.
+    """The chain's judges in order; no spec means the configured judge URL and its fallback URLs. With the store
+    (`engine`), each judge gets the alignments in use for its kind (`active_alignments`).
 
     A `rubric` whose criteria are all checks gets the check judge alone (a malformed `--judge` still raises).
     """
@@ -57,17 +66,36 @@ def judge_links(
         return [CheckJudge()]
     if fallback_reference and REFERENCE not in parts:
         parts.append(REFERENCE)
+    aligned = active_alignments(engine) if engine is not None else {}
     links: list[Judge] = []
     for part in parts:
         if part == REFERENCE:
             from judges.reference import ReferenceJudge
 
-            links.append(ReferenceJudge())
+            links.append(ReferenceJudge(aligned.get("reference")))
         else:
             from judges.openai_judge import OpenAIJudge
 
-            links.append(OpenAIJudge(judge_endpoint(settings, part, model=model, concurrency=concurrency)))
+            endpoint = judge_endpoint(settings, part, model=model, concurrency=concurrency)
+            links.append(OpenAIJudge(endpoint, aligned.get("openai")))
     return links
+
+
+def active_alignments(engine: Engine) -> dict[str, dict[str, Alignment]]:
+    """Judge kind -> rubric name -> the alignment switched on for it in the store."""
+    from judges.alignment import Alignment
+    from judgewatch.storage.alignments import active_alignments as rows
+    from judgewatch.storage.db import session_scope
+
+    with session_scope(engine) as session:
+        found = [Alignment.model_validate(row.alignment) for row in rows(session=session)]
+    by_kind: dict[str, dict[str, Alignment]] = {}
+    for alignment in found:
+        by_kind.setdefault(alignment.kind, {})[alignment.rubric_name] = alignment
+        logger.info(
+            "judge alignment in use: %s judge, rubric %s (%s)", alignment.kind, alignment.rubric_name, alignment.digest
+        )
+    return by_kind
 
 
 def chain(links: list[Judge]) -> Judge:

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.review import ReviewItem, ReviewLabel
+from judgewatch.storage.review import NOT_BY_PEOPLE, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun, RunKind
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, is_current
 
@@ -192,14 +192,20 @@ def count_scored(engine: Engine, *, rubric_name: str, since: datetime | None = N
 
 
 def load_labels(
-    engine: Engine | Session, *, rubric_name: str, rubric_version: str | None = None, first_only: bool = False
+    engine: Engine | Session,
+    *,
+    rubric_name: str,
+    rubric_version: str | None = None,
+    first_only: bool = False,
+    people_only: bool = False,
 ) -> pd.DataFrame:
     """Long frame of counted human labels (no skips, no bare flags): one row per (label, criterion), read in
     `engine`'s own session or in the session given (which sees its own transaction's writes).
 
     Columns: review_item_id, interaction_id, verdict_id, tier, rubric_version, reviewer, via, submitted_at,
-    inclusion_prob, pick_reason, criterion, human. With `first_only`, one label per item and criterion: the
-    adjudicated score, else the first label submitted.
+    inclusion_prob, pick_reason, criterion, human, adjudicated. With `first_only`, one label per item and
+    criterion: the adjudicated score, else the first label submitted. `people_only`: no label a program made or
+    derived from a dataset's annotations (`storage.review.NOT_BY_PEOPLE`).
     """
     labels_t, interactions_t = table(ReviewLabel), table(Interaction)
     r, lab, i = table(ReviewItem).c, labels_t.c, interactions_t.c
@@ -224,6 +230,8 @@ def load_labels(
     )
     if rubric_version is not None:
         query = query.where(r.rubric_version == rubric_version)
+    if people_only:
+        query = query.where(lab.via.not_in(NOT_BY_PEOPLE))
     with nullcontext(engine) if isinstance(engine, Session) else session_scope(engine) as session:
         result = session.execute(query)
         keys, rows = list(result.keys())[:-2], result.all()

@@ -203,12 +203,15 @@ async def _connect(
     concurrency: int | None,
     fallback_reference: bool,
     rubric: Rubric,
+    engine: Engine,
 ) -> tuple[Judge, Judge]:
     """The chain of reachable judges and the configured (first) one; CannotRun when none answers its health check."""
     from judges.factory import REFERENCE, chain, describe, healthy_links, judge_links
 
     try:
-        links = judge_links(spec, settings, model, concurrency, fallback_reference=fallback_reference, rubric=rubric)
+        links = judge_links(
+            spec, settings, model, concurrency, fallback_reference=fallback_reference, rubric=rubric, engine=engine
+        )
     except ValueError as exc:  # a malformed --judge
         raise CannotRun(str(exc)) from exc
     up, down = await healthy_links(links)
@@ -252,7 +255,7 @@ async def _run(
         raise CannotRun(str(exc)) from exc
     except OSError as exc:
         raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
-    judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference, rubric)
+    judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference, rubric, engine)
     # The modules are loaded: frozen while the items are judged, they are not walked again by every full
     # collection (0.19 s of CPU on 1,000 items, bench/README.md); given back to the collector after.
     gc.freeze()

@@ -1,4 +1,5 @@
-"""`judgewatch judges validate|list|limit`: measure a judge, the leaderboard of judges, a judge's shared budget.
+"""`judgewatch judges validate|list|limit|align|unalign`: measure a judge, the leaderboard of judges, a judge's shared
+budget, a judge aligned with its reviewers' labels (docs/judges.md, "Aligned with its reviewers").
 
 `validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive or not probed, with
 a warning that says so),
@@ -17,6 +18,7 @@ import typer
 from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
 
 if TYPE_CHECKING:
+    from judgewatch.trust.align import AlignResult
     from judgewatch.trust.policy import TrustPolicy
     from judgewatch.trust.runs import ValidationReport
 
@@ -131,11 +133,16 @@ def validate_cmd(
     try:
         rubrics = [load_rubric(name, settings.rubrics_dir) for name in (rubric or ["answer_quality"])]
         sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in dataset]
-        under_test = judges_under_test(judge, settings, model, concurrency)
     except (RubricError, GoldenSetError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     engine = open_store_or_exit(database_url or settings.effective_database_url)
+    try:
+        under_test = judges_under_test(judge, settings, model, concurrency, engine)
+    except ValueError as exc:
+        engine.dispose()
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     reports: list[ValidationReport] = []
     probe_count = min(probe_items, limit or probe_items) if probes else None
 
@@ -218,3 +225,143 @@ def limit_cmd(
         typer.echo(f"error: could not set the limit for {url} on the Prefect server: {exc}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"global concurrency limit {name}: {slots} slots")
+
+
+def _print_alignment(result: AlignResult, holdout: float) -> None:
+    comparison = result.comparison
+    typer.echo(f"labels: {comparison.labels}")
+    typer.echo(
+        f"built from {comparison.fit_items} items, measured on {comparison.held_out_items} held out (by a hash of "
+        f"the interaction id, share {holdout:.2f}); {comparison.built}"
+    )
+    typer.echo(
+        f"aligned {result.aligned.kind}:{result.aligned.name} config {result.aligned.config_hash} "
+        f"(current {result.current.config_hash})"
+    )
+    typer.echo(f"{comparison.measure}, on the held-out items (95% paired bootstrap):")
+    for name, fig in comparison.criteria.items():
+        low, high = fig.interval
+        note = "" if fig.decisive else "  (too few items to decide)"
+        typer.echo(
+            f"  {name:<13} n {fig.n:<4} current {_num(fig.current)} {_pair(fig.current_interval)}  aligned "
+            f"{_num(fig.aligned)} {_pair(fig.aligned_interval)}  difference {_signed(fig.difference)} "
+            f"[{_signed(low)}, {_signed(high)}]{note}"
+        )
+    dropped = comparison.examples_dropped_on
+    typer.echo(
+        f"unscored on the held-out items: current {comparison.unscored['current']}, aligned "
+        f"{comparison.unscored['aligned']}"
+        + (f"; {dropped} held-out prompts left examples out to fit" if dropped else "")
+    )
+
+
+def _pair(interval: tuple[float | None, float | None]) -> str:
+    return f"[{_num(interval[0])}, {_num(interval[1])}]"
+
+
+@app.command("align")
+def align_cmd(
+    judge: Annotated[str, typer.Option("--judge", help="'reference' or one OpenAI-compatible base URL")],
+    rubric: Annotated[str, typer.Option(help="The rubric whose reviewers' labels it learns from")] = "answer_quality",
+    model: Annotated[str | None, typer.Option(help="Model name served at the judge URL")] = None,
+    holdout: Annotated[
+        float, typer.Option(min=0.1, max=0.9, help="Share of the labelled items held out to measure on")
+    ] = 0.5,
+    max_examples: Annotated[int, typer.Option(min=1, help="Few-shot examples an LLM judge gets at most")] = 8,
+    switch: Annotated[
+        bool, typer.Option("--switch", help="Use the aligned configuration from now on, if it is accepted")
+    ] = False,
+    database_url: DatabaseUrl = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the configuration and comparison as JSON")] = False,
+) -> None:
+    """Build an aligned configuration of one judge from the reviewers' labels of one rubric, and measure it.
+
+    An LLM judge gets the reviewed disagreements as few-shot examples; the offline reference judge gets its
+    faithfulness combiners refit. Both configurations are measured on held-out labelled items the aligned one was
+    not built from. Exit 0: accepted (in use only with --switch, which is recorded); 1: refused, the current judge
+    stays; 2: nothing could be built or measured.
+    """
+    from judges.factory import describe, is_healthy, judge_links
+    from judgewatch.contract.rubric import RubricError, load_rubric
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.alignments import switch_alignment
+    from judgewatch.storage.db import session_scope
+    from judgewatch.trust.align import AlignableJudge, CannotAlign, align_judge
+    from judgewatch.trust.policy import policy_from_settings
+
+    settings = get_settings()
+    try:
+        rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+        if "," in judge:
+            raise ValueError(f"--judge: align one judge at a time, got {judge!r}")
+    except (RubricError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    engine = open_store_or_exit(database_url or settings.effective_database_url)
+
+    async def run() -> AlignResult:
+        [current] = judge_links(judge, settings, model, fallback_reference=False, rubric=rubric_obj, engine=engine)
+        try:
+            if not isinstance(current, AlignableJudge):
+                raise CannotAlign(f"rubric {rubric_obj.name} has only check criteria: there is no judge to align")
+            if not await is_healthy(current):
+                raise CannotAlign(f"{describe(current)} is not reachable (health check failed)")
+            policy = policy_from_settings(settings)
+            return await align_judge(
+                engine, rubric_obj, current, policy=policy, holdout=holdout, max_examples=max_examples
+            )
+        finally:
+            await current.aclose()
+
+    try:
+        result = asyncio.run(run())
+        accepted = result.comparison.accepted
+        if switch and accepted:
+            with session_scope(engine, write=True) as session:
+                switch_alignment(session=session, row_id=result.row_id)
+    except (CannotAlign, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
+    if as_json:
+        payload = {
+            "current": result.current.model_dump(mode="json"),
+            "aligned": result.aligned.model_dump(mode="json"),
+            "alignment": result.alignment.model_dump(mode="json"),
+            "comparison": result.comparison.model_dump(mode="json"),
+            "switched": switch and accepted,
+        }
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+    else:
+        _print_alignment(result, holdout)
+        if not accepted:
+            typer.echo(f"{result.comparison.reason}; the current judge is kept")
+        elif switch:
+            typer.echo(f"{result.comparison.reason}; switched: the {result.alignment.kind} judge uses it from now on")
+        else:
+            typer.echo(f"{result.comparison.reason}; not switched: run again with --switch to use it")
+    raise typer.Exit(0 if accepted else 1)
+
+
+@app.command("unalign")
+def unalign_cmd(
+    kind: Annotated[str, typer.Option("--kind", help="'openai' (an LLM judge) or 'reference'")],
+    rubric: Annotated[str, typer.Option(help="The rubric")] = "answer_quality",
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Stop using the alignment switched on for one judge kind under one rubric (recorded with the time)."""
+    from judgewatch.settings import get_settings
+    from judgewatch.storage.alignments import end_alignment
+    from judgewatch.storage.db import session_scope
+
+    engine = open_store_or_exit(database_url or get_settings().effective_database_url)
+    try:
+        with session_scope(engine, write=True) as session:
+            ended = end_alignment(session=session, rubric_name=rubric, judge_kind=kind)
+    finally:
+        engine.dispose()
+    if not ended:
+        typer.echo(f"no {kind} judge alignment is in use under rubric {rubric} in {store_label(database_url)}")
+        raise typer.Exit(1)
+    typer.echo(f"the {kind} judge grades rubric {rubric} unaligned from now on")

@@ -39,7 +39,7 @@ async def judge_new_picks(
     from judgewatch.contract.rubric import load_rubric
 
     rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-    judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj))
+    judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj, engine=engine))
     try:
         policy = RoutingPolicy.from_settings(settings)
         return await judge_received(

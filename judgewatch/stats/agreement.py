@@ -44,9 +44,10 @@ class ConfusionMatrix:
         return int(self.counts.sum())
 
 
-def confusion_matrix(a: ArrayLike, b: ArrayLike, categories: Sequence[float] | None = None) -> ConfusionMatrix:
-    """Cross-tabulate two raters; categories default to the sorted union of observed values."""
-    x, y, _ = paired_arrays(a, b)
+def _cells(
+    x: NDArray[np.float64], y: NDArray[np.float64], categories: Sequence[float] | None
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """(the K x K table cell of each pair, row-major; the categories); ValueError on a rating outside them."""
     cats = np.unique(np.concatenate([x, y])) if categories is None else np.asarray(categories, dtype=float)
     if cats.ndim != 1 or np.unique(cats).size != cats.size:
         raise ValueError(f"categories must be distinct values, got {categories!r}")
@@ -58,7 +59,15 @@ def confusion_matrix(a: ArrayLike, b: ArrayLike, categories: Sequence[float] | N
         unknown = sorted(set(values.tolist()) - set(cats.tolist()))
         raise ValueError(f"ratings {unknown} are not among categories {cats.tolist()}")
     ix, iy = np.split(np.asarray(idx, dtype=np.intp), 2)
-    counts = np.bincount(ix * k + iy, minlength=k * k).reshape(k, k).astype(np.int64)
+    return ix * k + iy, cats
+
+
+def confusion_matrix(a: ArrayLike, b: ArrayLike, categories: Sequence[float] | None = None) -> ConfusionMatrix:
+    """Cross-tabulate two raters; categories default to the sorted union of observed values."""
+    x, y, _ = paired_arrays(a, b)
+    cells, cats = _cells(x, y, categories)
+    k = cats.size
+    counts = np.bincount(cells, minlength=k * k).reshape(k, k).astype(np.int64)
     return ConfusionMatrix(tuple(float(c) for c in cats), counts)
 
 
@@ -153,6 +162,51 @@ def weighted_kappa(
     so leaving out an unused category changes them.
     """
     return _kappa(a, b, categories, weights, level, n_boot, seed)
+
+
+@dataclass(frozen=True, slots=True)
+class KappaComparison:
+    """Two raters' weighted kappas with a reference rater on the same items, and their difference (b - a)."""
+
+    a: Estimate
+    b: Estimate
+    difference: Estimate
+
+
+def compare_kappas(
+    reference: ArrayLike,
+    a: ArrayLike,
+    b: ArrayLike,
+    *,
+    categories: Sequence[float],
+    weights: KappaWeights = "quadratic",
+    level: float = 0.95,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> KappaComparison:
+    """Weighted kappa of `a` and of `b` with `reference` on the items all three rated (NaN anywhere drops the item),
+    and kappa(b) - kappa(a), each with a percentile bootstrap interval from the same resamples of items: the two
+    kappas are correlated (same items, same reference), so the difference is resampled in pairs (Vanbelle and
+    Albert 2008, "A bootstrap method for comparing correlated kappa coefficients")."""
+    r, x, y = (np.asarray(v, dtype=float) for v in (reference, a, b))
+    keep = ~(np.isnan(r) | np.isnan(x) | np.isnan(y))
+    n = int(keep.sum())
+    if n == 0:
+        empty = Estimate(np.nan, np.nan, np.nan, 0)
+        return KappaComparison(empty, empty, empty)
+    z_value(level)
+    k = len(categories)
+    w = disagreement_weights(k, weights)
+    cells_a, _ = _cells(r[keep], x[keep], categories)
+    cells_b, _ = _cells(r[keep], y[keep], categories)
+    onehot = np.zeros((2, n, k * k))
+    onehot[0, np.arange(n), cells_a] = onehot[1, np.arange(n), cells_b] = 1.0
+    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
+    kappas = [kappa_from_tables((counts @ onehot[j]).reshape(n_boot, k, k), w) for j in (0, 1)]
+    points = [float(kappa_from_tables(onehot[j].sum(axis=0).reshape(k, k), w)) for j in (0, 1)]
+    ka, kb, kd = (Estimate(p, *percentile_bounds(reps, level), n) for p, reps in (
+        (points[0], kappas[0]), (points[1], kappas[1]), (points[1] - points[0], kappas[1] - kappas[0])))  # fmt: skip
+    return KappaComparison(ka, kb, kd)
 
 
 def ac1_from_tables(tables: ArrayLike) -> NDArray[np.float64]:

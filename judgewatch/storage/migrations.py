@@ -19,6 +19,7 @@ from sqlalchemy.schema import CreateColumn
 from sqlmodel import Session, SQLModel
 
 from judgewatch.storage import review_counts
+from judgewatch.storage.alignments import JudgeAlignment
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
@@ -173,6 +174,11 @@ def m017_release_tier_baseline(conn: Connection) -> None:
     add_column(conn, ReleaseTier, "baseline")
 
 
+def m023_judge_alignments(conn: Connection) -> None:
+    """Aligned judge configurations (`judges align`): each one built, its measurement, which one is in use."""
+    SQLModel.metadata.create_all(conn, tables=[table(JudgeAlignment)])
+
+
 def m024_routing_plan(conn: Connection) -> None:
     """`routing_plan`: each day's uncertainty-weighted review routing, fixed at its first use."""
     SQLModel.metadata.create_all(conn, tables=[table(RoutingPlan)])
@@ -196,6 +202,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_verdict_expected_scores,
     m016_review_counts,
     m017_release_tier_baseline,
+    m023_judge_alignments,
     m024_routing_plan,
 )
 

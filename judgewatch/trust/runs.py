@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 from judges.base import Judge, fit_item_ids
 from judges.config import judge_endpoint
-from judges.factory import REFERENCE, is_healthy, parse_judge_spec
+from judges.factory import REFERENCE, active_alignments, is_healthy, parse_judge_spec
 from judges.openai_judge import OpenAIJudge
 from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
 from judges.reference import ReferenceJudge
@@ -61,16 +61,23 @@ class ValidationReport:
 
 
 def judges_under_test(
-    spec: str, settings: Settings, model: str | None = None, concurrency: int | None = None
+    spec: str,
+    settings: Settings,
+    model: str | None = None,
+    concurrency: int | None = None,
+    engine: Engine | None = None,
 ) -> list[JudgeUnderTest]:
-    """One JudgeUnderTest per link of `--judge` ("reference" or a URL), built like the gate builds them."""
+    """One JudgeUnderTest per link of `--judge` ("reference" or a URL), built like the gate builds them (with the
+    store's alignments in use when given it)."""
+    aligned = active_alignments(engine) if engine is not None else {}
     result = []
     for part in parse_judge_spec(spec):
         if part == REFERENCE:
-            result.append(JudgeUnderTest(REFERENCE, ReferenceJudge(), ReferencePairwiseJudge()))
+            result.append(JudgeUnderTest(REFERENCE, ReferenceJudge(aligned.get("reference")), ReferencePairwiseJudge()))
             continue
         endpoint = judge_endpoint(settings, part, model=model, concurrency=concurrency)
-        result.append(JudgeUnderTest(part, OpenAIJudge(endpoint), OpenAIPairwiseJudge(endpoint)))
+        pointwise = OpenAIJudge(endpoint, aligned.get("openai"))
+        result.append(JudgeUnderTest(part, pointwise, OpenAIPairwiseJudge(endpoint)))
     return result
 
 
@@ -167,7 +174,7 @@ async def ademo_trust_step(
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in datasets]
     pair_sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in pairwise_datasets]
     for spec in (REFERENCE, judge_url) if include_reference else (judge_url,):
-        [under_test] = judges_under_test(spec, settings, model, concurrency)
+        [under_test] = judges_under_test(spec, settings, model, concurrency, engine)
         if echo is not None and spec != REFERENCE:
             total = planned_calls(sets, pair_sets, limit, pairwise_limit)
             echo(
@@ -194,7 +201,7 @@ async def ademo_trust_step(
             logger.error("%s: the judge stays unmeasured in this run", exc)
         finally:
             await under_test.aclose()
-    [vllm] = judges_under_test(judge_url, settings, model)
+    [vllm] = judges_under_test(judge_url, settings, model, engine=engine)
     try:
         return trust_for(engine, vllm.pointwise.identity(pointwise), pointwise.identity, policy=policy)
     finally:
