@@ -1,0 +1,99 @@
+"""Benchmark: does `judgewatch judges align` lift the offline reference judge above plain word recall out of domain?
+
+Data: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`, bench/reference_domains.py): dialogue
+responses of four generation models labelled by people, `Fully attributable` (right) or `Not fully attributable`
+(wrong); `Generic` rows are left out. BEGIN's Wizard-of-Wikipedia part is not in the repository and never read.
+
+The current judge: the reference judge's `default` combiner fitted (`scripts/fit_reference_judge.py`'s fit) on the
+development domains without BEGIN (HaluEval QA, HalluQA): a judge that never saw these dialogues, as the shipped one
+had not before issue 33. On BEGIN it reads below plain word recall (the share of the answer's content words found
+in the references, `judges._claims.word_recall`). Leaving one domain out: one BEGIN domain's labels play the
+reviewers' labels, the combiner is refit on them by `judges.reference_fit.refit` (the code `judges align` runs),
+and the other domain, never seen, is where it is measured: AUROC of the faithfulness probability (the combiner
+over the item's features, every row), beside word recall and the current judge on the same rows, with a paired
+bootstrap of the difference (2,000 resamples of responses, seed 20261129).
+
+Limit: the refit judge's AUROC over word recall's on each held-out domain, > 1.
+
+Run: PYTHONPATH=. .venv/bin/python bench/align.py [--bootstrap 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from bench.reference_domains import auroc, domains, fit, paired_bootstrap
+from judges._claims import item_features, word_recall
+from judges.reference_fit import refit
+from judges.reference_model import FEATURE_SETS, FaithfulnessModels, load_models, parse_model
+
+SEED = 20261129
+LIMIT = 1.0
+BEGIN = ("begin_cmu", "begin_tc")
+
+
+def never_saw_begin() -> FaithfulnessModels:
+    """The shipped models with the `default` combiner refitted on the development domains but BEGIN."""
+    names = tuple(FEATURE_SETS["default"])
+    sets = {name: cases for name, cases in domains().items() if name not in BEGIN}
+    coef = fit(sets, lambda c: item_features(c.item), names, 1.0)
+    shipped = load_models()
+    default = {"coefficients": dict(zip(names, map(float, coef[:-1]), strict=True)), "intercept": float(coef[-1])}
+    models = {**shipped.models, "default": parse_model(default, "never-saw-begin")}
+    return FaithfulnessModels("never-saw-begin", models, shipped.fit_items)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bootstrap", type=int, default=2000)
+    args = parser.parse_args()
+    sets = domains()
+    current = never_saw_begin()
+
+    def probabilities(models: FaithfulnessModels, cases: list) -> np.ndarray:  # type: ignore[type-arg]
+        model = models.for_language("default")
+        return np.array([model.probability(item_features(c.item)) for c in cases])
+
+    pooled = [c for name in BEGIN for c in sets[name]]
+    right = np.array([c.right for c in pooled])
+    recall = np.array([word_recall(c.item.answer, c.item) for c in pooled])
+    print(
+        f"current judge (never saw BEGIN) on both BEGIN domains, {right.sum()} right / {len(right) - right.sum()} "
+        f"wrong: AUROC {auroc(probabilities(current, pooled), right):.3f}, word recall {auroc(recall, right):.3f}"
+    )
+    ratios = {}
+    for held_out in BEGIN:
+        [labels] = [name for name in BEGIN if name != held_out]
+        fit_on = sets[labels]
+        result = refit(current, [(c.item, c.right) for c in fit_on], [c.item.id for c in fit_on])
+        aligned = FaithfulnessModels("aligned", {"default": parse_model(result.document["models"]["default"])}, {})  # type: ignore[index]
+        cases = sets[held_out]
+        right = np.array([c.right for c in cases])
+        scores = probabilities(aligned, cases)
+        baseline = np.array([word_recall(c.item.answer, c.item) for c in cases])
+        groups = [c.group for c in cases]
+        bounds = paired_bootstrap(scores, baseline, right, groups, args.bootstrap, SEED)
+        refit_auroc, recall_auroc = auroc(scores, right), auroc(baseline, right)
+        ratios[held_out] = refit_auroc / recall_auroc
+        low, high = bounds["difference"]
+        (model_low, model_high), current_auroc = bounds["model"], auroc(probabilities(current, cases), right)
+        print(
+            f"held out {held_out} ({right.sum()} right / {len(right) - right.sum()} wrong), refit on {labels}'s "
+            f"{result.labels['default']} labels: refit {refit_auroc:.3f} [{model_low:.3f}-{model_high:.3f}], "
+            f"word recall {recall_auroc:.3f}, current {current_auroc:.3f}; "
+            f"refit - recall {refit_auroc - recall_auroc:+.3f} [{low:+.3f}, {high:+.3f}]"
+        )
+    load = os.getloadavg()[0]
+    met = all(r > LIMIT for r in ratios.values())
+    figures = ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items())
+    print(f"load average {load:.2f}")
+    print(f"align-refit held-out AUROC over word recall: {figures} (limit > {LIMIT:g}): {'met' if met else 'NOT met'}")
+    sys.exit(0 if met else 1)
+
+
+if __name__ == "__main__":
+    main()
