@@ -31,7 +31,7 @@ def fit_logistic(
     xb = np.hstack([x, np.ones((n, 1))])
     penalty = np.diag(np.r_[np.full(d, l2), 0.0])
     centre = np.zeros(d + 1) if prior is None else prior
-    w = centre.copy()
+    w = np.zeros(d + 1)  # Newton's usual start (p = 1/2 everywhere), whatever the prior: it never overshoots from here
     for _ in range(100):
         p = 1.0 / (1.0 + np.exp(-(xb @ w)))
         gradient = xb.T @ (weights * (p - y)) + penalty @ (w - centre)
@@ -87,7 +87,8 @@ def refit(
     models: FaithfulnessModels, labelled: Sequence[tuple[JudgeItem, bool]], fit_items: Iterable[str], l2: float = 1.0
 ) -> Refit:
     """`models` refitted on (item, faithful?) labels, by the feature set each item's language uses. Items the judge
-    gives no faithfulness (no references, no claim) are left out; `fit_items` names the labelled items."""
+    gives no faithfulness (no references, no claim) are left out; `fit_items` names the labelled items (the
+    document's `review_labels`, with those of the refit `models` started from)."""
     rows: dict[str, list[tuple[list[float], bool]]] = {name: [] for name in FEATURE_SETS}
     for item, faithful in labelled:
         cov = coverage(item, models)
@@ -111,6 +112,7 @@ def refit(
     document: dict[str, object] = {
         "version": models.version.split("+")[0] + "+aligned",
         "models": fitted,
-        "fit_items": {**{k: sorted(v) for k, v in models.fit_items.items()}, "review_labels": sorted(fit_items)},
+        # the labels of this refit and of the one it started from; the shipped fit's items the judge adds itself
+        "fit_items": {"review_labels": sorted(models.fit_items.get("review_labels", frozenset()) | set(fit_items))},
     }
     return Refit(document, counts)

@@ -232,7 +232,7 @@ def _print_alignment(result: AlignResult, holdout: float) -> None:
     typer.echo(f"labels: {comparison.labels}")
     typer.echo(
         f"built from {comparison.fit_items} items, measured on {comparison.held_out_items} held out (by a hash of "
-        f"the interaction id, share {holdout:.2f}); {comparison.built}"
+        f"the question, share {holdout:.2f}); {comparison.built}"
     )
     typer.echo(
         f"aligned {result.aligned.kind}:{result.aligned.name} config {result.aligned.config_hash} "

@@ -1,6 +1,6 @@
 """`judgewatch judges align`: a judge configuration built from reviewers' labels, measured where it was not built.
 
-1. The reviewers' labels of one rubric (`trust.align_labels`), split by a hash of the interaction id.
+1. The reviewers' labels of one rubric (`trust.align_labels`), split by a hash of the question.
 2. The current judge (the configuration in use, with its alignment if one is switched on) scores every item.
 3. Built from the items not held out, only:
    - an LLM judge: the items where its score is more than the reviewers' tolerance (`review.labels.TOLERANCE`,
@@ -165,7 +165,7 @@ def _figures(
     rubric: Rubric, held: Sequence[Labelled], current: Sequence[Verdict], aligned: Sequence[Verdict], min_items: int
 ) -> dict[str, CriterionFigures]:
     def clean(value: float) -> float | None:
-        return None if np.isnan(value) else round(float(value), 4)
+        return None if np.isnan(value) else round(float(value), 4) + 0.0  # no "-0.0"
 
     figures = {}
     for criterion in rubric.criteria:

@@ -8,8 +8,9 @@ item's reviewers agree within the queue's tolerance (`review.labels.disagreement
 `calibration.score_frame.load_labels`). Reviewers who disagree by more, and whom no adjudicator has settled yet,
 leave that criterion out until one does.
 
-The split is a hash of the interaction id (`hashing.hash_unit`): an item is held out, or not, in every run, so
-a later run never fits on an item an earlier one measured on.
+The split is a hash of the item's question (`judges.base.content_key`, `hashing.hash_unit`): every answer to one
+question falls on the same side, so no example or fit item is a sibling of an item measured on, and an item is
+held out, or not, in every run (a later run never fits on an item an earlier one measured on).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, select
 
+from judges.base import content_key
 from judgewatch.calibration.score_frame import load_labels
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -91,11 +93,11 @@ def reviewer_labels(engine: Engine, rubric: Rubric) -> ReviewerLabels:
     )
 
 
-def held_out(item_id: str, share: float) -> bool:
-    """Is the item in the held-out split (a draw from its id, the same in every run)?"""
-    return hash_unit(item_id, HOLDOUT_SALT, variant=UnitHash.LABELED) < share
+def held_out(item: JudgeItem, share: float) -> bool:
+    """Is the item in the held-out split (a draw from its question, the same in every run)?"""
+    return hash_unit(content_key(item.question), HOLDOUT_SALT, variant=UnitHash.LABELED) < share
 
 
 def split(items: Sequence[Labelled], share: float) -> tuple[list[Labelled], list[Labelled]]:
     """(items to build from, items held out to measure on)."""
-    return [x for x in items if not held_out(x.item.id, share)], [x for x in items if held_out(x.item.id, share)]
+    return [x for x in items if not held_out(x.item, share)], [x for x in items if held_out(x.item, share)]

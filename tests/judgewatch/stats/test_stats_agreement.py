@@ -8,6 +8,7 @@ from scipy import stats as sps
 
 from judgewatch.stats.agreement import (
     bias,
+    compare_kappas,
     cohen_kappa,
     confusion_matrix,
     exact_agreement,
@@ -149,3 +150,32 @@ def test_gwet_ac1_stays_high_where_extreme_prevalence_collapses_kappa() -> None:
 def test_bias_of_a_few_identical_differences_is_not_a_zero_width_interval() -> None:
     e = bias(np.array([5.0, 5.0, 5.0]), np.array([5.0, 5.0, 5.0]))
     assert e.estimate == 0.0 and e.high - e.low > 1.0
+
+
+def test_compared_kappas_are_each_raters_weighted_kappa_and_their_paired_difference() -> None:
+    rng = np.random.default_rng(3)
+    human = rng.integers(1, 6, 200).astype(float)
+    close = np.clip(human + rng.integers(-1, 2, 200), 1, 5)  # within a point of the reviewers
+    loose = np.clip(human + rng.integers(-3, 4, 200), 1, 5)
+    loose[:5] = np.nan  # an item a rater left unscored is left out of both kappas
+    levels = [1.0, 2.0, 3.0, 4.0, 5.0]
+    compared = compare_kappas(human, loose, close, categories=levels, seed=1)
+    kept = ~np.isnan(loose)
+    assert compared.a.estimate == pytest.approx(weighted_kappa(loose[kept], human[kept], categories=levels).estimate)
+    assert compared.b.estimate == pytest.approx(weighted_kappa(close[kept], human[kept], categories=levels).estimate)
+    assert compared.difference.n == 195
+    assert compared.difference.estimate == pytest.approx(compared.b.estimate - compared.a.estimate)
+    assert 0 < compared.difference.low < compared.difference.estimate < compared.difference.high
+    same = compare_kappas(human, close, close, categories=levels)
+    assert (same.difference.estimate, same.difference.low, same.difference.high) == (0.0, 0.0, 0.0)
+
+
+def test_the_paired_interval_of_two_correlated_kappas_is_narrower_than_their_separate_intervals() -> None:
+    rng = np.random.default_rng(5)
+    human = rng.integers(1, 6, 120).astype(float)
+    a = np.clip(human + rng.integers(-1, 2, 120), 1, 5)
+    b = a.copy()
+    b[:12] = human[:12]  # the same rater, corrected on a tenth of the items
+    compared = compare_kappas(human, a, b, categories=[1, 2, 3, 4, 5], seed=2)
+    separate = compared.b.low - compared.a.high  # what two unpaired intervals could tell apart
+    assert compared.difference.low > 0 > separate
