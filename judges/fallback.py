@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from judges.base import Judge
+from judges.base import Judge, fit_item_ids
 from judges.errors import is_endpoint_failure
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -106,6 +106,10 @@ class FallbackJudge:
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         """The primary link's identity; each verdict carries the identity of the link that produced it."""
         return self._links[0].judge.identity(rubric)
+
+    def fit_item_ids(self) -> frozenset[str]:
+        """The primary link's fit items, as its identity is the chain's (validation leaves them out)."""
+        return fit_item_ids(self._links[0].judge)
 
     def stats(self) -> list[LinkStats]:
         """Per link, in chain order: calls, endpoint failures, skips, circuit state."""

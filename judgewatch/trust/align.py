@@ -9,7 +9,8 @@
      before they are stored or sent.
    - the offline reference judge: its faithfulness combiners refitted on the labels (`judges.reference_fit`):
      a label above the scale's middle is faithful, one below it unfaithful, the middle left out of the fit.
-4. The aligned judge (a config hash of its own) scores the held-out items, and the two are compared there, per
+4. The aligned judge (a config hash of its own) scores the held-out items routed by the uniform share (targeted
+   picks were chosen on the current judge's own scores), and the two are compared there, per
    criterion: quadratic weighted kappa with the reviewers' labels, and the paired bootstrap interval of the
    difference (`stats.agreement.compare_kappas`).
 5. Accepted when, on every criterion with at least the trust policy's minimum of held-out items, the aligned
@@ -187,6 +188,10 @@ def _figures(
     return figures
 
 
+def _targeted(n: int) -> str:
+    return f"; {n} held-out targeted picks not measured on (chosen on the current judge's scores)" if n else ""
+
+
 def _decision(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, str]:
     decisive = {name: f for name, f in figures.items() if f.decisive}
     if not decisive:
@@ -210,11 +215,12 @@ async def align_judge(
 ) -> AlignResult:
     """Build, measure and store an aligned configuration of `current` under `rubric` (see the module doc)."""
     labels: ReviewerLabels = reviewer_labels(engine, rubric)
-    fit, held = split(labels.items, holdout)
+    fit, held_side = split(labels.items, holdout)
+    held = [x for x in held_side if x.uniform]  # targeted picks were chosen on the current judge's scores
     if len(held) < policy.min_items or not fit:
         raise CannotAlign(
-            f"{labels.describe()}: {len(fit)} to build from and {len(held)} held out; the held-out share needs at "
-            f"least {policy.min_items} items (JUDGEWATCH_TRUST_MIN_ITEMS) and the rest at least one"
+            f"{labels.describe()}: {len(fit)} to build from and {len(held)} uniformly routed held out; the held-out "
+            f"side needs at least {policy.min_items} (JUDGEWATCH_TRUST_MIN_ITEMS) and the other at least one"
         )
     before = await _verdicts(current, rubric, [*fit, *held])
     alignment, built = _build(current, rubric, fit, before[: len(fit)], max_examples)
@@ -227,7 +233,7 @@ async def align_judge(
     figures = _figures(rubric, held, before, after, policy.min_items)
     accepted, reason = _decision(figures, policy.min_items)
     comparison = Comparison(
-        labels=labels.describe(),
+        labels=labels.describe() + _targeted(len(held_side) - len(held)),
         built=built,
         fit_items=len(fit),
         held_out_items=len(held),

@@ -8,6 +8,11 @@ item's reviewers agree within the queue's tolerance (`review.labels.disagreement
 `calibration.score_frame.load_labels`). Reviewers who disagree by more, and whom no adjudicator has settled yet,
 leave that criterion out until one does.
 
+Only the uniformly routed items of the held-out side are measured on, as the calibration's agreement table does
+(`calibration.agreement.agreement_sample`): targeted picks (borderline, unscored) were chosen on the current
+judge's own scores, so measuring on them would compare the judges on a sample one of them selected. Examples and
+refits may use every label of the other side.
+
 The split is a hash of the item's question (`judges.base.content_key`, `hashing.hash_unit`): every answer to one
 question falls on the same side, so no example or fit item is a sibling of an item measured on, and an item is
 held out, or not, in every run (a later run never fits on an item an earlier one measured on).
@@ -28,17 +33,19 @@ from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.review.labels import disagreement
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.review import NOT_BY_PEOPLE
+from judgewatch.storage.review import NOT_BY_PEOPLE, PickReason
 
 HOLDOUT_SALT = "judges-align-holdout"
 
 
 @dataclass(frozen=True)
 class Labelled:
-    """One labelled item: its content (id: the interaction id) and the reviewers' score per criterion."""
+    """One labelled item: its content (id: the interaction id), the reviewers' score per criterion, and whether it
+    was routed by the uniform share (targeted picks were chosen on the judge's own scores)."""
 
     item: JudgeItem
     human: dict[str, int]
+    uniform: bool = True
 
 
 @dataclass(frozen=True)
@@ -82,9 +89,13 @@ def reviewer_labels(engine: Engine, rubric: Rubric) -> ReviewerLabels:
     human: dict[str, dict[str, int]] = {}
     for interaction, criterion, score in zip(kept["interaction_id"], kept["criterion"], kept["human"], strict=True):
         human.setdefault(str(interaction), {})[str(criterion)] = int(score)
+    uniform = set(people.loc[people["pick_reason"] == PickReason.uniform.value, "interaction_id"])
     with session_scope(engine) as session:
         rows = session.execute(select(Interaction).where(Interaction.id.in_(sorted(human)))).scalars().all()  # type: ignore[attr-defined]
-        items = [Labelled(JudgeItem.of(row.id, row), human[row.id]) for row in sorted(rows, key=lambda r: r.id)]
+        items = [
+            Labelled(JudgeItem.of(row.id, row), human[row.id], row.id in uniform)
+            for row in sorted(rows, key=lambda r: r.id)
+        ]
     return ReviewerLabels(
         items=items,
         adjudicated=int(kept.loc[kept["adjudicated"], "interaction_id"].nunique()),

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from judges.alignment import EXAMPLE_REASON, Alignment, Example
-from judges.base import config_hash
+from judges.base import config_hash, content_key, fit_item_ids
 from judges.config import EndpointConfig
+from judges.factory import chain
 from judges.openai_judge import PROMPT_FORMAT, OpenAIJudge
 from judges.reference import ReferenceJudge
 from judges.reference_model import load_models
@@ -73,6 +74,11 @@ def test_an_aligned_judge_has_its_own_config_hash_and_an_unaligned_one_keeps_its
     reference = Alignment(rubric_name=rubric.name, rubric_hash=rubric.content_hash, kind="reference", models=models)
     assert ReferenceJudge({rubric.name: reference}).identity(rubric) != ReferenceJudge().identity(rubric)
     assert "abc" in ReferenceJudge({rubric.name: reference}).fit_item_ids()
+
+
+def test_a_chain_names_the_examples_questions_as_fit_items_so_validation_leaves_them_out(rubric: Rubric) -> None:
+    judge = chain([OpenAIJudge(EndpointConfig("http://127.0.0.1:9/v1", "m"), {rubric.name: _alignment(rubric)})])
+    assert fit_item_ids(judge) == {content_key(_item(k).question) for k in range(3)}
 
 
 def test_an_alignment_built_under_other_rubric_content_is_not_used(rubric: Rubric) -> None:

@@ -8,8 +8,8 @@ from scipy import stats as sps
 
 from judgewatch.stats.agreement import (
     bias,
-    compare_kappas,
     cohen_kappa,
+    compare_kappas,
     confusion_matrix,
     exact_agreement,
     gwet_ac1,

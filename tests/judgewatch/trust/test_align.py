@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
 from typer.testing import CliRunner, Result
 
 from judges.alignment import Alignment
@@ -25,9 +25,9 @@ from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
 from judgewatch.settings import REPO_ROOT, get_settings
 from judgewatch.storage.alignments import JudgeAlignment, active_alignments, save_alignment, switch_alignment
-from judgewatch.storage.db import session_scope
+from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction, upsert_interactions
-from judgewatch.storage.review import review_item_id
+from judgewatch.storage.review import ReviewItem, review_item_id
 from judgewatch.storage.trust import get_trust_records
 from judgewatch.storage.verdict_tables import verdict_id
 from judgewatch.storage.verdicts import upsert_verdicts
@@ -173,7 +173,10 @@ def test_align_takes_reviewers_labels_only_and_adjudication_settles_their_disagr
     engine: Engine, rubric: Rubric
 ) -> None:
     answers = _answers()
-    _store(engine, rubric, answers[:3])
+    uniform, targeted, _ = _store(engine, rubric, answers[:3])
+    with session_scope(engine, write=True) as session:  # as the borderline share would have routed it
+        items = table(ReviewItem)
+        session.execute(update(items).where(items.c.interaction_id == targeted).values(pick_reason="borderline"))
     annotated = _store(engine, rubric, answers[40:42], reviewer="dataset-annotation", via="dataset_annotation")
     pair = _store_double(engine, rubric, answers[3:5])
     queue = ReviewQueue(engine)
@@ -185,6 +188,8 @@ def test_align_takes_reviewers_labels_only_and_adjudication_settles_their_disagr
 
     labels = reviewer_labels(engine, rubric)
     by_id = {x.item.id: x.human for x in labels.items}
+    routed_by = {x.item.id: x.uniform for x in labels.items}
+    assert routed_by[uniform] and not routed_by[targeted]  # a targeted pick is never measured on
     assert not set(annotated) & set(by_id)  # a dataset annotation is never taken for a reviewer's label
     assert labels.not_reviewers == {"dataset_annotation": 2}
     split_item = pair[1][0]
