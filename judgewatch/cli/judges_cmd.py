@@ -241,7 +241,7 @@ def _print_alignment(result: AlignResult, holdout: float) -> None:
     typer.echo(f"{comparison.measure}, on the held-out items (95% paired bootstrap):")
     for name, fig in comparison.criteria.items():
         low, high = fig.interval
-        note = "" if fig.decisive else "  (too few items to decide)"
+        note = f"  scores differ on {fig.changed}" if fig.decisive else "  (too few items to decide)"
         typer.echo(
             f"  {name:<13} n {fig.n:<4} current {_num(fig.current)} {_pair(fig.current_interval)}  aligned "
             f"{_num(fig.aligned)} {_pair(fig.aligned_interval)}  difference {_signed(fig.difference)} "

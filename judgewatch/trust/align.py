@@ -14,9 +14,9 @@
    criterion: quadratic weighted kappa with the reviewers' labels, and the paired bootstrap interval of the
    difference (`stats.agreement.compare_kappas`).
 5. Accepted when, on every criterion with at least the trust policy's minimum of held-out items, the aligned
-   judge's kappa is at least the current one's (point estimates). Both measurements are stored as trust records
-   under their config hashes, the alignment and its comparison in the store. Nothing is switched here:
-   `storage.alignments.switch_alignment` is the explicit step.
+   judge's kappa is at least the current one's (point estimates), and it scored some held-out item otherwise.
+   Both measurements are stored as trust records under their config hashes, the alignment and its comparison in
+   the store. Nothing is switched here: `storage.alignments.switch_alignment` is the explicit step.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class CriterionFigures(BaseModel):
     difference: float | None
     interval: tuple[float | None, float | None]
     decisive: bool  # held-out items enough (the trust policy's min_items) for the decision to read it
+    changed: int  # held-out items the two judges scored differently
 
 
 class Comparison(BaseModel):
@@ -184,6 +185,7 @@ def _figures(
             difference=clean(c.difference.estimate),
             interval=(clean(c.difference.low), clean(c.difference.high)),
             decisive=c.difference.n >= min_items,
+            changed=int(np.sum(np.isfinite(before) & np.isfinite(after) & (before != after))),
         )
     return figures
 
@@ -192,10 +194,13 @@ def _targeted(n: int) -> str:
     return f"; {n} held-out targeted picks not measured on (chosen on the current judge's scores)" if n else ""
 
 
-def _decision(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, str]:
+def decide(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, str]:
+    """(accepted?, the sentence that says why): see the module doc, step 5."""
     decisive = {name: f for name, f in figures.items() if f.decisive}
     if not decisive:
         return False, f"no criterion has {min_items} held-out items both judges scored: the comparison decides nothing"
+    if not any(f.changed for f in decisive.values()):
+        return False, "refused: the aligned judge scored every held-out item as the current one: nothing to gain"
     worse = [name for name, f in decisive.items() if f.difference is None or f.difference < 0]
     if worse:
         return False, f"refused: out of fit, the aligned judge agrees less with the reviewers on {', '.join(worse)}"
@@ -231,7 +236,7 @@ async def align_judge(
         await twin.aclose()
     before = before[len(fit) :]
     figures = _figures(rubric, held, before, after, policy.min_items)
-    accepted, reason = _decision(figures, policy.min_items)
+    accepted, reason = decide(figures, policy.min_items)
     comparison = Comparison(
         labels=labels.describe() + _targeted(len(held_side) - len(held)),
         built=built,

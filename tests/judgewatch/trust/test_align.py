@@ -33,7 +33,7 @@ from judgewatch.storage.verdict_tables import verdict_id
 from judgewatch.storage.verdicts import upsert_verdicts
 from judgewatch.testing.simulator import run_simulator_in_thread
 from judgewatch.testing.synthetic_labels import label_routed
-from judgewatch.trust.align import EVIDENCE_SOURCE
+from judgewatch.trust.align import EVIDENCE_SOURCE, CriterionFigures, decide
 from judgewatch.trust.align_labels import held_out, reviewer_labels, split
 from judgewatch.trust.validate import known_pairs
 
@@ -260,3 +260,17 @@ def test_an_llm_judge_is_measured_on_held_out_items_with_the_scrubbed_examples_i
         assert messages[-1] not in shots[::2]  # never an example judged against itself
         assert "jane.doe@example.org" in messages[-1]["content"]
     assert all("jane.doe@example.org" not in s["content"] and "[EMAIL]" in s["content"] for s in shots[::2])
+
+
+def test_an_aligned_judge_that_scores_every_held_out_item_as_the_current_one_is_refused() -> None:
+    same = CriterionFigures(
+        n=44, current=0.0, current_interval=(0.0, 0.0), aligned=0.0, aligned_interval=(0.0, 0.0), difference=0.0,
+        interval=(0.0, 0.0), decisive=True, changed=0,
+    )  # fmt: skip
+    accepted, reason = decide({"faithfulness": same}, 20)  # SmolLM2 through vLLM: one score, examples or not
+    assert not accepted and "scored every held-out item as the current one" in reason
+    few = same.model_copy(update={"n": 12, "decisive": False, "changed": 3, "difference": 0.2})
+    assert decide({"faithfulness": few}, 20) == (False, "no criterion has 20 held-out items both judges scored: "
+                                                  "the comparison decides nothing")  # fmt: skip
+    better = same.model_copy(update={"changed": 5, "difference": 0.1})
+    assert decide({"faithfulness": better, "relevance": same}, 20)[0]
