@@ -41,7 +41,8 @@ from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
 from judgewatch.hashing import stable_id
 from judgewatch.review.labels import TOLERANCE
-from judgewatch.stats.agreement import compare_kappas, weighted_kappa
+from judgewatch.stats.agreement import compare_kappas
+from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.alignments import JudgeAlignment, alignment_id, save_alignment
 from judgewatch.storage.db import session_scope
 from judgewatch.trust.align_labels import Labelled, ReviewerLabels, reviewer_labels, split
@@ -73,6 +74,15 @@ class CriterionFigures(BaseModel):
     interval: tuple[float | None, float | None]
     decisive: bool  # held-out items enough (the trust policy's min_items) for the decision to read it
     changed: int  # held-out items the two judges scored differently
+
+    def kappa(self, *, aligned: bool) -> Estimate:
+        """One judge's kappa as its trust record holds it (NaN where undefined)."""
+        point, (low, high) = (self.aligned, self.aligned_interval) if aligned else (self.current, self.current_interval)
+        return Estimate(_nan(point), _nan(low), _nan(high), self.n)
+
+
+def _nan(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 class Comparison(BaseModel):
@@ -253,27 +263,16 @@ async def align_judge(
     )
     row_id = alignment_id(alignment.kind, rubric.name, alignment.digest)
     result = AlignResult(alignment, current.identity(rubric), twin.identity(rubric), comparison, row_id)
-    _store(engine, rubric, result, held, before, after, policy)
+    _store(engine, rubric, result, policy)
     logger.info("judges align: %s", reason)
     return result
 
 
-def _store(
-    engine: Engine,
-    rubric: Rubric,
-    result: AlignResult,
-    held: Sequence[Labelled],
-    before: Sequence[Verdict],
-    after: Sequence[Verdict],
-    policy: TrustPolicy,
-) -> None:
-    """Each configuration's held-out agreement as a trust record (by config hash), the alignment as a row."""
-    levels = [float(x) for x in rubric.scale.levels]
-    for identity, verdicts in ((result.current, before), (result.aligned, after)):
-        kappas = {}
-        for criterion in result.comparison.criteria:
-            human, scores = _columns(held, verdicts, criterion)
-            kappas[criterion] = weighted_kappa(scores, human, categories=levels)
+def _store(engine: Engine, rubric: Rubric, result: AlignResult, policy: TrustPolicy) -> None:
+    """Each configuration's held-out kappas, as printed, as a trust record (by config hash); the alignment as a row."""
+    figures = result.comparison.criteria
+    for identity, aligned in ((result.current, False), (result.aligned, True)):
+        kappas = {name: f.kappa(aligned=aligned) for name, f in figures.items()}
         record_tier_agreement(
             engine,
             judge=identity,

@@ -134,6 +134,11 @@ def test_a_better_aligned_reference_judge_is_accepted_measured_held_out_and_swit
     with session_scope(engine) as session:
         records = get_trust_records(session=session, judge_config_hash=aligned_hash, dataset=EVIDENCE_SOURCE)
         assert [r.n_items for r in records] == [faithfulness["n"]]
+        stored = records[0].figures["criteria"]["faithfulness"]  # the trust record holds the figures printed
+        assert (stored["kappa"], stored["low"], stored["high"]) == (
+            faithfulness["aligned"],
+            *faithfulness["aligned_interval"],
+        )
 
     switched = _align(db_url, "--switch")
     assert switched.exit_code == 0, switched.output
