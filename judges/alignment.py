@@ -24,7 +24,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from judges.base import content_key
 from judges.reference_model import FaithfulnessModels, parse_models
 from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.prompt import render_messages
 from judgewatch.contract.rubric import Rubric
 
 logger = logging.getLogger(__name__)
@@ -72,6 +71,8 @@ class Alignment(BaseModel):
 
     def shots(self, rubric: Rubric) -> list[dict[str, str]]:
         """The examples as chat turns: the rubric's user message of each item, then the reviewers' reply."""
+        from judgewatch.contract.prompt import render_messages  # Jinja: not on the reference judge's path
+
         turns: list[dict[str, str]] = []
         for example in self.examples:
             criteria = [c.name for c in rubric.criteria if c.name in example.scores]
