@@ -17,7 +17,7 @@ Limit: the refit judge's AUROC over word recall's on each held-out domain, > 1. 
 give, a share of the label domain only (`--shares`, `--draws` seeded draws each): the mean held-out AUROC of the
 refits and how often it is above word recall (a draw with fewer than 5 faithful labels is not refit, and counted).
 
-Run: PYTHONPATH=. .venv/bin/python bench/align.py [--bootstrap 2000] [--shares 0.1,0.25] [--draws 100]
+Run: .venv/bin/python bench/align.py [--bootstrap 2000] [--shares 0.1,0.25] [--draws 100]
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py`: the repo root, for bench.*
 
 from bench.reference_domains import auroc, domains, fit, paired_bootstrap
 from judges._claims import item_features, word_recall

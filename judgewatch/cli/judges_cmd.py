@@ -243,9 +243,9 @@ def _print_alignment(result: AlignResult, holdout: float) -> None:
         low, high = fig.interval
         note = f"  scores differ on {fig.changed}" if fig.decisive else "  (too few items to decide)"
         typer.echo(
-            f"  {name:<13} n {fig.n:<4} current {_num(fig.current)} {_pair(fig.current_interval)}  aligned "
-            f"{_num(fig.aligned)} {_pair(fig.aligned_interval)}  difference {_signed(fig.difference)} "
-            f"[{_signed(low)}, {_signed(high)}]{note}"
+            f"  {name:<13} n {_n(fig.n, fig.n_effective):<4} current {_num(fig.current)} "
+            f"{_pair(fig.current_interval)}  aligned {_num(fig.aligned)} {_pair(fig.aligned_interval)}  "
+            f"difference {_signed(fig.difference)} [{_signed(low)}, {_signed(high)}]{note}"
         )
     dropped = comparison.examples_dropped_on
     typer.echo(
@@ -253,6 +253,11 @@ def _print_alignment(result: AlignResult, holdout: float) -> None:
         f"{comparison.unscored['aligned']}"
         + (f"; {dropped} held-out prompts left examples out to fit" if dropped else "")
     )
+
+
+def _n(n: int, effective: float) -> str:
+    """n, and the effective n under the items' routing weights where it is smaller."""
+    return str(n) if effective >= n - 0.05 else f"{n} (effective {effective:.1f})"
 
 
 def _pair(interval: tuple[float | None, float | None]) -> str:

@@ -166,11 +166,13 @@ def weighted_kappa(
 
 @dataclass(frozen=True, slots=True)
 class KappaComparison:
-    """Two raters' weighted kappas with a reference rater on the same items, and their difference (b - a)."""
+    """Two raters' weighted kappas with a reference rater on the same items, and their difference (b - a);
+    `n_effective`: Kish's effective number of items under the item weights (n when they are equal)."""
 
     a: Estimate
     b: Estimate
     difference: Estimate
+    n_effective: float
 
 
 def compare_kappas(
@@ -179,6 +181,7 @@ def compare_kappas(
     b: ArrayLike,
     *,
     categories: Sequence[float],
+    item_weights: ArrayLike | None = None,
     weights: KappaWeights = "quadratic",
     level: float = 0.95,
     n_boot: int = 2000,
@@ -187,26 +190,28 @@ def compare_kappas(
     """Weighted kappa of `a` and of `b` with `reference` on the items all three rated (NaN anywhere drops the item),
     and kappa(b) - kappa(a), each with a percentile bootstrap interval from the same resamples of items: the two
     kappas are correlated (same items, same reference), so the difference is resampled in pairs (Vanbelle and
-    Albert 2008, "A bootstrap method for comparing correlated kappa coefficients")."""
+    Albert 2008, "A bootstrap method for comparing correlated kappa coefficients"). `item_weights` (1/p of an
+    item's inclusion probability) weigh each item's cell in the tables (Horvitz-Thompson), in every resample."""
     r, x, y = (np.asarray(v, dtype=float) for v in (reference, a, b))
     keep = ~(np.isnan(r) | np.isnan(x) | np.isnan(y))
     n = int(keep.sum())
     if n == 0:
         empty = Estimate(np.nan, np.nan, np.nan, 0)
-        return KappaComparison(empty, empty, empty)
+        return KappaComparison(empty, empty, empty, 0.0)
     z_value(level)
     k = len(categories)
     w = disagreement_weights(k, weights)
+    mass = np.ones(n) if item_weights is None else np.asarray(item_weights, dtype=float)[keep]
     cells_a, _ = _cells(r[keep], x[keep], categories)
     cells_b, _ = _cells(r[keep], y[keep], categories)
     onehot = np.zeros((2, n, k * k))
-    onehot[0, np.arange(n), cells_a] = onehot[1, np.arange(n), cells_b] = 1.0
+    onehot[0, np.arange(n), cells_a] = onehot[1, np.arange(n), cells_b] = mass
     counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
     kappas = [kappa_from_tables((counts @ onehot[j]).reshape(n_boot, k, k), w) for j in (0, 1)]
     points = [float(kappa_from_tables(onehot[j].sum(axis=0).reshape(k, k), w)) for j in (0, 1)]
     ka, kb, kd = (Estimate(p, *percentile_bounds(reps, level), n) for p, reps in (
         (points[0], kappas[0]), (points[1], kappas[1]), (points[1] - points[0], kappas[1] - kappas[0])))  # fmt: skip
-    return KappaComparison(ka, kb, kd)
+    return KappaComparison(ka, kb, kd, float(mass.sum() ** 2 / (mass**2).sum()))
 
 
 def ac1_from_tables(tables: ArrayLike) -> NDArray[np.float64]:

@@ -9,12 +9,12 @@
      before they are stored or sent.
    - the offline reference judge: its faithfulness combiners refitted on the labels (`judges.reference_fit`):
      a label above the scale's middle is faithful, one below it unfaithful, the middle left out of the fit.
-4. The aligned judge (a config hash of its own) scores the held-out items routed by the uniform share (targeted
-   picks were chosen on the current judge's own scores), and the two are compared there, per
-   criterion: quadratic weighted kappa with the reviewers' labels, and the paired bootstrap interval of the
-   difference (`stats.agreement.compare_kappas`).
-5. Accepted when, on every criterion with at least the trust policy's minimum of held-out items, the aligned
-   judge's kappa is at least the current one's (point estimates), and it scored some held-out item otherwise.
+4. The aligned judge (a config hash of its own) scores the held-out items, and the two are compared there, per
+   criterion: quadratic weighted kappa with the reviewers' labels, each item weighted by 1/p of its routing
+   probability, and the paired bootstrap interval of the difference (`stats.agreement.compare_kappas`).
+5. Accepted when, on every criterion with at least the trust policy's minimum of held-out items (effective, under
+   the weights), the aligned judge's kappa is at least the current one's (point estimates), and it scored some
+   held-out item otherwise.
    Both measurements are stored as trust records under their config hashes, the alignment and its comparison in
    the store. Nothing is switched here: `storage.alignments.switch_alignment` is the explicit step.
 """
@@ -66,13 +66,14 @@ class CriterionFigures(BaseModel):
     """One criterion on the held-out items: each judge's kappa and the difference (aligned - current), 95%."""
 
     n: int
+    n_effective: float  # under the items' 1/p weights (Kish): n when every item had the same routing probability
     current: float | None
     current_interval: tuple[float | None, float | None]
     aligned: float | None
     aligned_interval: tuple[float | None, float | None]
     difference: float | None
     interval: tuple[float | None, float | None]
-    decisive: bool  # held-out items enough (the trust policy's min_items) for the decision to read it
+    decisive: bool  # effective held-out items enough (the trust policy's min_items) for the decision to read it
     changed: int  # held-out items the two judges scored differently
 
     def kappa(self, *, aligned: bool) -> Estimate:
@@ -185,7 +186,10 @@ def _figures(
         after = _columns(held, aligned, criterion.name)[1]
         if not np.isfinite(human).any():
             continue
-        c = compare_kappas(human, before, after, categories=[float(x) for x in rubric.scale.levels])
+        weights = [x.weight for x in held]
+        c = compare_kappas(
+            human, before, after, categories=[float(x) for x in rubric.scale.levels], item_weights=weights
+        )
         figures[criterion.name] = CriterionFigures(
             n=c.difference.n,
             current=clean(c.a.estimate),
@@ -194,14 +198,11 @@ def _figures(
             aligned_interval=(clean(c.b.low), clean(c.b.high)),
             difference=clean(c.difference.estimate),
             interval=(clean(c.difference.low), clean(c.difference.high)),
-            decisive=c.difference.n >= min_items,
+            n_effective=round(c.n_effective, 1),
+            decisive=c.n_effective >= min_items,
             changed=int(np.sum(np.isfinite(before) & np.isfinite(after) & (before != after))),
         )
     return figures
-
-
-def _targeted(n: int) -> str:
-    return f"; {n} held-out targeted picks not measured on (chosen on the current judge's scores)" if n else ""
 
 
 def decide(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, str]:
@@ -230,12 +231,11 @@ async def align_judge(
 ) -> AlignResult:
     """Build, measure and store an aligned configuration of `current` under `rubric` (see the module doc)."""
     labels: ReviewerLabels = reviewer_labels(engine, rubric)
-    fit, held_side = split(labels.items, holdout)
-    held = [x for x in held_side if x.uniform]  # targeted picks were chosen on the current judge's scores
+    fit, held = split(labels.items, holdout)
     if len(held) < policy.min_items or not fit:
         raise CannotAlign(
-            f"{labels.describe()}: {len(fit)} to build from and {len(held)} uniformly routed held out; the held-out "
-            f"side needs at least {policy.min_items} (JUDGEWATCH_TRUST_MIN_ITEMS) and the other at least one"
+            f"{labels.describe()}: {len(fit)} to build from and {len(held)} held out; the held-out side needs at "
+            f"least {policy.min_items} (JUDGEWATCH_TRUST_MIN_ITEMS) and the other at least one"
         )
     before = await _verdicts(current, rubric, [*fit, *held])
     alignment, built = _build(current, rubric, fit, before[: len(fit)], max_examples)
@@ -248,7 +248,7 @@ async def align_judge(
     figures = _figures(rubric, held, before, after, policy.min_items)
     accepted, reason = decide(figures, policy.min_items)
     comparison = Comparison(
-        labels=labels.describe() + _targeted(len(held_side) - len(held)),
+        labels=labels.describe(),
         built=built,
         fit_items=len(fit),
         held_out_items=len(held),

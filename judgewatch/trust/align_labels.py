@@ -8,10 +8,9 @@ item's reviewers agree within the queue's tolerance (`review.labels.disagreement
 `calibration.score_frame.load_labels`). Reviewers who disagree by more, and whom no adjudicator has settled yet,
 leave that criterion out until one does.
 
-Only the uniformly routed items of the held-out side are measured on, as the calibration's agreement table does
-(`calibration.agreement.agreement_sample`): targeted picks (borderline, unscored) were chosen on the current
-judge's own scores, so measuring on them would compare the judges on a sample one of them selected. Examples and
-refits may use every label of the other side.
+Each item carries the weight 1/p of its review item's inclusion probability: targeted and uncertainty-weighted
+picks were chosen more often where the judge's own scores made them likelier, and weighting each by 1/p makes the
+held-out measurement one of the routed verdicts' population, whatever the routing design (`review.routing`).
 
 The split is a hash of the item's question (`judges.base.content_key`, `hashing.hash_unit`): every answer to one
 question falls on the same side, so no example or fit item is a sibling of an item measured on, and an item is
@@ -33,19 +32,19 @@ from judgewatch.hashing import UnitHash, hash_unit
 from judgewatch.review.labels import disagreement
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
-from judgewatch.storage.review import NOT_BY_PEOPLE, PickReason
+from judgewatch.storage.review import NOT_BY_PEOPLE
 
 HOLDOUT_SALT = "judges-align-holdout"
 
 
 @dataclass(frozen=True)
 class Labelled:
-    """One labelled item: its content (id: the interaction id), the reviewers' score per criterion, and whether it
-    was routed by the uniform share (targeted picks were chosen on the judge's own scores)."""
+    """One labelled item: its content (id: the interaction id), the reviewers' score per criterion, and 1/p of the
+    inclusion probability p its review item was routed with."""
 
     item: JudgeItem
     human: dict[str, int]
-    uniform: bool = True
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -89,11 +88,11 @@ def reviewer_labels(engine: Engine, rubric: Rubric) -> ReviewerLabels:
     human: dict[str, dict[str, int]] = {}
     for interaction, criterion, score in zip(kept["interaction_id"], kept["criterion"], kept["human"], strict=True):
         human.setdefault(str(interaction), {})[str(criterion)] = int(score)
-    uniform = set(people.loc[people["pick_reason"] == PickReason.uniform.value, "interaction_id"])
+    chance = dict(zip(kept["interaction_id"], kept["inclusion_prob"], strict=True))  # of the label's review item
     with session_scope(engine) as session:
         rows = session.execute(select(Interaction).where(Interaction.id.in_(sorted(human)))).scalars().all()  # type: ignore[attr-defined]
         items = [
-            Labelled(JudgeItem.of(row.id, row), human[row.id], row.id in uniform)
+            Labelled(JudgeItem.of(row.id, row), human[row.id], 1.0 / float(chance[row.id]))
             for row in sorted(rows, key=lambda r: r.id)
         ]
     return ReviewerLabels(

@@ -179,3 +179,17 @@ def test_the_paired_interval_of_two_correlated_kappas_is_narrower_than_their_sep
     compared = compare_kappas(human, a, b, categories=[1, 2, 3, 4, 5], seed=2)
     separate = compared.b.low - compared.a.high  # what two unpaired intervals could tell apart
     assert compared.difference.low > 0 > separate
+
+
+def test_an_item_weighted_twice_counts_as_two_items_in_the_compared_kappas() -> None:
+    rng = np.random.default_rng(11)
+    human = rng.integers(1, 6, 60).astype(float)
+    a = np.clip(human + rng.integers(-2, 3, 60), 1, 5)
+    b = np.clip(human + rng.integers(-1, 2, 60), 1, 5)
+    weights = np.where(np.arange(60) < 20, 2.0, 1.0)  # the first 20 items routed with half the probability
+    twice = np.r_[np.arange(60), np.arange(20)]
+    weighted = compare_kappas(human, a, b, categories=[1, 2, 3, 4, 5], item_weights=weights)
+    repeated = compare_kappas(human[twice], a[twice], b[twice], categories=[1, 2, 3, 4, 5])
+    for one, other in ((weighted.a, repeated.a), (weighted.b, repeated.b)):
+        assert one.estimate == pytest.approx(other.estimate)
+    assert weighted.difference.n == 60 and weighted.n_effective == pytest.approx(80**2 / (20 * 4 + 40))

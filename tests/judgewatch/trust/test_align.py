@@ -179,9 +179,10 @@ def test_align_takes_reviewers_labels_only_and_adjudication_settles_their_disagr
 ) -> None:
     answers = _answers()
     uniform, targeted, _ = _store(engine, rubric, answers[:3])
-    with session_scope(engine, write=True) as session:  # as the borderline share would have routed it
+    with session_scope(engine, write=True) as session:  # as an uncertainty-weighted plan would have routed it
         items = table(ReviewItem)
-        session.execute(update(items).where(items.c.interaction_id == targeted).values(pick_reason="borderline"))
+        picked = items.c.interaction_id == targeted
+        session.execute(update(items).where(picked).values(pick_reason="active", inclusion_probability=0.25))
     annotated = _store(engine, rubric, answers[40:42], reviewer="dataset-annotation", via="dataset_annotation")
     pair = _store_double(engine, rubric, answers[3:5])
     queue = ReviewQueue(engine)
@@ -193,8 +194,8 @@ def test_align_takes_reviewers_labels_only_and_adjudication_settles_their_disagr
 
     labels = reviewer_labels(engine, rubric)
     by_id = {x.item.id: x.human for x in labels.items}
-    routed_by = {x.item.id: x.uniform for x in labels.items}
-    assert routed_by[uniform] and not routed_by[targeted]  # a targeted pick is never measured on
+    weights = {x.item.id: x.weight for x in labels.items}
+    assert (weights[uniform], weights[targeted]) == (1.0, 4.0)  # 1/p: a pick chosen more often counts less
     assert not set(annotated) & set(by_id)  # a dataset annotation is never taken for a reviewer's label
     assert labels.not_reviewers == {"dataset_annotation": 2}
     split_item = pair[1][0]
@@ -269,12 +270,12 @@ def test_an_llm_judge_is_measured_on_held_out_items_with_the_scrubbed_examples_i
 
 def test_an_aligned_judge_that_scores_every_held_out_item_as_the_current_one_is_refused() -> None:
     same = CriterionFigures(
-        n=44, current=0.0, current_interval=(0.0, 0.0), aligned=0.0, aligned_interval=(0.0, 0.0), difference=0.0,
-        interval=(0.0, 0.0), decisive=True, changed=0,
+        n=44, n_effective=44.0, current=0.0, current_interval=(0.0, 0.0), aligned=0.0, aligned_interval=(0.0, 0.0),
+        difference=0.0, interval=(0.0, 0.0), decisive=True, changed=0,
     )  # fmt: skip
     accepted, reason = decide({"faithfulness": same}, 20)  # SmolLM2 through vLLM: one score, examples or not
     assert not accepted and "scored every held-out item as the current one" in reason
-    few = same.model_copy(update={"n": 12, "decisive": False, "changed": 3, "difference": 0.2})
+    few = same.model_copy(update={"n": 12, "n_effective": 12.0, "decisive": False, "changed": 3, "difference": 0.2})
     assert decide({"faithfulness": few}, 20) == (False, "no criterion has 20 held-out items both judges scored: "
                                                   "the comparison decides nothing")  # fmt: skip
     better = same.model_copy(update={"changed": 5, "difference": 0.1})
