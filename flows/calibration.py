@@ -3,7 +3,7 @@
 For the latest judge configuration and rubric version: store the day's tier snapshot (traffic and release
 estimands, tier gaps, agreement, label counts) and the Tiers page's rendering per period (the page reads it),
 store per-tier agreement with human labels as trust records, test every tier and criterion for drift and
-store (and optionally POST) alerts, and make sure the
+store alerts, and make sure the
 configured judge has re-judged the anchor set, comparing it with the previous configuration; when the judge
 endpoint's fingerprint changed (other weights or server under the same configuration) every anchor is
 re-judged at once and compared with its scores from before. Then alert on served-model changes: a tier's
@@ -27,6 +27,7 @@ from sqlalchemy import Engine
 
 from flows.serving import serve_declared, serve_main
 from judges.factory import chain, describe, is_healthy, judge_links
+from judgewatch.alerts.check import check_alerts_quietly
 from judgewatch.calibration import model_change
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.anchors import (
@@ -38,7 +39,7 @@ from judgewatch.calibration.anchors import (
     last_anchor_judging,
     rejudge_due,
 )
-from judgewatch.calibration.drift import DriftConfig, detect, notify, store_alerts
+from judgewatch.calibration.drift import DriftConfig, detect, store_alerts
 from judgewatch.calibration.fingerprint import fetch_fingerprint, record_fingerprint
 from judgewatch.calibration.model_change import JudgeStability, judge_stability
 from judgewatch.calibration.serialize import jsonable
@@ -145,15 +146,12 @@ def record_trust(engine: Engine, summary: CalibrationSummary, rubric: Rubric) ->
 
 
 @task(name="drift", cache_policy=NO_CACHE)
-def drift_alerts(
-    engine: Engine, summary: CalibrationSummary, family_alpha: float, webhook_url: str | None
-) -> dict[str, Any]:
-    """Test every tier and criterion for drift; store alerts, POST new ones, resolve those now within chance."""
+def drift_alerts(engine: Engine, summary: CalibrationSummary, family_alpha: float) -> dict[str, Any]:
+    """Test every tier and criterion for drift; store new alerts, resolve those now within chance."""
     if summary.series is None:
-        return {"tested": 0, "new_alerts": 0, "open_alerts": 0, "resolved": 0, "webhook": {}}
+        return {"tested": 0, "new_alerts": 0, "open_alerts": 0, "resolved": 0}
     run = detect(summary.frame, summary.series, config=DriftConfig(family_alpha=family_alpha))
     store_alerts(engine, run, family_alpha=family_alpha)
-    outcomes = notify(engine, run, webhook_url)
     points = [{"tier": r.tier, "criterion": r.criterion, "window": r.window, "points": r.points} for r in run.results]
     tests = [r for r in run.results if r.test is not None]
     _snapshot(
@@ -165,7 +163,6 @@ def drift_alerts(
         "new_alerts": len(run.new_alert_ids),
         "alerting_series": len(run.alerts),
         "resolved": run.resolved,
-        "webhook": outcomes,
     }
 
 
@@ -298,7 +295,6 @@ async def calibration(
     anchor_set: str | None = None,
     anchor_size: int = 100,
     rejudge_anchors: bool = True,
-    webhook_url: str | None = None,
     family_alpha: float = 0.05,
     lookback_days: int = 90,
     database_url: str | None = None,
@@ -306,18 +302,17 @@ async def calibration(
     """Compute, store and alert (see the module docstring); returns what was done, as a dict.
 
     `judge`: the judge that re-judges the anchors, "reference" or URL(s) (default: the configured judge URL,
-    no silent fallback). `webhook_url`: where new drift alerts are POSTed (default: none).
+    no silent fallback). Then the alert rules are checked (`judgewatch.alerts`, when a rules file is set).
     """
     settings = get_settings()
     engine = make_engine(database_url or settings.effective_database_url)
     try:
         migrate(engine)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-        hook = webhook_url or getattr(settings, "calibration_webhook_url", None)
         summary = tier_snapshot(engine, rubric_obj, lookback_days)
         views = page_views(engine, rubric_obj)
         trust_records = record_trust(engine, summary, rubric_obj)
-        drift = drift_alerts(engine, summary, family_alpha, hook)
+        drift = drift_alerts(engine, summary, family_alpha)
         anchor = await anchors(
             engine,
             summary,
@@ -329,6 +324,7 @@ async def calibration(
             rejudge=rejudge_anchors,
         )
         model = served_model_change(engine, summary, anchor, family_alpha)
+        alerts = check_alerts_quietly(engine, settings)
     finally:
         engine.dispose()
     series = summary.series
@@ -344,6 +340,7 @@ async def calibration(
         "drift": drift,
         "anchors": anchor,
         "served_model_change": model,
+        "alerts": alerts,
     }
     logger.info("calibration: %s", result)
     return result

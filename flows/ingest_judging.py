@@ -1,6 +1,7 @@
 """The scheduled judging of what the OTLP receiver stored (`ingest-judging` in prefect.yaml, every 5 minutes by
 default): the picks of an `otlp` source that have no verdict under the rubric and judge yet, judged under the
-judge endpoint's global concurrency limit like every other flow run's calls, and a share routed to review."""
+judge endpoint's global concurrency limit like every other flow run's calls, and a share routed to review; then the
+alert rules are checked (`judgewatch.alerts`, when a rules file is set)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from prefect import flow
 
+from judgewatch.alerts.check import check_alerts_quietly
 from judgewatch.ingest.judging import judge_new_picks
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine
@@ -28,6 +30,7 @@ async def ingest_judging(
     engine = make_engine(database_url or settings.effective_database_url)
     try:
         migrate(engine)
-        return await judge_new_picks(engine, settings, source=source, rubric=rubric, judge=judge)
+        counts = await judge_new_picks(engine, settings, source=source, rubric=rubric, judge=judge)
+        return {**counts, "alerts": check_alerts_quietly(engine, settings)}
     finally:
         engine.dispose()

@@ -372,6 +372,7 @@ def conclude(
         "run_ids": run_ids,
         "database": database,
         **written,
+        "cost": report.cost,  # the judge's cost of the release so far: gates are never paused by the spend cap
     }
 
 

@@ -24,6 +24,7 @@ from flows.sampling_batches import (
     StoringRun,
     batched,
     display_url,
+    judge_paused,
     note_quarantine,
     store_partitions,
     tally,
@@ -31,6 +32,7 @@ from flows.sampling_batches import (
 from flows.sampling_tasks import PartitionRead, peek_watermark, read_partition
 from flows.serving import serve_declared, serve_main
 from judges.factory import chain, judge_links
+from judgewatch.alerts.check import check_alerts_quietly
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
@@ -74,7 +76,8 @@ async def traffic_sampling(
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
     ranges of its (order, id) keys, read at once by mapped `read-partition` tasks; the watermark is saved per
     partition, in order (docs/sampling.md, "Partitions").
-    A dry run reads here too.
+    A dry run reads here too. Judging pauses at the daily judge spend cap (picks stored, judged by the first run of
+    the next UTC day); the alert rules are checked at the end (`judgewatch.alerts`, when a rules file is set).
     Raises SourceBusy when another run holds the source.
     """
     if batch_size < 1 or partitions < 1:
@@ -118,6 +121,7 @@ async def traffic_sampling(
                 judge=judge_obj,
                 params={"source": report.source, "started_from": report.started_from},
                 lazy=True,  # recorded on the first batch or quarantined row: a run that reads nothing leaves none
+                spend_cap=True,  # judging pauses at the daily judge spend cap; the picks are still stored
             )
             policy = RoutingPolicy.from_settings(
                 settings, review_share=review_share, unscored_share=unscored_share, borderline_share=borderline_share
@@ -126,12 +130,14 @@ async def traffic_sampling(
             try:
                 with judging:
                     try:
+                        await judge_paused(run, policy, settings, batch_size)
                         parts = _partitions(read_config, start, partitions)
                         await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
             finally:
                 await judge_obj.aclose()
+        report.alerts = check_alerts_quietly(engine, settings)
     finally:
         engine.dispose()
     return report.model_dump(mode="json")

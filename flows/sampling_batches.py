@@ -3,7 +3,8 @@
 `store_partitions` is the one place picks become stored interactions, verdicts and review items: the
 `traffic-sampling` flow runs it over its partitions, saving the watermark. Per bounded batch of picks: store the
 quarantined rows read before them and the picks, judge the picks not judged yet, route a share of the verdicts to
-review.
+review. `judge_paused` first judges the picks earlier runs of the source stored while the daily judge spend cap
+held.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from prefect.utilities.annotations import quote
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
+from sqlmodel import col, select
 
 from flows.sampling_tasks import (
     PartitionRead,
@@ -29,9 +31,13 @@ from flows.sampling_tasks import (
 from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import Settings
+from judgewatch.storage.db import session_scope
+from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.paused import paused_ids, unpause
 from judgewatch.storage.watermarks import SourceLease
 from judgewatch.traffic import RejectedTrafficRow, Watermark
 from judgewatch.traffic.partitions import merge_watermarks
+from judgewatch.traffic.records import source_label
 from judgewatch.traffic.sampling import SampleStats, StratumStats
 
 logger = logging.getLogger(__name__)
@@ -39,7 +45,8 @@ logger = logging.getLogger(__name__)
 QUARANTINE_FLUSH = 500  # quarantined rows buffered at most before they are stored
 QUARANTINE_SHOWN = 20  # positions kept in the report
 # The report's counts stored with the run record, beside the run's own (judged now, already judged, by status...).
-RUN_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "routed", "review_items_created"}
+RUN_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored", "routed", "review_items_created",
+              "resumed"}  # fmt: skip
 T = TypeVar("T")
 
 
@@ -69,8 +76,12 @@ class SamplingReport(BaseModel):
     already_judged: int = 0  # picks with a verdict under this rubric and judge already (a re-read window)
     routed: dict[str, int] = Field(default_factory=dict)  # pick reason -> verdicts routed to review
     review_items_created: int = 0
+    paused: str | None = None  # why judging paused (the daily spend cap), None when it did not
+    paused_picks: int = 0  # picks stored without a verdict, judged by the next UTC day's runs
+    resumed: int = 0  # picks of earlier paused runs judged by this one
     watermark: dict[str, Any] = Field(default_factory=dict)  # where the next run starts reading
     watermark_saved: bool = False
+    alerts: dict[str, Any] = Field(default_factory=dict)  # the alert rules checked after the run (alerts.check)
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -143,6 +154,36 @@ def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
     target.update(Counter(target) + Counter(counts))
 
 
+def _route(run: StoringRun, verdict_ids: Iterable[str], policy: RoutingPolicy, settings: Settings) -> None:
+    routing = route_picks(run.engine, quote(list(verdict_ids)), policy, settings.rubrics_dir)
+    add_counts(run.report.routed, routing.by_reason)
+    run.report.review_items_created += routing.created
+
+
+async def judge_paused(run: StoringRun, policy: RoutingPolicy, settings: Settings, batch_size: int) -> None:
+    """Judge and route the picks of this source that earlier runs stored while the spend cap held, batch by
+    batch, forgetting each once judged; stops (they keep waiting) if the cap holds still."""
+    label, judging, after = source_label(run.report.source), run.judging, ""
+    while True:
+        with session_scope(run.engine) as session:
+            ids = paused_ids(session=session, source=label, after=after, limit=batch_size)
+            rows = session.exec(select(Interaction).where(col(Interaction.id).in_(ids))).all() if ids else []
+        if not rows or judging.paused:
+            break
+        after = ids[-1]
+        judged = await judging.judge_stored([(row.id, row.to_item()) for row in rows])
+        if judged.paused:
+            break
+        run.report.resumed += judged.judged_now
+        _route(run, judged.verdict_ids.values(), policy, settings)
+        with session_scope(run.engine, write=True) as session:
+            unpause(session=session, interaction_ids=list(judged.verdict_ids))
+        judging.beat()
+    run.report.run_id = judging.run_id
+    if run.report.resumed:
+        logger.info("source %s: %d picks paused by the spend cap judged now", run.report.source, run.report.resumed)
+
+
 def _checkpoint(run: StoringRun, mark: Watermark, run_id: str | None) -> str:
     if run.lease is None:
         raise RuntimeError("only the run holding the source's lease saves its watermark")
@@ -180,10 +221,9 @@ async def store_partitions(
             judged = await judge_picks(judging, quote(batch), run.lease)
             summary = judging.summary
             report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
-            report.already_judged = judging.already_judged
-            routing = route_picks(run.engine, quote(list(judged.verdict_ids.values())), policy, settings.rubrics_dir)
-            add_counts(report.routed, routing.by_reason)
-            report.review_items_created += routing.created
+            report.already_judged, report.paused = judging.already_judged, judging.paused
+            report.paused_picks += len(judged.paused)
+            _route(run, judged.verdict_ids.values(), policy, settings)
             if save and part.streamed:  # a single pass: its watermark stops at the last pick handed out
                 current = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
                 last_saved = _checkpoint(run, current, run_id)

@@ -23,6 +23,7 @@ from judgewatch.review.routing import RoutingPolicy, RoutingReport, route_verdic
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import upsert_interactions
+from judgewatch.storage.paused import pause_picks
 from judgewatch.storage.quarantine import quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
 from judgewatch.traffic import Pick, RejectedTrafficRow, SampleStats, Watermark
@@ -128,12 +129,16 @@ def store_quarantined(engine: Engine, rows: Sequence[RejectedTrafficRow], run_id
 async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease | None) -> StoredBatch:
     """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored.
 
-    Keyed by interaction id; the judge sees the stored interaction, as in every other run.
+    Keyed by interaction id; the judge sees the stored interaction, as in every other run. Picks left unjudged
+    because the daily spend cap holds are recorded as waiting (`storage.paused`), for the next UTC day's runs.
     """
     items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
-    if lease is None:  # a partition's flow run: the parent holds the source
-        return await run.judge_stored(items)
-    return await run.judge_stored(items, on_verdict=lambda _key, _verdict: lease.renew_if_due())
+    renew = None if lease is None else (lambda _key, _verdict: lease.renew_if_due())  # None: the parent holds it
+    batch = await run.judge_stored(items, on_verdict=renew)
+    if batch.paused and run.engine is not None:
+        with session_scope(run.engine, write=True) as session:
+            pause_picks(session=session, source=picks[0].row.source, interaction_ids=batch.paused, run_id=run.run_id)
+    return batch
 
 
 @task(name="route-verdicts", cache_policy=NO_CACHE)

@@ -130,7 +130,9 @@ class Settings(BaseSettings):
     # Estimates resting on fewer human labels than this read "too few labels (n=k, need m)", with no interval.
     min_labels: int = Field(default=5, ge=2, description="Human labels an estimate needs before it gets an interval")
 
-    calibration_webhook_url: str | None = Field(default=None, description="POSTed a JSON body per new drift alert")
+    # Alert rules (judgewatch.alerts, docs/operations.md): checked after each calibration, sampling and ingest-judging
+    # flow run and by `judgewatch alerts check`; unset, nothing is checked.
+    alert_rules_file: Path | None = Field(default=None, description="YAML file of alert rules and their webhooks")
     # The calibration flow re-judges the anchor set when its last judging by the configured judge is older than
     # this, even with an unchanged fingerprint: a server change nothing reports is caught within the period.
     anchor_rejudge_days: float = Field(default=7.0, gt=0, description="Re-judge the anchors at least this often")
@@ -148,6 +150,9 @@ class Settings(BaseSettings):
     # JUDGEWATCH_JUDGE_PRICES='{"my-judge": {"input": 0.10, "output": 0.40, "cached_input": 0.025}}').
     judge_prices: dict[str, ModelPrice] = Field(default_factory=dict)
     cost_currency: str = "USD"
+    # Once the judge spend of the UTC day (priced by judge_prices) reaches this, sampling-side judging pauses until
+    # the next UTC day: picks are stored and judged then (judgewatch.judging.spend_cap). Release gates never pause.
+    judge_daily_spend_cap: float | None = Field(default=None, gt=0, description="Daily judge spend cap, cost_currency")
 
     @classmethod
     def settings_customise_sources(

@@ -36,7 +36,7 @@ human), where it disagrees (confusion matrices), how well reviewers agree with e
 configuration compares with the previous one on the frozen anchor set, before any new label arrives.
 """
 NO_LABELS = MISSING["Judge-human agreement per tier"]
-ALERT_COLUMNS = ["state", "tier", "criterion", "window", "from", "kind", "p agreement", "p bias", "message", "webhook"]
+ALERT_COLUMNS = ["state", "tier", "criterion", "window", "from", "kind", "p agreement", "p bias", "message"]
 
 
 @dataclass
@@ -82,7 +82,6 @@ def alerts_frame(engine: Engine, rubric: str, limit: int = 50) -> pd.DataFrame:
             fmt_num(a.p_agreement_drop, ".2g"),
             fmt_num(a.p_bias_shift, ".2g"),
             a.message,
-            a.webhook_status or "-",
         ]
         for a in alerts
     ]

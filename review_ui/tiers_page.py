@@ -91,18 +91,26 @@ def _empty_view(text: str) -> TiersView:
     return TiersView("", empty, text, empty, empty, empty, empty, empty, png, png, png, [], None, dict(PLOTS))
 
 
-def _cost(engine: Engine, since: str) -> str:
-    """The judge's cost over the page's period (read live: one grouped query)."""
+def _cost(engine: Engine, since: str | None) -> str:
+    """The judge's cost over the page's period (None: not asked), then today's spend against the daily cap, its
+    pause first when it holds (read live: grouped queries)."""
     from datetime import timedelta
 
     from judgewatch.judging.costs import cost_line
+    from judgewatch.judging.spend_cap import settings_day_spend
     from judgewatch.settings import get_settings
     from judgewatch.storage.db import session_scope
+    from judgewatch.storage.paused import count_paused
     from judgewatch.storage.types import utcnow
 
+    settings = get_settings()
     start = utcnow() - timedelta(days=int(since.rstrip("d"))) if since else None
     with session_scope(engine) as session:
-        return cost_line(session, get_settings(), start)
+        period = cost_line(session, settings, start) if since is not None else ""
+        spend, waiting = settings_day_spend(session, settings), count_paused(session=session)
+    today = f"> ⚠️ **Judging paused**: {spend.pause_note()}" if spend.paused else "Today's " + spend.describe()
+    today += f" ({waiting:,} sampled picks wait to be judged)" if waiting else ""
+    return "\n\n".join(line for line in (today, period) if line)
 
 
 def tiers_view(
@@ -114,7 +122,9 @@ def tiers_view(
     stored = stored_views(engine, rubric_name=rubric, period=since)
     view = stored.pick(series)
     if view is None:
-        return _empty_view(NOT_COMPUTED)
+        empty = _empty_view(NOT_COMPUTED)
+        empty.header = f"{NOT_COMPUTED}\n\n{_cost(engine, None)}"
+        return empty
     t = view.tables
     at = f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
 

@@ -1,4 +1,4 @@
-"""Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, alerts, a webhook.
+"""Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, and alerts.
 
 A series lives within one release and tier: a new release's answers start a new series instead of reading as
 judge drift (traffic without a release is one series per tier). The check, for each series (release, tier,
@@ -8,7 +8,7 @@ for a fall in exact judge-human agreement and a shift of the bias (judge - human
 hypotheses and every series tested holds the chance of any false alarm at `family_alpha` (0.05) over every
 run together, however often the flow runs: hourly checks keep the rate a daily one has. Only uniformly routed
 labels are used (see `agreement.py`). An alert is stored once per series and window; a later window of
-the same series that tests within chance resolves it. New alerts are POSTed to a webhook when one is set.
+the same series that tests within chance resolves it. Alert rules (`judgewatch.alerts`) send them to webhooks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-import httpx
 import numpy as np
 import pandas as pd
 from sqlalchemy import Engine
@@ -27,7 +26,6 @@ from sqlmodel import Session
 from judgewatch.calibration.agreement import agreement_sample
 from judgewatch.calibration.score_frame import Series
 from judgewatch.calibration.serialize import jsonable
-from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, time_windows
 from judgewatch.stats.drift import drift_monitor
 from judgewatch.storage.calibration import (
@@ -36,11 +34,9 @@ from judgewatch.storage.calibration import (
     DriftAlert,
     close_alerts,
     get_alerts,
-    set_webhook_status,
     upsert_alert,
 )
 from judgewatch.storage.db import session_scope
-from judgewatch.url_secrets import reveal
 
 logger = logging.getLogger(__name__)
 
@@ -246,35 +242,6 @@ def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -
     if run.new_alert_ids:
         logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
     return run
-
-
-def post_webhook(url: str, alert: DriftAlert, *, timeout_s: float = 5.0) -> str:
-    """POST the alert as JSON (`text` for chat webhooks, `alert` for machines); never raises, returns the outcome."""
-    payload = {"text": f"[judgewatch] {alert.message}", "alert": jsonable(alert.model_dump())}
-    try:
-        with httpx.Client(timeout=timeout_s) as client:
-            response = client.post(reveal(url), json=payload)
-    except Exception as exc:  # the alert is stored either way: a webhook outage must not fail the flow
-        logger.warning("drift webhook %s failed: %s", mask_url(url), mask_urls_in(str(exc)))
-        return f"failed: {type(exc).__name__}: {mask_urls_in(str(exc))}"[:500]
-    if response.is_success:
-        return f"posted: HTTP {response.status_code}"
-    logger.warning("drift webhook %s answered HTTP %d", mask_url(url), response.status_code)
-    return f"failed: HTTP {response.status_code}"
-
-
-def notify(engine: Engine, run: DriftRun, webhook_url: str | None, *, timeout_s: float = 5.0) -> dict[str, str]:
-    """Post every new alert of the run to the webhook and store each outcome; {} when no URL is set."""
-    if not webhook_url:
-        return {}
-    outcomes = {}
-    for alert in run.alerts:
-        if alert.id in run.new_alert_ids:
-            outcomes[alert.id] = post_webhook(webhook_url, alert, timeout_s=timeout_s)
-    with session_scope(engine, write=True) as session:
-        for alert_id, status in outcomes.items():
-            set_webhook_status(session=session, alert_id=alert_id, status=status)
-    return outcomes
 
 
 def open_alerts(engine: Engine, *, rubric_name: str | None = None) -> list[DriftAlert]:

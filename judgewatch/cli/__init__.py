@@ -70,6 +70,7 @@ _COMMANDS: tuple[tuple[str, str, str, str | None], ...] = (
     ("report", "report_cmd", "app", None),
     ("calibrate", "report_cmd", "calibrate", None),
     ("metrics", "metrics_cmd", "app", None),
+    ("alerts", "alerts_cmd", "app", None),
     ("compare", "workbench_cmd", "compare", None),
     ("export", "workbench_cmd", "export", None),
     ("ingest", "ingest_cmd", "app", None),

@@ -82,3 +82,5 @@ def judge(
     total = sum(judged.values()) if isinstance(judged, dict) else 0
     typer.echo(f"source {source}: judged {total} {judged}, {counts['already_judged']} already judged, "
                f"routed {counts['routed']} ({counts['review_items_created']} new review items)")  # fmt: skip
+    if counts["paused"]:
+        typer.echo(f"paused: {counts['paused']}")

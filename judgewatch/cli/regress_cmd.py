@@ -86,6 +86,8 @@ def print_result(result: dict[str, Any]) -> None:
     for kind in ("reasons", "warnings", "notes"):
         for entry in result.get(kind, []):
             typer.echo(f"  {kind[:-1]}: {entry}", err=err)
+    if result.get("cost"):
+        typer.echo(f"judge cost of this release so far: {result['cost']['text']}")
     typer.echo(f"report: {result['report']} (JSON: {result['report_json']})")
     for kind in ("junit", "summary_md"):
         if result.get(kind):

@@ -209,7 +209,6 @@ def calibrate(
     ] = None,
     anchor_set: Annotated[str | None, typer.Option(help="Anchor set name (default: <rubric>-anchors)")] = None,
     anchors: Annotated[bool, typer.Option(help="Re-judge the anchor set with the judge when it has not yet")] = True,
-    webhook_url: Annotated[str | None, typer.Option(help="POST new drift alerts to this URL")] = None,
     lookback_days: Annotated[int, typer.Option(min=1, help="Days of verdicts the estimates and drift use")] = 90,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -220,7 +219,7 @@ def calibrate(
     from judgewatch.contract.rubric import RubricError
 
     try:
-        params = {"judge": judge, "webhook_url": webhook_url, "database_url": database_url}
+        params = {"judge": judge, "database_url": database_url}
         result = asyncio.run(
             calibration(
                 rubric=rubric,

@@ -1,7 +1,8 @@
 """`judgewatch runs list`: the judging runs recorded in the store, newest first, with their status and counts.
 
 Listing first marks `abandoned` the running runs whose heartbeat is older than `run_expiry_s` (their process
-is gone), so a killed run never shows as running forever.
+is gone), so a killed run never shows as running forever. A run `paused` at the daily judge spend cap says why
+and until when on the line below it (its picks are stored and judged by the next UTC day's runs).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 app = typer.Typer(no_args_is_help=True)
 
-SHOWN_COUNTS = ("items", "judged_now", "reused", "already_judged", "quarantined")
+SHOWN_COUNTS = ("items", "judged_now", "reused", "already_judged", "quarantined", "paused_items")
 
 
 @app.command("list")
@@ -56,6 +57,7 @@ def runs_list(
                     "started_at": run.started_at.isoformat(timespec="seconds"),
                     "heartbeat_at": run.heartbeat_at.isoformat(timespec="seconds") if run.heartbeat_at else None,
                     "counts": {k: run.counts[k] for k in SHOWN_COUNTS if k in run.counts},
+                    "note": run.counts.get("paused"),
                 }
                 for run in runs
             ]
@@ -87,6 +89,8 @@ def runs_list(
             f"{row['id']:<32} {row['kind']:<10} {row['status']:<10} {row['started_at']:<25} "
             f"{row['heartbeat_at'] or '-':<25} {row['name']} {counts}".rstrip()
         )
+        if row["note"]:
+            typer.echo(f"  {row['status']}: {row['note']}")
 
 
 def _cost_cell(cost: dict[str, Any]) -> str:

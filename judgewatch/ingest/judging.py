@@ -3,7 +3,8 @@ keyset batches, each batch's verdicts routed to review by the same policy as the
 
 The receiver answers exporters as soon as spans are stored; judging runs apart (`judgewatch ingest judge`, or the
 `ingest-judging` deployment every few minutes: flows/ingest_judging.py), so a slow or down judge never makes
-exporters retry or drop spans.
+exporters retry or drop spans. Once the day's judge spend reaches the daily cap (`judging.spend_cap`) a run stops
+and finishes `paused`; the picks it left are found again by the first run of the next UTC day.
 """
 
 from __future__ import annotations
@@ -60,10 +61,10 @@ async def judge_received(
     batch_size: int = 500,
 ) -> dict[str, object]:
     """Judge the stored picks of source `source` that have no verdict under `rubric` and `judge` yet; returns the
-    counts (judged by status, already judged, routed to review, the run id)."""
+    counts (judged by status, already judged, routed to review, the run id, why it paused if it did)."""
     label = source_label(source)
     run = JudgingRun(engine, kind=RunKind.sampling, name=f"ingest-judge/{source}", identity=f"{source}@received",
-                     rubric=rubric, judge=judge, params={"source": source}, lazy=True)  # fmt: skip
+                     rubric=rubric, judge=judge, params={"source": source}, lazy=True, spend_cap=True)  # fmt: skip
     routed: Counter[str] = Counter()
     created = 0
     with run:
@@ -82,6 +83,8 @@ async def judge_received(
                                             verdict_ids=list(batch.verdict_ids.values()))  # fmt: skip
                 routed.update(report.by_reason)
                 created += report.created
+            if batch.paused:
+                break
         run.extra = {"routed": dict(routed), "review_items_created": created}
     summary = run.summary
     return {
@@ -91,4 +94,5 @@ async def judge_received(
         "already_judged": run.already_judged,
         "routed": dict(routed),
         "review_items_created": created,
+        "paused": run.paused,
     }

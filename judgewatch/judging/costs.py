@@ -45,6 +45,16 @@ class Cost:
         elif prompt or completion:
             self.unpriced_models[model] = self.unpriced_models.get(model, 0) + n
 
+    def merge(self, other: Cost) -> None:
+        """Add another group's figures (same currency) to this one."""
+        self.amount += other.amount
+        self.verdicts += other.verdicts
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cached_tokens += other.cached_tokens
+        for model, n in other.unpriced_models.items():
+            self.unpriced_models[model] = self.unpriced_models.get(model, 0) + n
+
     def describe(self) -> str:
         """`0.0123 USD for 1,000 verdicts (812,400 prompt / 40,210 completion tokens)`, unpriced models named."""
         text = (
@@ -127,13 +137,7 @@ def cost_line(session: Session, settings: Settings, since: datetime | None) -> s
     per_day = judge_costs(session, by="day", prices=prices, currency=currency, since=since)
     total = Cost(currency)
     for day in per_day.values():
-        total.verdicts += day.verdicts
-        total.amount += day.amount
-        total.prompt_tokens += day.prompt_tokens
-        total.completion_tokens += day.completion_tokens
-        total.cached_tokens += day.cached_tokens
-        for model, n in day.unpriced_models.items():
-            total.unpriced_models[model] = total.unpriced_models.get(model, 0) + n
+        total.merge(day)
     releases = judge_costs(session, by="release", prices=prices, currency=currency, since=since)
     per_release = ", ".join(f"{r} {c.amount:.4f}" for r, c in sorted(releases.items()))
     return f"Judge cost over the period: {total.describe()}" + (f"; per release: {per_release}" if per_release else "")

@@ -15,7 +15,9 @@ with `resume=True` only those without a stored verdict (the rest are delivered f
 `reused`). A started run beats every `run_heartbeat_s`; starting a run first marks `abandoned` the running runs
 silent for `run_expiry_s` (their process is gone). A run finishes `degraded` instead of `completed` when more
 than `run_degraded_share` of its verdicts are not the configured judge's own: made by a fallback link, or left
-unscored because the endpoint failed.
+unscored because the endpoint failed. A sampling-side run (`spend_cap=True`) stops judging once the day's judge
+spend reaches `judge_daily_spend_cap` (`judging.spend_cap`): `judge_stored` then returns the items it left unjudged
+in `paused`, and the run finishes `paused` with the reason.
 Without an engine nothing is stored and nothing skipped: the run only judges and counts.
 """
 
@@ -50,6 +52,7 @@ from judgewatch.judging.pipeline import (
     Tally,
     judge_keyed,
 )
+from judgewatch.judging.spend_cap import settings_day_spend
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import interaction_id, traced_spans
@@ -94,6 +97,7 @@ class StoredBatch:
     judged_now: int = 0
     already_judged: int = 0
     verdicts: list[Verdict] = field(default_factory=list)  # the new verdicts, in input order
+    paused: list[str] = field(default_factory=list)  # interaction ids left unjudged: the spend cap holds
 
 
 class JudgingRun:
@@ -102,7 +106,7 @@ class JudgingRun:
     `lazy=True` starts the record on the first `start()` or judging call instead of on entry, so a run that
     finds nothing to do leaves no record. `retry_reasons`: unscored reasons (say "timeout") whose verdicts do
     not count as judged, so those items are judged again. `extra` holds the caller's own counts (quarantined
-    rows, routed verdicts...), stored with the run's.
+    rows, routed verdicts...), stored with the run's. `spend_cap`: the run pauses at the daily judge spend cap.
     """
 
     def __init__(
@@ -122,10 +126,13 @@ class JudgingRun:
         configured: Judge | None = None,
         degraded_share: float | None = None,
         scrub_pii: bool | None = None,
+        spend_cap: bool = False,
     ) -> None:
         self.engine, self.kind, self.name, self.identity = engine, kind, name, identity
         self.rubric, self.judge, self.params = rubric, judge, params or {}
         self.retry_reasons, self.lazy = frozenset(retry_reasons), lazy
+        self.paused: str | None = None  # why judging paused (the spend cap's note), None while it judges
+        self.paused_items = 0
         self.judge_config_hash = judge.identity(rubric).config_hash
         self.run_id: str | None = None
         self.extra: dict[str, Any] = {}
@@ -141,6 +148,8 @@ class JudgingRun:
         self.heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
         self.expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
         self.degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
+        # Sampling-side runs pause at the daily spend cap (priced by the settings): None, never.
+        self._cap_settings = settings if spend_cap and settings.judge_daily_spend_cap is not None else None
         # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
         self.configured_config_hash = configured.identity(rubric).config_hash if configured else self.judge_config_hash
         self._judging: Judge = judge
@@ -166,6 +175,8 @@ class JudgingRun:
         if self.run_id is None or self.engine is None:
             return
         status = RunStatus.failed if exc is not None else RunStatus.degraded if self.degraded else RunStatus.completed
+        if status is RunStatus.completed and self.paused:
+            status = RunStatus.paused
         if status is RunStatus.degraded:
             logger.warning("run %s is degraded: %s", self.run_id, self.degraded_summary())
         try:
@@ -219,9 +230,12 @@ class JudgingRun:
 
     def counts(self) -> dict[str, Any]:
         """The run record's counts: the summary, judged now / already judged / reused, and the caller's extra."""
-        own = {"judged_now": self.judged_now, "already_judged": self.already_judged, "reused": self.reused}
+        own: dict[str, Any] = {"judged_now": self.judged_now, "already_judged": self.already_judged,
+                               "reused": self.reused}  # fmt: skip
         if self.fallback or self.endpoint_failed:
             own |= {"fallback": self.fallback, "endpoint_failed": self.endpoint_failed}
+        if self.paused:
+            own |= {"paused": self.paused, "paused_items": self.paused_items}
         return self.summary.model_dump(mode="json") | own | self.extra
 
     @property
@@ -280,6 +294,11 @@ class JudgingRun:
         todo = [(key, item) for key, item in unique.items() if key not in done]
         batch = StoredBatch(verdict_ids=dict(done), already_judged=len(unique) - len(todo))
         self.already_judged += batch.already_judged
+        if todo and self._cap_reached():
+            batch.paused = [key for key, _ in todo]
+            self.paused_items += len(todo)
+            self.start()  # a run that only paused is recorded too: `runs list` says so
+            return batch
         if not todo:
             return batch
 
@@ -298,6 +317,17 @@ class JudgingRun:
         result = await self._judge(todo, new_source=None, on_verdict=seen, collect=collect, on_stored=on_stored)
         batch.judged_now, batch.verdicts = len(todo), result.verdicts
         return batch
+
+    def _cap_reached(self) -> bool:
+        """Whether the day's judge spend reached the cap (read once per batch until it has: then for the run)."""
+        if self.paused is not None or self._cap_settings is None or self.engine is None:
+            return self.paused is not None
+        with session_scope(self.engine) as session:
+            spend = settings_day_spend(session, self._cap_settings)
+        if spend.paused:
+            self.paused = spend.pause_note()
+            logger.warning("run %s: %s", self.name, self.paused)
+        return spend.paused
 
     async def judge_new(
         self,

@@ -23,9 +23,11 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine, text
 from sqlmodel import Session
 
+from judgewatch.judging.spend_cap import day_spend
 from judgewatch.metrics import names, queries
 from judgewatch.metrics.families import StoreReading, families
 from judgewatch.settings import ModelPrice, get_settings
+from judgewatch.storage.paused import count_paused
 from judgewatch.storage.types import utcnow
 
 logger = logging.getLogger(__name__)
@@ -42,9 +44,14 @@ SESSION_SETTINGS = text(
 
 
 def read_store(
-    engine: Engine, *, prices: Mapping[str, ModelPrice] | None = None, currency: str = "USD"
+    engine: Engine,
+    *,
+    prices: Mapping[str, ModelPrice] | None = None,
+    currency: str = "USD",
+    spend_cap: float | None = None,
 ) -> StoreReading:
-    """Every value the endpoint exports, read in one read-only transaction (`prices`: judge model -> price)."""
+    """Every value the endpoint exports, read in one read-only transaction (`prices`: judge model -> price;
+    `spend_cap`: the daily judge spend cap)."""
     with Session(engine) as session:
         if engine.dialect.name == "postgresql":
             session.execute(SESSION_SETTINGS)
@@ -63,6 +70,8 @@ def read_store(
             trust=queries.trust_records(session=session),
             prices=dict(prices or {}),
             currency=currency,
+            spend=day_spend(session, prices=prices or {}, currency=currency, cap=spend_cap),
+            paused_picks=count_paused(session=session),
         )
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
 
@@ -79,12 +88,12 @@ class StoreCollector(Collector):
         prices: Mapping[str, ModelPrice] | None = None,
         currency: str | None = None,
     ) -> None:
-        """`prices` and `currency` default to the settings' judge_prices and cost_currency."""
-        if prices is None or currency is None:
-            settings = get_settings()
-            prices = settings.judge_prices if prices is None else prices
-            currency = currency or settings.cost_currency
-        self.engine = engine
+        """`prices`, `currency` and the spend cap come from the settings (judge_prices, cost_currency,
+        judge_daily_spend_cap) unless given."""
+        settings = get_settings()
+        prices = settings.judge_prices if prices is None else prices
+        currency = currency or settings.cost_currency
+        self.engine, self.spend_cap = engine, settings.judge_daily_spend_cap
         self.prices, self.currency = dict(prices), currency
         self.min_interval_s = min_interval_s
         self._clock = clock
@@ -99,7 +108,10 @@ class StoreCollector(Collector):
             if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
                 started = time.perf_counter()
                 try:
-                    self._reading, self._up = read_store(self.engine, prices=self.prices, currency=self.currency), True
+                    self._reading, self._up = (
+                        read_store(self.engine, prices=self.prices, currency=self.currency, spend_cap=self.spend_cap),
+                        True,
+                    )
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
                     self._reading, self._up = None, False

@@ -17,6 +17,7 @@ from typing import Any, TypeAlias
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from sqlalchemy import Row
 
+from judgewatch.judging.spend_cap import DaySpend
 from judgewatch.metrics import names
 from judgewatch.metrics.queries import Count
 from judgewatch.settings import ModelPrice
@@ -64,6 +65,8 @@ class StoreReading:
     trust: Sequence[TrustRow] = field(default_factory=list)
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)  # judge model -> price (settings.judge_prices)
     currency: str = "USD"
+    spend: DaySpend | None = None  # today's judge spend and the daily cap (judging.spend_cap)
+    paused_picks: int = 0  # picks waiting for judging while the cap held
 
 
 def _counter(spec: names.MetricSpec) -> CounterMetricFamily:
@@ -78,6 +81,7 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     """Every family of the catalogue except the scrape's own health (the collector adds those)."""
     yield from _verdict_families(reading.verdicts)
     yield _cost_family(reading)
+    yield from _spend_families(reading)
     yield from _review_families(reading.queue, reading.labels)
     yield from _calibration_families(reading.snapshots)
     drift = _gauge(names.DRIFT)
@@ -216,6 +220,16 @@ def _trust_family(records: Sequence[TrustRow]) -> Metric:
             seen.add(key)
             family.add_metric(list(key), value)
     return family
+
+
+def _spend_families(reading: StoreReading) -> Iterator[Metric]:
+    """Today's spend, whether the daily cap pauses sampling-side judging, and the picks waiting for it."""
+    today, paused, waiting = _gauge(names.SPEND_TODAY), _gauge(names.SPEND_CAP_PAUSED), _gauge(names.PAUSED_PICKS)
+    if reading.spend is not None:
+        today.add_metric([reading.spend.cost.currency], reading.spend.cost.amount)
+    paused.add_metric([], 1.0 if reading.spend is not None and reading.spend.paused else 0.0)
+    waiting.add_metric([], float(reading.paused_picks))
+    yield from (today, paused, waiting)
 
 
 def _cost_family(reading: StoreReading) -> Metric:

@@ -82,6 +82,27 @@ COST = MetricSpec(
     "Judge cost in money: the tokens of judgewatch_judge_tokens priced by the settings' judge_prices (per million "
     "input, cached input and output tokens). A judge model without a price has no series here, never a 0.",
 )
+SPEND_TODAY = MetricSpec(
+    "judgewatch_judge_spend_today",
+    "gauge",
+    ("currency",),
+    "Judge spend of the current UTC day so far (every verdict written since 00:00 UTC, priced by judge_prices; "
+    "models without a price are not counted): what the daily spend cap is held to.",
+)
+SPEND_CAP_PAUSED = MetricSpec(
+    "judgewatch_judge_spend_cap_paused",
+    "gauge",
+    (),
+    "1 while today's judge spend has reached JUDGEWATCH_JUDGE_DAILY_SPEND_CAP: sampling-side judging (traffic "
+    "sampling, ingest judging) is paused until 00:00 UTC; release gates are not. 0 otherwise, or without a cap.",
+)
+PAUSED_PICKS = MetricSpec(
+    "judgewatch_judge_paused_picks",
+    "gauge",
+    (),
+    "Sampled picks stored but not judged yet because the daily spend cap held; the first sampling run of the next "
+    "UTC day judges them.",
+)
 QUEUE = MetricSpec(
     "judgewatch_review_queue_items",
     "gauge",
@@ -134,7 +155,8 @@ LAST_SUCCESS = MetricSpec(
     "judgewatch_last_success_timestamp_seconds",
     "gauge",
     ("flow",),
-    "Unix time of the last success: traffic-sampling and judge-file/judge-validation/anchor runs that completed, "
+    "Unix time of the last success: traffic-sampling and judge-file/judge-validation/anchor runs that completed "
+    "(or paused at the daily spend cap: they stored their picks), "
     "post-release-regression gate decisions that evaluated (exit 0 or 1), calibration snapshots.",
 )
 TRUST_AUROC = MetricSpec(
@@ -165,6 +187,9 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     LATENCY,
     TOKENS,
     COST,
+    SPEND_TODAY,
+    SPEND_CAP_PAUSED,
+    PAUSED_PICKS,
     QUEUE,
     LABELS,
     AGREEMENT,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Row, String, bindparam, cast, func, literal_column, select, union_all
+from sqlalchemy import Row, String, bindparam, cast, func, literal_column, or_, select, union_all
 from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Session
 
@@ -72,10 +72,12 @@ COUNTS = union_all(
 ).order_by("family", "a", "b", "c")  # fmt: skip
 
 _RUNS, _SNAPSHOTS = table(EvalRun).c, table(CalibrationSnapshot).c
-# (what, kind, at): the newest completed run of each kind, calibration snapshot and evaluated gate decision.
+# (what, kind, at): the newest completed run of each kind (or paused at the spend cap: its picks are stored),
+# calibration snapshot and evaluated gate decision.
 LAST_TIMES = union_all(
     select(_text("run").label("what"), _RUNS.kind.label("kind"), func.max(_RUNS.finished_at).label("at"))
-    .where(_RUNS.status == _text(RunStatus.completed.value)).group_by(_RUNS.kind),
+    .where(or_(_RUNS.status == _text(RunStatus.completed.value), _RUNS.status == _text(RunStatus.paused.value)))
+    .group_by(_RUNS.kind),
     select(_text("calibration"), _NONE, func.max(_SNAPSHOTS.computed_at)),
     select(_text("gate"), _NONE, func.max(_GATES.decided_at)).where(_GATES.exit_code.in_([0, 1])),
 )  # fmt: skip
@@ -89,7 +91,7 @@ _NEWEST = (
     .subquery()
 )
 TIER_SNAPSHOTS = (
-    select(_SNAPSHOTS.rubric_name, _SNAPSHOTS.payload)
+    select(_SNAPSHOTS.rubric_name, _SNAPSHOTS.payload, _SNAPSHOTS.computed_at)
     .join(_NEWEST, (_SNAPSHOTS.rubric_name == _NEWEST.c.rubric_name) & (_SNAPSHOTS.computed_at == _NEWEST.c.at))
     .where(_SNAPSHOTS.kind == _text("tiers"))
     .order_by(_SNAPSHOTS.rubric_name, _SNAPSHOTS.scope)
@@ -152,7 +154,7 @@ def _unix(at: datetime | str) -> float:
 
 
 def latest_tier_snapshots(*, session: Session) -> list[Row[Any]]:
-    """The newest "tiers" snapshot of each rubric (one row per rubric name: its name and payload)."""
+    """The newest "tiers" snapshot of each rubric (one row per rubric name: its name, payload and computed_at)."""
     seen: dict[str | None, Row[Any]] = {}
     for snapshot in session.execute(TIER_SNAPSHOTS):
         seen.setdefault(snapshot.rubric_name, snapshot)

@@ -1,10 +1,10 @@
 """Calibration tables: drift alerts, frozen anchor sets, and daily snapshots of the computed calibration.
 
 `DriftAlert` is one alert per (judge configuration, rubric version, tier, criterion, window width, window
-start): computing the same window again updates its numbers but keeps its state and webhook outcome, so a
-re-run never alerts twice. `AnchorSet`/`AnchorItem` hold a frozen list of interactions that every new judge
-configuration re-judges. `CalibrationSnapshot` keeps what the daily flow computed (tier estimates, drift
-series, anchor comparisons) as JSON, one row per kind, scope and day.
+start): computing the same window again updates its numbers but keeps its state, so a re-run never alerts
+twice (alert rules send them to webhooks: `judgewatch.alerts`). `AnchorSet`/`AnchorItem` hold a frozen list of
+interactions that every new judge configuration re-judges. `CalibrationSnapshot` keeps what the daily flow
+computed (tier estimates, drift series, anchor comparisons) as JSON, one row per kind, scope and day.
 """
 
 from __future__ import annotations
@@ -83,8 +83,6 @@ class DriftAlert(SQLModel, table=True):
     resolved_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     resolved_by: str | None = None
     resolution: str | None = None
-    webhook_status: str | None = None  # None: no webhook configured; "posted: HTTP 200" or "failed: ..."
-    webhook_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     # m012: the release the series is within (None: traffic without a release, or an older alert) and, for a
     # served-model change, the judge's mean score before and in the window with the test's p-value.
     release: str | None = Field(default=None, index=True)
@@ -132,7 +130,7 @@ class CalibrationSnapshot(SQLModel, table=True):
 
 # -- drift alerts ----------------------------------------------------------------------------------------------
 
-_ALERT_KEEP = ("id", "state", "created_at", "resolved_at", "resolved_by", "resolution", "webhook_status", "webhook_at")
+_ALERT_KEEP = ("id", "state", "created_at", "resolved_at", "resolved_by", "resolution")
 
 
 def upsert_alert(*, session: Session, alert: DriftAlert) -> tuple[DriftAlert, bool]:
@@ -182,13 +180,6 @@ def close_alerts(*, session: Session, ids: Sequence[str], state: AlertState, by:
         .values(state=state.value, resolved_at=utcnow(), resolved_by=by, resolution=note)
     )
     return int(result.rowcount or 0)
-
-
-def set_webhook_status(*, session: Session, alert_id: str, status: str) -> None:
-    c = table(DriftAlert).c
-    session.execute(
-        update(table(DriftAlert)).where(c.id == alert_id).values(webhook_status=status, webhook_at=utcnow())
-    )
 
 
 # -- anchor sets -----------------------------------------------------------------------------------------------

@@ -19,10 +19,12 @@ from sqlalchemy.schema import CreateColumn
 from sqlmodel import Session, SQLModel
 
 from judgewatch.storage import review_counts
+from judgewatch.storage.alerts import AlertIncident
 from judgewatch.storage.alignments import JudgeAlignment
 from judgewatch.storage.calibration import AnchorItem, AnchorSet, CalibrationSnapshot, DriftAlert
 from judgewatch.storage.db import SQLITE_BEGIN, table
 from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.paused import PausedPick
 from judgewatch.storage.quarantine import QuarantinedRow
 from judgewatch.storage.releases import GateDecision, ReleaseTier
 from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel, RoutingPlan
@@ -174,6 +176,21 @@ def m017_release_tier_baseline(conn: Connection) -> None:
     add_column(conn, ReleaseTier, "baseline")
 
 
+def m019_alert_incidents(conn: Connection) -> None:
+    """`alert_incident`: what the alert rules fired, resolved and delivered. Drift alerts reach webhooks through
+    the rules now: their own webhook outcome columns go."""
+    SQLModel.metadata.create_all(conn, tables=[table(AlertIncident)])
+    existing = {c["name"] for c in inspect(conn).get_columns("drift_alert")}
+    for column in ("webhook_status", "webhook_at"):
+        if column in existing:
+            conn.execute(text(f"ALTER TABLE drift_alert DROP COLUMN {column}"))
+
+
+def m020_paused_picks(conn: Connection) -> None:
+    """`paused_pick`: picks stored but not judged while the daily judge spend cap held, judged the next day."""
+    SQLModel.metadata.create_all(conn, tables=[table(PausedPick)])
+
+
 def m023_judge_alignments(conn: Connection) -> None:
     """Aligned judge configurations (`judges align`): each one built, its measurement, which one is in use."""
     SQLModel.metadata.create_all(conn, tables=[table(JudgeAlignment)])
@@ -202,6 +219,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_verdict_expected_scores,
     m016_review_counts,
     m017_release_tier_baseline,
+    m019_alert_incidents,
+    m020_paused_picks,
     m023_judge_alignments,
     m024_routing_plan,
 )

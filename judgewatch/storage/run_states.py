@@ -19,3 +19,4 @@ class RunStatus(StrEnum):
     failed = "failed"
     degraded = "degraded"  # finished, but too many verdicts came from a fallback judge or a failing endpoint
     abandoned = "abandoned"  # its process is gone: no heartbeat within the expiry (see `expire_runs`)
+    paused = "paused"  # finished, but judging paused at the daily spend cap: its picks wait for the next UTC day

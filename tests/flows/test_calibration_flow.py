@@ -57,14 +57,13 @@ async def test_calibration_flow_stores_the_day_and_rejudges_the_anchors_once(
         "judge": "reference",
         "anchor_size": 10,
         "database_url": db_url,
-        "webhook_url": "http://127.0.0.1:9/x",
     }
 
     first = await calibration(**params)
     assert first["judge_config_hash"] == JUDGE.config_hash and first["rubric_version"] == rubric.version
     assert first["tiers"] == ["full", "quantized"] and first["verdicts"] == 120 and first["labeled"] > 20
     assert first["trust_records"] == 2
-    assert first["drift"]["new_alerts"] == 0 and first["drift"]["webhook"] == {}
+    assert first["drift"]["new_alerts"] == 0 and first["alerts"] == {}  # no rules file: nothing checked
     anchors = first["anchors"]
     assert anchors["anchor_set"] == "answer_quality-anchors" and anchors["judged_now"] == 10
     assert anchors["compared_with"] == JUDGE.config_hash  # the reference judge against the traffic judge

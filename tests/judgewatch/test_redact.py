@@ -54,21 +54,21 @@ def test_serving_tier_sources_are_stored_masked(caplog: pytest.LogCaptureFixture
     assert "pa55word" not in spec.source and "pa55word" not in spec.describe()
 
 
-def test_fallback_link_labels_and_webhook_failures_carry_no_secret(caplog: pytest.LogCaptureFixture) -> None:
+def test_fallback_link_labels_and_webhook_failures_carry_no_secret(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, closed_port_url: str
+) -> None:
     from judges.fallback import link_label
-    from judgewatch.calibration.drift import post_webhook
+    from judgewatch.alerts.rules import Webhook
+    from judgewatch.alerts.webhooks import deliver
 
     settings = Settings(judge_url="http://alice:hunter22@127.0.0.1:9/v1")
     (link,) = judge_links(None, settings, None, None, fallback_reference=False)
     assert link_label(link).endswith("@http://alice:***@127.0.0.1:9/v1")
 
-    class Alert:
-        message = "drift"
-
-        def model_dump(self) -> dict[str, str]:
-            return {"message": "drift"}
-
+    # A webhook URL is a secret twice over: a password, and (Slack) a token in its path.
+    secret_url = closed_port_url.replace("http://", "http://hook:t0ps3cret@") + "/services/T0/B0/p4thT0ken"
+    monkeypatch.setenv("HOOK_URL", secret_url)
     with caplog.at_level(logging.WARNING):
-        outcome = post_webhook("http://hook:t0ps3cret@127.0.0.1:9/hook", Alert(), timeout_s=1.0)  # type: ignore[arg-type]
-    assert outcome.startswith("failed") and "t0ps3cret" not in outcome
-    assert "t0ps3cret" not in caplog.text and "hook:***@" in caplog.text
+        outcome = deliver(Webhook(name="oncall", format="json", url_env="HOOK_URL"), {"text": "drift"}, timeout_s=1.0)
+    assert outcome is not None and "ConnectError" in outcome and "webhook 'oncall' (127.0.0.1)" in outcome
+    assert not any(secret in text for secret in ("t0ps3cret", "p4thT0ken") for text in (outcome, caplog.text))
