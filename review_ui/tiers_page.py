@@ -108,7 +108,7 @@ def _cost(engine: Engine, since: str | None) -> str:
     with session_scope(engine) as session:
         period = cost_line(session, settings, start) if since is not None else ""
         spend, waiting = settings_day_spend(session, settings), count_paused(session=session)
-    today = f"> ⚠️ **Judging paused**: {spend.pause_note()}" if spend.paused else "Today's " + spend.describe()
+    today = f"> ⚠️ **Judging paused**: {spend.pause_note()}" if spend.paused else spend.describe()
     today += f" ({waiting:,} sampled picks wait to be judged)" if waiting else ""
     return "\n\n".join(line for line in (today, period) if line)
 

@@ -113,7 +113,7 @@ class _Check:
                 why = obs.text if obs is not None else f"{subject}: {GONE[rule.condition]}"
                 value = obs.value if obs is not None else None
                 claimed = resolve_incident(session=session, incident=last, value=value, message=why)
-            elif last is not None and last.due is not None:  # a delivery that failed before: try it again
+            elif last is not None and last.retry_due(utcnow()):  # a delivery that failed before: try it again
                 claimed = claim_retry(session=session, incident=last)
             else:
                 return

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from judgewatch.regression.tier_config import ENV_NAME
 
@@ -43,6 +43,15 @@ class Webhook(BaseModel):
     name: str = Field(pattern=NAME)
     format: Literal["slack", "json"]
     url_env: str = Field(pattern=f"^{ENV_NAME}$")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_url(cls, data: object) -> object:
+        if isinstance(data, dict) and "url" in data:
+            raise ValueError(
+                "field 'url': a webhook URL is a secret: set it in an environment variable, name it in url_env"
+            )
+        return data
 
 
 class _Rule(BaseModel):
@@ -119,6 +128,8 @@ RULE_CONDITIONS = ("corrected_score_below", "drift_alert", "unscored_share_above
 def _one_line(exc: ValidationError, data: object, origin: str) -> str:
     errors = exc.errors()
     where, loc = _where(data, list(errors[0]["loc"]))
+    if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc.append("condition")
     field = ".".join(str(p) for p in loc)
     message = errors[0]["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

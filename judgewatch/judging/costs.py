@@ -5,13 +5,16 @@ endpoint reports prefix-cache hits) cached input tokens. A verdict's cost is
 `(prompt - cached) * input + cached * cached_input + completion * output`, over a million; cached input is priced as
 input when the table has no cached price. A model missing from the table is never priced at 0: its verdicts and
 tokens are counted as unpriced and every total says so. The offline reference judge uses no tokens.
+
+Per run or release the tokens are the stored verdicts'; per UTC day they are every verdict write's of that day,
+re-judges included (`storage.verdict_counts.SpendDay`, kept by the verdict writer), read in a few rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from sqlalchemy import Engine, func, select
@@ -20,6 +23,7 @@ from sqlmodel import Session
 from judgewatch.settings import ModelPrice, Settings
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
+from judgewatch.storage.verdict_counts import SpendDay
 from judgewatch.storage.verdicts import VerdictRecord
 
 
@@ -92,10 +96,13 @@ def judge_costs(
     releases: list[str] | None = None,
     since: datetime | None = None,
 ) -> dict[str, Cost]:
-    """Judge cost per run id, release or UTC day (YYYY-MM-DD), from every verdict written (re-judges included:
-    their tokens were spent too)."""
+    """Judge cost per run id, release or UTC day (YYYY-MM-DD; from the day of `since`), priced by `prices`."""
+    if by == "day":
+        if run_ids is not None or releases is not None:
+            raise ValueError("the cost per day covers every run and release: it cannot be narrowed to some")
+        return _day_costs(session, prices, currency, since)
     v, i = table(VerdictRecord).c, table(Interaction).c
-    key = {"run": v.run_id, "release": i.release, "day": func.date(v.updated_at)}[by]
+    key = {"run": v.run_id, "release": i.release}[by]
     query = select(
         key,
         v.judge_name,
@@ -121,6 +128,19 @@ def judge_costs(
     return costs
 
 
+def _day_costs(
+    session: Session, prices: Mapping[str, ModelPrice], currency: str, since: datetime | None
+) -> dict[str, Cost]:
+    d = table(SpendDay).c
+    query = select(d.day, d.judge, d.verdicts, d.prompt_tokens, d.completion_tokens, d.cached_tokens)
+    if since is not None:
+        query = query.where(d.day >= since.astimezone(UTC).date().isoformat())
+    costs: dict[str, Cost] = {}
+    for day, model, n, prompt, completion, cached in session.execute(query):
+        costs.setdefault(day, Cost(currency)).add(model, n, prompt, completion, cached, prices.get(model))
+    return costs
+
+
 def release_cost(engine: Engine, release: str, settings: Settings) -> dict[str, object]:
     """The judge's cost for every verdict on a release's interactions so far, as JSON with its one-line `text`."""
     with session_scope(engine) as session:
@@ -132,7 +152,8 @@ def release_cost(engine: Engine, release: str, settings: Settings) -> dict[str, 
 
 
 def cost_line(session: Session, settings: Settings, since: datetime | None) -> str:
-    """One line for a page: the judge's cost over the period, in all and per release (priced models only)."""
+    """One line for a page: the judge's cost over the period, in all (UTC days from the day of `since`) and per
+    release (the verdicts written since `since`; priced models only)."""
     prices, currency = settings.judge_prices, settings.cost_currency
     per_day = judge_costs(session, by="day", prices=prices, currency=currency, since=since)
     total = Cost(currency)

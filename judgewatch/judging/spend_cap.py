@@ -39,14 +39,14 @@ class DaySpend:
         return datetime.combine(self.day + timedelta(days=1), time(), UTC)
 
     def describe(self) -> str:
-        """`judge spend today (2026-01-05 UTC): 0.0123 USD for ... of the daily cap of 1 USD`."""
+        """`Judge spend today (2026-01-05 UTC): 0.0123 USD for ... of the daily cap of 1 USD`."""
         cap = f" of the daily cap of {self.cap:g} {self.cost.currency}" if self.cap is not None else " (no daily cap)"
-        return f"judge spend today ({self.day} UTC): {self.cost.describe()}{cap}"
+        return f"Judge spend today ({self.day} UTC): {self.cost.describe()}{cap}"
 
     def pause_note(self) -> str:
         """Why sampling-side judging is paused and until when: the note a paused run and the pages carry."""
         return (
-            f"{SPEND_CAP}: sampling-side judging paused until {self.resumes_at:%Y-%m-%d %H:%M} UTC, "
+            f"{SPEND_CAP}: sampling-side judging paused until {self.resumes_at:%Y-%m-%d %H:%M} UTC: "
             f"{self.describe()}; its picks are stored and judged then; release gates are not paused"
         )
 

@@ -3,12 +3,13 @@
 An incident is sent once when it opens and once when it resolves, whatever the number of processes checking the
 rules: opening is an insert keyed by (rule, subject, incident number), which only one of two racing checks wins;
 resolving and each retry of a failed delivery are compare-and-set updates, which only one wins. A delivery that
-failed stays due (`sent` is behind `state`) and is tried again by the next check.
+failed stays due (`sent` is behind `state`) and is tried again by the next check; one claimed and never recorded
+(its process died while sending) is tried again after `IN_FLIGHT`.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -25,6 +26,7 @@ class IncidentState(StrEnum):
 
 
 EVENT = {IncidentState.open.value: "fired", IncidentState.resolved.value: "resolved"}  # the event each state sends
+IN_FLIGHT = timedelta(minutes=10)  # longer than a delivery's timeouts and retry: a claim this old was abandoned
 
 
 class AlertIncident(SQLModel, table=True):
@@ -41,6 +43,7 @@ class AlertIncident(SQLModel, table=True):
     message: str = ""  # the text of the event due: why it fired, then why it resolved
     sent: str = ""  # the last event delivered: "", "fired" or "resolved"
     attempts: int = 0  # deliveries tried for the event due
+    attempted_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)  # when the latest was claimed
     last_error: str | None = None  # why the last delivery failed (None: it did not)
     webhook: str = ""  # the rules file's name of the webhook it goes to (never its URL)
 
@@ -49,6 +52,11 @@ class AlertIncident(SQLModel, table=True):
         """The event not delivered yet, if any."""
         event = EVENT[self.state]
         return None if self.sent == event else event
+
+    def retry_due(self, now: datetime) -> bool:
+        """Whether the due event is for this check to send again: its delivery failed, or was abandoned."""
+        failed = self.last_error is not None or now - self.attempted_at > IN_FLIGHT
+        return self.due is not None and failed
 
 
 def incident_id(rule: str, subject: str, seq: int) -> str:
@@ -76,6 +84,7 @@ def open_incident(
         "message": message,
         "sent": "",
         "attempts": 1,
+        "attempted_at": utcnow(),
         "webhook": webhook,
     }
     if not upsert(session, table(AlertIncident), [row], update_columns=None, returning_new=True):
@@ -99,12 +108,12 @@ def resolve_incident(
 ) -> AlertIncident | None:
     """Resolve an open incident; None when another check resolved it first."""
     values = {"state": IncidentState.resolved.value, "resolved_at": utcnow(), "value": value, "message": message}
-    return _claim(session, incident, **values, attempts=1, last_error=None)
+    return _claim(session, incident, **values, attempts=1, attempted_at=utcnow(), last_error=None)
 
 
 def claim_retry(*, session: Session, incident: AlertIncident) -> AlertIncident | None:
     """Take the next delivery attempt of the incident's due event; None when another check took it."""
-    return _claim(session, incident, attempts=incident.attempts + 1)
+    return _claim(session, incident, attempts=incident.attempts + 1, attempted_at=utcnow())
 
 
 def record_delivery(*, session: Session, incident_id: str, event: str, error: str | None) -> None:

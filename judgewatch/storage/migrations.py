@@ -31,7 +31,7 @@ from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel, Routing
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import utcnow
-from judgewatch.storage.verdict_counts import VerdictCount, rebuild
+from judgewatch.storage.verdict_counts import SpendDay, VerdictCount, rebuild, rebuild_spend
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, refresh_current
 from judgewatch.storage.watermarks import SourceWatermark
 
@@ -186,9 +186,13 @@ def m019_alert_incidents(conn: Connection) -> None:
             conn.execute(text(f"ALTER TABLE drift_alert DROP COLUMN {column}"))
 
 
-def m020_paused_picks(conn: Connection) -> None:
-    """`paused_pick`: picks stored but not judged while the daily judge spend cap held, judged the next day."""
-    SQLModel.metadata.create_all(conn, tables=[table(PausedPick)])
+def m020_spend_cap(conn: Connection) -> None:
+    """`judge_spend_day`: the tokens written per UTC day and judge, kept by the verdict writer (backfilled), so the
+    daily spend cap reads a few rows; `paused_pick`: picks stored but not judged while the cap held."""
+    SQLModel.metadata.create_all(conn, tables=[table(SpendDay), table(PausedPick)])
+    with Session(bind=conn) as session:
+        rebuild_spend(session=session)
+        session.flush()
 
 
 def m023_judge_alignments(conn: Connection) -> None:
@@ -220,7 +224,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m016_review_counts,
     m017_release_tier_baseline,
     m019_alert_incidents,
-    m020_paused_picks,
+    m020_spend_cap,
     m023_judge_alignments,
     m024_routing_plan,
 )

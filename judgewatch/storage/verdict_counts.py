@@ -13,6 +13,10 @@ row holds two kinds of figures:
 locking the interactions it touches (so two writers of one interaction cannot count the same change twice).
 `recount` computes the same rows from the verdict table (the migration's backfill, the tests' oracle), with
 `written` equal to the stored rows (history of earlier in-place re-judges is not kept anywhere else).
+
+`judge_spend_day` keeps, the same way, the tokens every verdict write used per UTC day and judge model: what a
+day's judging cost (`judging.costs` prices it), read in a few rows by the spend cap, the metrics and the pages
+however many verdicts the day wrote.
 """
 
 from __future__ import annotations
@@ -78,6 +82,20 @@ class VerdictCount(Sums, table=True):
     latency_bucket: int = Field(primary_key=True)  # index into LATENCY_BUCKETS; len(LATENCY_BUCKETS) is +Inf
 
 
+class SpendDay(SQLModel, table=True):
+    """The tokens verdicts written on one UTC day by one judge model used (re-judges included: they were spent)."""
+
+    __tablename__ = "judge_spend_day"
+
+    day: str = Field(primary_key=True, max_length=10)  # YYYY-MM-DD, UTC
+    judge: str = Field(primary_key=True)
+    verdicts: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+
+
+SPEND = ("verdicts", "prompt_tokens", "completion_tokens", "cached_tokens")
 KEY = ("judge", "rubric", "tier", "source", "status", "reason", "from_judge", "latency_bucket")
 SUMS = tuple(Sums.model_fields)
 Key = tuple[str, str, str, str, str, str, str, int]
@@ -220,13 +238,44 @@ def add_counts(*, session: Session, deltas: dict[Key, Sums]) -> None:
         for key, sums in sorted(deltas.items())
         if not sums.is_zero()
     ]
+    _add_rows(session, table(VerdictCount), KEY, SUMS, rows)
+
+
+def _add_rows(session: Session, tbl: Any, key: Sequence[str], sums: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    """INSERT the rows, or add their `sums` to the stored row of the same `key`."""
     if not rows:
         return
-    tbl = table(VerdictCount)
     insert: Any = pg_insert(tbl) if session.get_bind().dialect.name == "postgresql" else sqlite_insert(tbl)
-    stmt = insert.on_conflict_do_update(index_elements=list(KEY), set_={s: tbl.c[s] + insert.excluded[s] for s in SUMS})
+    stmt = insert.on_conflict_do_update(index_elements=list(key), set_={s: tbl.c[s] + insert.excluded[s] for s in sums})
     for start in range(0, len(rows), CHUNK):
         session.execute(stmt, rows[start : start + CHUNK])
+
+
+def add_spend(*, session: Session, rows: Iterable[dict[str, Any]]) -> None:
+    """Add the tokens of verdict rows just written to their UTC day's spend (in key order: no deadlock)."""
+    days: dict[tuple[str, str], dict[str, int]] = {}
+    for row in rows:
+        sums = days.setdefault((row["updated_at"].date().isoformat(), row["judge_name"]), dict.fromkeys(SPEND, 0))
+        sums["verdicts"] += 1
+        for name in SPEND[1:]:
+            sums[name] += row[name]
+    spends = [{"day": day, "judge": judge, **sums} for (day, judge), sums in sorted(days.items())]
+    _add_rows(session, table(SpendDay), ("day", "judge"), SPEND, spends)
+
+
+def rebuild_spend(*, session: Session) -> None:
+    """Replace the day spends with the stored verdicts' tokens, each at the UTC day it was last written (migration
+    m020's backfill; loaders past the writer)."""
+    session.execute(delete(table(SpendDay)))
+    v = table(VerdictRecord).c
+    if session.get_bind().dialect.name == "postgresql":
+        day: Any = func.to_char(func.timezone("UTC", v.updated_at), "YYYY-MM-DD")
+    else:
+        day = func.strftime("%Y-%m-%d", v.updated_at)  # SQLite holds UTC without an offset
+    sums = [func.coalesce(func.sum(v[name]), 0).label(name) for name in SPEND[1:]]
+    query = select(day.label("day"), v.judge_name.label("judge"), func.count().label("verdicts"), *sums)
+    found = [dict(row._mapping) for row in session.execute(query.group_by("day", "judge"))]
+    _add_rows(session, table(SpendDay), ("day", "judge"), SPEND, found)
 
 
 def rebuild(*, session: Session) -> int:

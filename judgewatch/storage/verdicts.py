@@ -28,7 +28,7 @@ from judgewatch.contract.verdicts import UnscoredReason, Verdict
 from judgewatch.storage.db import CHUNK, select_matching, table, upsert
 from judgewatch.storage.interactions import interaction_id, upsert_item_rows
 from judgewatch.storage.types import identity_columns, utcnow
-from judgewatch.storage.verdict_counts import CountedWrite
+from judgewatch.storage.verdict_counts import CountedWrite, add_spend
 from judgewatch.storage.verdict_tables import CriterionScore as CriterionScore
 from judgewatch.storage.verdict_tables import VerdictRecord as VerdictRecord
 from judgewatch.storage.verdict_tables import verdict_id as verdict_id
@@ -125,6 +125,7 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
         session.execute(score_table.insert(), score_rows[start : start + CHUNK])
     refresh_current(session=session, interaction_ids=counted.interaction_ids)
     counted.finish(ids)
+    add_spend(session=session, rows=rows.values())
     return len(rows)
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, insert
+from sqlalchemy import Engine, insert, update
 from sqlmodel import Session, SQLModel
 
 from judgewatch.storage.calibration import CalibrationSnapshot, DriftAlert
@@ -29,7 +29,7 @@ from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.runs import EvalRun
 from judgewatch.storage.trust import TrustRecord
 from judgewatch.storage.types import JSONValue, stable_id, utcnow
-from judgewatch.storage.verdict_counts import rebuild
+from judgewatch.storage.verdict_counts import rebuild, rebuild_spend
 from judgewatch.storage.verdicts import VerdictRecord, upsert_verdicts, verdict_id
 
 logger = logging.getLogger(__name__)
@@ -113,6 +113,7 @@ def seed_store(engine: Engine, *, verdicts: int, batch: int = 50_000) -> None:
     _insert(engine, TrustRecord, [_trust(now)])
     with Session(engine) as session:
         rebuild(session=session)  # COPY went past the verdict writer
+        rebuild_spend(session=session)
         session.commit()
 
 
@@ -121,6 +122,13 @@ def add_verdicts(engine: Engine, *, start: int, count: int) -> None:
     now = utcnow()
     _insert(engine, Interaction, [_interaction(k, now) for k in range(start, start + count)])
     _write(engine, [_verdict(k, now) for k in range(start, start + count)])
+
+
+def written_at(engine: Engine, moment: datetime) -> None:
+    """Date every stored verdict's last write at `moment`, the day spends with them: a test's "today" or "yesterday"."""
+    with session_scope(engine, write=True) as session:
+        session.execute(update(table(VerdictRecord)).values(updated_at=moment))
+        rebuild_spend(session=session)
 
 
 def rejudge(engine: Engine, *, positions: list[int], batch: int = 1_000) -> None:

@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from judgewatch.alerts.check import check_alerts, check_alerts_quietly
 from judgewatch.alerts.rules import RulesDocument, parse_rules
@@ -22,7 +22,7 @@ from judgewatch.settings import ModelPrice, Settings
 from judgewatch.storage.alerts import AlertIncident
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.types import utcnow
-from judgewatch.testing.metrics_store import JUDGES, seed_store
+from judgewatch.testing.metrics_store import JUDGES, seed_store, written_at
 from judgewatch.testing.synthetic_labels import BiasShift, SyntheticSpec, TierTruth, write_synthetic
 
 from .conftest import Receiver
@@ -44,18 +44,10 @@ def incidents(engine: Engine) -> list[AlertIncident]:
 
 
 def spent_today(engine: Engine) -> float:
-    """Seed 20 verdicts (17 priced) and date every one now: today's spend is 17 x PER_VERDICT."""
+    """Seed 20 verdicts (17 priced) written now: today's spend is 17 x PER_VERDICT."""
     seed_store(engine, verdicts=20)
-    with engine.begin() as conn:
-        conn.execute(text("UPDATE verdict SET updated_at = :now"), {"now": utcnow().replace(tzinfo=None)})
+    written_at(engine, utcnow())
     return 17 * PER_VERDICT
-
-
-def a_day_passes(engine: Engine) -> None:
-    with engine.begin() as conn:
-        conn.execute(
-            text("UPDATE verdict SET updated_at = :then"), {"then": (utcnow() - timedelta(days=1)).replace(tzinfo=None)}
-        )
 
 
 SPEND_RULE = {"name": "spend", "condition": "judge_spend_above", "threshold": 0.005, "webhook": "team-slack"}
@@ -79,13 +71,13 @@ def test_spend_alert_fires_once_across_workers_and_resolves_when_the_day_turns(
     )
     assert f"{spend:.4f} EUR for 20 verdicts" in fired["text"] and "threshold 0.005 EUR" in fired["text"]
     assert [b["type"] for b in fired["blocks"]] == ["header", "section", "context"]
-    assert fired["blocks"][1]["text"]["type"] == "mrkdwn" and "judge spend today" in fired["blocks"][1]["text"]["text"]
+    assert fired["blocks"][1]["text"]["type"] == "mrkdwn" and "Judge spend today" in fired["blocks"][1]["text"]["text"]
 
     again = check_alerts(engines[0], document, SETTINGS)  # a restart: the open incident is in the store
     assert again.sent == [] and [o.firing for o in again.observed["spend"]] == [True]
     assert len(receiver.posts) == 1
 
-    a_day_passes(engine)  # yesterday's spend no longer counts: the condition clears
+    written_at(engine, utcnow() - timedelta(days=1))  # all of it yesterday's: the condition clears
     cleared = check_alerts(engines[1], document, SETTINGS)
     assert [(s.event, s.error) for s in cleared.sent] == [("resolved", None)]
     resolved = receiver.bodies("slack")[1]

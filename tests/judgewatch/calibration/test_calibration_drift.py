@@ -57,7 +57,6 @@ def test_injected_bias_shift_raises_one_alert_and_the_stable_series_none(engine:
     assert alert.n_cur >= 10 and alert.judge_config_hash == JUDGE_A.config_hash
     assert "anytime-valid" in alert.test and "Bonferroni" in alert.test
 
-
     again = run_drift(engine)  # the daily flow runs again the same day: the same alert, updated, not a new one
     assert again.new_alert_ids == [] and len(again.alerts) == 1
     with session_scope(engine) as session:
