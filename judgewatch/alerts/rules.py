@@ -25,10 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from judgewatch.regression.tier_config import ENV_NAME
+from judgewatch.yaml_files import ENV_NAME, error_line, read_yaml
 
 NAME = r"^[A-Za-z0-9][\w.-]*$"
 
@@ -130,10 +129,8 @@ def _one_line(exc: ValidationError, data: object, origin: str) -> str:
     where, loc = _where(data, list(errors[0]["loc"]))
     if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
         loc.append("condition")
-    field = ".".join(str(p) for p in loc)
-    message = errors[0]["msg"].removeprefix("Value error, ")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return f"{origin}: {where}" + (f"field '{field}': " if field else "") + message + more
+    return error_line(origin, where, loc, errors[0]["msg"]) + more
 
 
 def parse_rules(data: object, *, origin: str) -> RulesDocument:
@@ -161,12 +158,4 @@ def parse_rules(data: object, *, origin: str) -> RulesDocument:
 def load_rules(path: str | Path) -> RulesDocument:
     """Read and validate a rules YAML file; every error names the file (and the rule and field)."""
     path = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise AlertRulesError(f"{path}: cannot read the alert rules file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise AlertRulesError(f"{path}: the alert rules file is not valid UTF-8") from None
-    except yaml.YAMLError as exc:
-        raise AlertRulesError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    return parse_rules(data, origin=str(path))
+    return parse_rules(read_yaml(path, AlertRulesError, "alert rules file"), origin=str(path))

@@ -31,10 +31,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from judgewatch.regression.answer_prompt import AnswerTemplate, TemplateError
 from judgewatch.regression.serving import TierError, TierParams, TierSpec
+from judgewatch.yaml_files import ENV_NAME, error_line, read_yaml
 
 logger = logging.getLogger(__name__)
 
-ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 ENV_REFERENCE = re.compile(r"\$\{(" + ENV_NAME + r")\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Set by the client from `api_key_env`, or by the HTTP layer: a tier's headers may not override them.
@@ -104,9 +104,7 @@ def _format_errors(exc: ValidationError, data: object, origin: str) -> str:
             loc = loc[2:]
         elif loc[:1] == ["tiers"]:
             loc = ["tiers"]
-        field = ".".join(str(p) for p in loc)
-        message = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{origin}: {where}" + (f"field '{field}': " if field else "") + message)
+        lines.append(error_line(origin, where, loc, err["msg"]))
     return "\n".join(lines)
 
 
@@ -158,14 +156,7 @@ def parse_tiers_document(data: object, *, origin: str, base_dir: Path) -> list[T
 def load_tiers_file(path: str | Path) -> list[TierSpec]:
     """Read and validate a tiers YAML file; every error names the file (and the tier and field)."""
     path = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TierError(f"{path}: cannot read the tiers file: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise TierError(f"{path}: the tiers file is not valid UTF-8") from None
-    except yaml.YAMLError as exc:
-        raise TierError(f"{path}: not valid YAML: {exc}") from None
+    data = read_yaml(path, TierError, "tiers file")
     return parse_tiers_document(data, origin=str(path), base_dir=path.resolve().parent)
 
 

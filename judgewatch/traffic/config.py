@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import (
     AwareDatetime,
     BaseModel,
@@ -20,6 +19,7 @@ from pydantic import (
 )
 
 from judgewatch.contract.pii import PiiKind
+from judgewatch.yaml_files import read_yaml
 
 FieldPath = str | list[str]  # a dotted path ("response.choices.0.message.content"), or fallbacks tried in order
 
@@ -185,12 +185,7 @@ def parse_source_config(data: object, *, origin: str = "<config>", base_dir: Pat
 def load_source_config(path: str | Path) -> SourceConfig:
     """Read and validate a source YAML file; relative `paths` resolve against the file's folder."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SourceConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise SourceConfigError(f"{path}: not valid YAML: {exc}") from None
+    data = read_yaml(path, SourceConfigError, "source config")
     if not isinstance(data, dict):
         raise SourceConfigError(f"{path}: expected a mapping at the top level")
     return parse_source_config(data, origin=str(path), base_dir=path.resolve().parent)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,18 @@ import yaml
 from judgewatch.settings import REPO_ROOT
 
 DEMO = REPO_ROOT / "examples" / "traffic"
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    """The demo source config, reading a copy of the demo log in tmp_path (same name, same rows)."""
+    log = tmp_path / "gateway.jsonl"
+    shutil.copyfile(DEMO / "halluqa_gateway_log.jsonl", log)
+    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
+    config["paths"] = [str(log)]
+    path = tmp_path / "source.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
 
 
 @pytest.fixture

@@ -7,15 +7,12 @@ regression flow. The flow tests use a copy of the demo log so they can append to
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
-import yaml
 from sqlalchemy import Engine, select, text
 
-from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.review import ReviewItem
@@ -23,23 +20,10 @@ from judgewatch.storage.watermarks import SourceBusy, SourceLease, load_watermar
 from judgewatch.testing.sampling_runs import sample_flow as sample
 from judgewatch.testing.sampling_runs import stored_sample
 
-DEMO = REPO_ROOT / "examples" / "traffic"
 TABLES = ("interaction", "verdict", "review_item", "quarantined_row", "eval_run")
 
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/flows/conftest.py: one server per module
-
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    """The demo source config, reading a copy of the demo log in tmp_path (same name, same rows)."""
-    log = tmp_path / "gateway.jsonl"
-    shutil.copyfile(DEMO / "halluqa_gateway_log.jsonl", log)
-    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
-    config["paths"] = [str(log)]
-    path = tmp_path / "source.yaml"
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return path
 
 
 def counts(db: str) -> dict[str, int]:

@@ -8,20 +8,18 @@ Prefect runs against a temporary test server (prefect_test_harness) for the whol
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-import yaml
 from sqlalchemy import text
 from typer.testing import CliRunner
 
 from judgewatch.cli import get_app
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
-from judgewatch.settings import REPO_ROOT, get_settings
+from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.types import utcnow
 from judgewatch.testing.metrics_store import written_at
@@ -30,7 +28,6 @@ from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_threa
 
 pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/flows/conftest.py: one server per module
 
-DEMO = REPO_ROOT / "examples" / "traffic"
 SET = "halueval_qa_mini"
 BATCH = 60
 
@@ -46,17 +43,6 @@ def sim(monkeypatch: pytest.MonkeyPatch) -> Iterator[SimulatorHandle]:
     with run_simulator_in_thread(latency_ms=0) as handle:
         yield handle
     get_settings.cache_clear()
-
-
-@pytest.fixture
-def source(tmp_path: Path) -> Path:
-    log = tmp_path / "gateway.jsonl"
-    shutil.copyfile(DEMO / "halluqa_gateway_log.jsonl", log)
-    config = yaml.safe_load((DEMO / "demo_source.yaml").read_text(encoding="utf-8"))
-    config["paths"] = [str(log)]
-    path = tmp_path / "source.yaml"
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    return path
 
 
 def scalar(db: str, sql: str) -> int:

@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from judgewatch.alerts.check import check_alerts, check_alerts_quietly
 from judgewatch.alerts.rules import RulesDocument, parse_rules
@@ -211,3 +211,23 @@ def test_a_failing_webhook_is_stored_logged_and_retried_without_breaking_the_run
 
     path.write_text("rules: [", encoding="utf-8")  # a broken rules file: logged and returned, the run goes on
     assert check_alerts_quietly(engine, settings)["error"].startswith(f"AlertRulesError: {path}: not valid YAML")
+
+
+def test_unscored_share_fires_above_its_threshold_and_is_not_evaluated_on_too_few_verdicts(
+    engine: Engine, receiver: Receiver
+) -> None:
+    seed_store(engine, verdicts=40)  # 30 on traffic (k % 4 != 0), 10 on a release's golden items
+    written_at(engine, utcnow())
+    with engine.begin() as conn:  # a third of the traffic verdicts unscored, and every regression one
+        conn.execute(text("UPDATE verdict SET status = 'unscored' WHERE CAST(item_id AS INTEGER) % 3 = 0 "
+                          "OR CAST(item_id AS INTEGER) % 4 = 0"))  # fmt: skip
+    rule = {"name": "unscored", "condition": "unscored_share_above", "threshold": 0.3, "webhook": "team-json"}
+    (obs,) = check_alerts(engine, rules(rule), SETTINGS).observed["unscored"]
+    assert obs.firing is True and obs.value == pytest.approx(10 / 30)
+    assert "unscored share of sampled traffic's current verdicts written in the last 24 h" in obs.text
+    assert "10 of 30 (33.3%), threshold 30%" in obs.text
+    (fired,) = receiver.bodies("json")
+    assert fired["details"] == {"unscored": 10, "verdicts": 30}
+    (few,) = check_alerts(engine, rules({**rule, "name": "few", "min_verdicts": 31}), SETTINGS).observed["few"]
+    assert few.firing is None and "fewer than 31 verdicts, not evaluated" in few.text
+    assert len(receiver.posts) == 1
