@@ -26,7 +26,7 @@ from judgewatch.testing.metrics_store import written_at
 from judgewatch.testing.sampling_runs import sample_flow
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
 
-pytestmark = pytest.mark.usefixtures("prefect_server")  # tests/flows/conftest.py: one server per module
+pytestmark = [pytest.mark.usefixtures("prefect_server"), pytest.mark.slow]  # one Prefect server per module; a minute
 
 SET = "halueval_qa_mini"
 BATCH = 60
