@@ -197,9 +197,20 @@ def describe_invalid(exc: ValidationError | SettingsError) -> str:
     return f"invalid setting {what}: not parseable (a structured setting is written as JSON){cause}"
 
 
+# Settings that were removed, and what replaced them: set, they stop the command instead of being ignored (an
+# operator who relied on one would otherwise lose what it did without a word).
+REMOVED = {
+    "JUDGEWATCH_CALIBRATION_WEBHOOK_URL": "drift alerts are sent by a `drift_alert` rule in the alert rules file "
+    "(JUDGEWATCH_ALERT_RULES_FILE, docs/operations.md)",
+}
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     """The settings, read once; an unreadable one raises `SettingsInvalid` with a one-line message."""
+    for name, instead in REMOVED.items():
+        if os.environ.get(name):
+            raise SettingsInvalid(f"setting {name} was removed: {instead}")
     try:
         return Settings()
     except (ValidationError, SettingsError) as exc:

@@ -77,3 +77,13 @@ def test_the_command_line_exits_2_with_that_line_and_no_traceback(command: list[
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: invalid setting judge_prices (JUDGEWATCH_JUDGE_PRICES")
+
+
+def test_a_removed_setting_stops_the_command_and_names_what_replaced_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUDGEWATCH_CALIBRATION_WEBHOOK_URL", "https://hooks.example.org/x")
+    get_settings.cache_clear()
+    try:
+        with pytest.raises(SettingsInvalid, match=r"JUDGEWATCH_CALIBRATION_WEBHOOK_URL was removed: .*drift_alert"):
+            get_settings()
+    finally:
+        get_settings.cache_clear()
