@@ -3,7 +3,6 @@ template that fails in any way is one line naming the file and field, in `rubric
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,8 @@ from judgewatch.contract.prompt import MAX_PROMPT_CHARS, render_messages
 from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.contract.rubric_check import check_rubric_file
 from judgewatch.contract.sandbox import MAX_VALUE_CHARS
-from judgewatch.settings import REPO_ROOT
 
-RUBRICS = REPO_ROOT / "rubrics"
-
-
-def _rubric_with(tmp_path: Path, injected: str) -> Path:
-    """A copy of answer_quality whose English template has `injected` as its (new) third line."""
-    for file in RUBRICS.glob("answer_quality*"):
-        shutil.copy(file, tmp_path / file.name)
-    template = tmp_path / "answer_quality.en.j2"
-    lines = template.read_text(encoding="utf-8").splitlines(keepends=True)
-    lines.insert(2, injected + "\n")
-    template.write_text("".join(lines), encoding="utf-8")
-    return tmp_path / "answer_quality.yaml"
+from .conftest import rubric_with
 
 
 @pytest.mark.parametrize(
@@ -50,7 +37,7 @@ def _rubric_with(tmp_path: Path, injected: str) -> Path:
 def test_rubric_check_refuses_an_operation_that_would_build_a_huge_value(
     tmp_path: Path, injected: str, expected: str
 ) -> None:
-    problems = check_rubric_file(_rubric_with(tmp_path, injected))
+    problems = check_rubric_file(rubric_with(tmp_path, injected))
     assert len(problems) == 1 and "templates.en" in problems[0], problems
     assert "unsafe template refused" in problems[0] and expected in problems[0], problems
 
@@ -68,14 +55,14 @@ def test_rubric_check_refuses_an_operation_that_would_build_a_huge_value(
 def test_constructs_without_a_size_limit_or_loading_files_are_refused_in_one_line(
     tmp_path: Path, injected: str, expected: str
 ) -> None:
-    result = CliRunner().invoke(get_app(), ["rubric", "check", str(_rubric_with(tmp_path, injected))])
+    result = CliRunner().invoke(get_app(), ["rubric", "check", str(rubric_with(tmp_path, injected))])
     assert result.exit_code == 1, result.output
     assert expected in result.output and "not allowed in a rubric template" in result.output
     assert isinstance(result.exception, SystemExit)  # a one-line error, not a traceback
 
 
 def test_a_template_that_raises_while_rendering_is_one_line_in_rubric_check(tmp_path: Path) -> None:
-    result = CliRunner().invoke(get_app(), ["rubric", "check", str(_rubric_with(tmp_path, "{{ 1/0 }}"))])
+    result = CliRunner().invoke(get_app(), ["rubric", "check", str(rubric_with(tmp_path, "{{ 1/0 }}"))])
     assert result.exit_code == 1
     assert "templates.en" in result.output and "ZeroDivisionError: division by zero" in result.output
     assert isinstance(result.exception, SystemExit)
@@ -85,7 +72,7 @@ def test_the_rendered_prompt_is_bounded_even_when_each_value_is_within_the_limit
     # Each printed value is under MAX_VALUE_CHARS; together they pass MAX_PROMPT_CHARS.
     each = MAX_VALUE_CHARS - 1
     loop = "{% for c in criteria %}{{ 'x' * " + str(each) + " }}{% endfor %}"
-    rubric = load_rubric(_rubric_with(tmp_path, loop + loop), tmp_path)
+    rubric = load_rubric(rubric_with(tmp_path, loop + loop), tmp_path)
     item = JudgeItem(id="1", question="q", answer="a", reference_facts=["f"])
     with pytest.raises(RubricError, match=f"over the limit of {MAX_PROMPT_CHARS:,} characters"):
         render_messages(rubric, item, ["relevance"])
@@ -93,7 +80,7 @@ def test_the_rendered_prompt_is_bounded_even_when_each_value_is_within_the_limit
 
 def test_a_template_multiplying_the_answer_fails_on_a_long_answer_only(tmp_path: Path) -> None:
     """What `rubric check`'s short samples cannot show: the limit holds for every real item too."""
-    rubric = load_rubric(_rubric_with(tmp_path, "{{ answer * 1000 }}"), tmp_path)
+    rubric = load_rubric(rubric_with(tmp_path, "{{ answer * 1000 }}"), tmp_path)
     short = JudgeItem(id="1", question="q", answer="Paris.", reference_facts=["f"])
     long = short.model_copy(update={"answer": "x" * 100_000})
     assert "Paris." * 1000 in render_messages(rubric, short, ["relevance"])[0]["content"]

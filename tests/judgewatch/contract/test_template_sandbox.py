@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,25 +14,16 @@ from judgewatch.contract.rubric import RubricError, load_rubric
 from judgewatch.contract.rubric_check import check_rubric_file
 from judgewatch.settings import REPO_ROOT
 
+from .conftest import rubric_with
+
 RUBRICS = REPO_ROOT / "rubrics"
 ITEM = JudgeItem(id="1", question="Who wrote Hamlet?", answer="Shakespeare.", reference_facts=["Shakespeare."])
-
-
-def _rubric_with(tmp_path: Path, injected: str) -> Path:
-    """A copy of answer_quality whose English template has `injected` as its (new) third line."""
-    for file in RUBRICS.glob("answer_quality*"):
-        shutil.copy(file, tmp_path / file.name)
-    template = tmp_path / "answer_quality.en.j2"
-    lines = template.read_text(encoding="utf-8").splitlines(keepends=True)
-    lines.insert(2, injected + "\n")
-    template.write_text("".join(lines), encoding="utf-8")
-    return tmp_path / "answer_quality.yaml"
 
 
 def test_lipsum_globals_payload_is_rejected_by_rubric_check_and_writes_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     payload = "{{ lipsum.__globals__['os'].popen('touch " + str(marker) + "').read() }}"
-    path = _rubric_with(tmp_path, payload)
+    path = rubric_with(tmp_path, payload)
 
     result = CliRunner().invoke(get_app(), ["rubric", "check", str(path)])
 
@@ -45,7 +35,7 @@ def test_lipsum_globals_payload_is_rejected_by_rubric_check_and_writes_nothing(t
 
 def test_rendering_a_payload_never_runs_it_even_without_the_check(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
-    rubric = load_rubric(_rubric_with(tmp_path, ""), tmp_path)
+    rubric = load_rubric(rubric_with(tmp_path, ""), tmp_path)
     for payload in (
         "{{ lipsum.__globals__['os'].popen('touch " + str(marker) + "').read() }}",
         "{{ question.__class__.__mro__[1].__subclasses__() }}",
@@ -68,12 +58,12 @@ def test_rendering_a_payload_never_runs_it_even_without_the_check(tmp_path: Path
     ],
 )
 def test_rubric_check_names_file_and_line_of_each_escape_route(tmp_path: Path, injected: str, expected: str) -> None:
-    problems = check_rubric_file(_rubric_with(tmp_path, injected))
+    problems = check_rubric_file(rubric_with(tmp_path, injected))
     assert any(expected in p and "answer_quality.en.j2:3" in p for p in problems), problems
 
 
 def test_template_cannot_mutate_what_it_is_given(tmp_path: Path) -> None:
-    rubric = load_rubric(_rubric_with(tmp_path, ""), tmp_path)
+    rubric = load_rubric(rubric_with(tmp_path, ""), tmp_path)
     rubric.template_texts["en"] = rubric.template_texts["en"].replace(
         "{% block system %}", "{% block system %}{{ criteria.append(1) }}", 1
     )
