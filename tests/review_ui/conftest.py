@@ -27,6 +27,7 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.interactions import Interaction, upsert_interactions
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import upsert_verdicts
+from judgewatch.testing.clocks import ManualClock
 from review_ui.app import serve
 from review_ui.items_page import add_items_tab
 from review_ui.tiers_page import add_tiers_tab
@@ -126,19 +127,43 @@ def seed(engine: Engine, answer: str, messages: list[dict[str, Any]] | None = No
         add_reviewer(session=session, name="alice", password=PASSWORD)
 
 
+@contextmanager
+def serving(engine: Engine, data_dir: Path, **options: Any) -> Iterator[ServedApp]:
+    """The app over `engine` (`options` passed to `serve`) on a free loopback port until the block exits; the engine
+    is disposed then."""
+    port = _free_port()
+    app = serve(engine, Settings(data_dir=data_dir), port=port, block=False, **options)
+    try:
+        yield ServedApp(url=f"http://127.0.0.1:{port}/", engine=engine)
+    finally:
+        app.close()
+        engine.dispose()
+
+
+def store_with_accounts(path: Path, **roles: str) -> Engine:
+    """A migrated SQLite store at `path` with an account per name, in its role, each with PASSWORD."""
+    engine = make_engine(f"sqlite:///{path}")
+    migrate(engine)
+    with session_scope(engine) as session:
+        for name, role in roles.items():
+            add_reviewer(session=session, name=name, password=PASSWORD, role=role)
+    return engine
+
+
+@pytest.fixture
+def guard_clock() -> ManualClock:
+    """The session guard's clock: a test advances it past the account recheck interval instead of waiting."""
+    return ManualClock()
+
+
 def _serve(
     tmp_path: Path, answer: str, messages: list[dict[str, Any]] | None = None, tabs: list[Any] | None = None
 ) -> Iterator[ServedApp]:
     engine = make_engine(f"sqlite:///{tmp_path / 'review.db'}")
     migrate(engine)
     seed(engine, answer, messages)
-    port = _free_port()
-    app = serve(engine, Settings(data_dir=tmp_path), host="127.0.0.1", port=port, block=False, extra_tabs=tabs or [])
-    try:
-        yield ServedApp(url=f"http://127.0.0.1:{port}/", engine=engine)
-    finally:
-        app.close()
-        engine.dispose()
+    with serving(engine, tmp_path, extra_tabs=tabs or []) as app:
+        yield app
 
 
 @pytest.fixture
@@ -187,14 +212,10 @@ def credentials() -> tuple[str, str]:
 @contextmanager
 def tiers_tab_open(page: Any, engine: Engine, data_dir: Path, name: str, password: str) -> Iterator[None]:
     """Serve the app with the Tiers tab on a free port, log `name` in through the browser and open the tab."""
-    port = _free_port()
-    app = serve(engine, Settings(data_dir=data_dir), port=port, block=False, extra_tabs=[add_tiers_tab])
-    try:
-        page.goto(f"http://127.0.0.1:{port}/")
+    with serving(engine, data_dir, extra_tabs=[add_tiers_tab]) as app:
+        page.goto(app.url)
         page.get_by_label("username").fill(name)
         page.get_by_label("password").fill(password)
         page.get_by_role("button", name="Login").click()
         page.get_by_role("tab", name="Tiers").click()
         yield
-    finally:
-        app.close()

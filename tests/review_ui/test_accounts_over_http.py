@@ -13,49 +13,21 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
-from judgewatch.review.accounts import add_reviewer, set_active
+from judgewatch.review.accounts import set_active
 from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
-from judgewatch.settings import Settings
-from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.migrations import migrate
+from judgewatch.storage.db import session_scope
 from judgewatch.testing.clocks import ManualClock
-from review_ui.app import serve
 from review_ui.judges_page import add_judges_tab
 
-PASSWORD = "a long test password"
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture
-def guard_clock() -> ManualClock:
-    """The session guard's clock: a test advances it past the account recheck interval instead of waiting."""
-    return ManualClock()
+from .conftest import PASSWORD, serving, store_with_accounts
 
 
 @pytest.fixture
 def app_url(tmp_path: Path, guard_clock: ManualClock) -> Iterator[tuple[str, Engine]]:
-    engine = make_engine(f"sqlite:///{tmp_path / 'accounts.db'}")
-    migrate(engine)
-    with session_scope(engine) as session:
-        add_reviewer(session=session, name="alice", password=PASSWORD)
-        add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
+    engine = store_with_accounts(tmp_path / "accounts.db", alice="reviewer", olga="owner")
     throttle = LoginThrottle(ThrottlePolicy(account_failures=5, address_failures=12, lockout_s=600))
-    port = _free_port()
-    app = serve(
-        engine, Settings(data_dir=tmp_path), port=port, block=False, extra_tabs=[], throttle=throttle, clock=guard_clock
-    )
-    try:
-        yield f"http://127.0.0.1:{port}/", engine
-    finally:
-        app.close()
-        engine.dispose()
+    with serving(engine, tmp_path, extra_tabs=[], throttle=throttle, clock=guard_clock) as app:
+        yield app.url, engine
 
 
 def _login(client: httpx.Client, name: str, password: str) -> int:
@@ -104,12 +76,8 @@ def test_uploads_are_refused_even_for_a_logged_in_reviewer(app_url: tuple[str, E
 
 
 def test_the_judges_page_handler_checks_the_callers_role(tmp_path: Path) -> None:
-    engine = make_engine(f"sqlite:///{tmp_path / 'judges.db'}")
-    migrate(engine)
+    engine = store_with_accounts(tmp_path / "judges.db", rita="reviewer", olga="owner", gone="owner")
     with session_scope(engine) as session:
-        add_reviewer(session=session, name="rita", password=PASSWORD)
-        add_reviewer(session=session, name="olga", password=PASSWORD, role="owner")
-        add_reviewer(session=session, name="gone", password=PASSWORD, role="owner")
         set_active(session=session, name="gone", active=False)
     with gr.Blocks() as blocks:
         add_judges_tab(engine)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,42 +9,23 @@ import pytest
 from playwright.sync_api import Page, expect
 from sqlalchemy import Engine
 
-from judgewatch.review.accounts import add_reviewer, set_active
-from judgewatch.settings import Settings
-from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.migrations import migrate
+from judgewatch.review.accounts import set_active
+from judgewatch.storage.db import session_scope
 from judgewatch.testing.clocks import ManualClock
-from review_ui.app import serve
+
+from .conftest import PASSWORD, serving, store_with_accounts
 
 pytestmark = pytest.mark.browser
-PASSWORD = "a long test password"
 TIMEOUT = 60_000
 AGGREGATE_TABS = ("Adjudication", "Items", "Compare", "Judges", "Tiers", "Calibration")
 
 
 @pytest.fixture
-def guard_clock() -> ManualClock:
-    """The session guard's clock: a test advances it past the account recheck interval instead of waiting."""
-    return ManualClock()
-
-
-@pytest.fixture
 def full_app(tmp_path: Path, guard_clock: ManualClock) -> Iterator[tuple[str, Engine]]:
     """The app with its default pages, a reviewer, an adjudicator and an owner."""
-    engine = make_engine(f"sqlite:///{tmp_path / 'roles.db'}")
-    migrate(engine)
-    with session_scope(engine) as session:
-        for name, role in (("rita", "reviewer"), ("adam", "adjudicator"), ("olga", "owner")):
-            add_reviewer(session=session, name=name, password=PASSWORD, role=role)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    app = serve(engine, Settings(data_dir=tmp_path), port=port, block=False, clock=guard_clock)
-    try:
-        yield f"http://127.0.0.1:{port}/", engine
-    finally:
-        app.close()
-        engine.dispose()
+    engine = store_with_accounts(tmp_path / "roles.db", rita="reviewer", adam="adjudicator", olga="owner")
+    with serving(engine, tmp_path, clock=guard_clock) as app:
+        yield app.url, engine
 
 
 def log_in(page: Page, url: str, name: str) -> None:
