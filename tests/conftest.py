@@ -122,6 +122,14 @@ def db(tmp_path: Path) -> str:
 
 
 @pytest.fixture
+def sqlite_engine(db: str) -> Engine:
+    """A migrated engine on the `db` SQLite file."""
+    engine = make_engine(db)
+    migrate(engine)
+    return engine
+
+
+@pytest.fixture
 def baseline_full() -> Iterator[None]:
     """The service declares `full` its baseline tier (JUDGEWATCH_BASELINE_TIER), as no synthetic release does."""
     from judgewatch.testing.synthetic_labels import declared_baseline

@@ -18,16 +18,6 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 MODEL = "smollm2-135m-instruct"
 
 
-@pytest.fixture
-def sqlite_engine(tmp_path: object) -> Engine:
-    from judgewatch.storage.db import make_engine
-    from judgewatch.storage.migrations import migrate
-
-    engine = make_engine(f"sqlite:///{tmp_path}/jw.db")
-    migrate(engine)
-    return engine
-
-
 async def test_smollm2_is_measured_at_chance_and_the_gate_refuses_it(vllm_url: str, sqlite_engine: Engine) -> None:
     settings = Settings(judge_concurrency=8)
     rubrics = [load_rubric(name, REPO_ROOT / "rubrics") for name in ("answer_quality", "pairwise_preference")]

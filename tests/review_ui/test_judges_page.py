@@ -21,16 +21,6 @@ from review_ui.judges_page import add_judges_tab, judges_frame, judges_page
 PASSWORD = "a long test password"
 
 
-@pytest.fixture
-def sqlite_engine(tmp_path: object) -> Engine:
-    from judgewatch.storage.db import make_engine
-    from judgewatch.storage.migrations import migrate
-
-    engine = make_engine(f"sqlite:///{tmp_path}/jw.db")
-    migrate(engine)
-    return engine
-
-
 async def test_judges_frame_lists_measured_judges(sqlite_engine: Engine) -> None:
     assert judges_frame(sqlite_engine).empty
     rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
