@@ -10,9 +10,7 @@ them for people's work.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -24,33 +22,22 @@ from judgewatch.contract.verdicts import JudgeIdentity, Verdict, VerdictStatus
 from judgewatch.review.accounts import ensure_reviewer
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.routing import RoutingPolicy, route_verdicts
-from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction, interaction_id, upsert_interactions
 from judgewatch.storage.releases import regression_source
 from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.verdicts import upsert_verdicts
+from judgewatch.testing.settings_env import settings_env
 
 logger = logging.getLogger(__name__)
 
 SYNTHETIC_REVIEWER = "synthetic"
 
 
-@contextmanager
-def declared_baseline(tier: str = "full") -> Iterator[None]:
+def declared_baseline(tier: str = "full") -> AbstractContextManager[None]:
     """The service declares `tier` its baseline (the `baseline_tier` setting) while the block runs: synthetic
     traffic comes from no release, and nothing else would name the tier the others are compared with."""
-    before = os.environ.get("JUDGEWATCH_BASELINE_TIER")
-    os.environ["JUDGEWATCH_BASELINE_TIER"] = tier
-    get_settings.cache_clear()
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["JUDGEWATCH_BASELINE_TIER"]
-        else:
-            os.environ["JUDGEWATCH_BASELINE_TIER"] = before
-        get_settings.cache_clear()
+    return settings_env(baseline_tier=tier)
 
 
 @dataclass(frozen=True, slots=True)

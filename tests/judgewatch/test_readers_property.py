@@ -8,10 +8,7 @@ NUL, oversize fields, wrong types, invalid JSON and UTF-8, non-objects). Nothing
 from __future__ import annotations
 
 import json
-import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +18,8 @@ from hypothesis import strategies as st
 from judgewatch.contract.items import JudgeItem
 from judgewatch.judging.input_rows import read_judge_input
 from judgewatch.regression.golden import GoldenSetError, load_golden_set
-from judgewatch.settings import get_settings
 from judgewatch.storage.quarantine import QuarantineRecord
+from judgewatch.testing.settings_env import settings_env
 from judgewatch.traffic import RejectedTrafficRow, TrafficRow, parse_source_config, read_source
 
 FIELD_LIMIT = 2048
@@ -89,22 +86,6 @@ def _write(lines: list[tuple[bytes, str]], folder: Path) -> Path:
     return path
 
 
-@contextmanager
-def field_limit(limit: int) -> Iterator[None]:
-    """The settings' max_field_bytes set to `limit` (golden sets read it from the settings)."""
-    old = os.environ.get("JUDGEWATCH_MAX_FIELD_BYTES")
-    os.environ["JUDGEWATCH_MAX_FIELD_BYTES"] = str(limit)
-    get_settings.cache_clear()
-    try:
-        yield
-    finally:
-        if old is None:
-            del os.environ["JUDGEWATCH_MAX_FIELD_BYTES"]
-        else:
-            os.environ["JUDGEWATCH_MAX_FIELD_BYTES"] = old
-        get_settings.cache_clear()
-
-
 def _bad_lines(lines: list[tuple[bytes, str]], repaired: frozenset[str]) -> list[int]:
     """Line numbers expected in quarantine: every broken kind except those the reader repairs."""
     return [n for n, (_, kind) in enumerate(lines, 1) if kind != "valid" and kind not in repaired]
@@ -152,7 +133,7 @@ def test_traffic_source_accounts_for_every_row(lines: list[tuple[bytes, str]]) -
 @given(files().filter(lambda lines: any(kind != "valid" for _, kind in lines)))
 def test_golden_set_names_every_bad_row(lines: list[tuple[bytes, str]]) -> None:
     """A golden set is refused whole (a gate must compare the same rows), and every bad row is named."""
-    with tempfile.TemporaryDirectory() as tmp, field_limit(FIELD_LIMIT):
+    with tempfile.TemporaryDirectory() as tmp, settings_env(max_field_bytes=FIELD_LIMIT):
         path = _write(lines, Path(tmp))
         try:
             load_golden_set(path)

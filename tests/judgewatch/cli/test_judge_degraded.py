@@ -15,21 +15,19 @@ from typer.testing import CliRunner, Result
 
 from judgewatch.calibration.score_frame import count_scored
 from judgewatch.cli import get_app
-from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.testing.settings_env import settings_env
 from judgewatch.testing.simulator import Fault, SimulatorHandle, run_simulator_in_thread
 
 ROWS = 40
 
 
 @pytest.fixture
-def no_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("JUDGEWATCH_JUDGE_MAX_RETRIES", "0")
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
+def no_retries() -> Iterator[None]:
+    with settings_env(judge_max_retries=0):
+        yield
 
 
 @pytest.fixture
