@@ -74,6 +74,15 @@ class SyntheticSpec:
     seed: int = 0
 
 
+def drift_from_day_four(judge: JudgeIdentity, start: datetime) -> SyntheticSpec:
+    """Tiers `stable` and `drifting` of one truth over four days; from day 4 the judge turns 2 points harsher on
+    `drifting` / faithfulness. Seed 1 raises one drift alert, on that series (a false alarm on `stable` has a 5%
+    chance per seed by construction)."""
+    tiers = {"stable": TierTruth(3.2, 0.3), "drifting": TierTruth(3.2, 0.3)}
+    shift = BiasShift("drifting", "faithfulness", from_day=3, delta=-2.0)
+    return SyntheticSpec(judge, tiers, days=4, per_day=25, review_share=0.6, start=start, shift=shift, seed=1)
+
+
 @dataclass(frozen=True, slots=True)
 class SyntheticData:
     """What was written, and the truth to check estimates against: the mean human score per (tier, criterion)."""

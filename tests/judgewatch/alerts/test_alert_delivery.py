@@ -23,7 +23,7 @@ from judgewatch.storage.alerts import AlertIncident
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.types import utcnow
 from judgewatch.testing.metrics_store import JUDGES, seed_store, written_at
-from judgewatch.testing.synthetic_labels import BiasShift, SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import SyntheticSpec, drift_from_day_four, write_synthetic
 
 from .conftest import Receiver
 
@@ -93,16 +93,7 @@ def test_spend_alert_fires_once_across_workers_and_resolves_when_the_day_turns(
 
 START = utcnow().replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=5)
 JUDGE = JudgeIdentity(kind="fake", name="judge-a", endpoint="http://judge-a/v1", config_hash="a" * 16)
-DRIFT = SyntheticSpec(
-    judge=JUDGE,
-    tiers={"stable": TierTruth(3.2, 0.3), "drifting": TierTruth(3.2, 0.3)},
-    days=4,
-    per_day=25,
-    review_share=0.6,
-    start=START,
-    shift=BiasShift("drifting", "faithfulness", from_day=3, delta=-2.0),
-    seed=1,  # as in test_calibration_drift: one alert on drifting / faithfulness
-)
+DRIFT = drift_from_day_four(JUDGE, START)  # as in test_calibration_drift: one alert on drifting / faithfulness
 
 
 def drift(engine: Engine) -> None:

@@ -21,23 +21,15 @@ from judgewatch.regression.tier_config import baseline_tier
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import record_release_tier
 from judgewatch.storage.types import utcnow
-from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, declared_baseline, write_synthetic
+from judgewatch.testing.synthetic_labels import TierTruth, declared_baseline, write_synthetic
 
-from .conftest import JUDGE_A
+from .conftest import one_release_day
 
 
 @pytest.fixture
 def two_tiers(engine: Engine, rubric: Rubric) -> Engine:
     """Verdicts and labels on tiers `fp16` and `awq` (alphabetically first: the old default baseline)."""
-    spec = SyntheticSpec(
-        judge=JUDGE_A,
-        tiers={"fp16": TierTruth(4.0, 0.0), "awq": TierTruth(3.4, 0.0)},
-        days=1,
-        per_day=40,
-        review_share=0.3,
-        judge_noise=0.3,
-        paired=True,
-    )
+    spec = one_release_day({"fp16": TierTruth(4.0, 0.0), "awq": TierTruth(3.4, 0.0)}, per_day=40, review_share=0.3)
     write_synthetic(engine, rubric, spec)
     return engine
 

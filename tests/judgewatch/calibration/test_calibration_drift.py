@@ -13,21 +13,12 @@ from judgewatch.calibration.score_frame import current_series, load_scores
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import AlertState, get_alerts
 from judgewatch.storage.db import session_scope
-from judgewatch.testing.synthetic_labels import BiasShift, SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import drift_from_day_four, write_synthetic
 
 from .conftest import JUDGE_A
 
 START = datetime(2026, 1, 1, tzinfo=UTC)  # a Thursday: the days fall in one epoch-aligned weekly window
-SPEC = SyntheticSpec(
-    judge=JUDGE_A,
-    tiers={"stable": TierTruth(3.2, 0.3), "drifting": TierTruth(3.2, 0.3)},
-    days=4,
-    per_day=25,
-    review_share=0.6,
-    start=START,
-    shift=BiasShift("drifting", "faithfulness", from_day=3, delta=-2.0),  # the judge turns harsh on day 4
-    seed=1,  # fixed: a false alarm on the stable tier has a 5% chance per run by construction
-)
+SPEC = drift_from_day_four(JUDGE_A, START)
 
 
 def run_drift(engine: Engine) -> DriftRun:

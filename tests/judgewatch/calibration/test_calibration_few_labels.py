@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from judgewatch.calibration.summary import summarize
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
-from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import TierTruth, write_synthetic
 
-from .conftest import JUDGE_A
+from .conftest import one_release_day
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 NEED = 5  # Settings.min_labels' default
@@ -28,16 +28,8 @@ NEED = 5  # Settings.min_labels' default
 def few_labels(engine: Engine, rubric: Rubric) -> Engine:
     """Golden items of release r1 on two tiers; the true score is 5 everywhere, the judge mostly says 5 too."""
     always_five = TierTruth(human_mean=9.0, judge_bias=0.0)
-    spec = SyntheticSpec(
-        judge=JUDGE_A,
-        tiers={"full": always_five, "quantized": always_five},
-        days=1,
-        per_day=32,
-        review_share=0.12,  # 2-4 labels a tier, as routing falls (rubric 1.1.0's hashes)
-        judge_noise=0.3,
-        paired=True,
-        start=START,
-    )
+    # review share: 2-4 labels a tier, as routing falls (rubric 1.1.0's hashes)
+    spec = one_release_day({"full": always_five, "quantized": always_five}, per_day=32, review_share=0.12, start=START)
     write_synthetic(engine, rubric, spec)
     return engine
 

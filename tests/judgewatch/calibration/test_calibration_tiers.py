@@ -49,15 +49,8 @@ def test_ppi_estimate_is_closer_to_the_human_truth_than_the_raw_mean_when_the_ju
 
 
 def test_agreement_per_tier_shows_the_judge_overrating_one_tier(engine: Engine, rubric: Rubric) -> None:
-    spec = SyntheticSpec(
-        judge=JUDGE_A,
-        tiers={"full": TierTruth(3.0, 0.0), "quantized": TierTruth(3.0, 1.5)},
-        days=2,
-        per_day=60,
-        review_share=0.4,
-        start=START,
-        seed=3,
-    )
+    tiers = {"full": TierTruth(3.0, 0.0), "quantized": TierTruth(3.0, 1.5)}
+    spec = SyntheticSpec(judge=JUDGE_A, tiers=tiers, days=2, per_day=60, review_share=0.4, start=START, seed=3)
     write_synthetic(engine, rubric, spec)
     rows = {(r.tier, r.criterion): r for r in agreement_table(load_scores(engine, rubric_name="answer_quality"),
                                                               categories=rubric.scale.levels, n_boot=200)}  # fmt: skip

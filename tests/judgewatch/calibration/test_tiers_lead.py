@@ -23,9 +23,9 @@ from judgewatch.contract.rubric import Rubric
 from judgewatch.stats import Estimate, WindowStats
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import GateDecision, record_gate_decision
-from judgewatch.testing.synthetic_labels import SyntheticSpec, TierTruth, write_synthetic
+from judgewatch.testing.synthetic_labels import TierTruth, write_synthetic
 
-from .conftest import JUDGE_A
+from .conftest import JUDGE_A, one_release_day
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 REGRESSIONS = [  # as the gate stores them: candidate - baseline release, per tier and criterion
@@ -46,16 +46,7 @@ def gated(engine: Engine, rubric: Rubric) -> Engine:
     """Release r1 on two tiers (a one-day store, few labels), and the gate's decisions on r1 (regression) and
     r2 (could not evaluate, decided later) by the same judge."""
     truth = TierTruth(human_mean=3.5, judge_bias=0.0)
-    spec = SyntheticSpec(
-        judge=JUDGE_A,
-        tiers={"full": truth, "quantized": truth},
-        days=1,
-        per_day=24,
-        review_share=0.12,
-        judge_noise=0.3,
-        paired=True,
-        start=START,
-    )
+    spec = one_release_day({"full": truth, "quantized": truth}, per_day=24, review_share=0.12, start=START)
     write_synthetic(engine, rubric, spec)
     decisions = [
         GateDecision(
