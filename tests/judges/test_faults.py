@@ -82,24 +82,27 @@ async def test_parse_error_keeps_an_excerpt_of_the_raw_reply(
     assert verdict.tokens.completion > 0  # the judge's cost is accounted even when its reply is unusable
 
 
-async def test_a_malformed_reply_is_asked_again_once_and_the_repaired_reply_is_scored(
-    sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
+@pytest.mark.parametrize(
+    ("garbled", "status", "reason"),
+    [(1, VerdictStatus.scored, None), (2, VerdictStatus.unscored, UnscoredReason.parse_error)],
+    ids=["repaired", "not-repaired"],
+)
+async def test_a_malformed_reply_is_asked_again_exactly_once_with_the_same_request(
+    garbled: int,
+    status: VerdictStatus,
+    reason: UnscoredReason | None,
+    sim: SimulatorHandle,
+    rubric: Rubric,
+    make_item: MakeItem,
 ) -> None:
-    verdict = await _judge_one(sim, rubric, make_item("r", "[[sim:garbled=1]]"))
-    assert verdict.status is VerdictStatus.scored
+    """One malformed reply: repaired and scored; two: unscored (parse_error) after that one repair."""
+    verdict = await _judge_one(sim, rubric, make_item("r", f"[[sim:garbled={garbled}]]"))
+    assert verdict.status is status and verdict.unscored_reason is reason
     assert verdict.attempts == 2 and sim.state.requests == 2
     first, second = list(sim.state.captured)
     assert first["messages"] == second["messages"]  # the same request, not a new prompt
     assert first["response_format"] == second["response_format"]
     assert verdict.tokens.completion > len("I think this answer is quite good") // 4  # both replies are paid for
-
-
-async def test_two_malformed_replies_leave_the_item_unscored_after_exactly_one_repair(
-    sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem
-) -> None:
-    verdict = await _judge_one(sim, rubric, make_item("r2", "[[sim:garbled=2]]"))
-    assert verdict.unscored_reason is UnscoredReason.parse_error
-    assert verdict.attempts == 2 and sim.state.requests == 2
 
 
 async def test_a_truncated_reply_is_not_asked_again(sim: SimulatorHandle, rubric: Rubric, make_item: MakeItem) -> None:
