@@ -35,8 +35,13 @@ def scores(ids: range, values: Sequence[float | None] | float, prefix: str = "se
     return {f"{prefix}-{k:03d}": {"faithfulness": v} for k, v in zip(ids, per_item, strict=True)}
 
 
+def quantized_vs_full(candidate: Scores, baseline: Scores) -> list[Comparison]:
+    """The gap of tier quantized (candidate) against tier full (baseline) on CRITERIA."""
+    return tier_gaps(candidate, baseline, CRITERIA, candidate_label="quantized", baseline_label="full")
+
+
 def gap(candidate: Scores, baseline: Scores) -> Comparison:
-    (out,) = tier_gaps(candidate, baseline, CRITERIA, candidate_label="quantized", baseline_label="full")
+    (out,) = quantized_vs_full(candidate, baseline)
     return out
 
 
@@ -98,12 +103,9 @@ def test_unscored_items_are_left_out_of_both_kinds_and_counted() -> None:
 def test_the_gap_margin_gates_either_kind_and_the_exit_code_names_the_kind(
     baseline_ids: range, estimand: str, kind: str
 ) -> None:
-    gaps = tier_gaps(
+    gaps = quantized_vs_full(
         scores(range(0, 40), spread(40, 3.0, 4)),
         scores(baseline_ids, spread(40, 4.5, 5)),
-        CRITERIA,
-        candidate_label="quantized",
-        baseline_label="full",
     )
     tiers = [passing_tier("full"), passing_tier("quantized")]
     gated = decide(tiers, margin=0.25, gaps=gaps, gap_margin=0.3, trust=Trust(True, "ok"))
@@ -124,12 +126,9 @@ def test_the_gap_margin_gates_either_kind_and_the_exit_code_names_the_kind(
 
 
 def test_a_gated_gap_without_an_interval_cannot_be_evaluated() -> None:
-    gaps = tier_gaps(
+    gaps = quantized_vs_full(
         scores(range(0, 10), spread(10, 3.0, 6)),
         scores(range(100, 101), [5.0]),  # one item on the baseline tier: no Welch interval
-        CRITERIA,
-        candidate_label="quantized",
-        baseline_label="full",
     )
     result = decide([passing_tier("full")], margin=0.25, gaps=gaps, gap_margin=0.3, trust=Trust(True, "ok"))
     assert result.exit_code == 2 and "too few items for an interval" in result.reasons[0]
@@ -149,12 +148,9 @@ def test_items_a_tier_did_not_answer_are_noted_and_outside_its_unscored_share() 
 
 
 def _report(baseline_ids: range) -> RegressionReport:
-    gaps = tier_gaps(
+    gaps = quantized_vs_full(
         scores(range(0, 30), spread(30, 3.0, 7)),
         scores(baseline_ids, spread(30, 4.0, 8)),
-        CRITERIA,
-        candidate_label="quantized",
-        baseline_label="full",
     )
     missing = [f"set/item-{k:03d}" for k in range(30, 55)]
     quantized = TierEvaluation("quantized", None, total=30, unanswered={"set": missing})
