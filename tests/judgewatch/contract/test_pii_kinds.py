@@ -65,13 +65,10 @@ def test_look_alikes_of_the_new_kinds_survive(text: str) -> None:
 
 def test_scrub_content_covers_every_judged_field_and_leaves_clean_records_alone() -> None:
     item = JudgeItem(
-        id="1",
-        question="My SSN is 123-45-6789, what now?",
+        id="1", question="My SSN is 123-45-6789, what now?",
         answer="Write to 1600 Amphitheatre Parkway, Mountain View, CA 94043.",
-        reference_answer="Call from 10.1.2.3",
-        reference_facts=["我叫李雷"],
-        context=["IBAN GB82WEST12345698765432"],
-    )
+        reference_answer="Call from 10.1.2.3", reference_facts=["我叫李雷"], context=["IBAN GB82WEST12345698765432"],
+    )  # fmt: skip
     clean = scrub_content(item, Scrubber())
     assert clean.question == "My SSN is [SSN], what now?"
     assert clean.answer == "Write to [ADDRESS]."

@@ -259,16 +259,9 @@ def test_generated_answers_become_judge_items_under_the_golden_id(tmp_path: Path
     items = golden.to_judge_items({"bad-0001": "It is Paris."})
 
     assert items == [
-        JudgeItem(
-            id="bad-0001",
-            question="Question 1?",
-            answer="It is Paris.",
-            reference_answer="Paris",
-            reference_facts=["Paris is the capital of France."],
-            context=["Paris has 2M people."],
-            language="en",
-        )
-    ]
+        JudgeItem(id="bad-0001", question="Question 1?", answer="It is Paris.", reference_answer="Paris",
+                  reference_facts=["Paris is the capital of France."], context=["Paris has 2M people."], language="en")
+    ]  # fmt: skip
 
 
 def test_known_answers_become_suffixed_judge_items_and_missing_ones_are_skipped(tmp_path: Path) -> None:

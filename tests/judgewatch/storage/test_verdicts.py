@@ -13,7 +13,6 @@ from judgewatch.contract.verdicts import (
     PromptTrim,
     RubricIdentity,
     ScoreReading,
-    TokenUsage,
     UnscoredReason,
     Verdict,
     VerdictStatus,
@@ -48,7 +47,7 @@ def scored(item_id: str, relevance: int = 4, judge: JudgeIdentity = JUDGE) -> Ve
         judge=judge,
         rubric=RUBRIC,
         latency_ms=12.5,
-        tokens=TokenUsage(prompt=100, completion=20, cached=64),
+        tokens={"prompt": 100, "completion": 20, "cached": 64},
         attempts=2,
         fallback_from=["openai:http://down/v1"],
     )
