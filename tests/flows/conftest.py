@@ -1,9 +1,10 @@
-"""Fixtures the sampling flow tests share."""
+"""Fixtures and helpers the flow tests share."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -11,6 +12,7 @@ import yaml
 from judgewatch.settings import REPO_ROOT
 
 DEMO = REPO_ROOT / "examples" / "traffic"
+SET = "halueval_qa_mini"
 
 
 @pytest.fixture
@@ -39,3 +41,17 @@ def split_source(tmp_path: Path) -> Path:
     path = tmp_path / "source.yaml"
     path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     return path
+
+
+async def gate(db: str, folder: Path, release: str, **params: Any) -> dict[str, Any]:
+    """The post-release regression flow's result for `release` (on SET and the reference judge unless `params`
+    say otherwise), its report written in `folder`; a failing gate is a result, not an exception."""
+    from flows.regression import post_release_regression
+
+    params.setdefault("datasets", [SET])
+    params.setdefault("judge", "reference")
+    result = await post_release_regression(
+        release=release, database_url=db, report=str(folder / f"{release}.md"), fail_on_gate=False, **params
+    )
+    assert isinstance(result, dict)
+    return result

@@ -36,7 +36,8 @@ from judgewatch.storage.releases import (
 from judgewatch.testing.openai_stub import chat_completion, openai_stub
 from judgewatch.testing.quick_demo import QuickDemo
 
-SET = "halueval_qa_mini"
+from .conftest import SET, gate
+
 Files = dict[str, Path]
 
 
@@ -53,18 +54,6 @@ def answer_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     write_recorded_answers(folder / "good.jsonl", good)
     write_recorded_answers(folder / "bad.jsonl", bad)
     return {"good": folder / "good.jsonl", "bad": folder / "bad.jsonl"}
-
-
-async def gate(db: str, tmp_path: Path, release: str, **params: Any) -> dict[str, Any]:
-    from flows.regression import post_release_regression
-
-    params.setdefault("datasets", [SET])
-    params.setdefault("judge", "reference")
-    result = await post_release_regression(
-        release=release, database_url=db, report=str(tmp_path / f"{release}.md"), fail_on_gate=False, **params
-    )
-    assert isinstance(result, dict)
-    return result
 
 
 def read(path: str | Path) -> str:

@@ -28,7 +28,8 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline, get_release_tiers
 from judgewatch.testing.openai_stub import chat_completion, openai_stub
 
-SET = "halueval_qa_mini"
+from .conftest import SET, gate
+
 pytestmark = pytest.mark.usefixtures("prefect_server")  # every test runs the flow for real
 
 KEY = "sk-test-7f3a9c1e5b"  # what the gateway accepts; it must appear nowhere judgewatch writes
@@ -112,22 +113,6 @@ tiers:
 def env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
     monkeypatch.setenv("JW_TEST_TENANT", "acme")
-
-
-async def gate(db: str, folder: Path, release: str, **params: Any) -> dict[str, Any]:
-    from flows.regression import post_release_regression
-
-    result = await post_release_regression(
-        release=release,
-        datasets=[SET],
-        judge="reference",
-        database_url=db,
-        report=str(folder / f"{release}.md"),
-        fail_on_gate=False,
-        **params,
-    )
-    assert isinstance(result, dict)
-    return result
 
 
 class Recorder(logging.Handler):

@@ -7,8 +7,8 @@ test server (one per module). The decision logic alone is tested in `tests/judge
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -19,26 +19,11 @@ from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import regression_source
 
-SET = "halueval_qa_mini"
+from .conftest import SET
+from .conftest import gate as regress
 
 pytestmark = pytest.mark.usefixtures("prefect_server")
-
-
-async def gate(db: str, tmp_path: Path, release: str, **params: Any) -> dict[str, Any]:
-    from flows.regression import post_release_regression
-
-    params.setdefault("datasets", [SET])
-    result = await post_release_regression(
-        release=release,
-        judge="reference",
-        baseline_tier="full",
-        database_url=db,
-        report=str(tmp_path / f"{release}.md"),
-        fail_on_gate=False,
-        **params,
-    )
-    assert isinstance(result, dict)
-    return result
+gate = partial(regress, baseline_tier="full")  # every run here compares with tier full
 
 
 def answers(path: Path, picks: range, *, bad: bool = False) -> str:
