@@ -74,24 +74,12 @@ def _weak_combiner_in_use(engine: Engine, rubric: Rubric) -> str:
         "coefficients": {"sentence_support": 0.5, "consistency": 0.0, "asserts": 0.0},
         "intercept": 0.0,
     }
-    alignment = {
-        "rubric_name": rubric.name,
-        "rubric_hash": rubric.content_hash,
-        "kind": "reference",
-        "examples": [],
-        "models": {"version": "weak", "models": models, "fit_items": {}},
-    }
+    weak = {"version": "weak", "models": models, "fit_items": {}}
+    alignment = Alignment(rubric_name=rubric.name, rubric_hash=rubric.content_hash, kind="reference", models=weak)
     row = JudgeAlignment(
-        id="",
-        rubric_name=rubric.name,
-        rubric_hash=rubric.content_hash,
-        judge_kind="reference",
-        digest="weak",
-        config_hash="",
-        based_on="",
-        alignment=alignment,
-        accepted=True,
-    )
+        id="", rubric_name=rubric.name, rubric_hash=rubric.content_hash, judge_kind="reference", digest="weak",
+        config_hash="", based_on="", alignment=alignment.model_dump(mode="json"), accepted=True,
+    )  # fmt: skip
     with session_scope(engine, write=True) as session:
         save_alignment(session=session, row=row)
         return switch_alignment(session=session, row_id=row.id).id
