@@ -14,15 +14,17 @@ from typer.testing import CliRunner
 from judgewatch.cli import get_app
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
+from judgewatch.review.routing import Route, item_row
 from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
-from judgewatch.storage.review import Reviewer, ReviewItem, ReviewLabel, review_item_id
+from judgewatch.storage.review import PickReason, Reviewer, ReviewItem, ReviewLabel
 from judgewatch.storage.types import utcnow
 from judgewatch.workbench.items import ItemFilter, find_items
 
 pytestmark = pytest.mark.slow
 
 GOOD, BAD = 5, 1
+TWO_LABELS = Route(PickReason.uniform, inclusion_probability=1.0, labels_needed=2)
 
 
 def invoke(*args: str) -> str:
@@ -76,29 +78,20 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         session.flush()
         for k in range(12):
             row = by_id[f"t{k}"]
-            rid = review_item_id(row.verdict.id)
+            verdict = row.verdict
+            item = ReviewItem(**item_row(verdict.id, row.interaction.id, verdict.rubric_name, verdict.rubric_version,
+                                         TWO_LABELS, now=now))  # fmt: skip
             settled = GOOD if k % 2 == 0 else BAD
-            session.add(
-                ReviewItem(
-                    id=rid,
-                    verdict_id=row.verdict.id,
-                    interaction_id=row.interaction.id,
-                    rubric_name=row.verdict.rubric_name,
-                    rubric_version=row.verdict.rubric_version,
-                    inclusion_probability=1.0,
-                    pick_reason="uniform",
-                    labels_needed=2,
-                    final_scores={"faithfulness": settled, "relevance": 5} if k == 4 else None,
-                    adjudicated_by="cy" if k == 4 else None,
-                )
-            )
+            if k == 4:  # adjudicated
+                item.final_scores, item.adjudicated_by = {"faithfulness": settled, "relevance": 5}, "cy"
+            session.add(item)
             session.flush()
             if k < 4:  # two agreeing people
-                session.add_all([label(rid, "ana", settled), label(rid, "bo", settled)])
+                session.add_all([label(item.id, "ana", settled), label(item.id, "bo", settled)])
             elif k == 5:  # two people who disagree: not settled
-                session.add_all([label(rid, "ana", 1), label(rid, "bo", 4)])
+                session.add_all([label(item.id, "ana", 1), label(item.id, "bo", 4)])
             elif k == 6:  # one person only: not settled
-                session.add(label(rid, "ana", settled))
+                session.add(label(item.id, "ana", settled))
     engine.dispose()
     yield url, tmp
 
