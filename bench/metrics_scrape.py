@@ -1,21 +1,8 @@
 """Scrape time of the metrics endpoint on PostgreSQL stores of 10k, 100k and 1M verdicts.
 
-For each size: a throwaway schema, migrated, filled with `judgewatch.testing.metrics_store.seed_store`
-(COPY; every verdict with its interaction, a review item per ten verdicts, labels, gate decisions, a
-calibration snapshot, a drift alert, a trust record; verdicts spread over the last 24 hours; the verdict
-counts rebuilt from the table, as migration m013 backfills them; the review counts kept by m016's triggers),
-then:
-- first: the first scrape of a fresh process (as `judgewatch metrics serve` right after it opened the store:
-  nothing imported, compiled or configured for the scrape yet), median and worst of 3 such processes;
-- steady: the median of 5 later scrapes, each after the verdict writer stored 1,000 new verdicts (the steady
-  state of a server scraped every 15 s); the writes are timed too (they keep the counts table);
-- re-judged: the median of 3 scrapes after 10% of the verdicts (every 10th, scattered over the whole day)
-  were judged again in place through the verdict writer.
-The schema is dropped afterwards. Limit: 1 s per scrape (the issue's budget).
-
-`--store-schema NAME` measures a kept store instead (one size): the schema NAME of `--url`'s database is
-seeded only if it holds no verdicts, migrated (a store made before m016 is backfilled then, and timed), and
-never dropped; the steady and re-judge rounds still write to it.
+Per size, a throwaway schema seeded by `testing.metrics_store`: the first scrape of a fresh process, the steady
+state while verdicts are written, and after 10% are judged again (bench/README.md, "Metrics scrape time");
+`--store-schema NAME` measures a kept schema instead. Limit: 1 s per scrape.
 
     .venv/bin/python bench/metrics_scrape.py [--sizes 10000,100000,1000000] [--url URL] [--store-schema NAME]
 """
@@ -32,16 +19,15 @@ import time
 import uuid
 
 from prometheus_client import CollectorRegistry, generate_latest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, text
 
 from judgewatch.metrics.collector import make_registry
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.testing.metrics_store import add_verdicts, rejudge, seed_store
+from judgewatch.testing.store import postgres_schema, postgres_url
 
 LIMIT_S = 1.0
-DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 NEW_PER_ROUND, ROUNDS, REJUDGE_SCRAPES, FIRST_PROCESSES = 1_000, 5, 3, 3
 # A fresh process: open the store as the CLI does (migrate), then time its first scrape alone.
 FIRST_SCRAPE = """
@@ -92,59 +78,49 @@ def measure(url: str, size: int, keep: str | None = None) -> tuple[float, float,
     """(first median, first worst, steady, re-judged scrape seconds, seconds per 1,000 verdicts written,
     re-judge seconds) at `size`; in the kept schema `keep` if given."""
     schema = keep or f"jw_bench_metrics_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(make_url(url).set(drivername="postgresql+psycopg"))
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
-    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
-    scoped_url = scoped.render_as_string(hide_password=False)
-    engine = make_engine(scoped_url)
-    try:
-        seeded = keep is not None and _has_verdicts(engine)
-        started = time.perf_counter()
-        applied = migrate(engine)
-        if seeded:
-            print(f"  kept store {schema}: migrations {applied or 'none'} applied in "
-                  f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
-        else:
-            seed_store(engine, verdicts=size)
-            print(f"  {size:>9,} verdicts stored in {time.perf_counter() - started:.0f} s", flush=True)
-        with engine.connect() as conn:
-            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
-        firsts = [_first_scrape(scoped_url) for _ in range(FIRST_PROCESSES)]
-        registry = make_registry(engine, min_interval_s=0)
-        _scrape(registry)  # this process's first scrape: already counted above, in fresh processes
-        steady, writes = [], []
-        with engine.connect() as conn:  # new positions follow the stored ones (a kept store grows on each run)
-            stored = int(conn.execute(text("SELECT count(*) FROM interaction")).scalar_one())
-        for round_no in range(ROUNDS):
-            t0 = time.perf_counter()
-            add_verdicts(engine, start=stored + round_no * NEW_PER_ROUND, count=NEW_PER_ROUND)
-            writes.append(time.perf_counter() - t0)
-            steady.append(_scrape(registry))
+    with postgres_schema(url, schema, keep=keep is not None) as scoped_url:
+        engine = make_engine(scoped_url)
+        try:
+            return _measure(engine, scoped_url, size, schema if keep else None)
+        finally:
+            engine.dispose()
+
+
+def _measure(engine: Engine, url: str, size: int, kept: str | None) -> tuple[float, float, float, float, float, float]:
+    seeded = kept is not None and _has_verdicts(engine)
+    started = time.perf_counter()
+    applied = migrate(engine)
+    if seeded:
+        print(f"  kept store {kept}: migrations {applied or 'none'} applied in "
+              f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
+    else:
+        seed_store(engine, verdicts=size)
+        print(f"  {size:>9,} verdicts stored in {time.perf_counter() - started:.0f} s", flush=True)
+    with engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
+    firsts = [_first_scrape(url) for _ in range(FIRST_PROCESSES)]
+    registry = make_registry(engine, min_interval_s=0)
+    _scrape(registry)  # this process's first scrape: already counted above, in fresh processes
+    steady, writes = [], []
+    with engine.connect() as conn:  # new positions follow the stored ones (a kept store grows on each run)
+        stored = int(conn.execute(text("SELECT count(*) FROM interaction")).scalar_one())
+    for round_no in range(ROUNDS):
         t0 = time.perf_counter()
-        rejudge(engine, positions=list(range(0, size, 10)))
-        rejudge_s = time.perf_counter() - t0
-        rejudged = [_scrape(registry) for _ in range(REJUDGE_SCRAPES)]
-        return (
-            statistics.median(firsts),
-            max(firsts),
-            statistics.median(steady),
-            statistics.median(rejudged),
-            statistics.median(writes),
-            rejudge_s,
-        )
-    finally:
-        engine.dispose()
-        if keep is None:
-            with admin.begin() as conn:
-                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+        add_verdicts(engine, start=stored + round_no * NEW_PER_ROUND, count=NEW_PER_ROUND)
+        writes.append(time.perf_counter() - t0)
+        steady.append(_scrape(registry))
+    t0 = time.perf_counter()
+    rejudge(engine, positions=list(range(0, size, 10)))
+    rejudge_s = time.perf_counter() - t0
+    rejudged = [_scrape(registry) for _ in range(REJUDGE_SCRAPES)]
+    medians = (statistics.median(steady), statistics.median(rejudged), statistics.median(writes))
+    return statistics.median(firsts), max(firsts), *medians, rejudge_s
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000")
-    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--url", default=postgres_url())
     parser.add_argument(
         "--store-schema", default=None, help="measure this kept schema (seeded if empty, never dropped)"
     )

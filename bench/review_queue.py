@@ -1,31 +1,22 @@
 """Review queue latency at scale: "lease next item" and "submit" with 20 concurrent reviewers, 1M items.
 
-Builds a throwaway PostgreSQL schema holding 1,000,000 review items (with their interactions and verdicts,
-generated server-side): the oldest 30% already done with one label each, 10% of the rest needing two labels,
-and the oldest 5,000 of those already labeled once (so "not labeled by me" has rows to skip). Then 20 reviewer
-threads call the real service (`ReviewQueue.lease_next` and `.submit`, the calls the app makes) until 1,000
-lease+submit cycles are done, and prints the median and p99 of each against the stated limit. A second
-concurrent run adds a think time between items: real reviewers read for 5-30 s (uniform), compressed here by
-`--time-scale` (default 20: 0.25-1.5 s), so the offered load is still 20x what 20 real reviewers make. Two
-more concurrent runs follow, the ones above unchanged: the same run again once every reviewer's connection is
-open (the first one opens and warms 20 connections at once, which a served app does once after it starts), and
-a run timing each key press as the app's handlers make it (lease or submit, then the progress line).
+A throwaway PostgreSQL schema of 1,000,000 review items; reviewer threads call `ReviewQueue.lease_next` and
+`.submit` alone, concurrently, with a compressed think time and as the app's handlers (bench/README.md, "Review
+queue at 1M items"). Limit: p99 <= 100 ms per call (a key press answered within 100 ms feels instant).
 
     .venv/bin/python bench/review_queue.py [--items 1000000] [--ops 1000] [--reviewers 20] [--url URL] [--keep]
         [--schema NAME]    # reuse a schema kept by --keep (no build), e.g. to run two versions on the same data
-
-Limit: p99 <= 100 ms per call (a key press that answers within 100 ms feels instant to the reviewer).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import statistics
 import threading
 import time
 import uuid
+from functools import partial
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
@@ -33,9 +24,10 @@ from sqlalchemy.engine import make_url
 from judgewatch.review.accounts import hash_password
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.storage.migrations import migrate
+from judgewatch.testing.store import postgres_schema, postgres_url
+from judgewatch.testing.threads import run_together
 
 LIMIT_MS = 100.0
-DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 SCORES = {"relevance": 4, "faithfulness": 3, "completeness": 5}
 
 POPULATE = [
@@ -81,7 +73,7 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--ops", type=int, default=1000, help="lease+submit cycles in total")
     parser.add_argument("--reviewers", type=int, default=20)
-    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--url", default=postgres_url())
     parser.add_argument("--keep", action="store_true", help="keep the bench schema afterwards")
     parser.add_argument("--schema", help="an existing bench schema (kept by --keep) to run on, without building")
     parser.add_argument("--think", default="5,30", help="think time range in real seconds (min,max)")
@@ -90,48 +82,46 @@ def main() -> None:
     args = parser.parse_args()
 
     schema = args.schema or f"jw_bench_review_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(make_url(args.url).set(drivername="postgresql+psycopg"))
-    if args.schema is None:
-        with admin.begin() as conn:
-            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    url = make_url(args.url).update_query_dict({"options": f"-csearch_path={schema}"})
-    # A pool as large as the number of reviewers: the bench measures the database, not a wait for a connection.
-    engine = create_engine(url.set(drivername="postgresql+psycopg"), pool_size=args.reviewers + 2, pool_pre_ping=True)
+    with postgres_schema(args.url, schema, keep=args.keep or args.schema is not None) as url:
+        # A pool as large as the number of reviewers: the bench measures the database, not a wait for a connection.
+        engine = create_engine(
+            make_url(url).set(drivername="postgresql+psycopg"), pool_size=args.reviewers + 2, pool_pre_ping=True
+        )
+        try:
+            bench(engine, args, schema)
+        finally:
+            engine.dispose()
+
+
+def bench(engine: Engine, args: argparse.Namespace, schema: str) -> None:
     names = [f"bench-{i:02d}" for i in range(args.reviewers)]
     low, high = (float(x) / args.time_scale for x in args.think.split(","))
-    try:
-        if args.schema is not None:
-            if args.profile:
-                profile(ReviewQueue(engine, lease_seconds=600), names[0], args.profile)
-            else:
-                run(engine, names, args.ops, (low, high))
-            return
-        migrate(engine)
-        done = int(args.items * 0.3)
-        started = time.perf_counter()
-        with engine.begin() as conn:
-            password = hash_password("bench password")
-            conn.execute(
-                text(
-                    "INSERT INTO reviewer (name, password_hash, active, can_adjudicate, created_at) "
-                    "VALUES (:name, :hash, true, false, now())"
-                ),
-                [{"name": n, "hash": password} for n in names],
-            )
-            for statement in POPULATE:
-                conn.execute(text(statement), {"n": args.items, "done": done, "reviewers": args.reviewers})
-        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            conn.execute(text("VACUUM ANALYZE"))
-        print(f"built {args.items:,} review items ({done:,} done) in {time.perf_counter() - started:.0f} s")
-        if args.keep:
-            print(f"schema kept: {schema}")
-        run(engine, names, args.ops, (low, high))
-    finally:
-        engine.dispose()
-        if not args.keep and args.schema is None:
-            with admin.begin() as conn:
-                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    if args.schema is not None:
+        if args.profile:
+            profile(ReviewQueue(engine, lease_seconds=600), names[0], args.profile)
+        else:
+            run(engine, names, args.ops, (low, high))
+        return
+    migrate(engine)
+    done = int(args.items * 0.3)
+    started = time.perf_counter()
+    with engine.begin() as conn:
+        password = hash_password("bench password")
+        conn.execute(
+            text(
+                "INSERT INTO reviewer (name, password_hash, active, can_adjudicate, created_at) "
+                "VALUES (:name, :hash, true, false, now())"
+            ),
+            [{"name": n, "hash": password} for n in names],
+        )
+        for statement in POPULATE:
+            conn.execute(text(statement), {"n": args.items, "done": done, "reviewers": args.reviewers})
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE"))
+    print(f"built {args.items:,} review items ({done:,} done) in {time.perf_counter() - started:.0f} s")
+    if args.keep:
+        print(f"schema kept: {schema}")
+    run(engine, names, args.ops, (low, high))
 
 
 def run(engine: Engine, names: list[str], ops: int, think: tuple[float, float]) -> None:
@@ -235,42 +225,32 @@ def cycles(
     submit_ms: list[float] = []
     remaining = [ops]
     guard = threading.Lock()
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(len(names))
 
     def reviewer(name: str) -> None:
         rng = random.Random(name)
-        try:
-            barrier.wait()
-            while True:
-                with guard:
-                    if remaining[0] <= 0:
-                        return
-                    remaining[0] -= 1
-                t0 = time.perf_counter()
-                item = queue.lease_next(name)
-                if with_progress:
-                    queue.progress(name)
-                leased = time.perf_counter()
-                assert item is not None
-                if think[1] > 0:
-                    time.sleep(rng.uniform(*think))
-                t1 = time.perf_counter()
-                queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
-                if with_progress:
-                    queue.progress(name)
-                t2 = time.perf_counter()
-                with guard:
-                    lease_ms.append((leased - t0) * 1000)
-                    submit_ms.append((t2 - t1) * 1000)
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        while True:
+            with guard:
+                if remaining[0] <= 0:
+                    return
+                remaining[0] -= 1
+            t0 = time.perf_counter()
+            item = queue.lease_next(name)
+            if with_progress:
+                queue.progress(name)
+            leased = time.perf_counter()
+            assert item is not None
+            if think[1] > 0:
+                time.sleep(rng.uniform(*think))
+            t1 = time.perf_counter()
+            queue.submit(name, item.item_id, SCORES, rubric_version_shown=item.rubric_version)
+            if with_progress:
+                queue.progress(name)
+            t2 = time.perf_counter()
+            with guard:
+                lease_ms.append((leased - t0) * 1000)
+                submit_ms.append((t2 - t1) * 1000)
 
-    threads = [threading.Thread(target=reviewer, args=(n,)) for n in names]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_together([partial(reviewer, n) for n in names], timeout_s=3600)
     if errors:
         raise errors[0]
     return lease_ms, submit_ms

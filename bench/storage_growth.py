@@ -1,11 +1,8 @@
 """Database growth per sampled call on PostgreSQL, measured with the real traffic-sampling flow.
 
-Runs `traffic-sampling` (offline reference judge, 10% of scored verdicts routed to review, 10% of those labeled
-twice) over the demo gateway log at a 100% rate into a throwaway PostgreSQL schema, and divides the growth of
-every table (heap, TOAST and indexes: `pg_total_relation_size`) by the number of picks stored: the bytes one
-sampled call costs the store (its interaction, its verdict and its share of review items and run records).
-Human labels come later, in the review UI; their rows are not counted here. Limit (a budget, not a law):
-10 KiB per pick, i.e. 10 GB a day for a million picks a day.
+Runs `traffic-sampling` (reference judge, 10% of scored verdicts routed to review) over the demo gateway log at a
+100% rate into a throwaway schema, and divides every table's growth (`pg_total_relation_size`) by the picks stored.
+Limit (a budget): 10 KiB per pick, i.e. 10 GB a day for a million picks a day.
 
     .venv/bin/python bench/storage_growth.py [--url URL] [--keep]
 """
@@ -18,20 +15,18 @@ import os
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # this checkout's packages, whatever the venv's
 
-DEMO = HERE.parent / "examples" / "traffic"
-DEFAULT_URL = os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+from judgewatch.settings import REPO_ROOT
+from judgewatch.testing.store import postgres_schema, postgres_url
+
+DEMO = REPO_ROOT / "examples" / "traffic"
 LIMIT_BYTES = 10 * 1024
 SIZES = """SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c
            JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND c.relkind = 'r'"""
@@ -41,7 +36,7 @@ TEXT_BYTES = """SELECT avg(octet_length(question) + octet_length(answer) + coale
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--url", default=postgres_url())
     parser.add_argument("--keep", action="store_true", help="keep the bench schema afterwards")
     args = parser.parse_args()
     from judgewatch.cli._flow import prefect_defaults
@@ -51,14 +46,17 @@ def main() -> int:
     from flows.sampling import traffic_sampling
     from judgewatch.storage.migrations import migrate
 
-    with _throwaway_schema(args.url, keep=args.keep) as (engine, schema):
+    schema = f"jw_bench_growth_{uuid.uuid4().hex[:8]}"
+    with postgres_schema(args.url, schema, keep=args.keep) as url:
+        engine = create_engine(url, isolation_level="AUTOCOMMIT")
         migrate(engine)
         before = _sizes(engine, schema)
-        report = asyncio.run(_sample_demo_log(traffic_sampling, engine.url.render_as_string(hide_password=False)))
+        report = asyncio.run(_sample_demo_log(traffic_sampling, url))
         with engine.connect() as conn:
             conn.execute(text("VACUUM ANALYZE"))
             text_bytes = float(conn.execute(text(TEXT_BYTES)).scalar_one())
         after = _sizes(engine, schema)
+        engine.dispose()
     picks = int(report["stored"])
     growth = {name: after[name] - before.get(name, 0) for name in after}
     print(f"stored {picks:,} picks, {report['review_items_created']:,} review items; texts {text_bytes:,.0f} B/pick")
@@ -83,25 +81,6 @@ async def _sample_demo_log(traffic_sampling: Any, url: str) -> dict[str, Any]:
             source=str(source), judge="reference", review_share=0.1, database_url=url
         )
         return result
-
-
-@contextmanager
-def _throwaway_schema(url: str, *, keep: bool) -> Iterator[tuple[Engine, str]]:
-    """An engine whose connections use a new schema, dropped on the way out unless `keep`."""
-    schema = f"jw_bench_growth_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    scoped = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
-    engine = create_engine(scoped, isolation_level="AUTOCOMMIT")
-    try:
-        yield engine, schema
-    finally:
-        engine.dispose()
-        with admin.connect() as conn:
-            if not keep:
-                conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
 
 
 def _sizes(engine: Engine, schema: str) -> dict[str, int]:

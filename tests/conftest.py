@@ -21,8 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine
 
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT, Settings
@@ -30,6 +29,7 @@ from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.testing.path_guard import PathGuard, install
 from judgewatch.testing.quick_demo import QuickDemo, run_quick_demo
+from judgewatch.testing.store import postgres_schema, postgres_url
 
 # Prefect's ephemeral server migrates a new PREFECT_HOME on first start; on a busy 2-core machine that takes
 # longer than Prefect's default 20 s start-up timeout. Quiet and telemetry-free, as the CLI runs it.
@@ -40,7 +40,6 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")  # no version check against api.gradio.app
 
-DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 _SESSION_TOKEN = uuid.uuid4().hex[:8]
 _schema_numbers = itertools.count(1)
 PATH_GUARD = install(REPO_ROOT)
@@ -85,16 +84,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object]:
     return (yield from _guarded(item, "teardown"))
-
-
-def postgres_url() -> str:
-    return os.environ.get("JUDGEWATCH_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-
-
-def with_search_path(url: str, schema: str) -> str:
-    """`url` whose connections use `schema` (psycopg passes `options` to libpq)."""
-    parsed = make_url(url).update_query_dict({"options": f"-csearch_path={schema}"})
-    return parsed.render_as_string(hide_password=False)
 
 
 @pytest.fixture(scope="module")
@@ -150,16 +139,8 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'judgewatch.db'}"
         return
-    schema = f"jw_test_{_SESSION_TOKEN}_{next(_schema_numbers)}"
-    admin = create_engine(make_url(postgres_url()).set(drivername="postgresql+psycopg"))
-    with admin.begin() as conn:
-        conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    try:
-        yield with_search_path(postgres_url(), schema)
-    finally:
-        with admin.begin() as conn:
-            conn.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
-        admin.dispose()
+    with postgres_schema(postgres_url(), f"jw_test_{_SESSION_TOKEN}_{next(_schema_numbers)}") as url:
+        yield url
 
 
 @pytest.fixture
