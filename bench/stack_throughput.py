@@ -1,12 +1,7 @@
 """Stack throughput: judgments/s through the service (two workers, three concurrent flow runs, one shared judge
-budget) against the same figure for the CLI alone, both on the simulator and both over the judge's limit.
-
-The simulator (its own thread, cap 64, fixed latency) stands behind a Prefect global limit of `--slots`, so the
-judge's limit is slots / latency judgments/s. The stack is `scripts/stack.sh up` on its own ports and PostgreSQL
-databases (dropped afterwards); three regression flow runs judge a golden set's recorded answers with the
-simulator, and the clock runs from the first trigger to the last run's end (pull step, flow start-up and
-storing included). The CLI figure is one `judgewatch regress` over the same set (Prefect's ephemeral mode, no
-server, so no global limit: only the client's own concurrency of `--slots`).
+budget) against the same figure for the CLI alone, both on the simulator and both over the judge's limit
+(`--slots` / latency). The clock runs from the first trigger to the last run's end (bench/README.md, "Stack
+throughput").
 
     .venv/bin/python bench/stack_throughput.py [--dataset halueval_qa_mini] [--slots 16] [--latency-ms 250]
 """
@@ -15,32 +10,26 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import httpx
 from sqlalchemy import create_engine, text
 
 from judgewatch.regression.golden import load_golden_set
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.settings import REPO_ROOT
+from judgewatch.testing.processes import free_port
 from judgewatch.testing.simulator import run_simulator_in_thread
+from judgewatch.testing.stack import admin_sql, run_via_rest, wait_final
 
 PG = os.environ.get("JUDGEWATCH_BENCH_PG_URL", "postgresql://postgres@127.0.0.1:5432")
 DEPLOYMENT = "post-release-regression/post-release-regression"
 BIN = Path(sys.executable).parent
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def verdict_count(url: str, releases: list[str]) -> int:
@@ -72,39 +61,21 @@ def through_stack(work: Path, answers: Path, dataset: str, judge_url: str, slots
     store = f"{PG.replace('postgresql:', 'postgresql+psycopg:')}/{env['JUDGEWATCH_STORE_DB']}"
     try:
         subprocess.run(["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=env, check=True, capture_output=True)
-        deployment = httpx.get(f"{api}/deployments/name/{DEPLOYMENT}", timeout=30).json()["id"]
         releases = [f"bench-{i}" for i in range(runs)]
-        started = time.perf_counter()
-        ids = []
-        for release in releases:
-            params: dict[str, Any] = {"datasets": [dataset], "judge": judge_url, "release": release}
-            # the simulator scores at random: accepted on purpose, or the gate would refuse it before judging
-            params |= {"answers": [f"full={answers}"], "fail_on_gate": False, "accept_unvalidated_judge": True}
-            ids.append(
-                httpx.post(f"{api}/deployments/{deployment}/create_flow_run", json={"parameters": params}, timeout=30)
-                .raise_for_status()
-                .json()["id"]
-            )
-        states: dict[str, str] = {}
-        while len(states) < len(ids):
-            time.sleep(1)
-            for run_id in ids:
-                state = httpx.get(f"{api}/flow_runs/{run_id}", timeout=30).json()["state"]["type"]
-                if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
-                    states[run_id] = state
-        elapsed = time.perf_counter() - started
-        if set(states.values()) != {"COMPLETED"}:
-            raise SystemExit(f"flow runs ended {states}")
+        started = datetime.now(UTC)
+        # the simulator scores at random: accepted on purpose, or the gate would refuse it before judging
+        params = {"datasets": [dataset], "judge": judge_url, "answers": [f"full={answers}"], "fail_on_gate": False,
+                  "accept_unvalidated_judge": True}  # fmt: skip
+        ids = [run_via_rest(api, DEPLOYMENT, {**params, "release": release}) for release in releases]
+        ended = [wait_final(api, run_id, timeout_s=3600) for run_id in ids]
+        if {run["state"]["type"] for run in ended} != {"COMPLETED"}:
+            raise SystemExit(f"flow runs ended {[run['state']['type'] for run in ended]}")
+        elapsed = (max(datetime.fromisoformat(run["end_time"]) for run in ended) - started).total_seconds()
         return verdict_count(store, releases), elapsed
     finally:
         subprocess.run(["bash", "scripts/stack.sh", "down"], cwd=REPO_ROOT, env=env, capture_output=True)
-        admin = create_engine(
-            f"{PG.replace('postgresql:', 'postgresql+psycopg:')}/postgres", isolation_level="AUTOCOMMIT"
-        )
-        with admin.connect() as conn:
-            for db in (env["JUDGEWATCH_PREFECT_DB"], env["JUDGEWATCH_STORE_DB"]):
-                conn.execute(text(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)'))
-        admin.dispose()
+        for db in (env["JUDGEWATCH_PREFECT_DB"], env["JUDGEWATCH_STORE_DB"]):
+            admin_sql(store, f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
 def through_cli(work: Path, answers: Path, dataset: str, judge_url: str, slots: int) -> tuple[int, float]:
