@@ -1,24 +1,16 @@
 """The reference judge's four development domains, its fit, and the leave-one-domain-out measurement.
 
-Domains (development rows only; the held-out halves earlier work read are never fitted or tuned on):
-- `halueval`: HaluEval QA one-turn items 40-249 (right vs hallucinated answer, the knowledge as reference facts).
-- `halluqa`: HalluQA's development half by category (question_id <= 225 and the even ids above), but for
-  question_ids 1-40.
-Items 0-39 of HaluEval and HalluQA's question_ids 1-40 are the mini golden sets (`datasets/halueval_qa_mini`,
-`datasets/halluqa_mini`), the demo's and the gate's trust sets: `domains` leaves them out, so they stay held out.
-- `begin_cmu`, `begin_tc`: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`), every row
-  but the `Generic` ones: a response labelled `Fully attributable` is right, `Not fully attributable` wrong;
-  the knowledge passage is the context, the dialogue turn answered is the question.
-`Case` and the HaluEval and HalluQA readers are shared with bench/reference_judge_quality.py (which imports
-them from here). `fit` is the logistic regression scripts/fit_reference_judge.py writes (`judges.reference_fit`:
-each domain weighs the same, whatever its size; every coefficient >= 0); `leave_one_out` fits it on three
-domains and scores the fourth, beside the plain word-recall baseline (`judges._claims.word_recall`) on the same rows.
+Development rows only: HaluEval QA items 40-249; HalluQA's development half by category (`by_category_dev`) but
+question_ids 1-40; BEGIN's CMU-DoG and TopicalChat development files but the `Generic` rows. HaluEval items 0-39
+and HalluQA's question_ids 1-40 are the mini golden sets (the demo's and the gate's trust sets), held out of every
+fit. `fit` is the logistic regression scripts/fit_reference_judge.py writes (`judges.reference_fit`); `leave_one_out`
+fits it on three domains and scores the fourth beside plain word recall.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,19 +56,15 @@ def halueval_cases(folder: Path, variant: str = "one-turn") -> list[Case]:
 
 
 def by_category_dev(case: Case) -> bool:
-    """HalluQA's development half by category (2.2.0): question_id <= 225 (all "Misleading", a few "Knowledge")
-    and the even question_ids above (half the "Misleading-hard" and "Knowledge" questions); the odd ones above 225
-    are held out. The id split (`Case.dev`) puts those two categories in the held-out half only."""
+    """HalluQA's development half by category: question_id <= 225 and the even ids above (the id split, `Case.dev`,
+    holds out every "Misleading-hard" and most "Knowledge" questions)."""
     qid = int(case.group.removeprefix("q"))
     return qid <= 225 or qid % 2 == 0
 
 
 def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int]:
-    """(cases, number of questions left out because their only correct answer would be its own reference).
-
-    `leaky=True` builds the scheme this benchmark avoids (every correct answer among the references of both
-    sides, the judged one included), only to show how much that leak would inflate the figure.
-    """
+    """(cases, questions left out: their only correct answer would be its own reference). `leaky=True` puts the
+    judged answer among its own references, only to show how much that leak would inflate the figure."""
     rows = json.loads((folder / "HalluQA.json").read_text(encoding="utf-8"))
     cases: list[Case] = []
     left_out = 0
@@ -169,9 +157,8 @@ def trust_set_ids(sets: Sequence[Path] = TRUST_SETS) -> frozenset[str]:
 
 
 def domains() -> dict[str, list[Case]]:
-    """The four development domains (see the module docstring), without any case from an item of the mini golden
-    sets (`TRUST_SETS`): those are the sets the demo and the gate measure the reference judge on before trusting
-    it, and trust validation takes no in-sample item as evidence, so they must stay held out of every fit."""
+    """The four development domains without the mini golden sets' items (`TRUST_SETS`): trust validation takes no
+    in-sample item as evidence, so the sets the demo and the gate trust the judge on stay out of every fit."""
     halluqa = halluqa_cases(DATASETS / "halluqa_upstream")[0]
     held_out = trust_set_ids()
     sets = {
@@ -235,23 +222,26 @@ def leave_one_out(
     return out
 
 
-def paired_bootstrap(
-    model: np.ndarray, baseline: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int, seed: int
-) -> dict[str, tuple[float, float]]:
-    """95% percentile intervals of the model's AUROC, the baseline's and their difference, from the same
-    resamples of whole groups (questions, or BEGIN responses)."""
+def group_resamples(groups: Sequence[str], right: np.ndarray, n: int, seed: int) -> Iterator[np.ndarray]:
+    """The rows of `n` seeded resamples of whole groups; a resample holding one class only is skipped (no AUROC)."""
     index: dict[str, list[int]] = {}
     for i, g in enumerate(groups):
         index.setdefault(g, []).append(i)
     members = list(index.values())
     rng = np.random.default_rng(seed)
-    values: list[tuple[float, float]] = []
     for _ in range(n):
-        pick = rng.integers(0, len(members), len(members))
-        rows = np.concatenate([members[p] for p in pick])
+        rows = np.concatenate([members[p] for p in rng.integers(0, len(members), len(members))])
         if 0 < right[rows].sum() < len(rows):
-            values.append((auroc(model[rows], right[rows]), auroc(baseline[rows], right[rows])))
-    pairs = np.array(values)
+            yield rows
+
+
+def paired_bootstrap(
+    model: np.ndarray, baseline: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int, seed: int
+) -> dict[str, tuple[float, float]]:
+    """95% percentile intervals of the model's AUROC, the baseline's and their difference, from the same
+    resamples of whole groups (questions, or BEGIN responses)."""
+    resamples = group_resamples(groups, right, n, seed)
+    pairs = np.array([(auroc(model[rows], right[rows]), auroc(baseline[rows], right[rows])) for rows in resamples])
     bounds = {
         "model": np.percentile(pairs[:, 0], [2.5, 97.5]),
         "baseline": np.percentile(pairs[:, 1], [2.5, 97.5]),

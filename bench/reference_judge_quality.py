@@ -1,31 +1,12 @@
 """Benchmark: how well the offline reference judge separates right from wrong answers, and how fast it is.
 
-Data (in the repository as released upstream, real and labeled by others; see each folder's README.md):
-- HaluEval QA (en), `datasets/halueval_upstream/generation/qa/qa_{one,multi}-turn_data.json`: 500 questions,
-  each with its knowledge (the reference facts), the HotpotQA gold answer (right) and a ChatGPT-written
-  hallucinated answer (wrong).
-  The right answer is never given to the judge as a reference: only the knowledge is.
-- HalluQA (zh), `datasets/halluqa_upstream/HalluQA.json`: 450 questions with human-written correct and wrong
-  answers. The judged correct answer must not be its own reference, so:
-  * questions with 2-4 correct answers (265): leave-one-out. For k = 1..4, correct answer k and wrong answer k
-    are both judged against the *other* correct answers (the first of them as the reference answer, all of
-    them plus a textual `Source` evidence as reference facts): the same references for both sides of a pair.
-  * questions with one correct answer (185, all "Knowledge"): only the 2 whose `Source` is an evidence
-    sentence can be measured (that sentence is the only reference, no reference answer); the other 183 have a
-    URL as evidence and nothing else to compare with, so they are left out. The HalluQA figure therefore
-    speaks for misleading-premise questions (244 of the 267 measured) and says little about knowledge ones.
-AUROC = P(score of a right answer > score of a wrong one), ties 1/2; 95% intervals from a seeded bootstrap
-that resamples questions (both answers of a question stay together). The judge was tuned, and its faithfulness
-model fitted (scripts/fit_reference_judge.py), on a development half (HaluEval items 0-249, HalluQA question_id
-<= 225); the other half is reported separately as held out, and issue 17's limits are read there only. HalluQA's
-id split puts every "Misleading" question in development and every "Misleading-hard" one in the held-out half,
-so the Chinese model (2.2.0) is fitted on a split by category (`by_category_dev`: the even question_ids above 225
-join development) and read on the odd ones; the id split's held-out figure is printed too.
-Since 3.0.0 it also prints the `default` model left out domain by domain (HaluEval QA, HalluQA, BEGIN CMU-DoG,
-BEGIN TopicalChat: bench/reference_domains.py) against plain word recall on the same rows, with paired bootstrap
-intervals; whether BEGIN's `Generic` responses are called not applicable; and the pasted-references check (the
-golden sets' known-bad answers with their reference facts appended: the share scoring >= 4 may rise at most 5
-points, for faithfulness and completeness).
+Data as released upstream: HaluEval QA (en; the knowledge as reference facts, never the right answer) and HalluQA
+(zh; each correct answer judged against the *other* correct answers, so questions with one correct answer and a URL
+as their only evidence are left out). AUROC = P(a right answer scores above a wrong one), ties 1/2, with 95%
+intervals from a seeded bootstrap over questions; development and held-out halves reported apart (issue 17's limits
+are read on the held-out halves). Also: the `default` model left out domain by domain against plain word recall
+(bench/reference_domains.py), BEGIN's `Generic` responses, the pasted-references check, and verdicts/s on one core.
+How the items are built and every figure: bench/README.md, "Reference judge quality".
 
 Run: .venv/bin/python bench/reference_judge_quality.py [--halueval DIR] [--halluqa DIR] [--bootstrap N]
 """
@@ -51,6 +32,7 @@ from bench.reference_domains import (
     begin_rows,
     by_category_dev,
     domains,
+    group_resamples,
     halluqa_cases,
     halueval_cases,
     high_share,
@@ -80,18 +62,8 @@ SEED = 20261129
 
 def bootstrap_interval(scores: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int) -> tuple[float, float]:
     """95% percentile interval of the AUROC, resampling whole questions (seeded)."""
-    index: dict[str, list[int]] = {}
-    for i, g in enumerate(groups):
-        index.setdefault(g, []).append(i)
-    members = list(index.values())
-    rng = np.random.default_rng(SEED)
-    values = []
-    for _ in range(n):
-        pick = rng.integers(0, len(members), len(members))
-        rows = np.concatenate([members[p] for p in pick])
-        if 0 < right[rows].sum() < len(rows):
-            values.append(auroc(scores[rows], right[rows]))
-    low, high = np.percentile(values, [2.5, 97.5])
+    low, high = np.percentile([auroc(scores[rows], right[rows]) for rows in group_resamples(groups, right, n, SEED)],
+                              [2.5, 97.5])  # fmt: skip
     return float(low), float(high)
 
 
