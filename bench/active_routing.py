@@ -1,30 +1,9 @@
 """Benchmark: uncertainty-weighted review routing against the uniform share, at an equal label budget, on real labels.
 
-Every item below carries its human label, so the truth (the all-human mean) is known:
-- `begin_dev`: BEGIN's CMU-DoG and TopicalChat development responses (`Fully attributable` = 5, `Not fully
-  attributable` = 1, `Generic` left out), judged by the offline reference judge: its faithfulness score, with its
-  other two criteria for the doubt band (criteria disagreement). The judge was fitted on these rows.
-- `halueval`: HaluEval QA's held-out questions 250-499 (the right answer = 5, the hallucinated one = 1), the same
-  judge, which was not fitted on them.
-- `pandalm`: PandaLM's 999 pairs, the three annotators' majority as the label and gpt-3.5-turbo's verdict as the
-  judge (1 = response 2 better, 2 = tie, 3 = response 1 better; its unparsable answers a tie). A verdict with one
-  criterion and no log-probabilities has no doubt signal: its cells are its scores.
-
-Each draw splits a data set at random into an earlier period and the current one (halves). The earlier period's
-labels (uniform; as many as `review/active.WINDOW_DAYS` periods at the budget would hold: 7 x 10% of the period)
-fit the spreads (`review.active.fit_spreads`), and the plan is scaled to the budget on the earlier period's
-verdicts (`scale_to_budget`), exactly as a day's plan is fitted on the days before it: no label of the current
-period goes into its own probabilities. The current period is then routed twice, independently: uniformly at 10%,
-and by the plan (10% in expectation). Each routed item's label and probability go to the release estimator
-(`stats.ppi_mean`) and the traffic estimator (`stats.survey_ppi_mean`, every item sampled); their 95% intervals
-are checked against the current period's all-human mean. Per data set and estimator: the coverage of both, the
-labels drawn, W = mean active width / mean uniform width, and the hindsight W, where the plan is fitted on the
-current period's own labels: not a valid routing, but the best the cells allow. `pandalm+second-judge` is a
-diagnostic, not in the last line: PandaLM-7B's verdict as a second criterion, so the doubt band reads the two
-judges' disagreement, which routing does not use (a second judge's verdict may come after the routing).
-
-Last line: `active-routing coverage C width_ratio W`, C the lowest active coverage over data sets and estimators,
-W the mean over data sets of the traffic estimator's ratio. Goal: W <= 0.85 with C >= 0.93.
+Each draw fits the plan on an earlier period's labels and routes the current period both ways; both estimators'
+95% intervals are checked against its all-human mean (data and method: bench/README.md, "Active routing").
+Last line: `active-routing coverage C width_ratio W` (C the lowest active coverage, W the traffic estimator's mean
+width active / uniform). Goal: W <= 0.85 with C >= 0.93.
 
 Run: .venv/bin/python bench/active_routing.py [--draws 500] [--share 0.1] [--seed 20261207]
 """
@@ -38,16 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python bench/x.py`: the repo root, for bench.*
 
-from bench.reference_domains import DATASETS, GENERIC, RIGHT, begin_rows, halueval_cases  # noqa: E402
-from judges.reference import ReferenceJudge  # noqa: E402
-from judgewatch.contract.rubric import load_rubric  # noqa: E402
-from judgewatch.review.active import WINDOW_DAYS, Plan, cell_keys, fit_spreads, scale_to_budget  # noqa: E402
-from judgewatch.settings import REPO_ROOT  # noqa: E402
-from judgewatch.stats import ppi_mean, survey_ppi_mean  # noqa: E402
-from judgewatch.stats.pandalm import load_pandalm  # noqa: E402
+from bench.reference_domains import DATASETS, GENERIC, RIGHT, begin_rows, halueval_cases
+from judges.reference import ReferenceJudge
+from judgewatch.contract.rubric import load_rubric
+from judgewatch.review.active import WINDOW_DAYS, Plan, cell_keys, fit_spreads, scale_to_budget
+from judgewatch.settings import REPO_ROOT
+from judgewatch.stats import ppi_mean, survey_ppi_mean
+from judgewatch.stats.pandalm import load_pandalm
 
 COVERAGE_LIMIT = 0.93
 WIDTH_LIMIT = 0.85

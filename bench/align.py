@@ -1,21 +1,8 @@
 """Benchmark: does `judgewatch judges align` lift the offline reference judge above plain word recall out of domain?
 
-Data: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`, bench/reference_domains.py): dialogue
-responses of four generation models labelled by people, `Fully attributable` (right) or `Not fully attributable`
-(wrong); `Generic` rows are left out. BEGIN's Wizard-of-Wikipedia part is not in the repository and never read.
-
-The current judge: the reference judge's `default` combiner fitted (`scripts/fit_reference_judge.py`'s fit) on the
-development domains without BEGIN (HaluEval QA, HalluQA): a judge that never saw these dialogues, as the shipped one
-had not before issue 33. On BEGIN it reads below plain word recall (the share of the answer's content words found
-in the references, `judges._claims.word_recall`). Leaving one domain out: one BEGIN domain's labels play the
-reviewers' labels, the combiner is refit on them by `judges.reference_fit.refit` (the code `judges align` runs),
-and the other domain, never seen, is where it is measured: AUROC of the faithfulness probability (the combiner
-over the item's features, every row), beside word recall and the current judge on the same rows, with a paired
-bootstrap of the difference (2,000 resamples of responses, seed 20261129).
-
-Limit: the refit judge's AUROC over word recall's on each held-out domain, > 1. Then, as a review queue would
-give, a share of the label domain only (`--shares`, `--draws` seeded draws each): the mean held-out AUROC of the
-refits and how often it is above word recall (a draw with fewer than 5 faithful labels is not refit, and counted).
+On BEGIN's two development domains, the `default` combiner fitted without BEGIN is refit on one domain's labels by
+`judges.reference_fit.refit` (what `judges align` runs) and measured on the other (bench/README.md, "Judge aligned
+with its reviewers"). Limit: the refit's AUROC over word recall's on each held-out domain, > 1.
 
 Run: .venv/bin/python bench/align.py [--bootstrap 2000] [--shares 0.1,0.25] [--draws 100]
 """

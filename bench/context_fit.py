@@ -1,15 +1,10 @@
 """Context-window fitting: the judging pipeline's judgments/s with and without fitting, on the same simulator.
 
-The simulator runs in its own process with vLLM's window (`--max-model-len 2048`, reported in /v1/models,
-counted at /tokenize, enforced with vLLM's 400), a concurrency cap of 64 and 250 ms per request. Each round
-judges the same golden items (HaluEval QA and HalluQA, which fit the window) through `judge_items`, once with
-`fit_prompt=False` (the prompt sent as rendered) and once with fitting (the window learned, every prompt
-counted, counts cached per text). Then, for information, items with 30 long context passages that only
-fitting can judge.
+The simulator (its own process) enforces vLLM's 2,048-token window; each round judges the same golden items without
+and with fitting, then long-context items only fitting can judge (bench/README.md, "Context-window fitting").
+Prints judgments/s with fitting as a ratio of without (limit >= 0.9).
 
     .venv/bin/python bench/context_fit.py [--items 3000] [--rounds 2]
-
-Prints judgments/s with fitting as a ratio of without (limit >= 0.9).
 """
 
 from __future__ import annotations

@@ -1,19 +1,10 @@
 """Benchmark: OTLP/HTTP ingestion, `judgewatch ingest serve` as users run it, storing every LLM span it receives.
 
-Starts the receiver in its own process pinned to one core (SQLite store in a temporary folder, sampling rate 1.0
-so every LLM span is mapped, scrubbed and upserted: the most storing work a span can cost), then posts protobuf
-`ExportTraceServiceRequest`s of `--batch` spans (four GenAI chat spans and one OpenInference LLM span to each
-retriever span, as a RAG service exports them; PII in one trace of 50) from this process, two requests in flight.
-A request is acknowledged once its spans are committed, so spans/s counts stored spans.
+The receiver runs in its own process pinned to one core; this process posts protobuf requests of `--batch` spans
+(bench/README.md, "OTLP ingestion"). Limits: >= 5,000 LLM spans stored per second of the receiver's CPU time, RSS
+after 200k spans / after 50k <= 1.2. Last line: `ingest spans_per_s S rss_ratio R`.
 
-`--rate` below 1 measures a production sampling rate: every span is still mapped and decided, only the picks are
-scrubbed and stored. Limits, on one core: >= 5,000 LLM spans stored per second of the receiver's CPU time
-(retriever spans are read but not counted), and RSS after 200k spans / RSS after 50k spans <= 1.2 (memory does not
-grow with the number of spans). Wall-clock spans/s is printed too (the client shares the machine).
-
-    .venv/bin/python bench/ingest.py [--spans 200000] [--batch 500]
-
-The last line is `ingest spans_per_s S rss_ratio R`.
+    .venv/bin/python bench/ingest.py [--spans 200000] [--batch 500] [--rate 1.0]
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Judge trust: how well each judge separates the golden sets' known-good from known-bad answers, and its bias probes.
 
-    .venv/bin/python bench/judge_trust.py [--judge http://127.0.0.1:8012/v1 --model smollm2-135m-instruct]
-        [--dataset halueval_qa_mini --dataset halluqa_mini] [--limit N] [--pairwise]
-        [--probe-items 40] [--judge-items N]
+The offline reference judge always; with --judge also that endpoint, when it answers its health check. Prints the
+faithfulness AUROC [95%] over chance (0.5) and over the trust policy's 0.70, the unscored rate and the verdict,
+then each bias probe against its limit. `--judge-items N` caps the endpoint's pairs and probe items per set.
 
-Always measures the offline reference judge (a few seconds); with --judge also that OpenAI-compatible judge,
-when it answers its health check (SmolLM2-135M on 2 CPU cores: about 1 judgment/s, 160 calls for the two mini
-sets). Prints the faithfulness AUROC with its 95% bootstrap interval, as a ratio over chance (0.5) and over the
-trust policy's minimum (0.70), the unscored rate and the policy's verdict; then one line per bias probe
-(verbosity shift, confident-over-hedged overtakes, scores without references, identical verdicts) with its
-limit and verdict. `--judge-items N` caps the endpoint judge's pairs and probe items per set (the probes cost
-9 calls per item: `--judge-items 4 --dataset halueval_qa_mini` is 8 + 36 calls). Nothing is stored.
+    .venv/bin/python bench/judge_trust.py [--judge URL --model NAME] [--dataset SET ...] [--limit N] [--pairwise]
+        [--probe-items 40] [--judge-items N]
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """Real-label check of the calibration statistics on PandaLM (999 pairs, 3 human annotators, 2 real judges).
 
-Prints each judge's agreement with the human majority, then, over 1,000 seeded random 10% "reviewed" subsets,
-how often the PPI 95% interval (judge verdicts on all 999 pairs + the human majority on the subset) covers the
-full-data human mean preference, and the median width ratio PPI / human-only interval on the same subsets.
-Stated limits: coverage >= 0.93; width ratio < 1 (the judge must narrow the interval to earn its place).
-Preference encoding: 1 = response1 better, 0 = response2 better, 0.5 = tie; an unscored judge verdict
-(gpt-3.5 "garbage") is dropped from the kappa and predicts 0.5 for PPI.
+Each judge's agreement with the human majority; then, over 1,000 seeded 10% "reviewed" subsets, the PPI 95%
+interval's coverage of the full-data human mean preference (limit >= 0.93) and its median width over the
+human-only interval's (limit < 1). Preference 1 / 0.5 / 0: response1 better / tie / response2 better; an unscored
+judge verdict is left out of the kappa and predicts a tie.
 
 Run: .venv/bin/python bench/ppi_pandalm.py [--data datasets/pandalm]
 """

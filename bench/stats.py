@@ -1,10 +1,8 @@
 """Benchmark: PPI tier estimates with intervals at production scale, against a plain numpy mean.
 
-2 tiers x 3 criteria over 1,000,000 judge verdicts (500,000 per tier) and 100,000 human labels (50,000 per
-tier), synthetic 1-5 scores. Times the six PPI estimates plus the three tier differences, and a plain
-`np.mean` over the same arrays (every judge-score and human-label array), best of several repeats.
-Prints "ratio X (time of PPI / time of np.mean)" against the stated limit: PPI makes a few passes over each
-array (mean, centred sum of squares, the labeled-item sums), so it should stay within LIMIT plain means.
+2 tiers x 3 criteria over 1,000,000 judge verdicts and 100,000 human labels (synthetic 1-5 scores): the six PPI
+estimates and three tier differences, timed against `np.mean` over the same arrays, best of several repeats.
+Prints "ratio X (time of PPI / time of np.mean)" against LIMIT: PPI makes a few passes over each array.
 
 Run: .venv/bin/python bench/stats.py
 """

@@ -1,18 +1,8 @@
 """Benchmark: do the traffic tier intervals cover the truth? A simulation with known truth.
 
-Runs `judgewatch.testing.tier_simulation` (two tiers serving different request mixes, a judge biased by tier
-and request type, stratified sampling at unequal rates, 10% uniform plus borderline routing, double labels,
-reviewer noise) for `--reps` replications and prints, per quantity (each tier's traffic mean, the tier gap
-unadjusted and adjusted to the pooled request mix) and estimator, the coverage of the nominal 95% interval,
-the mean width and the mean error. The corrected estimates must cover at least LIMIT of the time.
-
-Then the same simulation with exactly 5, 10 and 20 human labels per tier (a simple random sample of each
-tier's judged items): the small-sample intervals (Student-t, HC3, pseudo-labels at the scale's ends;
-docs/statistics.md) must cover at least LIMIT there too. It prints `small-n coverage k=5 X k=10 Y k=20 Z` with
-the lowest coverage among the corrected estimates at each k.
-
-The last line is `coverage X naive Y pooled Z`: X the lowest coverage among the corrected estimates, Y and Z
-the same for the judge-only and the pooled (pre-estimand) estimators.
+`judgewatch.testing.tier_simulation` replicated `--reps` times, then with exactly 5, 10 and 20 labels per tier:
+coverage of the nominal 95% intervals, mean width and error per quantity and estimator. The corrected estimates
+must cover at least LIMIT. Last lines: `small-n coverage k=5 X k=10 Y k=20 Z` and `coverage X naive Y pooled Z`.
 
 Run: .venv/bin/python bench/tier_inference.py --reps 500
 """

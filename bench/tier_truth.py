@@ -1,19 +1,8 @@
 """Benchmark: do the PPI-corrected tier scores and tier gaps cover the all-human truth, on real human labels?
 
-Data: BEGIN's CMU-DoG and TopicalChat development files (`datasets/begin_dev`): responses of four dialogue models
-(gpt2, t5, ctrl, doha), each labelled by people for attribution to its knowledge passage. Each model is a tier;
-the criterion is faithfulness on the rubric's scale: a `Fully attributable` response is a human 5, `Not fully
-attributable` a human 1 (`Generic` responses make no claim and are left out). The truth of a tier is the mean of
-all its human labels; of a gap, the difference of two truths (tier minus the baseline tier, unpaired: the tiers
-answered different turns).
-
-As in production, a judge scores every response and a uniform random 10% of them get their human label. For each
-of `--draws` random label draws, `judgewatch.calibration.tiers` (`tier_estimates`, `tier_differences`: the code
-behind the Tiers page) gives each tier's PPI estimate and interval, the human-only interval on the same labels,
-and each gap. Reported: the share of (draw, tier) intervals that cover the tier's truth (limit >= 0.90), the same
-for gaps, and the mean PPI width over the mean human-only width on the same labels (limit < 1). Any judge with
-the `Judge` protocol works (`--judge`, as for `judgewatch judge`); the default is the offline reference judge.
-Responses the judge leaves unscored are left out of the population (truth included), and counted.
+BEGIN's development responses, each generation model a tier; a judge scores every response, a random `--share` gets
+its human label, and `calibration.tiers` estimates each tier and gap (bench/README.md, "Tier truth on real human
+labels"). Limits: coverage >= 0.90 for tiers and for gaps; mean PPI width / human-only width < 1.
 
 Run: .venv/bin/python bench/tier_truth.py [--draws 200] [--share 0.1] [--baseline ctrl] [--judge reference]
 """

@@ -1,14 +1,7 @@
 """Benchmark: opening the Tiers page on a store with 1,000,000 verdicts reads a snapshot instead of computing.
 
-Builds a SQLite store (migrated by judgewatch) with VERDICTS sampled-traffic interactions over two tiers, one
-scored verdict each (one criterion, so the store stays a few hundred MB) by the judge series the latest gate
-decision names, plus a smaller, older second series (SECOND verdicts) the page's picker offers, then:
-1. computes and stores the pages' renderings for the default period once, for both series (what the
-   calibration flow does daily, and what every page open used to cost);
-2. times what opening the pages does now, best of REPEATS each: the Tiers page on its default series, the Tiers
-   page with the other series picked, the Calibration page, and `judgewatch report tiers --format json`
-   written from the snapshot.
-Prints "ratio X (slowest page load / LIMIT seconds)": at most 1 passes.
+Times the Tiers page (both series), the Calibration page and `report tiers --format json` over the snapshots the
+calibration flow stores, best of REPEATS. Prints "ratio X (slowest page load / LIMIT seconds)": at most 1 passes.
 
 Run: .venv/bin/python bench/tiers_page_load.py [--verdicts 1000000] [--keep PATH]
 """

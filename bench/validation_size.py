@@ -1,15 +1,9 @@
 """How many golden items `judgewatch judges validate` needs for an AUROC interval of a given width.
 
-Two ways, printed side by side: the Hanley-McNeil (1982) variance of an AUROC from n good and n bad scores
-(continuous scores, independent answers), and the project's own estimator, `stats.auroc.auroc_interval`
-(paired percentile bootstrap over questions, 95%), on simulated judges whose true AUROC is known. A simulated
-question has a difficulty shared by its good and its bad answer (correlation 0.5, as one question's two answers
-share its wording); scores are continuous (a probability-weighted reading) or cut to the integers 1-5.
+The Hanley-McNeil (1982) variance beside `stats.auroc.auroc_interval` (paired bootstrap over questions) on
+simulated judges of known AUROC. Limit: at AUROC 0.80 the 40-item mini sets give an interval narrower than 0.30.
 
     .venv/bin/python bench/validation_size.py [--reps 40] [--resamples 1000]
-
-The limit it checks: at AUROC 0.80 the default 40-item mini sets give an interval narrower than 0.30 (what the
-trust policy's "lower bound above chance" needs to be decidable at all), as printed in the last line.
 """
 
 from __future__ import annotations
