@@ -3,14 +3,11 @@ under CI."""
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 from typing import NoReturn
 
 import pytest
-
-logger = logging.getLogger(__name__)
 
 INSTALL_HINT = {
     "promtool": "apt-get install -y prometheus",

@@ -1,14 +1,9 @@
 """Demo labels for the Tiers page: SYNTHESIZED from the golden sets' known-good and known-bad answers.
 
-These are not human labels. A tier answer that is, word for word, one of a golden item's known-good answers
-(HaluEval's human-written right answer, HalluQA's best answers) is labeled as a person following the rubric
-would score it: 5 on every criterion; one that is a known-bad answer (HaluEval's hallucinated answer, HalluQA's
-wrong answers) gets faithfulness 1, completeness 1 and relevance 4 (a wrong answer to the right question).
-Any other answer is left unlabeled. The labels go through the real routing and review queue with
-`via="synthetic"`, so every report and page says they are synthetic.
-
-`write_demo_answers` writes a tier's recorded answers from those known answers (a chosen share of bad ones),
-so a demo release of two tiers has answers whose quality is known and these labels can be given.
+Not human labels: a tier answer that is word for word a golden item's known-good answer gets 5 on every criterion,
+a known-bad one faithfulness 1, completeness 1 and relevance 4 (a wrong answer to the right question); any other
+answer none. They go through the real routing and review queue with `via="synthetic"`, so every report and page
+says they are synthetic. `write_demo_answers` writes a tier's recorded answers from those known answers.
 """
 
 from __future__ import annotations

@@ -1,14 +1,10 @@
 """A synthetic store for the metrics tests and the scrape benchmark: many verdicts, written in bulk.
 
-Rows are generated deterministically from their position (no randomness, no model): interactions spread over
-two tiers and two sources (traffic and a release's regression answers), verdicts from two judges with a
-share unscored and a share answered by the reference judge after the primary endpoint failed, review items
-for every tenth verdict in every queue state, labels, gate decisions, runs, a calibration snapshot, a drift
-alert and a trust record. Criterion rows are not written: the metrics never read them.
-
-`seed_store` bulk-loads past the verdict writer (COPY), so it rebuilds the verdict counts from the table at the
-end; `add_verdicts` and `rejudge` go through the real writer (`upsert_verdicts`), which keeps them. The review
-counts need no rebuild: the database's triggers (m016) count COPY and INSERT alike.
+Rows follow from their position (no randomness): two tiers, traffic and regression sources, two judges with a
+share unscored and a share answered by the fallback, review items in every queue state, labels, gate decisions,
+runs, a calibration snapshot, alerts and a trust record; no criterion rows (the metrics never read them).
+`seed_store` loads past the verdict writer (COPY) and so rebuilds the verdict counts; `add_verdicts` and `rejudge`
+go through the writer, which keeps them. The review counts are kept by the database's triggers (m016).
 """
 
 from __future__ import annotations
@@ -154,9 +150,8 @@ def _interaction(k: int, now: Any) -> dict[str, Any]:
     source = f"release:r2/{tier}/halueval" if regression else "traffic:prod"
     return {
         "id": f"i{k:031d}", "source": source, "source_id": str(k), "question": f"question {k}?",
-        "answer": f"answer {k}", "messages": None, "reference_answer": None, "reference_facts": [], "context": [],
-        "language": "en", "tier": tier, "model": "m", "release": "r2" if regression else None, "route": None,
-        "department": None, "created_at": now, "metadata": {},
+        "answer": f"answer {k}", "reference_facts": [], "context": [], "language": "en", "tier": tier, "model": "m",
+        "release": "r2" if regression else None, "created_at": now, "metadata": {},
     }  # fmt: skip
 
 
@@ -174,10 +169,10 @@ def _verdict(k: int, now: Any) -> dict[str, Any]:
         "run_id": "run-regression" if k % 4 == 0 else "run-traffic",
         "status": "unscored" if unscored else "scored",
         "unscored_reason": UNSCORED_REASONS[k % 3] if unscored else None,
-        "detail": None, "overall": None if unscored else float(k % 5 + 1), "reason": "", "scores": {},
-        "not_applicable": [], "judge_kind": "reference" if fallback else "openai", "judge_name": judge,
-        "judge_endpoint": None, "judge_config_hash": f"cfg-{judge}", "rubric_name": "answer_quality",
-        "rubric_version": "1.0.0", "rubric_hash": "r" * 16, "latency_ms": float(50 + (k * 37) % 4000),
+        "overall": None if unscored else float(k % 5 + 1), "reason": "", "scores": {}, "not_applicable": [],
+        "judge_kind": "reference" if fallback else "openai", "judge_name": judge, "judge_config_hash": f"cfg-{judge}",
+        "rubric_name": "answer_quality", "rubric_version": "1.0.0", "rubric_hash": "r" * 16,
+        "latency_ms": float(50 + (k * 37) % 4000),
         "prompt_tokens": 0 if fallback else 400, "completion_tokens": 0 if fallback else 60,
         "cached_tokens": 0 if fallback else 300, "attempts": 1,
         "fallback_from": [PRIMARY_LINK] if fallback else [],
@@ -194,15 +189,14 @@ def _review_item(k: int, now: Any) -> dict[str, Any]:
         "pick_reason": "uniform", "labels_needed": 1, "labels_done": 1 if state == "done" else 0, "state": state,
         "lease_owner": "reviewer0" if leased else None,
         "lease_expires_at": now + timedelta(minutes=10) if leased else None,
-        "leased_at": now if leased else None, "final_scores": None, "adjudicated_by": None, "adjudicated_at": None,
-        "created_at": now,
+        "leased_at": now if leased else None, "created_at": now,
     }  # fmt: skip
 
 
 def _label(k: int, now: Any) -> dict[str, Any]:
     return {
         "review_item_id": f"q{k:031d}", "reviewer": f"reviewer{k % 3}", "scores": {"faithfulness": 3},
-        "skipped_reason": None, "flagged": False, "comment": "", "started_at": now, "submitted_at": now,
+        "flagged": False, "comment": "", "started_at": now, "submitted_at": now,
         "duration_ms": 1000, "rubric_version_shown": "1.0.0", "via": "ui",
     }  # fmt: skip
 
@@ -210,8 +204,7 @@ def _label(k: int, now: Any) -> dict[str, Any]:
 def _gate(k: int, now: Any) -> dict[str, Any]:
     return {
         "id": stable_id("gate", k), "release": f"r{k}", "exit_code": k, "outcome": ("pass", "regression", "error")[k],
-        "summary": "secret summary text", "reasons": [], "notes": [], "baselines": {}, "run_ids": [],
-        "rubric_hash": None, "judge_config_hash": None, "report_path": None, "flow_run_id": None, "detail": {},
+        "summary": "secret summary text", "reasons": [], "notes": [], "baselines": {}, "run_ids": [], "detail": {},
         "decided_at": now - timedelta(hours=3 - k),
     }  # fmt: skip
 
@@ -261,8 +254,8 @@ def _snapshot(now: Any) -> dict[str, Any]:
 
 def _trust(now: Any) -> dict[str, Any]:
     return {
-        "id": "trust-1", "judge_kind": "openai", "judge_name": JUDGES[0], "judge_endpoint": None,
-        "judge_config_hash": "cfg", "rubric_name": "answer_quality", "rubric_version": "1.0.0", "rubric_hash": "r",
+        "id": "trust-1", "judge_kind": "openai", "judge_name": JUDGES[0], "judge_config_hash": "cfg",
+        "rubric_name": "answer_quality", "rubric_version": "1.0.0", "rubric_hash": "r",
         "evidence": "known_answers", "dataset": "halueval", "dataset_revision": "1", "tier": None, "n_items": 200,
         "trustworthy": False, "summary": "", "figures": {"criteria": {"faithfulness": {"auroc": 0.52}}},
         "policy": {}, "measured_at": now,

@@ -1,14 +1,9 @@
 """Local object stores for the `gs://` and `az://` source tests, on loopback: a GCS JSON API server
-(gcp-storage-emulator, from PyPI, in this process) and Azurite's blob service (from npm, a child process).
-
-Azurite is installed on first use with `npm install` into `.judgewatch/npm/` of the checkout (one install for every
-worker, under a file lock). Without npm, or when the install fails, the test is skipped on a laptop and fails
-under CI (`debian_tools.unavailable`).
-"""
+(gcp-storage-emulator, in this process) and Azurite's blob service (npm, a child process, installed on first use
+into `.judgewatch/npm/` under a file lock). Without npm the test skips on a laptop and fails under CI."""
 
 from __future__ import annotations
 
-import logging
 import shutil
 import socket
 import subprocess
@@ -22,8 +17,6 @@ from filelock import FileLock
 from judgewatch.settings import REPO_ROOT
 from judgewatch.testing.debian_tools import unavailable
 from judgewatch.testing.processes import free_port, stop_process
-
-logger = logging.getLogger(__name__)
 
 NPM_PREFIX = REPO_ROOT / ".judgewatch" / "npm"
 AZURITE = "azurite@3"

@@ -1,19 +1,13 @@
-"""A scripted OpenAI-compatible endpoint for tests: the test writes the two handlers, this serves them.
-
-`judgewatch.testing.simulator` is the full fake judge (faults, schemas, statistics); this is for a test that
-needs its own answer to each request (a tier, a gateway that checks headers, a recording proxy).
-"""
+"""A scripted OpenAI-compatible endpoint for tests that need their own answer to each request (a tier, a
+gateway that checks headers, a recording proxy); `judgewatch.testing.simulator` is the full fake judge."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 from aiohttp import web
-
-logger = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

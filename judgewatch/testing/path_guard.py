@@ -1,18 +1,11 @@
 """A guard that records every file a test opens beside the checkout, so the repository keeps standing alone.
 
-The test suite installs it (tests/conftest.py) through `sys.addaudithook`: each `open`, `os.listdir` and
-`os.scandir` event whose path lies in the folder holding the checkout (its parent and everything below) but
-outside the checkout is recorded, and the test that caused it fails. That is where stray data lives on a
-developer's machine (a data folder next to the checkout, a sibling worktree) and where a fresh clone has
-nothing. System paths stay allowed wherever the checkout sits: the interpreter and its site-packages, the
-temporary folder, `/usr`, `/etc`, `/proc`, `/sys`, `/dev`, hidden entries beside the checkout (a home
-folder's `.cache`, `.netrc`: user configuration, not data), and any extra root given (pytest's tmp_path base).
-
-An allowed root that holds the checkout's parent (the temporary folder, for a clone in `/tmp/x/checkout`) is
-not allowed wholesale, or nothing beside the checkout could be caught; when the checkout sits directly in such
-a root (`/tmp/checkout`), its siblings cannot be told from other temporary files and only the source check
-(tests/judgewatch/testing/test_path_guard.py) applies. Audit hooks cannot be removed, so one guard is installed
-per process and switched with `active`.
+Installed by tests/conftest.py through `sys.addaudithook`: an `open`, `os.listdir` or `os.scandir` of a path in the
+checkout's parent folder but outside the checkout fails the test (that is where stray data lives on a developer's
+machine, and where a fresh clone has nothing). Allowed anywhere: the interpreter and its site-packages, the
+temporary folder, system folders, hidden entries beside the checkout (user configuration), and extra roots
+(pytest's tmp_path base). An allowed root holding the checkout's parent is not allowed wholesale, or nothing beside
+the checkout could be caught. Audit hooks cannot be removed: one guard per process, switched with `active`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """The simulator's token log-probabilities, as vLLM returns them for `logprobs=True, top_logprobs=K`.
 
-The reply is cut into plausible tokens (a JSON key with its quotes, a colon, ` 4` for a score's digit with the
-space before it, a word of the reason); each gets its own log-probability and `top_logprobs` alternatives. At
-a score's digit the alternatives are the scale's other levels (same space before them), the written level the
-most likely, and
-beyond the levels come tokens at -9999, as vLLM reports the tokens its structured-output grammar masked.
-The distribution is derived from the prompt's hash, so a test can predict it. `[[sim:no_logprobs]]` in the
-messages (or `--mode no_logprobs`) answers without them, as a server that ignores the request field does.
+The reply is cut into plausible tokens, each with its log-probability and alternatives; at a score's digit the
+alternatives are the scale's other levels (the written one the most likely), then tokens at -9999, as vLLM reports
+what its structured-output grammar masked. Derived from the prompt's hash, so a test can predict it;
+`[[sim:no_logprobs]]` (or `--mode no_logprobs`) answers without them, as a server ignoring the field does.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The simulator's tokenizer and vLLM 0.32's context-window errors, so tests can predict both.
-
-A word, a punctuation mark or a CJK character is one token; a chat message adds its template's tokens, as
-SmolLM2's ChatML template does.
-"""
+"""The simulator's tokenizer and vLLM 0.32's context-window errors, so tests can predict both: a word, a
+punctuation mark or a CJK character is one token; a chat message adds its template's tokens (SmolLM2's ChatML)."""
 
 from __future__ import annotations
 

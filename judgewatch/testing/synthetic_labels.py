@@ -1,10 +1,7 @@
 """Seeded synthetic calibration data with a known truth: tiers, a judge biased differently per tier, labels.
 
-For tests and benchmarks of the calibration maths end to end. Everything goes through the real write paths:
-interactions and verdicts through `storage.interactions` and `storage.verdicts`, routing through
-`review.routing`, labels through the review queue (lease, submit), so what is read back is what production
-would store. Labels are stored with `via="synthetic"` and the reviewer `synthetic`, so no report can mistake
-them for people's work.
+Written through the real paths (the store's writers, routing, the review queue's lease and submit), so what is read
+back is what production would store; the labels carry `via="synthetic"` and the reviewer `synthetic`.
 """
 
 from __future__ import annotations

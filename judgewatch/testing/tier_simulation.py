@@ -1,26 +1,16 @@
 """A synthetic population with known truth, to prove the traffic estimators' intervals (bench/tier_inference.py).
 
-Two tiers serve different request mixes (the quantized tier gets more code and long requests, which are
-harder); every interaction has a true integer quality 1-5. The judge's bias differs by tier and request type.
-Traffic is sampled per (tier, route) stratum at unequal rates; scored verdicts are routed to people at 10%
-uniformly plus targeted routing of borderline verdicts (judge score 3); a share of routed items gets a second
-label; reviewers err by one point, never past the scale: at 1 and 5 they can only err inwards, so a label's
-expectation is the true quality moved by half the error rate towards the middle there. The estimand is the mean
-*human* score, so the truth each interval is checked against is the population mean of that expectation
-(`expected_label`), not of the latent quality (which no estimator built on these labels could reach).
-
-Per replication a fresh population is drawn and, for each tier's traffic mean and for the tier gap
-(unadjusted and adjusted to the pooled request mix), four intervals are checked against the truth:
-- corrected: `stats.survey_ppi_mean` with sampling x routing probabilities (what judgewatch reports);
-- human: the same estimand from the labels alone (the width PPI is measured against);
-- naive: the judge's plain mean of the sample, no labels, no weights;
-- pooled: the estimator used before the estimands were separated: PPI with routing weights only, over the
-  sample pooled with the tier's golden regression items and their labels.
+Two tiers serve different request mixes; the judge's bias differs by tier and request type; traffic is sampled per
+(tier, route) at unequal rates and routed to people uniformly plus borderline verdicts; reviewers err by a point,
+never past the scale. The truth an interval is checked against is the population mean of a label's expectation
+(`expected_label`), the mean *human* score. Per replication four intervals per quantity: corrected
+(`stats.survey_ppi_mean` with sampling x routing probabilities, what judgewatch reports), human (labels alone),
+naive (the judge's plain mean) and pooled (PPI with routing weights only, over the sample and golden items).
+Design and figures: bench/README.md, "Traffic tier inference with known truth".
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,8 +19,6 @@ import pandas as pd
 from judgewatch.calibration.tier_gap import mix_weights
 from judgewatch.stats import SurveyEstimate, difference, ppi_diff_unpaired, ppi_mean, survey_ppi_mean
 from judgewatch.stats.estimate import z_value
-
-logger = logging.getLogger(__name__)
 
 TIERS = ("full", "int4")
 ROUTES = ("chat", "code")
@@ -210,13 +198,9 @@ def _adjusted(pop: dict[str, np.ndarray], a: pd.DataFrame, b: pd.DataFrame, d: D
     share = np.bincount(cell, None, 8) / cell.size
     truth = float(share @ (mean[1] - mean[0]))
     mix = mix_weights(a, b)
-    ma, mb = mix.weight_a, mix.weight_b
-    results = {}
     for method, lam in (("corrected", None), ("human", 0.0)):
-        ea, eb = _corrected(a, d, ma, lam), _corrected(b, d, mb, lam)
-        df = min(ea.n_labeled, eb.n_labeled) - 1
-        results[method] = difference(ea.estimate, ea.se, eb.estimate, eb.se, df=df)
-    for method, g in results.items():
+        ea, eb = _corrected(a, d, mix.weight_a, lam), _corrected(b, d, mix.weight_b, lam)
+        g = difference(ea.estimate, ea.se, eb.estimate, eb.se, df=min(ea.n_labeled, eb.n_labeled) - 1)
         out.add("gap adjusted", method, g.estimate, g.low, g.high, truth)
     fa, fb = a["judge"].to_numpy(), b["judge"].to_numpy()
     naive = difference(fa.mean(), fa.std(ddof=1) / np.sqrt(fa.size), fb.mean(), fb.std(ddof=1) / np.sqrt(fb.size))
