@@ -1,10 +1,9 @@
 """Build examples/traffic/halluqa_gateway_log.jsonl: HalluQA's real model answers as an OpenAI-gateway log.
 
-Deterministic: the same input data gives byte-identical output. Usage:
-    .venv/bin/python scripts/build_demo_traffic.py HALLUQA_FOLDER [--out examples/traffic]
+Deterministic (the same input gives byte-identical output). HALLUQA_FOLDER holds upstream HalluQA's `HalluQA.json`
+and `Chinese_LLMs_outputs/open_generation/` (the repository keeps only the log built from them).
 
-HALLUQA_FOLDER holds upstream HalluQA's `HalluQA.json` and `Chinese_LLMs_outputs/open_generation/` files
-(the repository does not carry the model outputs: only the log built from them).
+    .venv/bin/python scripts/build_demo_traffic.py HALLUQA_FOLDER [--out examples/traffic]
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Build the shipped golden regression sets in datasets/ from the upstream HaluEval and HalluQA files.
 
-Deterministic: the same inputs give byte-identical outputs (no timestamps, upstream order kept), so a
-re-run that changes a file means the inputs or this script changed, and the set's `version` must be bumped.
+Deterministic (no timestamps, upstream order kept): a re-run that changes a file means the inputs or this script
+changed, and the set's `version` must be bumped. Each source folder holds the upstream files at their upstream
+paths, its `LICENSE`, and a card (`README.md` or `SOURCE.md`) naming the commit they were copied from.
 
     .venv/bin/python scripts/build_golden_sets.py --halueval datasets/halueval_upstream \
         --halluqa datasets/halluqa_upstream [--out datasets]
-
-Each source folder holds the upstream files at their upstream paths, the upstream `LICENSE`, and a card
-(`README.md` or `SOURCE.md`) naming the commit they were copied from.
 """
 
 from __future__ import annotations

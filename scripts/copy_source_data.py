@@ -1,22 +1,12 @@
 """Copy the upstream data files judgewatch reads at run time into datasets/, keeping only what is read.
 
-The tests, benchmarks and golden-set build read four public data sets in their upstream form. This script
-copies them from a folder laid out as released (one sub-folder per source, each with the upstream `LICENSE`
-and a `SOURCE.md` naming the commit), so the repository carries them with their licence and never reads
-outside itself. Deterministic: running it again on the same source changes nothing.
+From a folder laid out as released (one sub-folder per source, each with the upstream `LICENSE` and a `SOURCE.md`
+naming the commit), so the repository carries them with their licence and never reads outside itself.
+Deterministic: running it again on the same source changes nothing. `UPSTREAMS` lists each source's files and the
+fields kept (PandaLM's judge verdict files: `idx` and the verdict only); BEGIN's Wizard-of-Wikipedia part is not
+copied (kept out of development on purpose). The cards (`README.md`) beside the copies are written by hand.
 
     .venv/bin/python scripts/copy_source_data.py SOURCE [--out datasets]
-
-- `SOURCE/halueval/generation/qa/qa_{one,multi}-turn_data.json` -> `datasets/halueval_upstream/` (unchanged:
-  every field is read)
-- `SOURCE/halluqa/HalluQA.json` -> `datasets/halluqa_upstream/` (unchanged: every field is read)
-- `SOURCE/pandalm/data/*.json` -> `datasets/pandalm/data/`: the test set unchanged; of the two judges' verdict
-  files only `idx` and the verdict (their reasons and self-written references are never read)
-- `SOURCE/begin_dev/{cmu-dog,topicalchat}/*` -> `datasets/begin_dev/` (BEGIN's development splits, unchanged,
-  with each folder's LICENSE and NOTICE; BEGIN's Wizard-of-Wikipedia part is not copied: it is kept out of
-  development on purpose)
-
-The cards (`README.md`) beside the copies are written by hand: they say why each file is kept.
 """
 
 from __future__ import annotations

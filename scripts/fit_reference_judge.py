@@ -1,18 +1,12 @@
 """Refit the reference judge's faithfulness models on the development data, from the repository alone.
 
-Development data (bench/reference_domains.py), the held-out halves earlier work read never used:
-- `default` model (inputs of `judges._claims.features`: sentence support, whether the answer asserts): four
-  domains, each weighing the same: HaluEval QA one-turn items 40-249,
-  HalluQA's development half by category but question_ids 1-40, BEGIN CMU-DoG and BEGIN TopicalChat (every row
-  but `Generic`). The mini golden sets (HaluEval items 0-39, HalluQA question_ids 1-40) are the demo's and the
-  gate's trust sets, so no model is fitted on them.
-  bench/reference_judge_quality.py measures it left out, domain by domain, against plain word recall.
-- `zh` model (inputs of `judges._claims.unsegmented_features`): HalluQA's development half by category
-  (question_id <= 225, and the even question_ids above: every category on both sides), but question_ids 1-40;
-  each category weighs the same, whatever its size (135 of its 184 questions are "Misleading").
-Logistic regression (Newton steps, L2 penalty on the coefficients, not the intercept), every coefficient >= 0.
-The file names every item fitted on (`fit_items`, per data set), for trust validation's in-sample check.
-Deterministic: the same repository gives the same file.
+- `default` (inputs of `judges._claims.features`): the four development domains of bench/reference_domains.py,
+  each weighing the same; bench/reference_judge_quality.py measures it left out, domain by domain.
+- `zh` (inputs of `judges._claims.unsegmented_features`): HalluQA's development half by category but question_ids
+  1-40, each category weighing the same (135 of its 184 questions are "Misleading").
+The mini golden sets (the demo's and the gate's trust sets) are never fitted on. Logistic regression (Newton steps,
+L2 on the coefficients, not the intercept), every coefficient >= 0; the file names every item fitted on
+(`fit_items`) for trust validation's in-sample check. Deterministic.
 
 Run: .venv/bin/python scripts/fit_reference_judge.py [--out judges/reference_model.json] [--l2 1.0]
 """
@@ -21,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # `python scripts/x.py`: the repo root, for bench.*
 
 from bench.reference_domains import DATASETS, Case, auroc, domains, fit, golden_id, matrix
 from judges._claims import item_features, item_unsegmented
