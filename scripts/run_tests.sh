@@ -19,24 +19,20 @@ mkdir -p "$PREFECT_HOME"  # Prefect creates only the last level of its home fold
 
 bash scripts/test_postgres.sh
 
-if ! command -v chromium >/dev/null; then
-  echo "[tests] installing Debian's chromium for the browser tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
-    || echo "[tests] could not install chromium" >&2
-fi
+install() {  # install PACKAGE WHAT COMMAND...: Debian's PACKAGE, for WHAT, when one of the COMMANDs is missing
+  local package=$1 what=$2 command; shift 2
+  for command in "$@"; do
+    command -v "$command" >/dev/null && continue
+    echo "[tests] installing Debian's $package for $what"
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$package" >/dev/null) \
+      || echo "[tests] could not install $package" >&2
+    return
+  done
+}
+install chromium "the browser tests" chromium
 bash scripts/ui_fonts.sh  # the browser tests' Chinese items need a CJK font, as the review UI does
-
-if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then
-  echo "[tests] installing Debian's prometheus (promtool) for the alert-rule and scrape tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null) \
-    || echo "[tests] could not install prometheus" >&2
-fi
-
-if ! command -v npm >/dev/null; then  # the az:// tests install Azurite from npm (judgewatch/testing/object_stores.py)
-  echo "[tests] installing Debian's npm for the Azurite tests"
-  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null) \
-    || echo "[tests] could not install npm" >&2
-fi
+install prometheus "the alert-rule and scrape tests" promtool prometheus
+install npm "the Azurite tests (judgewatch/testing/object_stores.py)" npm
 
 started_judge=0
 if ! JUDGEWATCH_JUDGE_PORT=$JUDGEWATCH_JUDGE_PORT bash scripts/judge_serve.sh status >/dev/null 2>&1; then

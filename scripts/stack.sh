@@ -38,6 +38,7 @@ STORE_DB=${JUDGEWATCH_STORE_DB:-judgewatch}
 JUDGE_MODE=${JUDGEWATCH_STACK_JUDGE:-vllm}
 export JUDGEWATCH_JUDGE_PORT=${JUDGEWATCH_JUDGE_PORT:-8011}
 JUDGE_URL=${JUDGEWATCH_JUDGE_URL:-http://127.0.0.1:$JUDGEWATCH_JUDGE_PORT/v1}
+SERVING_FILE=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json  # judge_serve.sh's
 JUDGE_MODEL=${JUDGEWATCH_JUDGE_MODEL:-smollm2-135m-instruct}
 JUDGE_SLOTS=${JUDGEWATCH_JUDGE_SLOTS:-64}
 POOL=${JUDGEWATCH_WORK_POOL:-judgewatch}
@@ -151,9 +152,8 @@ up() {
       touch "$STATE/judge.started"
     fi
     # the dtype judge_serve.sh chose is part of the judge configuration the workers and the review UI see
-    serving_file=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json
-    if [ -z "${JUDGEWATCH_JUDGE_SERVING:-}" ] && [ -f "$serving_file" ]; then
-      export JUDGEWATCH_JUDGE_SERVING; JUDGEWATCH_JUDGE_SERVING=$(cat "$serving_file")
+    if [ -z "${JUDGEWATCH_JUDGE_SERVING:-}" ] && [ -f "$SERVING_FILE" ]; then
+      export JUDGEWATCH_JUDGE_SERVING; JUDGEWATCH_JUDGE_SERVING=$(cat "$SERVING_FILE")
     fi
   fi
   say "judge: $JUDGE_URL (model $JUDGE_MODEL${JUDGEWATCH_JUDGE_SERVING:+, serving $JUDGEWATCH_JUDGE_SERVING})"
@@ -198,9 +198,8 @@ env_lines() {  # what a shell needs so that `prefect` and `judgewatch` commands 
   printf 'export JUDGEWATCH_INGEST_TOKEN=%s\n' "$(ingest_token)"
   printf 'export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:%s/v1/traces\n' "$INGEST_PORT"
   printf "export OTEL_EXPORTER_OTLP_TRACES_HEADERS='Authorization=Bearer%%20%s'\n" "$(ingest_token)"
-  local serving_file=${JUDGEWATCH_JUDGE_HOME:-$here/.judge}/server-$JUDGEWATCH_JUDGE_PORT.serving.json
-  if [ "$JUDGE_MODE" = vllm ] && [ -f "$serving_file" ]; then
-    printf "export JUDGEWATCH_JUDGE_SERVING='%s'\n" "$(cat "$serving_file")"
+  if [ "$JUDGE_MODE" = vllm ] && [ -f "$SERVING_FILE" ]; then
+    printf "export JUDGEWATCH_JUDGE_SERVING='%s'\n" "$(cat "$SERVING_FILE")"
   fi
 }
 
@@ -230,23 +229,19 @@ down() {
 }
 
 status() {
-  local bad=0 name
-  line() { printf '%-15s %-42s %s\n' "$1" "$2" "$3"; [ "$3" = healthy ] || bad=1; }
-  if alive prefect-server && http_ok "$API/health"; then s=healthy; else s=down; fi
-  line prefect-server "http://$HOST:$PREFECT_PORT (pid $(cat "$(pidfile prefect-server)" 2>/dev/null || echo -))" $s
-  for i in $(seq 1 "$WORKERS"); do
-    name=worker-$i
-    if alive "$name"; then s=healthy; else s=down; fi
-    line "$name" "pool $POOL (pid $(cat "$(pidfile "$name")" 2>/dev/null || echo -))" $s
-  done
-  if http_ok "${JUDGE_URL%/v1}/health"; then s=healthy; else s=down; fi
-  line judge "$JUDGE_URL" $s
-  if alive review-ui && http_ok "http://$HOST:$REVIEW_PORT/"; then s=healthy; else s=down; fi
-  line review-ui "http://$HOST:$REVIEW_PORT (pid $(cat "$(pidfile review-ui)" 2>/dev/null || echo -))" $s
-  if alive ingest && http_ok "http://$HOST:$INGEST_PORT/healthz"; then s=healthy; else s=down; fi
-  line ingest "http://$HOST:$INGEST_PORT/v1/traces (pid $(cat "$(pidfile ingest)" 2>/dev/null || echo -))" $s
-  if run judgewatch db migrate --database-url "$STORE_URL" >/dev/null 2>&1; then s=healthy; else s=down; fi
-  line store "${STORE_URL/+psycopg/}" $s
+  local bad=0 i
+  line() {  # line NAME WHERE CHECK...: healthy when the check succeeds
+    local s=down; if "${@:3}" >/dev/null 2>&1; then s=healthy; else bad=1; fi
+    printf '%-15s %-42s %s\n' "$1" "$2" "$s"
+  }
+  pid() { cat "$(pidfile "$1")" 2>/dev/null || echo -; }
+  serves() { alive "$1" && http_ok "$2"; }
+  line prefect-server "http://$HOST:$PREFECT_PORT (pid $(pid prefect-server))" serves prefect-server "$API/health"
+  for i in $(seq 1 "$WORKERS"); do line "worker-$i" "pool $POOL (pid $(pid "worker-$i"))" alive "worker-$i"; done
+  line judge "$JUDGE_URL" http_ok "${JUDGE_URL%/v1}/health"
+  line review-ui "http://$HOST:$REVIEW_PORT (pid $(pid review-ui))" serves review-ui "http://$HOST:$REVIEW_PORT/"
+  line ingest "http://$HOST:$INGEST_PORT/v1/traces (pid $(pid ingest))" serves ingest "http://$HOST:$INGEST_PORT/healthz"
+  line store "${STORE_URL/+psycopg/}" run judgewatch db migrate --database-url "$STORE_URL"
   return $bad
 }
 
