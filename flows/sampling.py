@@ -10,12 +10,11 @@ stores nothing twice (deterministic ids, upserts). One run per source at a time:
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
-from prefect.context import FlowRunContext
+from prefect.runtime import deployment as this_deployment
 from prefect.runtime import flow_run
 
 from flows.sampling_batches import (
@@ -26,10 +25,11 @@ from flows.sampling_batches import (
     display_url,
     judge_paused,
     note_quarantine,
-    store_partitions,
+    store_read,
     tally,
 )
-from flows.sampling_tasks import PartitionRead, peek_watermark, read_partition
+from flows.sampling_partition import PARTITION_DEPLOYMENT, run_partitions
+from flows.sampling_tasks import peek_watermark
 from flows.serving import serve_declared, serve_main
 from judges.factory import chain, judge_links
 from judgewatch.alerts.check import check_alerts_quietly
@@ -41,10 +41,17 @@ from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
-from judgewatch.storage.watermarks import DEFAULT_LEASE_SECONDS, SourceLease, default_owner, load_watermark
-from judgewatch.traffic import SourceConfig, Watermark, load_source_config
-from judgewatch.traffic.partitions import merge_watermarks, split_source
+from judgewatch.storage.watermarks import (
+    DEFAULT_LEASE_SECONDS,
+    SourceLease,
+    default_owner,
+    load_partitions,
+    load_watermark,
+)
+from judgewatch.traffic import Sampler, load_source_config, read_source
+from judgewatch.traffic.partitions import merge_watermarks, partition_sampler, split_source
 from judgewatch.traffic.start import parse_start, starting_point
+from judgewatch.url_secrets import hide
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +73,7 @@ async def traffic_sampling(
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     database_url: str | None = None,
     partitions: int = 1,
+    partition_deployment: str | None = PARTITION_DEPLOYMENT,
 ) -> dict[str, Any]:
     """Sample what is new in the source `source` (a YAML config path) since its stored watermark.
 
@@ -74,11 +82,13 @@ async def traffic_sampling(
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
     `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, read at once by mapped `read-partition` tasks; the watermark is saved per
-    partition, in order (docs/sampling.md, "Partitions").
-    A dry run reads here too. Judging pauses at the daily judge spend cap (picks stored, judged by the first run of
-    the next UTC day); the alert rules are checked at the end (`judgewatch.alerts`, when a rules file is set).
-    Raises SourceBusy when another run holds the source.
+    ranges of its (order, id) keys, each a `sample-partition` flow run of `partition_deployment` that any worker of
+    its pool takes (None: subflows of this process, one after another), each with its own watermark; an unfinished
+    partitioned run of the source is finished first, whatever `partitions` says (docs/sampling.md, "Partitions").
+    A dry run reads here, one partition after another. Judging pauses at the daily judge spend cap (picks stored,
+    judged by the first run of the next UTC day); the alert rules are checked at the end (`judgewatch.alerts`, when a
+    rules file is set). Raises SourceBusy when another run holds the source, and
+    PartitionFailed when a partition did not complete.
     """
     if batch_size < 1 or partitions < 1:
         raise ValueError("batch_size and partitions must be >= 1")
@@ -92,13 +102,13 @@ async def traffic_sampling(
     )
     if dry_run:
         read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
-        mark = start
-        for part in _partitions(read_config, start, partitions):
-            part.on_quarantine = lambda row: note_quarantine(report, row)
-            report.batches += sum(1 for _ in batched(part.picks, batch_size))
-            mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
-            tally(report, part.stats)
-        report.watermark = (mark or Watermark()).model_dump(mode="json")
+        marks = [start] if start else []
+        for part in split_source(read_config, start, partitions):
+            sampler, read = partition_sampler(read_config, part, lambda row: note_quarantine(report, row))
+            report.batches += sum(1 for _ in batched(sampler.run(read), batch_size))
+            marks.append(read.watermark)
+            tally(report, sampler.stats)
+        report.watermark = merge_watermarks(marks).model_dump(mode="json")
         return report.model_dump(mode="json")
     engine = make_engine(url)
     try:
@@ -107,6 +117,7 @@ async def traffic_sampling(
         with SourceLease(engine, config.name, owner=owner, ttl_s=lease_seconds) as lease:
             with session_scope(engine) as session:
                 stored = load_watermark(session=session, source=config.name)
+                unfinished = since is None and bool(load_partitions(session=session, source=config.name))
             stored_json = stored.watermark if stored else None
             read_config, start, report.started_from = starting_point(config, since, stored_json)
             identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
@@ -127,12 +138,22 @@ async def traffic_sampling(
                 settings, review_share=review_share, unscored_share=unscored_share, borderline_share=borderline_share
             )
             run = StoringRun(engine, lease, report, judging)
+            # A deployment's run reads `source` in its clone of the repository, as its partitions' runs will;
+            # any other run names it absolutely. The partitions use this run's store.
+            job = {"source": source if this_deployment.id else _absolute(source), "since": since,
+                   "rubric": rubric, "judge": judge, "batch_size": batch_size, "review_share": review_share,
+                   "unscored_share": unscored_share, "borderline_share": borderline_share,
+                   "database_url": hide(url)}  # fmt: skip
             try:
                 with judging:
                     try:
                         await judge_paused(run, policy, settings, batch_size)
-                        parts = _partitions(read_config, start, partitions)
-                        await store_partitions(run, parts, start, policy, settings, batch_size, save=since is None)
+                        if unfinished or partitions > 1:
+                            await run_partitions(run, read_config, start, partitions, job, partition_deployment)
+                        else:
+                            sampler = Sampler(read_config, on_quarantine=run.on_quarantine)
+                            read = read_source(read_config, start)
+                            await store_read(run, sampler, read, policy, settings, batch_size, save=since is None)
                     finally:
                         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
             finally:
@@ -143,19 +164,8 @@ async def traffic_sampling(
     return report.model_dump(mode="json")
 
 
-def _partitions(config: SourceConfig, start: Watermark | None, parts: int) -> Iterator[PartitionRead]:
-    """Each partition's picks, quarantined rows, counts and watermark, in order. One partition is read here,
-    streaming; several are mapped as `read-partition` tasks on the flow's threads, read at once and handed over
-    in order. (A process pool was measured and removed: no gain on 2 cores, bench/README.md.)"""
-    split = split_source(config, start, parts)
-    if len(split) == 1:
-        yield PartitionRead.streaming(split[0])
-        return
-    if FlowRunContext.get() is None:  # the CLI's dry run calls the flow's function without Prefect
-        yield from map(read_partition.fn, split)
-        return
-    for future in read_partition.map(split):
-        yield future.result()
+def _absolute(path: str) -> str:
+    return str(Path(path).absolute())
 
 
 def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:

@@ -1,10 +1,10 @@
-"""The sampling flow's steps: the report, the storing run's state, and storing partitions batch by batch.
+"""The sampling flow's steps: the report, the storing run's state, and storing a read batch by batch.
 
-`store_partitions` is the one place picks become stored interactions, verdicts and review items: the
-`traffic-sampling` flow runs it over its partitions, saving the watermark. Per bounded batch of picks: store the
-quarantined rows read before them and the picks, judge the picks not judged yet, route a share of the verdicts to
-review. `judge_paused` first judges the picks earlier runs of the source stored while the daily judge spend cap
-held.
+`store_read` is the one place picks become stored interactions, verdicts and review items: the `traffic-sampling`
+flow's single pass and every `sample-partition` flow run call it, each saving its own watermark. Per bounded batch
+of picks: store the quarantined rows read before them and the picks, judge the picks not judged yet, route a share
+of the verdicts to review, save the watermark. `judge_paused` first judges the picks earlier runs of the source
+stored while the daily judge spend cap held.
 """
 
 from __future__ import annotations
@@ -20,14 +20,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
-from flows.sampling_tasks import (
-    PartitionRead,
-    judge_picks,
-    route_picks,
-    save_checkpoint,
-    store_picks,
-    store_quarantined,
-)
+from flows.sampling_tasks import judge_picks, route_picks, save_checkpoint, store_picks, store_quarantined
 from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import Settings
@@ -35,8 +28,7 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.paused import paused_ids, unpause
 from judgewatch.storage.watermarks import SourceLease
-from judgewatch.traffic import RejectedTrafficRow, Watermark
-from judgewatch.traffic.partitions import merge_watermarks
+from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceRead
 from judgewatch.traffic.records import source_label
 from judgewatch.traffic.sampling import SampleStats, StratumStats
 
@@ -82,6 +74,7 @@ class SamplingReport(BaseModel):
     watermark: dict[str, Any] = Field(default_factory=dict)  # where the next run starts reading
     watermark_saved: bool = False
     alerts: dict[str, Any] = Field(default_factory=dict)  # the alert rules checked after the run (alerts.check)
+    partitions: dict[str, str] = Field(default_factory=dict)  # "k/N" -> what became of it (a partitioned run)
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -100,15 +93,11 @@ def display_url(url: str) -> str:
 
 
 class StoringRun:
-    """The state of one storing run: the engine, the source lease (None in a partition's flow run: its parent holds
-    it), the judging run (recorded on first write), the report."""
+    """The state of one storing run: the engine, the lease of what it reads (a source, or a partition of one; None
+    for a partition of a --since re-read), the judging run (recorded on first write), the report."""
 
-    def __init__(
-        self, engine: Engine, lease: SourceLease | None, report: SamplingReport, judging: JudgingRun,
-        *, quarantine_run: str | None = None,
-    ) -> None:  # fmt: skip
+    def __init__(self, engine: Engine, lease: SourceLease | None, report: SamplingReport, judging: JudgingRun) -> None:
         self.engine, self.lease, self.report, self.judging = engine, lease, report, judging
-        self.quarantine_run = quarantine_run  # a partition's flow run tags its quarantined rows with the parent's run
         self.quarantined: list[RejectedTrafficRow] = []
 
     def ensure_run(self) -> str:
@@ -119,6 +108,7 @@ class StoringRun:
         return run_id
 
     def on_quarantine(self, row: RejectedTrafficRow) -> None:
+        note_quarantine(self.report, row)
         self.quarantined.append(row)
         if len(self.quarantined) >= QUARANTINE_FLUSH:
             self.flush_quarantined()
@@ -126,7 +116,7 @@ class StoringRun:
     def flush_quarantined(self) -> None:
         if self.quarantined:
             rows, self.quarantined = self.quarantined, []
-            store_quarantined(self.engine, quote(rows), self.quarantine_run or self.ensure_run())
+            store_quarantined(self.engine, quote(rows), self.ensure_run())
 
 
 def note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
@@ -184,59 +174,61 @@ async def judge_paused(run: StoringRun, policy: RoutingPolicy, settings: Setting
         logger.info("source %s: %d picks paused by the spend cap judged now", run.report.source, run.report.resumed)
 
 
-def _checkpoint(run: StoringRun, mark: Watermark, run_id: str | None) -> str:
-    if run.lease is None:
-        raise RuntimeError("only the run holding the source's lease saves its watermark")
-    return save_checkpoint(run.engine, run.lease, run.report.source, mark, run_id)
+def merge_report(report: SamplingReport, part: SamplingReport) -> None:
+    """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
+    tally(report, SampleStats.model_validate(part.model_dump(include=set(SampleStats.model_fields))))
+    report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
+    report.already_judged += part.already_judged
+    report.review_items_created += part.review_items_created
+    report.paused, report.paused_picks = report.paused or part.paused, report.paused_picks + part.paused_picks
+    report.resumed += part.resumed
+    for mine, theirs in ((report.judged, part.judged), (report.unscored_reasons, part.unscored_reasons),
+                         (report.routed, part.routed)):  # fmt: skip
+        add_counts(mine, theirs)
+    report.quarantine_positions += part.quarantine_positions[
+        : max(QUARANTINE_SHOWN - len(report.quarantine_positions), 0)
+    ]
 
 
-async def store_partitions(
+async def store_read(
     run: StoringRun,
-    parts: Iterable[PartitionRead],
-    start: Watermark | None,
+    sampler: Sampler,
+    read: SourceRead,
     policy: RoutingPolicy,
     settings: Settings,
     batch_size: int,
     *,
     save: bool,
 ) -> None:
-    """Process the partitions `parts` of a read that began at `start`, batch by batch. One partition: checkpoint
-    the watermark after each batch (when `save`). Several: after each partition, once the partitions before it
-    are done, so the stored watermark never covers a pick not yet stored."""
+    """Sample `read` (built with `run.on_quarantine`), store, judge and route its picks batch by batch; when `save`,
+    save the watermark of what `run.lease` holds after each batch and at the end, so the stored one never covers a
+    pick not yet stored."""
     report, judging = run.report, run.judging
-    last_saved = start.model_dump_json() if start else None
-    mark = start
-    for part in parts:
-
-        def quarantine(row: RejectedTrafficRow) -> None:
-            note_quarantine(report, row)
-            run.on_quarantine(row)
-
-        part.on_quarantine = quarantine
-        for batch in batched(part.picks, batch_size):
-            run_id = run.ensure_run()
-            run.flush_quarantined()
-            report.batches += 1
-            report.stored += store_picks(run.engine, quote(batch))
-            judged = await judge_picks(judging, quote(batch), run.lease)
-            summary = judging.summary
-            report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
-            report.already_judged, report.paused = judging.already_judged, judging.paused
-            report.paused_picks += len(judged.paused)
-            _route(run, judged.verdict_ids.values(), policy, settings)
-            if save and part.streamed:  # a single pass: its watermark stops at the last pick handed out
-                current = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
-                last_saved = _checkpoint(run, current, run_id)
-                report.watermark_saved = True
-            judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
-            judging.beat()
+    lease = run.lease if save else None
+    last_saved = read.since.model_dump_json() if read.since else None
+    for batch in batched(sampler.run(read), batch_size):
+        run_id = run.ensure_run()
         run.flush_quarantined()
-        mark = merge_watermarks([mark, part.watermark] if mark else [part.watermark])
-        tally(report, part.stats)
-        if save and mark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
-            last_saved = _checkpoint(run, mark, judging.run_id)
+        report.batches += 1
+        report.stored += store_picks(run.engine, quote(batch))
+        judged = await judge_picks(judging, quote(batch), run.lease)
+        summary = judging.summary
+        report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
+        report.already_judged, report.paused = judging.already_judged, judging.paused
+        report.paused_picks += len(judged.paused)
+        _route(run, judged.verdict_ids.values(), policy, settings)
+        if lease is not None:  # the watermark stops at the last pick handed out
+            last_saved = save_checkpoint(run.engine, lease, read.watermark, run_id)
             report.watermark_saved = True
-    report.watermark = (mark or Watermark()).model_dump(mode="json")
+        judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
+        judging.beat()
+    run.flush_quarantined()
+    tally(report, sampler.stats)
+    mark = read.watermark
+    if lease is not None and mark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
+        save_checkpoint(run.engine, lease, mark, judging.run_id)
+        report.watermark_saved = True
+    report.watermark = mark.model_dump(mode="json")
     logger.info(
         "source %s: read %d, picked %d, quarantined %d, judged %s, routed %s",
         report.source, report.read, report.picked, report.quarantined, report.judged, report.routed,

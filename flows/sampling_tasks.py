@@ -9,7 +9,7 @@ judge configuration is not judged again. No Prefect retries: the judge client re
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import task
@@ -26,72 +26,9 @@ from judgewatch.storage.interactions import upsert_interactions
 from judgewatch.storage.paused import pause_picks
 from judgewatch.storage.quarantine import quarantine_rows
 from judgewatch.storage.watermarks import SourceLease, load_watermark, save_watermark
-from judgewatch.traffic import Pick, RejectedTrafficRow, SampleStats, Watermark
-from judgewatch.traffic.partitions import SourcePartition, partition_sampler
+from judgewatch.traffic import Pick, RejectedTrafficRow, Watermark
 
 logger = logging.getLogger(__name__)
-Quarantine = Callable[[RejectedTrafficRow], None]
-
-
-class PartitionRead:
-    """One partition's picks, quarantined rows, counts and watermark.
-
-    A mapped partition arrives read (lists, final counts); setting `on_quarantine` hands its quarantined rows
-    over. A streaming one (the single pass) is read as `picks` is iterated: quarantined rows reach
-    `on_quarantine` as they are met, and `stats` and `watermark` are live (the watermark covers what was
-    handed out so far).
-    """
-
-    def __init__(self, picks: Iterable[Pick], quarantined: list[RejectedTrafficRow], stats: Callable[[], SampleStats],
-                 watermark: Callable[[], Watermark], *, streamed: bool) -> None:  # fmt: skip
-        self.picks, self.quarantined, self.streamed = picks, quarantined, streamed
-        self._stats, self._watermark = stats, watermark
-        self._on_quarantine: Quarantine | None = None
-
-    @classmethod
-    def streaming(cls, partition: SourcePartition) -> PartitionRead:
-        part = cls([], [], SampleStats, Watermark, streamed=True)
-        sampler, read = partition_sampler(partition, on_quarantine=part.deliver)
-        part.picks, part._stats, part._watermark = sampler.run(read), lambda: sampler.stats, lambda: read.watermark
-        return part
-
-    def deliver(self, row: RejectedTrafficRow) -> None:
-        """A quarantined row: to `on_quarantine`, or kept until it is set."""
-        if self._on_quarantine is not None:
-            self._on_quarantine(row)
-        else:
-            self.quarantined.append(row)
-
-    @property
-    def on_quarantine(self) -> Quarantine | None:
-        return self._on_quarantine
-
-    @on_quarantine.setter
-    def on_quarantine(self, handler: Quarantine) -> None:
-        self._on_quarantine = handler
-        for row in self.quarantined:
-            handler(row)
-        self.quarantined = []
-
-    @property
-    def stats(self) -> SampleStats:
-        return self._stats()
-
-    @property
-    def watermark(self) -> Watermark:
-        return self._watermark()
-
-
-@task(name="read-partition", cache_policy=NO_CACHE)
-def read_partition(partition: SourcePartition) -> PartitionRead:
-    """Read and sample one partition of a source (its dedup window warmed by the rows before it)."""
-    quarantined: list[RejectedTrafficRow] = []
-    sampler, read = partition_sampler(partition, on_quarantine=quarantined.append)
-    picks = list(sampler.run(read))
-    stats, watermark = sampler.stats, read.watermark
-    logger.info("partition %d (%s): read %d, picked %d", partition.index, partition.describe(), stats.read,
-                stats.picked)  # fmt: skip
-    return PartitionRead(picks, quarantined, lambda: stats, lambda: watermark, streamed=False)
 
 
 def peek_watermark(url: str, source: str) -> str | None:
@@ -133,7 +70,7 @@ async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease
     because the daily spend cap holds are recorded as waiting (`storage.paused`), for the next UTC day's runs.
     """
     items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
-    renew = None if lease is None else (lambda _key, _verdict: lease.renew_if_due())  # None: the parent holds it
+    renew = None if lease is None else (lambda _key, _verdict: lease.renew_if_due())  # None: a --since partition
     batch = await run.judge_stored(items, on_verdict=renew)
     if batch.paused and run.engine is not None:
         with session_scope(run.engine, write=True) as session:
@@ -153,10 +90,11 @@ def route_picks(
 
 
 @task(name="save-watermark", cache_policy=NO_CACHE)
-def save_checkpoint(engine: Engine, lease: SourceLease, source: str, watermark: Watermark, run_id: str | None) -> str:
-    """Store the watermark (after everything it covers is stored) while still holding the source; its JSON."""
+def save_checkpoint(engine: Engine, lease: SourceLease, watermark: Watermark, run_id: str | None) -> str:
+    """Store the watermark of what `lease` holds (a source, or a partition of one) after everything it covers is
+    stored, while still holding it; its JSON."""
     lease.renew()
     text = watermark.model_dump_json()
     with session_scope(engine, write=True) as session:
-        save_watermark(session=session, source=source, watermark=text, run_id=run_id)
+        save_watermark(session=session, source=lease.source, watermark=text, run_id=run_id)
     return text

@@ -2,7 +2,9 @@
 
 Runs the `traffic-sampling` flow in this process (Prefect ephemeral mode unless PREFECT_API_URL points at a
 server; a dry run skips Prefect: it stores nothing) and prints what it read, picked, quarantined, judged and
-routed. Exit 0 when the run completed, 2 with a one-line message when it could not run (bad config, the source
+routed. With `--partitions N` and a server, each partition is a flow run of the `sample-partition` deployment that
+the pool's workers take; without one, the partitions run here one after another. Exit 0 when the run completed,
+2 with a one-line message when it could not run or a partition did not complete (bad config, the source
 held by another run, database or judge failure).
 """
 
@@ -28,8 +30,11 @@ def run_sampling(*, dry_run: bool, **params: Any) -> dict[str, Any]:
     """The flow's report as a dict; a dry run calls the flow's function without Prefect (nothing to record)."""
     prefect_defaults()
     from flows.sampling import traffic_sampling
+    from judges.budget import prefect_api_url
 
     params = hide_params(params)  # flow parameters are stored by Prefect: never a credential
+    if prefect_api_url() is None:  # no server, no workers: the partitions are read here, one after another
+        params["partition_deployment"] = None
     if dry_run:
         return asyncio.run(traffic_sampling.fn(dry_run=True, **params))
     return flow_result(traffic_sampling(dry_run=False, **params), flow="sampling", result="a report")
@@ -84,6 +89,7 @@ def report_lines(r: dict[str, Any]) -> list[str]:
             f"routed       {sum(routed.values())} to review: uniform {uniform}, targeted {sum(targeted.values())}"
             f"{detail}; {r['review_items_created']} new review items"
         )
+    lines += [f"partition    {label}: {what}" for label, what in r.get("partitions", {}).items()]
     if r["dry_run"]:
         lines.append(f"watermark    not saved (dry run): read {_watermark(r['watermark'])}")
     elif r["started_from"].startswith("--since"):
@@ -123,7 +129,11 @@ def sample(
     batch_size: Annotated[int, typer.Option(min=1, help="Picks stored, judged and checkpointed per batch")] = 500,
     partitions: Annotated[
         int,
-        typer.Option(min=1, help="Split the source (its files, or a table's id/time ranges) into this many partitions"),
+        typer.Option(
+            min=1,
+            help="Split the source (its files, or a table's id/time ranges) into this many partitions, each a flow run "
+            "any worker takes (with PREFECT_API_URL; else read here one after another), each with its own watermark",
+        ),
     ] = 1,
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:

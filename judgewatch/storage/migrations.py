@@ -176,6 +176,12 @@ def m017_release_tier_baseline(conn: Connection) -> None:
     add_column(conn, ReleaseTier, "baseline")
 
 
+def m018_source_partitions(conn: Connection) -> None:
+    """A partitioned sampling run keeps a watermark per partition: its row says which source and what it reads."""
+    for column in ("partition_of", "partition", "completed_at"):
+        add_column(conn, SourceWatermark, column)
+
+
 def m019_alert_incidents(conn: Connection) -> None:
     """`alert_incident`: what the alert rules fired, resolved and delivered. Drift alerts reach webhooks through
     the rules now: their own webhook outcome columns go."""
@@ -223,6 +229,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m015_verdict_expected_scores,
     m016_review_counts,
     m017_release_tier_baseline,
+    m018_source_partitions,
     m019_alert_incidents,
     m020_spend_cap,
     m023_judge_alignments,

@@ -1,7 +1,9 @@
 """Source watermarks: how far each traffic source has been read, and the lease that keeps two runs apart.
 
 One row per source: the reader's watermark as JSON text (saved only after the rows it covers are stored), when
-and by which run it was saved, and who holds the source now. `SourceLease` makes one run the only one
+and by which run it was saved, and who holds the source now. A partitioned run adds a row per partition
+(`partition_key`: what it reads, its own watermark and lease, when it was read to its end) until every partition
+is read and their watermarks are merged into the source's (`merge_partitions`). `SourceLease` makes one run the only one
 processing a source: on PostgreSQL a session-level advisory lock keyed on the source name (released when its
 connection closes, also when the process dies); elsewhere (SQLite) a lease in the row, taken under SQLite's
 write lock (BEGIN IMMEDIATE) and expiring after `ttl_s` unless renewed, so a crashed run frees its source.
@@ -15,10 +17,11 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 
-from sqlalchemy import Connection, Engine, select, text, update
+from sqlalchemy import Connection, Engine, delete, select, text, update
 from sqlmodel import Field, Session, SQLModel
 
 from judgewatch.storage.db import session_scope, table, upsert
@@ -38,6 +41,11 @@ class SourceWatermark(SQLModel, table=True):
     run_id: str | None = None  # the run that saved the watermark last
     lease_owner: str | None = None  # "host:pid:token" of the run processing the source now
     lease_expires_at: datetime | None = Field(default=None, sa_type=UTCDateTime)  # None under a PostgreSQL lock
+    # A partition's row only (`partition_key`): its source, what it reads (JSON of traffic.partitions.SourcePartition)
+    # and when its run read it to the end.
+    partition_of: str | None = Field(default=None, max_length=200)
+    partition: str | None = None
+    completed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
 
 
 def load_watermark(*, session: Session, source: str) -> SourceWatermark | None:
@@ -49,6 +57,42 @@ def save_watermark(*, session: Session, source: str, watermark: str, run_id: str
     """Store the watermark; call it only after every row it covers is stored. Leaves the lease alone."""
     values = {"source": source, "watermark": watermark, "updated_at": utcnow(), "run_id": run_id}
     upsert(session, table(SourceWatermark), [values], update_columns=["watermark", "updated_at", "run_id"])
+
+
+def partition_key(source: str, index: int, parts: int) -> str:
+    """The row of partition `index` (from 0) of a run of `source` split in `parts`: "<source>#<index + 1>/<parts>"."""
+    return f"{source}#{index + 1}/{parts}"
+
+
+def plan_partitions(*, session: Session, source: str, partitions: Sequence[str]) -> None:
+    """A partitioned run of `source` begins: a row per partition (its JSON, in order), none read yet."""
+    rows = [
+        {"source": partition_key(source, k, len(partitions)), "partition_of": source, "partition": part,
+         "watermark": None, "completed_at": None, "updated_at": utcnow()}
+        for k, part in enumerate(partitions)
+    ]  # fmt: skip
+    upsert(session, table(SourceWatermark), rows, update_columns=["partition_of", "partition", "watermark",
+                                                                  "completed_at", "updated_at"])  # fmt: skip
+
+
+def load_partitions(*, session: Session, source: str) -> list[SourceWatermark]:
+    """The partition rows of `source`'s unfinished partitioned run, in partition order; [] when there is none."""
+    tbl = table(SourceWatermark)
+    rows = session.execute(select(SourceWatermark).where(tbl.c.partition_of == source)).scalars().all()
+    return sorted(rows, key=lambda row: int(row.source.rsplit("#", 1)[1].split("/")[0]))
+
+
+def complete_partition(*, session: Session, key: str) -> None:
+    """The partition `key` was read to its end (its last watermark saved before)."""
+    tbl = table(SourceWatermark)
+    session.execute(update(tbl).where(tbl.c.source == key).values(completed_at=utcnow()))
+
+
+def merge_partitions(*, session: Session, source: str, watermark: str, run_id: str | None) -> None:
+    """Every partition read: the merged watermark becomes the source's and the partition rows go, at once."""
+    save_watermark(session=session, source=source, watermark=watermark, run_id=run_id)
+    tbl = table(SourceWatermark)
+    session.execute(delete(tbl).where(tbl.c.partition_of == source))
 
 
 class SourceBusy(RuntimeError):

@@ -12,10 +12,12 @@ from judgewatch.storage.db import make_engine
 
 
 async def sample_flow(source: Path, db: str, **params: Any) -> dict[str, Any]:
-    """The `traffic-sampling` flow's report for the source config `source`, stored in `db` (reference judge)."""
+    """The `traffic-sampling` flow's report for the source config `source`, stored in `db` (reference judge); its
+    partitions are subflows of this process unless `partition_deployment` names a deployment."""
     from flows.sampling import traffic_sampling
 
     params.setdefault("judge", "reference")
+    params.setdefault("partition_deployment", None)
     result = await traffic_sampling(source=str(source), database_url=db, **params)
     assert isinstance(result, dict)
     return result
@@ -26,7 +28,9 @@ def stored_sample(db: str) -> dict[str, Any]:
     engine = make_engine(db)
     try:
         with engine.connect() as conn:
-            saved = conn.execute(text("SELECT watermark FROM source_watermark")).scalar_one_or_none()
+            saved = conn.execute(
+                text("SELECT watermark FROM source_watermark WHERE partition_of IS NULL")
+            ).scalar_one_or_none()
             return {
                 "interactions": sorted(conn.execute(text("SELECT id FROM interaction")).scalars()),
                 "quarantined": sorted(map(tuple, conn.execute(text("SELECT position, reason FROM quarantined_row")))),

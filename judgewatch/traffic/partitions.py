@@ -33,26 +33,25 @@ logger = logging.getLogger(__name__)
 
 
 class SourcePartition(BaseModel):
-    """Files `paths` of a source, or a table's rows up to `until`, read after `since`; `warmup` marks where the
-    rows before them start (SQL: the rows after it up to `since`)."""
+    """Files `paths` of a source, or (`paths` None) a table's rows up to `until`, read after `since`; `warmup` marks
+    where the rows before them start (SQL: the rows after it up to `since`). Holds no config: it travels as a flow
+    run's parameter and is stored with its watermark, and a source's config may hold a database password."""
 
     model_config = ConfigDict(frozen=True)
 
     index: int
-    config: SourceConfig  # the source restricted to this partition's files
+    paths: list[str] | None = None
     since: Watermark | None = None
     until: Watermark | None = None  # SQL: the partition's last row; None: to the table's end
     warmup: Watermark | None = None  # the files (and where in them), or rows, whose rows warm the dedup window
 
-    def describe(self) -> str:
-        """What the partition reads, for the logs: its files, or its table's key range."""
-        if self.config.kind != "sql":
-            return f"{len(self.config.paths)} files"
+    def source(self, config: SourceConfig) -> SourceConfig:
+        """The source restricted to this partition's files."""
+        return config if self.paths is None else config.model_copy(update={"paths": self.paths})
 
-        def key(mark: Watermark | None, none: str) -> str:
-            return none if mark is None or mark.last_id is None else f"({mark.last_order}, {mark.last_id})"
-
-        return f"{self.config.table} after {key(self.since, 'its start')} up to {key(self.until, 'its end')}"
+    def resumed(self, mark: Watermark) -> SourcePartition:
+        """The rest of the partition after its own saved watermark, read cold as any resumed read is."""
+        return self if mark == self.since else self.model_copy(update={"since": mark, "warmup": None})
 
 
 def split_source(
@@ -60,24 +59,21 @@ def split_source(
 ) -> list[SourcePartition]:
     """At most `parts` partitions of contiguous files or key ranges (one for a single file); `engine`: SQL's."""
     if parts <= 1:
-        return [SourcePartition(index=0, config=config, since=since)]
+        return [SourcePartition(index=0, since=since)]
     window = config.sampling.dedup.window_rows if config.sampling.dedup.enabled else 0
     if config.kind == "sql":
         ranges = key_ranges(config, since, parts, window, engine)
-        return [
-            SourcePartition(index=k, config=config, since=r.since, until=r.until, warmup=r.warmup)
-            for k, r in enumerate(ranges)
-        ]
+        return [SourcePartition(index=k, since=r.since, until=r.until, warmup=r.warmup) for k, r in enumerate(ranges)]
     files = expand_paths(config.paths)
     if len(files) <= 1:
-        return [SourcePartition(index=0, config=config, since=since)]
+        return [SourcePartition(index=0, since=since)]
     parts = min(parts, len(files))
     bounds = [round(k * len(files) / parts) for k in range(parts + 1)]
     groups = [files[bounds[k] : bounds[k + 1]] for k in range(parts)]
     return [
         SourcePartition(
             index=k,
-            config=config.model_copy(update={"paths": group}),
+            paths=group,
             since=_restrict(since, group),
             warmup=_warmup(files[: bounds[k]], window, since) if k and window else None,
         )
@@ -104,25 +100,28 @@ def merge_watermarks(marks: list[Watermark]) -> Watermark:
 
 
 def partition_sampler(
-    partition: SourcePartition, on_quarantine: Callable[[RejectedTrafficRow], None] | None = None
+    config: SourceConfig,
+    partition: SourcePartition,
+    on_quarantine: Callable[[RejectedTrafficRow], None] | None = None,
 ) -> tuple[Sampler, SourceRead]:
-    """The partition's read and a `Sampler` whose dedup window holds the rows before the partition.
+    """The partition's read of `config` and a `Sampler` whose dedup window holds the rows before the partition.
 
     Iterate `sampler.run(read)`; `read.watermark` and `sampler.stats` are the partition's own.
     """
-    sampler = Sampler(partition.config, on_quarantine=on_quarantine)
+    config = partition.source(config)
+    sampler = Sampler(config, on_quarantine=on_quarantine)
     warm = partition.warmup
     if warm is not None and sampler.dedup is not None:
-        if partition.config.kind == "sql":
-            config, rows = partition.config, read_source(partition.config, warm, until=partition.since)
+        if config.kind == "sql":
+            before, rows = config, read_source(config, warm, until=partition.since)
         else:
-            config = partition.config.model_copy(update={"paths": list(warm.files)})
-            rows = read_source(config, warm)
-        warming = Sampler(config, on_quarantine=lambda _row: None)  # its rows belong to earlier partitions
+            before = config.model_copy(update={"paths": list(warm.files)})
+            rows = read_source(before, warm)
+        warming = Sampler(before, on_quarantine=lambda _row: None)  # its rows belong to earlier partitions
         for _ in warming.run(rows):
             pass
         sampler.dedup = warming.dedup
-    return sampler, read_source(partition.config, partition.since, until=partition.until)
+    return sampler, read_source(config, partition.since, until=partition.until)
 
 
 def _warmup(before: list[str], window_rows: int, since: Watermark | None) -> Watermark | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select, text
@@ -16,7 +17,7 @@ from sqlalchemy import Engine, select, text
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.review import ReviewItem
-from judgewatch.storage.watermarks import SourceBusy, SourceLease, load_watermark
+from judgewatch.storage.watermarks import SourceBusy, SourceLease, load_partitions, load_watermark
 from judgewatch.testing.sampling_runs import sample_flow as sample
 from judgewatch.testing.sampling_runs import stored_sample
 
@@ -215,7 +216,7 @@ def test_a_postgres_lock_dies_with_its_connection(engine: Engine) -> None:
     holder.release()
 
 
-async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_watermark(
+async def test_partitions_as_flow_runs_store_what_one_pass_stores_and_the_whole_watermark(
     split_source: Path, tmp_path: Path
 ) -> None:
     runs = {parts: await sample(split_source, f"sqlite:///{tmp_path / f'p{parts}.db'}", partitions=parts)
@@ -227,10 +228,70 @@ async def test_partitions_mapped_as_tasks_store_the_same_picks_and_the_whole_wat
         }  # fmt: skip
     one, four = runs[1], runs[4]
     assert stored[0] == stored[1] and len(stored[0]["interactions"]) == one["picked"] == four["picked"] > 200
-    keys = ("read", "picked", "quarantined", "duplicate", "filtered", "strata", "quarantined_by", "watermark")
-    assert {k: one[k] for k in keys} == {k: four[k] for k in keys}
+    keys = ("read", "picked", "stored", "quarantined", "duplicate", "filtered", "strata", "quarantined_by", "watermark")
+    assert {k: one[k] for k in keys} == {k: four[k] for k in keys} and four["judged"] == one["judged"]
+    assert sorted(four["partitions"]) == ["1/4", "2/4", "3/4", "4/4"]
+    assert all(state.endswith("COMPLETED") for state in four["partitions"].values()), four["partitions"]
+    engine = make_engine(f"sqlite:///{tmp_path / 'p4.db'}")
+    with engine.connect() as conn:
+        names = sorted(conn.execute(text("SELECT name FROM eval_run WHERE name LIKE 'sample-partition/%'")).scalars())
+        left = conn.execute(text("SELECT count(*) FROM source_watermark WHERE partition_of IS NOT NULL")).scalar()
+    engine.dispose()
+    assert names == [f"sample-partition/halluqa-demo#{k}/4" for k in range(1, 5)]  # a run of its own each
+    assert left == 0  # merged into the source's watermark once every partition was read
     again = await sample(split_source, f"sqlite:///{tmp_path / 'p4.db'}", partitions=4)
     assert again["read"] == 0  # the saved watermark covers every partition
+
+
+async def test_a_failed_partition_keeps_its_own_watermark_and_a_rerun_reads_only_what_it_left(
+    split_source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition 3 dies after 30 picks: the run fails naming it; the others are read and stored, the source's
+    watermark stays; the rerun reads only partition 3's rest, from its own watermark, and the store ends as one
+    pass leaves it."""
+    import flows.sampling_partition as partition_flow
+
+    real = partition_flow.partition_sampler
+
+    class Died(RuntimeError):
+        pass
+
+    def dying(config: Any, partition: Any, **kwargs: Any) -> Any:
+        sampler, read = real(config, partition, **kwargs)
+        if partition.index == 2:
+            run = sampler.run
+
+            def picks_then_death(source: Any) -> Any:
+                for k, pick in enumerate(run(source)):
+                    if k == 30:
+                        raise Died("the worker's machine went away")
+                    yield pick
+
+            sampler.run = picks_then_death
+        return sampler, read
+
+    db = f"sqlite:///{tmp_path / 'jw.db'}"
+    monkeypatch.setattr(partition_flow, "partition_sampler", dying)
+    with pytest.raises(partition_flow.PartitionFailed, match="partition 3/4 did not complete"):
+        await sample(split_source, db, partitions=4, batch_size=10)
+    assert stored_sample(db)["watermark"] is None  # the source's watermark has not moved
+    engine = make_engine(db)
+    with session_scope(engine) as session:
+        planned = load_partitions(session=session, source="halluqa-demo")
+    rows = {r.source: (r.completed_at is not None, r.watermark) for r in planned}
+    engine.dispose()
+    assert [done for done, _ in rows.values()] == [True, True, False, True]
+    own = json.loads(rows["halluqa-demo#3/4"][1] or "{}")
+    kept = own["files"][str(split_source.parent / "logs" / "part-2.jsonl")]["rows"]
+    assert 0 < kept < 676  # its batches of 10 picks were checkpointed before it died
+
+    monkeypatch.setattr(partition_flow, "partition_sampler", real)
+    rerun = await sample(split_source, db, partitions=4, batch_size=10)
+    assert rerun["read"] == 676 - kept and rerun["started_from"].startswith("the unfinished partitions")
+    assert [rerun["partitions"][f"{k}/4"] for k in (1, 2, 4)] == ["read by an earlier run"] * 3
+    one_pass = f"sqlite:///{tmp_path / 'one.db'}"
+    await sample(split_source, one_pass)
+    assert stored_sample(db) == stored_sample(one_pass)  # no pick lost or doubled, the same watermark
 
 
 async def test_a_dry_run_over_partitions_reports_what_one_pass_reports(split_source: Path, db: str) -> None:

@@ -1,4 +1,4 @@
-"""The `traffic-sampling` flow over a SQL source split into key ranges: mapped tasks, stored picks, watermark."""
+"""The `traffic-sampling` flow over a SQL source split into key ranges: partition flow runs, stored picks, watermark."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.parametrize("source", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True)
-async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_whole_watermark(
+async def test_key_ranges_as_flow_runs_store_what_one_pass_stores_and_the_whole_watermark(
     source: Path, tmp_path: Path
 ) -> None:
     reports, saved = [], []
@@ -85,28 +85,29 @@ async def test_key_ranges_mapped_as_tasks_store_what_one_pass_stores_and_the_who
     assert again["read"] == 0 and again["started_from"] == "the stored watermark"
 
 
-async def test_a_failed_range_leaves_the_watermark_after_the_ranges_before_it_and_a_rerun_resumes(
+async def test_a_failed_range_keeps_the_source_watermark_and_a_rerun_reads_only_that_range(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.sampling_tasks as tasks
+    import flows.sampling_partition as partition_flow
 
-    real = tasks.partition_sampler
+    real = partition_flow.partition_sampler
 
-    def failing(partition: Any, **kwargs: Any) -> Any:
+    def failing(config: Any, partition: Any, **kwargs: Any) -> Any:
         if partition.index == 2:
             raise ConnectionError("the gateway database went away")
-        return real(partition, **kwargs)
+        return real(config, partition, **kwargs)
 
     ranges = split_source(load_source_config(source), None, 4)
     db = f"sqlite:///{tmp_path / 'jw.db'}"
-    monkeypatch.setattr(tasks, "partition_sampler", failing)
-    with pytest.raises(ConnectionError, match="went away"):
+    monkeypatch.setattr(partition_flow, "partition_sampler", failing)
+    with pytest.raises(partition_flow.PartitionFailed, match=r"partition 3/4 did not complete.*went away"):
         await sample(source, db, partitions=4)
-    first = stored(db)
-    assert ranges[1].until is not None and first["watermark"]["last_id"] == ranges[1].until.last_id == 200
-    monkeypatch.setattr(tasks, "partition_sampler", real)
+    assert stored(db)["watermark"] is None  # the source's watermark moves once every range is read
+    monkeypatch.setattr(partition_flow, "partition_sampler", real)
     rerun = await sample(source, db, partitions=4)
-    assert rerun["started_from"] == "the stored watermark" and rerun["read"] == N - 200
+    third = ranges[2]
+    assert third.since is not None and third.until is not None
+    assert rerun["read"] == int(third.until.last_id or 0) - int(third.since.last_id or 0) == 100  # range 3 alone
     one_pass = f"sqlite:///{tmp_path / 'one.db'}"
     await sample(source, one_pass)
-    assert stored(db) == stored(one_pass)  # no retry straddles id 200: the two runs store what one pass does
+    assert stored(db) == stored(one_pass)

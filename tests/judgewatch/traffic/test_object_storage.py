@@ -148,11 +148,11 @@ def test_partitions_over_objects_pick_what_one_pass_picks(logs: Logs) -> None:
     config = SourceConfig(name="gw", kind="jsonl", paths=[f"{logs.url}/log-*.jsonl"], sampling=SAMPLING)
     one_pass = _picks(config)
     parts = split_source(config, None, 3)
-    assert [len(p.config.paths) for p in parts] == [1, 1, 1]
+    assert [len(p.paths or []) for p in parts] == [1, 1, 1]
     split: list[tuple[str, str, float]] = []
     marks = []
     for part in parts:
-        sampler, read = partition_sampler(part)
+        sampler, read = partition_sampler(config, part)
         split += [(p.row.source_id, p.stratum, p.inclusion_probability) for p in sampler.run(read)]
         marks.append(read.watermark)
     assert split == one_pass

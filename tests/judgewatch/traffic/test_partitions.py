@@ -37,7 +37,7 @@ def _config(folder: Path, kind: str, **sampling: Any) -> SourceConfig:
 def _sample(config: SourceConfig, parts: int, since: Watermark | None = None) -> dict[str, Any]:
     picks, counts, marks = [], dict.fromkeys(COUNTS, 0), []
     for partition in split_source(config, since, parts):
-        sampler, read = partition_sampler(partition)
+        sampler, read = partition_sampler(config, partition)
         picks += [p.row.interaction_id for p in sampler.run(read)]
         stats = sampler.stats
         counts = {k: counts[k] + getattr(stats, k) for k in COUNTS}
@@ -60,18 +60,18 @@ def test_one_two_and_four_partitions_pick_the_same_rows_and_count_the_same_dupli
 def test_a_retry_whose_original_is_in_the_previous_partition_is_a_duplicate(shards: Path) -> None:
     config = _config(shards, "jsonl", default_rate=1.0)
     partitions = split_source(config, None, 4)
-    sampler, read = partition_sampler(partitions[1])
+    sampler, read = partition_sampler(config, partitions[1])
     first = next(iter(sampler.run(read)))
     assert first.row.source_id == "chatcmpl-000000002502"  # 2,501 repeats 2,500, the last row of file 1
     cold = partitions[1].model_copy(update={"warmup": None})
-    sampler, read = partition_sampler(cold)
+    sampler, read = partition_sampler(config, cold)
     assert next(iter(sampler.run(read))).row.source_id == "chatcmpl-000000002501"  # without the warm window
 
 
 def test_partitions_resume_from_a_watermark_like_one_pass(shards: Path) -> None:
     config = _config(shards, "jsonl")
     half = split_source(config, None, 2)[0]
-    _, read = partition_sampler(half)
+    _, read = partition_sampler(config, half)
     list(read)
     since = read.watermark  # the first two files read
     assert _sample(config, 4, since) == _sample(config, 1, since)

@@ -117,7 +117,7 @@ def sample(config: SourceConfig, parts: int, since: Watermark | None = None) -> 
     quarantined: list[str] = []
     counts, marks = dict.fromkeys(COUNTS, 0), []
     for partition in split_source(config, since, parts):
-        sampler, read = partition_sampler(partition, on_quarantine=lambda q: quarantined.append(
+        sampler, read = partition_sampler(config, partition, on_quarantine=lambda q: quarantined.append(
             f"{q.position} {q.reason.value}"))  # fmt: skip
         picks += [p.row.interaction_id for p in sampler.run(read)]
         counts = {k: counts[k] + getattr(sampler.stats, k) for k in COUNTS}
@@ -149,7 +149,7 @@ def test_key_ranges_read_every_row_once_and_keep_a_second_s_calls_together(
     assert [p.since for p in partitions[1:]] == [p.until for p in partitions[:-1]] and partitions[-1].until is None
     ids = []
     for partition in partitions:
-        for item in read_source(partition.config, partition.since, until=partition.until):
+        for item in read_source(tables[layout].config(), partition.since, until=partition.until):
             ids.append(item.source_id if isinstance(item, TrafficRow) else item.position.rpartition("=")[2])
     order = sorted(log_rows(layout), key=lambda r: (r["created_at"], r["id"]) if layout == "time" else r["id"])
     assert ids == [str(r["id"]) for r in order]  # in read order, each once, the bad rows included
@@ -166,10 +166,10 @@ def test_a_retry_whose_original_is_in_the_previous_range_is_a_duplicate(tables: 
     config = tables["id"].config(default_rate=1.0)
     partitions = split_source(config, None, 4)
     assert partitions[1].since is not None and partitions[1].since.last_id == RETRY_AT_FIRST_CUT
-    sampler, read = partition_sampler(partitions[1])
+    sampler, read = partition_sampler(config, partitions[1])
     assert next(iter(sampler.run(read))).row.source_id == str(RETRY_AT_FIRST_CUT + 2)  # 526 repeats 525
     cold = partitions[1].model_copy(update={"warmup": None})
-    sampler, read = partition_sampler(cold)
+    sampler, read = partition_sampler(config, cold)
     assert next(iter(sampler.run(read))).row.source_id == str(RETRY_AT_FIRST_CUT + 1)  # without the warm window
 
 
@@ -178,7 +178,7 @@ def test_a_bad_row_inside_a_range_is_quarantined_with_its_reason(tables: dict[st
     partitions = split_source(table.config(), None, 4)
     inside = partitions[3]
     quarantined: list[str] = []
-    sampler, read = partition_sampler(inside, on_quarantine=lambda q: quarantined.append(
+    sampler, read = partition_sampler(table.config(), inside, on_quarantine=lambda q: quarantined.append(
         f"{q.position} {q.reason.value}"))  # fmt: skip
     list(sampler.run(read))
     assert quarantined == [f"{table.name}#id={BAD[1] + 1} missing_response"]  # the one in range 4, not its warm-up
@@ -194,7 +194,7 @@ def test_a_rerun_after_a_failed_range_resumes_from_the_watermark_of_the_ranges_d
     done = split_source(config, None, 4)[:2]  # ranges 1 and 2 stored, range 3 failed: range 4 is not saved
     marks, picks, read = [], [], 0
     for partition in done:
-        sampler, rows = partition_sampler(partition)
+        sampler, rows = partition_sampler(config, partition)
         picks += [p.row.interaction_id for p in sampler.run(rows)]
         marks.append(rows.watermark)
         read += sampler.stats.read
