@@ -51,7 +51,6 @@ from judgewatch.storage.watermarks import (
 from judgewatch.traffic import Sampler, load_source_config, read_source
 from judgewatch.traffic.partitions import merge_watermarks, partition_sampler, split_source
 from judgewatch.traffic.start import parse_start, starting_point
-from judgewatch.url_secrets import hide
 
 logger = logging.getLogger(__name__)
 
@@ -139,11 +138,11 @@ async def traffic_sampling(
             )
             run = StoringRun(engine, lease, report, judging)
             # A deployment's run reads `source` in its clone of the repository, as its partitions' runs will;
-            # any other run names it absolutely. The partitions use this run's store.
+            # any other run names it absolutely. Without `database_url` the partitions use their worker's store.
             job = {"source": source if this_deployment.id else _absolute(source), "since": since,
                    "rubric": rubric, "judge": judge, "batch_size": batch_size, "review_share": review_share,
                    "unscored_share": unscored_share, "borderline_share": borderline_share,
-                   "database_url": hide(url)}  # fmt: skip
+                   "database_url": database_url}  # fmt: skip
             try:
                 with judging:
                     try:

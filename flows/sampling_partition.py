@@ -66,6 +66,7 @@ class PartitionJob(BaseModel):
     """One `sample-partition` flow run's work, its one parameter: a partition of the source whose config is at
     `source` (read from there: a flow parameter never carries a database password) and the run's settings."""
 
+    name: str  # the partition's row in the store ("<source name>#<k>/<N>") and its flow run's name
     source: str
     since: str | None = None  # the run's --since (a re-read: no watermark kept, no row in the store)
     partition: SourcePartition
@@ -96,14 +97,17 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
     settings = get_settings()
     url = job.database_url or settings.effective_database_url
     config, _, _ = starting_point(load_source_config(job.source), job.since, None)
-    key, part = partition_key(config.name, job.partition.index, job.parts), job.partition
+    key, part = job.name, job.partition
     save = job.since is None
     report = SamplingReport(source=key, config=job.source, database=display_url(url), dry_run=False,
                             started_from=f"partition {job.label}'s start")  # fmt: skip
     engine = make_engine(url)
     try:
         if save and _row(engine, key) is None:
-            raise PartitionGone(f"partition {key} is not part of an unfinished partitioned run of {config.name}")
+            raise PartitionGone(
+                f"partition {key} is not part of an unfinished partitioned run in store {display_url(url)} (read "
+                "already, or the run's store is another: pass the run's --database-url)"
+            )
         with SourceLease(engine, key) if save else nullcontext() as lease:
             row = _row(engine, key) if save else None
             if row is not None and row.completed_at is not None:
@@ -115,7 +119,7 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
             rubric = load_rubric(job.rubric, settings.rubrics_dir)
             judge = chain(judge_links(job.judge, settings, rubric=rubric))
             judging = JudgingRun(
-                engine, kind=RunKind.sampling, name=f"{PARTITION_FLOW}/{key}", identity=_identity(key, job),
+                engine, kind=RunKind.sampling, name=f"{PARTITION_FLOW}/{key}", identity=_identity(job),
                 rubric=rubric, judge=judge, params={"source": config.name, "partition": job.label}, spend_cap=True,
             )  # fmt: skip  # started on entry: its record carries the report the parent reads, even for no picks
             policy = RoutingPolicy.from_settings(settings, review_share=job.review_share,
@@ -156,9 +160,9 @@ def _row(engine: Engine, key: str) -> SourceWatermark | None:
         return load_watermark(session=session, source=key)
 
 
-def _identity(key: str, job: PartitionJob) -> str:
+def _identity(job: PartitionJob) -> str:
     """A partition's run record: the same for every attempt at the planned partition (and --since window)."""
-    return f"{key}@" + stable_id(job.partition.model_dump_json(), job.since)
+    return f"{job.name}@" + stable_id(job.partition.model_dump_json(), job.since)
 
 
 Launch = Callable[[PartitionJob], Awaitable[tuple[bool, str]]]  # (completed?, the flow run and its state)
@@ -173,7 +177,7 @@ def deployment_launch(deployment: str, patience_s: float = PATIENCE_S) -> Launch
         try:
             child = await arun_deployment(
                 deployment, parameters={"job": job.model_dump(mode="json")}, timeout=0, as_subflow=True,
-                flow_run_name=f"{job.partition.index + 1}-of-{job.parts}",
+                flow_run_name=job.name,
             )  # fmt: skip
         except ObjectNotFound:
             raise PartitionFailed(
@@ -230,7 +234,8 @@ async def run_partitions(
             if save:
                 plan_partitions(session=session, source=config.name, partitions=[p.model_dump_json() for p in split])
     done = {k for k, row in enumerate(planned) if row.completed_at is not None}
-    jobs = [PartitionJob(partition=p, parts=len(split), files=_files(p), **job) for p in split]
+    jobs = [PartitionJob(name=partition_key(config.name, p.index, len(split)), partition=p, parts=len(split),
+                         files=_files(p), **job) for p in split]  # fmt: skip
     run.ensure_run()
     launch = in_process_launch if deployment is None else deployment_launch(deployment)
     pending = [j for j in jobs if j.partition.index not in done]
@@ -239,7 +244,7 @@ async def run_partitions(
     for k, j in enumerate(jobs):
         ok, report.partitions[j.label] = outcomes.get(k, (True, "read by an earlier run"))
         if k in outcomes and ok:
-            own = _report(engine, _identity(partition_key(config.name, k, len(jobs)), j))
+            own = _report(engine, _identity(j))
             merge_report(report, own)
             marks.append(Watermark.model_validate(own.watermark))
     failed = [j.label for j in jobs if not outcomes.get(j.partition.index, (True, ""))[0]]

@@ -23,17 +23,22 @@ async def sample_flow(source: Path, db: str, **params: Any) -> dict[str, Any]:
     return result
 
 
-def stored_sample(db: str) -> dict[str, Any]:
-    """What a sampling run left in `db`: interaction ids, quarantined (position, reason) and the watermark."""
+def stored_sample(db: str, source: str | None = None) -> dict[str, Any]:
+    """What sampling runs left in `db` (of the source named `source` only, when given): interaction ids,
+    quarantined (position, reason) and the source's watermark."""
+    where, own = ("WHERE source = :label", "AND source = :name") if source else ("", "")
+    args = {"label": f"traffic:{source}", "name": source}
     engine = make_engine(db)
     try:
         with engine.connect() as conn:
             saved = conn.execute(
-                text("SELECT watermark FROM source_watermark WHERE partition_of IS NULL")
+                text(f"SELECT watermark FROM source_watermark WHERE partition_of IS NULL {own}"), args
             ).scalar_one_or_none()
             return {
-                "interactions": sorted(conn.execute(text("SELECT id FROM interaction")).scalars()),
-                "quarantined": sorted(map(tuple, conn.execute(text("SELECT position, reason FROM quarantined_row")))),
+                "interactions": sorted(conn.execute(text(f"SELECT id FROM interaction {where}"), args).scalars()),
+                "quarantined": sorted(
+                    map(tuple, conn.execute(text(f"SELECT position, reason FROM quarantined_row {where}"), args))
+                ),
                 "watermark": json.loads(saved) if saved else None,
             }
     finally:

@@ -24,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from sqlalchemy import create_engine, text
 
 from judgewatch.contract.rubric import load_rubric
@@ -33,6 +34,7 @@ from judgewatch.settings import REPO_ROOT
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.releases import accept_baseline
 from judgewatch.testing.processes import free_port
+from judgewatch.testing.sampling_runs import stored_sample
 from judgewatch.testing.simulator import SimulatorHandle, run_simulator_in_thread
 from judgewatch.testing.stack import admin_sql as stack_admin_sql
 from judgewatch.testing.stack import run_via_rest, source_repository, stack_ports, wait_final
@@ -132,11 +134,13 @@ def test_stack_up_prints_every_part_healthy(stack: dict[str, Any]) -> None:
         assert re.search(rf"^{part}\s+.*healthy$", out, re.M), out
     assert "Deployment 'post-release-regression/post-release-regression'" in out
     assert "Deployment 'calibration/calibration'" in out and "Deployment 'traffic-sampling/traffic-sampling'" in out
-    assert "Deployment 'ingest-judging/ingest-judging'" in out
+    assert (
+        "Deployment 'ingest-judging/ingest-judging'" in out and "Deployment 'sample-partition/sample-partition'" in out
+    )
     # Prefect's own database is PostgreSQL: its tables are in the stack's judgewatch_prefect database.
     engine = create_engine(PG.rsplit("/", 1)[0] + "/" + stack["env"]["JUDGEWATCH_PREFECT_DB"])
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 4
+        assert conn.execute(text("SELECT count(*) FROM deployment")).scalar_one() == 5
     engine.dispose()
     again = subprocess.run(
         ["bash", "scripts/stack.sh", "up"], cwd=REPO_ROOT, env=stack["env"], capture_output=True, text=True, timeout=900
@@ -327,6 +331,122 @@ def test_three_concurrent_runs_share_the_judge_budget(stack: dict[str, Any], sim
     engine.dispose()
     assert len(rows) == 3 * n  # every item has a verdict: scored, or unscored with its reason
     assert all(status == "scored" or reason for status, reason in rows), rows[:5]
+
+
+def split_log(home: Path, slow_part: int) -> Path:
+    """The demo log cut into 4 files (676 lines each but the last) under a source of its own name; the answers of
+    file `slow_part` ask the simulator for 1.5 s a call, so that partition's run is surely mid-way when killed."""
+    folder = home / "split-log"
+    folder.mkdir()
+    lines = (REPO_ROOT / "examples" / "traffic" / "halluqa_gateway_log.jsonl").read_text(encoding="utf-8").splitlines()
+    for k in range(4):
+        part = lines[k * 676 : (k + 1) * 676]
+        if k == slow_part:
+            part = [_slowed(line) for line in part]
+        (folder / f"part-{k}.jsonl").write_text("\n".join(part) + "\n", encoding="utf-8")
+    config = yaml.safe_load((REPO_ROOT / "examples" / "traffic" / "demo_source.yaml").read_text(encoding="utf-8"))
+    config["name"], config["paths"] = "halluqa-split", [str(folder / "part-*.jsonl")]
+    path = folder / "source.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _slowed(line: str) -> str:
+    try:
+        row = json.loads(line)
+        row["response"]["choices"][0]["message"]["content"] += " [[sim:slow=1500]]"
+    except (ValueError, KeyError, IndexError, TypeError):  # the log's broken lines stay as they are
+        return line
+    return json.dumps(row, ensure_ascii=False)
+
+
+def partition_runs(api: str, name: str) -> list[dict[str, Any]]:
+    """The sample-partition flow runs of source `name`, oldest first."""
+    only = {"deployments": {"name": {"any_": ["sample-partition"]}}}
+    found = httpx.post(f"{api}/flow_runs/filter", json=only, timeout=30).raise_for_status().json()
+    return sorted((r for r in found if r["name"].startswith(f"{name}#")), key=lambda r: r["created"])
+
+
+def flow_run_processes(run_id: str) -> list[int]:
+    """The processes a worker started for a flow run (its environment names the run)."""
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"PREFECT__FLOW_RUN_ID={run_id}".encode() in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:  # gone, or not ours
+            continue
+    return pids
+
+
+def test_two_workers_share_a_partitioned_sample_and_a_killed_partition_resumes_alone(
+    stack: dict[str, Any], sim: SimulatorHandle
+) -> None:
+    """`judgewatch sample --partitions 4` against the stack: both workers take partition flow runs; partition 3's
+    run is killed mid-way (SIGKILL of its process), the sampling fails naming it and the source's watermark stays;
+    run again, only partition 3 runs, from its own watermark, and the store holds what one pass stores."""
+    api, home, store = stack["api"], stack["home"], stack["store"]
+    source = split_log(home, slow_part=2)
+    one = PG.rsplit("/", 1)[0] + f"/jw_{uuid.uuid4().hex[:8]}_one"  # the single pass's store
+    env = {**stack["env"], "PREFECT_API_URL": api, "JUDGEWATCH_DATABASE_URL": store}  # the workers' store too
+    sample = [str(Path(sys.executable).parent / "judgewatch"), "sample", "--source", str(source), "--json"]
+    admin_sql(f'CREATE DATABASE "{one.rsplit("/", 1)[1]}"')
+    try:
+        single = subprocess.run([*sample, "--judge", "reference", "--database-url", one], env=env,
+                                capture_output=True, text=True, timeout=600)  # fmt: skip
+        assert single.returncode == 0, single.stderr[-3000:]
+        sim.state.reset()
+        split = [*sample, "--partitions", "4", "--judge", sim.base_url, "--batch-size", "5"]
+        first = subprocess.Popen(split, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        engine = create_engine(store)
+        deadline, victim = time.monotonic() + 600, None
+        try:
+            while victim is None:  # partition 3's run has checkpointed its own watermark at least once
+                ended = first.poll() is not None
+                assert time.monotonic() < deadline and not ended, first.communicate()[1][-3000:] if ended else "late"
+                time.sleep(1)
+                with engine.connect() as conn:
+                    mark = conn.execute(
+                        text("SELECT watermark FROM source_watermark WHERE source = 'halluqa-split#3/4'")
+                    ).scalar()
+                third = [r for r in partition_runs(api, "halluqa-split") if r["name"] == "halluqa-split#3/4"]
+                if mark and third and flow_run_processes(third[0]["id"]):
+                    victim = third[0]["id"]
+            for pid in flow_run_processes(victim):
+                os.kill(pid, signal.SIGKILL)  # the partition's process dies mid-way, as on a lost machine
+            out, err = first.communicate(timeout=600)
+            assert first.returncode == 2 and "partition 3/4 did not complete" in err, (out[-2000:], err[-2000:])
+            runs = partition_runs(api, "halluqa-split")
+            assert sorted(r["name"] for r in runs) == [f"halluqa-split#{k}/4" for k in range(1, 5)]
+            states = {r["name"]: r["state"]["type"] for r in runs}
+            assert states.pop("halluqa-split#3/4") == "CRASHED" and set(states.values()) == {"COMPLETED"}, states
+            taken = [ran_by(stack["state"] / f"worker-{w}.log", [r["id"] for r in runs]) for w in (1, 2)]
+            assert len(taken[0]) + len(taken[1]) == 4 and all(taken), taken  # both workers took partitions
+            with engine.connect() as conn:
+                rows = dict(conn.execute(text(
+                    "SELECT source, completed_at IS NOT NULL FROM source_watermark WHERE partition_of IS NOT NULL"
+                )).all())  # fmt: skip
+                kept = json.loads(conn.execute(text(
+                    "SELECT watermark FROM source_watermark WHERE source = 'halluqa-split#3/4'"
+                )).scalar_one())["files"][str(source.parent / "part-2.jsonl")]["rows"]  # fmt: skip
+            assert rows == {f"halluqa-split#{k}/4": k != 3 for k in range(1, 5)} and 0 < kept < 676
+            assert stored_sample(store, "halluqa-split")["watermark"] is None  # the source's own has not moved
+
+            again = subprocess.run(split, env=env, capture_output=True, text=True, timeout=900)
+            assert again.returncode == 0, again.stderr[-3000:]
+            report = json.loads(again.stdout)
+            assert report["read"] == 676 - kept  # partition 3's rest, nothing else
+            assert [report["partitions"][f"{k}/4"] for k in (1, 2, 4)] == ["read by an earlier run"] * 3
+            assert len(partition_runs(api, "halluqa-split")) == 5  # one more flow run: partition 3's
+        finally:
+            engine.dispose()
+            if first.poll() is None:
+                first.kill()
+        # the union of the partitions' picks, quarantined rows and watermarks is one pass's
+        assert stored_sample(store, "halluqa-split") == stored_sample(one, "halluqa-split")
+        assert sim.state.max_in_flight <= 16, sim.state.stats()  # within the judge's global limit, together
+    finally:
+        admin_sql(f'DROP DATABASE IF EXISTS "{one.rsplit("/", 1)[1]}" WITH (FORCE)')
 
 
 def test_killed_worker_run_crashes_and_retrigger_completes_without_duplicates(
