@@ -8,7 +8,15 @@ rows over the process's CPU seconds (one core's work, not the shared machine's w
 too). The ceiling is pyarrow reading the same file (same columns) and doing nothing; for JSONL the line scanner
 (pyarrow decoding only the mapped fields) doing nothing else is printed too (`scanner`): what the sampler reads with.
 
+`--workers W` (W > 1) then reads all shards with 1 and with W workers side by side: W processes started at once,
+each pinned to a core of its own and reading one partition of the source (`traffic.partitions`: contiguous files,
+its dedup window warmed by the rows before them), as W `sample-partition` flow runs on W workers read it (without
+their clone, imports, storing and judging). Rows/s are rows over the wall time from the first worker's start to the
+last one's end (CPU time cannot show work done at once). Limits: 1 worker as above; W workers W x 0.75 x that (each
+core is expected to give at least 3/4 of one core's rate), and the picks must be the same.
+
     .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
+                                       [--workers 2]
 
 `--keep` leaves the generated logs under bench/out/; `--logs DIR` measures the logs a `--keep` run left there
 instead of generating them again. The measured process imports its modules before its clock starts (a
@@ -27,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TypedDict
 
@@ -37,6 +46,7 @@ RATE = 0.01
 LIMITS = {"parquet": 200_000, "jsonl": 150_000}
 RSS_GROWTH_LIMIT = 1.2
 RSS_GIB_LIMIT = 1.0
+WORKER_SHARE = 0.75  # of one core's limit, per worker
 
 
 class Run(TypedDict):
@@ -49,9 +59,10 @@ class Run(TypedDict):
     peak_rss_kib: int
 
 
-def _one_core() -> None:
+def _one_core(k: int = 0) -> None:
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[k % len(cores)]})
     import pyarrow as pa
 
     pa.set_cpu_count(1)
@@ -59,8 +70,10 @@ def _one_core() -> None:
 
 
 def child(mode: str, kind: str, paths: list[str]) -> None:
-    """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only)."""
-    _one_core()
+    """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only, "scanner" =
+    JSONL's mapped reader only, "part:K/W" = partition K of W, started when the parent says go)."""
+    part, parts = map(int, mode.removeprefix("part:").split("/")) if mode.startswith("part:") else (0, 1)
+    _one_core(part)
     import pandas  # noqa: F401  (pyarrow's first `to_numpy` imports it: 0.2 s of CPU, once per worker)
     import pyarrow.compute
     import pyarrow.json
@@ -68,18 +81,25 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
 
     import judgewatch.traffic.columnar.sampling  # noqa: F401
     from judgewatch.traffic import Sampler, parse_source_config, read_source
+    from judgewatch.traffic.partitions import partition_sampler, split_source
 
     config = parse_source_config(
         {"name": "bench", "kind": kind, "paths": paths, "sampling": {"default_rate": RATE}}, origin="bench"
     )
-    cpu, wall = time.process_time(), time.perf_counter()
+    if parts > 1:
+        print("ready", flush=True)
+        sys.stdin.readline()  # every worker starts at once
+    cpu, wall, started = time.process_time(), time.perf_counter(), time.time()
+    pii: dict[str, int] = {}
     if mode == "ceiling":
-        rows, picks, duplicates, pii = _plain_read(kind, paths, config), 0, 0, {}
+        rows, picks, duplicates = _plain_read(kind, paths, config), 0, 0
     elif mode == "scanner":
-        rows, picks, duplicates, pii = _scan_only(paths, config), 0, 0, {}
+        rows, picks, duplicates = _scan_only(paths, config), 0, 0
     else:
-        read = read_source(config)
-        sampler = Sampler(config)
+        if parts > 1:
+            sampler, read = partition_sampler(config, split_source(config, None, parts)[part])
+        else:
+            sampler, read = Sampler(config), read_source(config)
         picks = sum(1 for _ in sampler.run(iter(read) if mode == "rows" else read))
         stats = sampler.stats
         rows, duplicates, pii = stats.read, stats.duplicate, stats.pii
@@ -92,7 +112,21 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
         wall_seconds=time.perf_counter() - wall,
         peak_rss_kib=_vm_hwm_kib(),
     )
-    print(json.dumps(run))
+    print(json.dumps({**run, "started": started, "ended": time.time()}))
+
+
+def _jsonl_blocks(paths: list[str]) -> Iterator[bytes]:
+    """The sampler's JSONL blocks of whole lines (`columnar.blocks.BLOCK_BYTES`), file by file."""
+    from judgewatch.traffic.columnar.blocks import BLOCK_BYTES
+
+    for path in paths:
+        with open(path, "rb") as f:
+            carry = b""
+            while data := f.read(BLOCK_BYTES):
+                buf = carry + data
+                cut = buf.rfind(b"\n") + 1
+                carry = buf[cut:]
+                yield buf[:cut]
 
 
 def _plain_read(kind: str, paths: list[str], config: object) -> int:
@@ -114,21 +148,12 @@ def _plain_read(kind: str, paths: list[str], config: object) -> int:
             rows += sum(b.num_rows for b in pf.iter_batches(batch_size=BLOCK_ROWS, columns=columns))
         return rows
     options = pa_json.ReadOptions(use_threads=False, block_size=BLOCK_BYTES)
-    for path in paths:
-        with open(path, "rb") as f:
-            carry = b""
-            while data := f.read(BLOCK_BYTES):
-                buf = carry + data
-                cut = buf.rfind(b"\n") + 1
-                carry = buf[cut:]
-                rows += pa_json.read_json(io.BytesIO(buf[:cut]), read_options=options).num_rows
-    return rows
+    return sum(pa_json.read_json(io.BytesIO(block), read_options=options).num_rows for block in _jsonl_blocks(paths))
 
 
 def _scan_only(paths: list[str], config: object) -> int:
     """pyarrow reading only the mapped fields of every JSONL line (`MappedReader`, with the block's checks), in the
     sampler's blocks, and nothing else."""
-    from judgewatch.traffic.columnar.blocks import BLOCK_BYTES
     from judgewatch.traffic.columnar.line_blocks import LineBlock
     from judgewatch.traffic.columnar.line_scan import MappedReader
     from judgewatch.traffic.mapping import RowMapper
@@ -136,15 +161,9 @@ def _scan_only(paths: list[str], config: object) -> int:
     mapper = RowMapper(config)  # type: ignore[arg-type]
     reader, limit = MappedReader(mapper), mapper.config.max_row_bytes
     rows = 0
-    for path in paths:
-        with open(path, "rb") as f:
-            carry = b""
-            while data := f.read(BLOCK_BYTES):
-                buf = carry + data
-                cut = buf.rfind(b"\n") + 1
-                carry = buf[cut:]
-                table = LineBlock(buf[:cut]).table(limit, first_line=rows == 0, reader=reader)
-                rows += 0 if table is None else table.num_rows
+    for block in _jsonl_blocks(paths):
+        table = LineBlock(block).table(limit, first_line=rows == 0, reader=reader)
+        rows += 0 if table is None else table.num_rows
     return rows
 
 
@@ -168,6 +187,30 @@ def _rate(run: Run) -> float:
     return run["rows"] / run["cpu_seconds"]
 
 
+def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, int]:
+    """(rows/s of wall time, picks) of `workers` processes reading the partitions of `paths` at once."""
+    if workers == 1:
+        run = measure("sample", kind, paths)
+        return run["rows"] / run["wall_seconds"], run["picks"]
+    cmd = [sys.executable, __file__, "--child"]
+    pipe = subprocess.PIPE
+    procs = [
+        subprocess.Popen([*cmd, f"part:{k}/{workers}", kind, *map(str, paths)], stdin=pipe, stdout=pipe, text=True)
+        for k in range(workers)
+    ]
+    for proc in procs:  # imported and ready
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    runs = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in procs]
+    if any(proc.returncode for proc in procs):
+        raise RuntimeError(f"a worker failed: {[proc.returncode for proc in procs]}")
+    wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
+    return sum(r["rows"] for r in runs) / wall, sum(r["picks"] for r in runs)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--shard-rows", type=int, default=500_000)
@@ -175,6 +218,7 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated logs under bench/out/")
     parser.add_argument("--logs", type=Path, help="measure the logs a --keep run left in this folder")
     parser.add_argument("--row-path", action="store_true", help="also time the row-by-row path (slow)")
+    parser.add_argument("--workers", type=int, default=1, help="also read all shards with 1 and with this many workers")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -221,6 +265,8 @@ def main() -> int:
             ok = ok and rate >= LIMITS[kind] and growth <= RSS_GROWTH_LIMIT and of_gib <= RSS_GIB_LIMIT
             final[kind] = rate
             growths.append(growth)
+        if args.workers > 1:
+            ok = _side_by_side(folder, args.workers) and ok
         print(f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} (1, 5, 15 min) after measuring")
         print("PASS" if ok else "FAIL")
         print(f"parquet {final['parquet']:.0f} rows/s jsonl {final['jsonl']:.0f} rows/s rss_ratio {max(growths):.3f}")
@@ -228,6 +274,22 @@ def main() -> int:
     finally:
         if not args.keep and args.logs is None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _side_by_side(folder: Path, workers: int) -> bool:
+    """Each format's rows/s (wall) with 1 and with `workers` workers, each over its limit; True when both meet it."""
+    print(f"{'format':8} {'1 worker rows/s':>16} {'/ limit':>16} {f'{workers} workers rows/s':>18} {'/ limit':>16} "
+          f"{'speed-up':>9}  picks")  # fmt: skip
+    ok = True
+    for kind in ("parquet", "jsonl"):
+        files = sorted(folder.glob(f"log-*.{kind}"))
+        (one, picks_one), (many, picks_many) = measure_workers(kind, files, 1), measure_workers(kind, files, workers)
+        limits = LIMITS[kind], LIMITS[kind] * workers * WORKER_SHARE
+        ratios = [f"{rate / limit:>7.3f} of {limit:>7,.0f}" for rate, limit in zip((one, many), limits, strict=True)]
+        print(f"{kind:8} {one:>16,.0f} {ratios[0]} {many:>18,.0f} {ratios[1]} {many / one:>9.2f}  {picks_one:,} / "
+              f"{picks_many:,}")  # fmt: skip
+        ok = ok and one >= limits[0] and many >= limits[1] and picks_one == picks_many
+    return ok
 
 
 if __name__ == "__main__":
