@@ -19,8 +19,8 @@ class UnitHash(StrEnum):
     """Which bytes `hash_unit` digests. Changing either would re-draw decisions already stored."""
 
     SAMPLING = "sampling"
-    """blake2b(salt + key): the traffic sampler's rule; stored picks and watermarks were decided with it, and
-    `traffic/columnar/unit_hashes` computes the same floats on whole columns."""
+    """blake2b(salt + key): the traffic sampler's rule (`traffic.sampling.decide`, on both of its paths); stored
+    picks and watermarks were decided with it."""
     LABELED = "labeled"
     """sha256("judgewatch:{salt}:{key}"): review routing (which verdicts go to review, which are labelled twice),
     whose stored review items were routed with it; the demo's picks use it too."""
@@ -45,8 +45,11 @@ def stable_id(*parts: object) -> str:
 
 
 def interaction_id(source: str, source_id: str) -> str:
-    """Stable id of one call: the same (source, source id) always gives the same id, on any machine."""
-    return stable_id("interaction", source, source_id)
+    """Stable id of one call: the same (source, source id) always gives the same id, on any machine.
+
+    `stable_id("interaction", source, source_id)`, its bytes written out for one sha256 call: the samplers compute
+    it for every eligible row (tests/judgewatch/test_hashing.py holds the two equal)."""
+    return hashlib.sha256(f"interaction\x1f{source}\x1f{source_id}\x1f".encode()).hexdigest()[:32]
 
 
 def quarantine_id(source: str, position: str) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -22,6 +23,14 @@ from judgewatch.contract.pii import PiiKind
 from judgewatch.yaml_files import read_yaml
 
 FieldPath = str | list[str]  # a dotted path ("response.choices.0.message.content"), or fallbacks tried in order
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_US = timedelta(microseconds=1)
+
+
+def micros_of(at: datetime) -> int:
+    """An aware datetime as exact epoch microseconds (`at.timestamp()` is this over 10**6, as a float): the
+    instants the time filters compare, row by row or on a block's array of them."""
+    return (at - EPOCH) // _ONE_US
 
 
 class _Strict(BaseModel):
@@ -87,6 +96,17 @@ class FilterConfig(_Strict):
     until: AwareDatetime | None = None  # exclusive
     min_answer_chars: int = Field(default=0, ge=0)
     max_answer_chars: int | None = Field(default=None, ge=0)
+
+    def out_of_bounds(self, micros: Any, answer_chars: Any) -> tuple[Any, Any]:
+        """(outside [since, until), outside [min, max] answer characters) of a row's time in epoch microseconds
+        and its answer's length (None: not bounded), or of a block's numpy arrays of them: the one rule."""
+        early = micros < micros_of(self.since) if self.since is not None else False
+        late = micros >= micros_of(self.until) if self.until is not None else False
+        if answer_chars is None:
+            return early | late, False
+        short = answer_chars < self.min_answer_chars
+        long = answer_chars > self.max_answer_chars if self.max_answer_chars is not None else False
+        return early | late, short | long
 
 
 class PiiConfig(_Strict):

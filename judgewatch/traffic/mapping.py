@@ -266,7 +266,7 @@ class RowMapper:
             fields = ", ".join(f"{name} ({n})" for name, n in sorted(removed.items()))
             logger.warning("%s row %s: removed NUL characters from %s", self.source, source_id, fields)
         model = _label(resolve(raw, p["model"]), "model")
-        tier = _label(resolve(raw, p["tier"]), "tier") or self.tier_of_model(model)
+        tier = self.tier(_label(resolve(raw, p["tier"]), "tier"), model)
         return TrafficRow(
             source=self.source,
             source_id=source_id,
@@ -301,6 +301,10 @@ class RowMapper:
                 raise BadRow(
                     QuarantineReason.oversize, f"{name}: {field_size} bytes > max_field_bytes {self.max_field_bytes}"
                 )
+
+    def tier(self, tier: str | None, model: str | None) -> str:
+        """A row's tier: its own field, else its model's (`tiers`, `default_tier`)."""
+        return tier or self.tier_of_model(model)
 
     def tier_of_model(self, model: str | None) -> str:
         tier = self._tiers.get(model)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from judgewatch.contract.pii import Scrubber, scrub_messages
 from judgewatch.hashing import UnitHash, hash_unit
-from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig
+from judgewatch.traffic.config import FilterConfig, SamplingConfig, SourceConfig, micros_of
 from judgewatch.traffic.dedup import DedupWindow, content_key
 from judgewatch.traffic.records import Pick, RejectedTrafficRow, TrafficRow
 from judgewatch.traffic.sources import SourceRead
@@ -37,16 +37,16 @@ class StratumStats(BaseModel):
 
 
 class SampleStats(BaseModel):
-    """read = quarantined + filtered + duplicate + eligible; picked <= eligible."""
+    """read = quarantined + filtered + duplicate + eligible; picked <= eligible; each count with its reasons."""
 
     read: int = 0
     quarantined: int = 0
+    quarantined_by: dict[str, int] = Field(default_factory=dict)
     filtered: int = 0
+    filtered_by: dict[str, int] = Field(default_factory=dict)
     duplicate: int = 0
     eligible: int = 0
     picked: int = 0
-    filtered_by: dict[str, int] = Field(default_factory=dict)
-    quarantined_by: dict[str, int] = Field(default_factory=dict)
     strata: dict[str, StratumStats] = Field(default_factory=dict)
     pii: dict[str, int] = Field(default_factory=dict)
 
@@ -84,17 +84,9 @@ def label_reason(filters: FilterConfig, route: str | None, department: str | Non
 
 def value_reason(filters: FilterConfig, timestamp: datetime, answer_chars: int | None) -> str | None:
     """Why the values are out of bounds ("time", "answer_length"), or None; `answer_chars` None: no length bound."""
-    if (filters.since is not None and timestamp < filters.since) or (
-        filters.until is not None and timestamp >= filters.until
-    ):
-        return "time"
-    if answer_chars is None:
-        return None
-    if answer_chars < filters.min_answer_chars or (
-        filters.max_answer_chars is not None and answer_chars > filters.max_answer_chars
-    ):
-        return "answer_length"
-    return None
+    timed = filters.since is not None or filters.until is not None
+    time, length = filters.out_of_bounds(micros_of(timestamp) if timed else 0, answer_chars)
+    return "time" if time else "answer_length" if length else None
 
 
 class Sampler:
@@ -218,6 +210,11 @@ class Sampler:
         counts[1] += eligible
         counts[2] += picked
         self._n["picked"] += picked
+
+    def picked(self, interaction_ids: list[str], rates: list[float]) -> list[bool]:
+        """`decide` for each eligible row of a block (the columnar path's decisions, by the same function)."""
+        salt = self.config.sampling.salt
+        return [decide(i, rate, salt) for i, rate in zip(interaction_ids, rates, strict=True)]
 
     def choose(self, tier: str, route: str | None, interaction_id: str) -> tuple[str, float] | None:
         """(stratum, rate) when the eligible row is picked, else None; counted per stratum."""

@@ -37,3 +37,9 @@ def test_ids_are_the_stored_ones() -> None:
     assert stable_id("interaction", "traffic:gw", "req-1") == interaction_id("traffic:gw", "req-1")
     assert quarantine_id("traffic:gw", "a.jsonl:3") == "14c4f46fdf84115172fd224fd04a03a8"
     assert stable_id("ab", "c") != stable_id("a", "bc")
+
+
+@pytest.mark.parametrize("source_id", ["req-1", "", "长江-42", "a\x1fb", "é" * 300, "12345678901234567890"])
+def test_interaction_id_is_stable_id_of_its_parts(source_id: str) -> None:
+    """`interaction_id` writes out `stable_id`'s bytes for speed: the same id for any source id."""
+    assert interaction_id("traffic:源", source_id) == stable_id("interaction", "traffic:源", source_id)

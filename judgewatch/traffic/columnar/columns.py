@@ -29,7 +29,7 @@ class Unsupported(Exception):
 class DecisionColumns:
     """What the rule reads of one batch, as whole columns (index = row of the batch); None: not mapped."""
 
-    ids: pa.Array | None  # binary: the id as UTF-8 text (an integer in decimal); null or empty: no id
+    ids: pa.Array | None  # text (an integer in decimal, as `str` writes it); null or empty: no id
     model: pa.Array | None  # text columns from here to department
     tier: pa.Array | None  # the mapped tier field; null: the model's tier decides
     route: pa.Array | None
@@ -240,7 +240,7 @@ def decision_columns(
     if raw_id is not None:
         if not (_is_text(raw_id.type) or pa.types.is_integer(raw_id.type)):
             raise Unsupported(f"id: {raw_id.type}")
-        ids = pc.cast(pc.cast(raw_id, pa.string()), pa.binary())  # an integer as `str(int)` writes it
+        ids = pc.cast(raw_id, pa.string())  # an integer as `str(int)` writes it
     answer = _text_field(col("answer"), "answer", flags, sizes)
     flags.rows(np.ones(n, dtype=bool) if answer is None else pc.is_null(answer))  # missing_response
     question = _text_field(col("question"), "question", flags, sizes)

@@ -1,12 +1,13 @@
 """Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks.
 
 Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content as
-whole columns, and the rule runs on them as arrays: filters on label codes and epoch microseconds, the
-de-duplication window in source order (`DedupWindow.seen_many`), the hash decision on every eligible row
-(`unit_hashes`). Only a picked row, or one the column checks could not vouch for, is mapped into a
-`TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved to a row
-before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so it
-never covers a pick not yet handed out.
+whole columns, and the row path's rule runs on them: its label filter once per distinct route and department,
+its time and length bounds on arrays (`FilterConfig.out_of_bounds`), the de-duplication window in source order
+(`DedupWindow.seen_many`), its strata once per distinct tier, model and route, and its decision (`Sampler.picked`:
+`decide` on each eligible row's interaction id). Only a picked row, or one the column checks could not vouch for,
+is mapped into a `TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved
+to a row before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so
+it never covers a pick not yet handed out.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from judgewatch.hashing import interaction_id
 from judgewatch.traffic.columnar.blocks import RowBlock
 from judgewatch.traffic.columnar.columns import DecisionColumns, Unsupported, decision_columns
-from judgewatch.traffic.columnar.times import epoch_micros, micros_of
-from judgewatch.traffic.columnar.unit_hashes import id_input, id_inputs, id_matrix, units_of_ids, units_of_inputs
-from judgewatch.traffic.config import SourceConfig
+from judgewatch.traffic.columnar.times import epoch_micros
+from judgewatch.traffic.config import SourceConfig, micros_of
 from judgewatch.traffic.dedup import DedupWindow, content_hash, content_key
 from judgewatch.traffic.mapping import BadRow, RowMapper
 from judgewatch.traffic.records import Pick, RejectedTrafficRow, TrafficRow
@@ -48,6 +49,7 @@ class Sampler(Protocol):
     def count(self, name: str, k: int = 1, reason: str | None = None) -> None: ...
     def stratum(self, tier: str, route: str | None) -> tuple[str, float]: ...
     def count_stratum(self, stratum: str, rate: float, eligible: int, picked: int) -> None: ...
+    def picked(self, interaction_ids: list[str], rates: list[float]) -> list[bool]: ...
     def unpick(self, stratum: str, rejected: RejectedTrafficRow) -> None: ...
     def pick(self, row: TrafficRow, stratum: str, rate: float) -> Pick: ...
 
@@ -201,17 +203,14 @@ def _reasons(sampler: Sampler, cols: DecisionColumns, micros: np.ndarray, mapped
         reasons = table[rows]
         for i, row in mapped.items():
             reasons[i] = _CODE[sampler.labels_reason(row.route, row.department)]
-    if filters.since is not None or filters.until is not None:
-        late = micros >= micros_of(filters.until) if filters.until is not None else False
-        early = micros < micros_of(filters.since) if filters.since is not None else False
-        reasons = np.where((reasons == 0) & (early | late), _CODE["time"], reasons)
+    chars = None
     if cols.answer_chars is not None:
         chars = cols.answer_chars.copy()
         for i, row in mapped.items():
             chars[i] = len(row.answer)
-        short = chars < filters.min_answer_chars
-        long = chars > filters.max_answer_chars if filters.max_answer_chars is not None else False
-        reasons = np.where((reasons == 0) & (short | long), _CODE["answer_length"], reasons)
+    time, length = filters.out_of_bounds(micros, chars)
+    reasons = np.where((reasons == 0) & time, _CODE["time"], reasons)
+    reasons = np.where((reasons == 0) & length, _CODE["answer_length"], reasons)
     return reasons
 
 
@@ -223,29 +222,26 @@ def _choose(
     eligible: np.ndarray,
     mapped: dict[int, TrafficRow],
 ) -> Iterator[Pick]:
-    """`decide` on all eligible rows at once (the same sha256 and blake2b rule and float arithmetic), then
-    the picks; a fully mapped row uses its own interaction id and stratum."""
-    n, k, salt = block.n, len(eligible), sampler.config.sampling.salt
+    """`Sampler.picked` on all eligible rows (strata worked out per distinct tier, model and route), then the
+    picks; a fully mapped row uses its own interaction id and stratum."""
+    n, k = block.n, len(eligible)
     columns = [_codes(_take(c, eligible, n) if c is not None else None, k) for c in (cols.tier, cols.model, cols.route)]
     rows, combos = _combine(*columns)
-    of_combo = [sampler.stratum(tier or mapper.tier_of_model(model), route) for tier, model, route in combos]
+    of_combo = [sampler.stratum(mapper.tier(tier, model), route) for tier, model, route in combos]
     table = list(dict.fromkeys(of_combo))  # (stratum, rate), in order of first appearance
     index = {s: t for t, s in enumerate(table)}
     strata = np.array([index[s] for s in of_combo], dtype=np.int64)[rows]
-    units = units_of_inputs(_id_inputs(block, cols, mapper, eligible), salt)
-    fixed = _positions(eligible, mapped)
-    if fixed:
-        at = np.array([j for j, _ in fixed], dtype=np.int64)
-        own = [mapped[i] for _, i in fixed]
-        units[at] = units_of_ids(id_matrix([row.interaction_id for row in own]), salt)
-        for j, row in zip(at.tolist(), own, strict=True):
-            s = sampler.stratum(row.tier, row.route)
-            if s not in index:
-                index[s] = len(table)
-                table.append(s)
-            strata[j] = index[s]
-    rates = np.array([rate for _, rate in table], dtype=np.float64)
-    picked = units < rates[strata]
+    ids = _interaction_ids(block, cols, mapper, eligible)
+    for j, i in _positions(eligible, mapped):
+        row = mapped[i]
+        ids[j] = row.interaction_id
+        s = sampler.stratum(row.tier, row.route)
+        if s not in index:
+            index[s] = len(table)
+            table.append(s)
+        strata[j] = index[s]
+    rates = [rate for _, rate in table]
+    picked = np.array(sampler.picked(ids, [rates[t] for t in strata.tolist()]), dtype=bool)
     totals = np.bincount(strata, minlength=len(table)).tolist()
     chosen = np.bincount(strata[picked], minlength=len(table)).tolist()
     for t, (stratum, rate) in enumerate(table):
@@ -264,14 +260,9 @@ def _choose(
             sampler.unpick(stratum, item)
 
 
-def _id_inputs(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: np.ndarray) -> list[bytes]:
-    """What each row's interaction id hashes; a row without an id is keyed as the row path keys it
+def _interaction_ids(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: np.ndarray) -> list[str]:
+    """Each row's interaction id (`hashing.interaction_id`); a row without an id is keyed as the row path keys it
     ("path:line" in a file)."""
-    if cols.ids is None:
-        return [id_input(mapper.source, block.fallback_id(i)) for i in rows.tolist()]
-    ids = _take(cols.ids, rows, block.n)
-    inputs = id_inputs(mapper.source, ids)
-    missing = pc.fill_null(pc.equal(pc.binary_length(ids), 0), True)  # null or empty
-    for j in np.flatnonzero(np.asarray(missing.to_numpy(zero_copy_only=False), dtype=bool)).tolist():
-        inputs[j] = id_input(mapper.source, block.fallback_id(int(rows[j])))
-    return inputs  # type: ignore[return-value]
+    source = mapper.source
+    ids = _take(cols.ids, rows, block.n).to_pylist() if cols.ids is not None else [None] * len(rows)
+    return [interaction_id(source, sid or block.fallback_id(i)) for sid, i in zip(ids, rows.tolist(), strict=True)]

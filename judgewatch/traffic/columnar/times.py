@@ -9,24 +9,17 @@ bad value is read, or rejected, exactly as the row path reads it.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import tzinfo
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_US = timedelta(microseconds=1)
 _WIDTH = 32  # the longest covered form: 2024-06-01T08:00:00.000000+08:00
 _FIRST, _LAST = -2208988800 * 10**6, 7258118400 * 10**6  # 1900-01-01, 2200-01-01 (UTC)
 _UNITS = {"s": 10**6, "ms": 10**3, "us": 1}
 _UTC_NAMES = {"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal", "Etc/Zulu", "Zulu"}
 _MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-
-
-def micros_of(at: datetime) -> int:
-    """An aware datetime as exact epoch microseconds (`at.timestamp()` is this over 10**6, as a float)."""
-    return (at - EPOCH) // _ONE_US
 
 
 def epoch_micros(values: pa.Array, tz: tzinfo) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pytest
 
-from judgewatch.traffic.columnar.times import epoch_micros, micros_of
+from judgewatch.traffic.columnar.times import epoch_micros
+from judgewatch.traffic.config import micros_of
 
 
 def _random_stamp(rng: random.Random) -> str:
