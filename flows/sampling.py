@@ -26,7 +26,6 @@ from flows.sampling_batches import (
     judge_paused,
     note_quarantine,
     store_read,
-    tally,
 )
 from flows.sampling_partition import PARTITION_DEPLOYMENT, run_partitions
 from flows.sampling_tasks import peek_watermark
@@ -106,7 +105,7 @@ async def traffic_sampling(
             sampler, read = partition_sampler(read_config, part, lambda row: note_quarantine(report, row))
             report.batches += sum(1 for _ in batched(sampler.run(read), batch_size))
             marks.append(read.watermark)
-            tally(report, sampler.stats)
+            report.add(sampler.stats)
         report.watermark = merge_watermarks(marks).model_dump(mode="json")
         return report.model_dump(mode="json")
     engine = make_engine(url)

@@ -10,12 +10,11 @@ stored while the daily judge spend cap held.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
 from prefect.utilities.annotations import quote
-from pydantic import BaseModel, Field
+from pydantic import Field
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import col, select
@@ -30,7 +29,7 @@ from judgewatch.storage.paused import paused_ids, unpause
 from judgewatch.storage.watermarks import SourceLease
 from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceRead
 from judgewatch.traffic.records import source_label
-from judgewatch.traffic.sampling import SampleStats, StratumStats
+from judgewatch.traffic.sampling import SampleStats, add_counts
 
 logger = logging.getLogger(__name__)
 
@@ -42,8 +41,9 @@ RUN_COUNTS = {"read", "picked", "filtered", "duplicate", "quarantined", "stored"
 T = TypeVar("T")
 
 
-class SamplingReport(BaseModel):
-    """What one run read, picked, quarantined, stored, judged and routed (the flow's return value, as a dict)."""
+class SamplingReport(SampleStats):
+    """What one run read, picked, quarantined (its `SampleStats`), stored, judged and routed (the flow's return
+    value, as a dict)."""
 
     source: str
     config: str
@@ -51,16 +51,7 @@ class SamplingReport(BaseModel):
     dry_run: bool
     started_from: str  # "the start", "the stored watermark", "--since <value>"
     run_id: str | None = None
-    read: int = 0
-    picked: int = 0
-    strata: dict[str, StratumStats] = Field(default_factory=dict)
-    filtered: int = 0
-    filtered_by: dict[str, int] = Field(default_factory=dict)
-    duplicate: int = 0
-    quarantined: int = 0
-    quarantined_by: dict[str, int] = Field(default_factory=dict)
     quarantine_positions: list[str] = Field(default_factory=list)  # "position (reason)", the first few
-    pii: dict[str, int] = Field(default_factory=dict)
     batches: int = 0
     stored: int = 0  # interactions upserted
     judged: dict[str, int] = Field(default_factory=dict)  # status -> verdicts made now
@@ -124,26 +115,6 @@ def note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
         report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
 
 
-def tally(report: SamplingReport, stats: SampleStats) -> None:
-    """Add one partition's counts to the report (a single pass is one partition)."""
-    report.read, report.picked, report.filtered = (
-        report.read + stats.read,
-        report.picked + stats.picked,
-        report.filtered + stats.filtered,
-    )
-    report.duplicate, report.quarantined = report.duplicate + stats.duplicate, report.quarantined + stats.quarantined
-    add_counts(report.filtered_by, stats.filtered_by)
-    add_counts(report.quarantined_by, stats.quarantined_by)
-    add_counts(report.pii, stats.pii)
-    for name, counts in stats.strata.items():
-        mine = report.strata.setdefault(name, StratumStats(rate=counts.rate))
-        mine.eligible, mine.picked = mine.eligible + counts.eligible, mine.picked + counts.picked
-
-
-def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
-    target.update(Counter(target) + Counter(counts))
-
-
 def _route(run: StoringRun, verdict_ids: Iterable[str], policy: RoutingPolicy, settings: Settings) -> None:
     routing = route_picks(run.engine, quote(list(verdict_ids)), policy, settings.rubrics_dir)
     add_counts(run.report.routed, routing.by_reason)
@@ -176,7 +147,7 @@ async def judge_paused(run: StoringRun, policy: RoutingPolicy, settings: Setting
 
 def merge_report(report: SamplingReport, part: SamplingReport) -> None:
     """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
-    tally(report, SampleStats.model_validate(part.model_dump(include=set(SampleStats.model_fields))))
+    report.add(part)
     report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
     report.already_judged += part.already_judged
     report.review_items_created += part.review_items_created
@@ -223,7 +194,7 @@ async def store_read(
         judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
         judging.beat()
     run.flush_quarantined()
-    tally(report, sampler.stats)
+    report.add(sampler.stats)
     mark = read.watermark
     if lease is not None and mark.model_dump_json() != last_saved:  # rows read after the last pick: not picked
         save_checkpoint(run.engine, lease, mark, judging.run_id)

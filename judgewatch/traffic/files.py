@@ -12,7 +12,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from judgewatch.contract.raw_rows import InputFileError, loads_bounded, sniff_jsonl_file
 from judgewatch.traffic.mapping import RowMapper
@@ -152,39 +152,53 @@ def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog |
     return OpenLog(f, gz, 0, 0, mark_rows)
 
 
-def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    """One JSON object per line. A bad line becomes a RejectedTrafficRow with its line number; reading goes on."""
+class Line(NamedTuple):
+    """A log line after the watermark: its number, its bytes as read (a line longer than the read limit cut there,
+    the rest skipped), the file offset after it (None: gzip, which cannot seek), whether it ends in a newline (a
+    line cut for length counts as ended)."""
+
+    number: int
+    chunk: bytes
+    end: int | None
+    finished: bool
+
+
+def log_lines(path: str, mapper: RowMapper, state: WatermarkState, limit: int) -> Iterator[Line | RejectedTrafficRow]:
+    """A JSONL log's lines after its watermark, `limit` bytes of each at most; the file's quarantine record when
+    it cannot be opened, and one when reading stops on an error (the lines before it are kept)."""
     log = open_jsonl(path, mapper, state)
     if isinstance(log, RejectedTrafficRow):
         yield log
         return
-    f, gz, limit = log.f, log.gz, mapper.config.max_row_bytes
-    with f:
-        line_no, offset, skip = log.line_no, log.offset, log.skip
+    with log.f as f:
+        number, offset = log.line_no, log.offset
         try:
-            while True:
-                chunk = f.readline(limit + 2)
-                if not chunk:
-                    break
-                line_no += 1
-                if line_no <= skip:  # no offset to seek to (gzip): skip the lines read before
-                    offset += drain(f, chunk)
-                    continue
-                chunk_len = len(chunk)
-                terminated = chunk.endswith(b"\n")
-                body = chunk.rstrip(b"\r\n")
-                if len(body) > mapper.config.max_row_bytes:
-                    chunk_len = drain(f, chunk)
-                item = line_item(body, f"{path}:{line_no}", line_no, mapper, partial_ok=not terminated and not gz)
-                if item is None and not terminated:
-                    break  # an unfinished last line (the writer is mid-line): read it next time
-                offset += chunk_len
-                state.files[path] = (line_no, None if gz else offset)
-                if item is not None:
-                    yield item
+            while chunk := f.readline(limit):
+                number += 1
+                cut = len(chunk) == limit and not chunk.endswith(b"\n")
+                offset += drain(f, chunk) if cut else len(chunk)
+                if number > log.skip:  # gzip: lines read by an earlier run are skipped
+                    yield Line(number, chunk, None if log.gz else offset, cut or chunk.endswith(b"\n"))
         except (EOFError, OSError, zlib.error) as exc:
             detail = f"stopped reading: {exc}"
-            yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, detail, "", line_no)
+            yield mapper.quarantine(f"{path}:{number}", QuarantineReason.unreadable, detail, "", number)
+
+
+def read_jsonl_file(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
+    """One JSON object per line. A bad line becomes a RejectedTrafficRow with its line number; reading goes on."""
+    for line in log_lines(path, mapper, state, mapper.config.max_row_bytes + 2):
+        if isinstance(line, RejectedTrafficRow):
+            yield line
+            continue
+        partial_ok = not line.finished and line.end is not None
+        item = line_item(
+            line.chunk.rstrip(b"\r\n"), f"{path}:{line.number}", line.number, mapper, partial_ok=partial_ok
+        )
+        if item is None and not line.finished:
+            break  # an unfinished last line (the writer is mid-line): read it next time
+        state.files[path] = (line.number, line.end)
+        if item is not None:
+            yield item
 
 
 def drain(f: _Binary, chunk: bytes) -> int:

@@ -10,13 +10,12 @@ A file's watermark moves a whole line (one export request) at a time, after its 
 from __future__ import annotations
 
 import logging
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-from judgewatch.traffic.files import each_file, open_jsonl
+from judgewatch.traffic.files import each_file, log_lines
 from judgewatch.traffic.mapping import RowMapper
 from judgewatch.traffic.otel_decode import MAX_BODY_BYTES, BadSpan, PayloadError, decode_json, spans_of
 from judgewatch.traffic.otel_spans import TraceDocuments, payload_rows
@@ -88,33 +87,19 @@ def read_otlp_file(
 ) -> Iterator[Item]:
     """One collector file: each line an `ExportTraceServiceRequest` in OTLP/JSON; a bad line is quarantined
     with its line number and the lines after it are read."""
-    log = open_jsonl(path, mapper, state)
-    if isinstance(log, RejectedTrafficRow):
-        yield log
-        return
-    with log.f as f:
-        line_no, offset, skip = log.line_no, log.offset, log.skip
-        try:
-            while True:
-                chunk = f.readline(MAX_BODY_BYTES + 1)
-                if not chunk:
-                    break
-                if not chunk.endswith(b"\n") and not log.gz:
-                    break  # the exporter is still writing this line: read it next time
-                line_no += 1
-                offset += len(chunk)
-                if line_no <= skip:
-                    continue
-                mark = (line_no, None if log.gz else offset)
-                items = list(_line_items(chunk.strip(), path, line_no, mapper, documents))
-                if not items:
-                    state.files[path] = mark
-                for k, item in enumerate(items):
-                    if k == len(items) - 1:
-                        state.files[path] = mark  # the watermark covers the line once its last span is out
-                    yield item
-        except (EOFError, OSError, zlib.error) as exc:
-            yield mapper.quarantine(f"{path}:{line_no}", QuarantineReason.unreadable, f"stopped reading: {exc}", "")
+    for line in log_lines(path, mapper, state, MAX_BODY_BYTES + 1):
+        if isinstance(line, RejectedTrafficRow):
+            yield line
+            continue
+        if not line.finished and line.end is not None:
+            break  # the exporter is still writing this line: read it next time
+        items = list(_line_items(line.chunk.strip(), path, line.number, mapper, documents))
+        if not items:
+            state.files[path] = (line.number, line.end)
+        for k, item in enumerate(items):
+            if k == len(items) - 1:
+                state.files[path] = (line.number, line.end)  # the watermark covers the line once its last span is out
+            yield item
 
 
 def _line_items(

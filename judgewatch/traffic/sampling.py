@@ -50,6 +50,24 @@ class SampleStats(BaseModel):
     strata: dict[str, StratumStats] = Field(default_factory=dict)
     pii: dict[str, int] = Field(default_factory=dict)
 
+    def add(self, other: SampleStats) -> None:
+        """Count `other`'s rows in too (the partitions of one read, added up)."""
+        for name in ("read", "quarantined", "filtered", "duplicate", "eligible", "picked"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for mine, theirs in ((self.quarantined_by, other.quarantined_by), (self.filtered_by, other.filtered_by),
+                             (self.pii, other.pii)):  # fmt: skip
+            add_counts(mine, theirs)
+        for name, counts in other.strata.items():
+            own = self.strata.setdefault(name, StratumStats(rate=counts.rate))
+            own.eligible, own.picked = own.eligible + counts.eligible, own.picked + counts.picked
+
+
+def add_counts(target: dict[str, int], counts: dict[str, int]) -> None:
+    """Add each count of `counts` to `target`'s (a missing one is 0; a zero count adds no key)."""
+    for key, n in counts.items():
+        if n:
+            target[key] = target.get(key, 0) + n
+
 
 def stratum_rate(config: SamplingConfig, tier: str, route: str | None) -> tuple[str, float]:
     """(stratum label, rate): "tier/route" then "tier" then the default rate."""
