@@ -12,8 +12,9 @@ too). The ceiling is pyarrow reading the same file (same columns) and doing noth
 each pinned to a core of its own and reading one partition of the source (`traffic.partitions`: contiguous files,
 its dedup window warmed by the rows before them), as W `sample-partition` flow runs on W workers read it (without
 their clone, imports, storing and judging). Rows/s are rows over the wall time from the first worker's start to the
-last one's end (CPU time cannot show work done at once). Limits: 1 worker as above; W workers W x 0.75 x that (each
-core is expected to give at least 3/4 of one core's rate), and the picks must be the same.
+last one's end (CPU time cannot show work done at once), each with the cores the machine gave the run (CPU seconds
+over wall: on a shared machine, other jobs' load shows there). Limits: 1 worker as above; W workers W x 0.75 x
+that (each core is expected to give at least 3/4 of one core's rate), and the picks must be the same.
 
     .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
                                        [--workers 2]
@@ -72,7 +73,8 @@ def _one_core(k: int = 0) -> None:
 def child(mode: str, kind: str, paths: list[str]) -> None:
     """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only, "scanner" =
     JSONL's mapped reader only, "part:K/W" = partition K of W, started when the parent says go)."""
-    part, parts = map(int, mode.removeprefix("part:").split("/")) if mode.startswith("part:") else (0, 1)
+    worker = mode.startswith("part:")
+    part, parts = map(int, mode.removeprefix("part:").split("/")) if worker else (0, 1)
     _one_core(part)
     import pandas  # noqa: F401  (pyarrow's first `to_numpy` imports it: 0.2 s of CPU, once per worker)
     import pyarrow.compute
@@ -86,7 +88,7 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
     config = parse_source_config(
         {"name": "bench", "kind": kind, "paths": paths, "sampling": {"default_rate": RATE}}, origin="bench"
     )
-    if parts > 1:
+    if worker:
         print("ready", flush=True)
         sys.stdin.readline()  # every worker starts at once
     cpu, wall, started = time.process_time(), time.perf_counter(), time.time()
@@ -96,7 +98,7 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
     elif mode == "scanner":
         rows, picks, duplicates = _scan_only(paths, config), 0, 0
     else:
-        if parts > 1:
+        if worker:
             sampler, read = partition_sampler(config, split_source(config, None, parts)[part])
         else:
             sampler, read = Sampler(config), read_source(config)
@@ -187,11 +189,9 @@ def _rate(run: Run) -> float:
     return run["rows"] / run["cpu_seconds"]
 
 
-def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, int]:
-    """(rows/s of wall time, picks) of `workers` processes reading the partitions of `paths` at once."""
-    if workers == 1:
-        run = measure("sample", kind, paths)
-        return run["rows"] / run["wall_seconds"], run["picks"]
+def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, int, float]:
+    """(rows/s of wall time, picks, cores used: CPU seconds over wall) of `workers` processes reading the partitions
+    of `paths` at once."""
     cmd = [sys.executable, __file__, "--child"]
     pipe = subprocess.PIPE
     procs = [
@@ -208,7 +208,11 @@ def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, 
     if any(proc.returncode for proc in procs):
         raise RuntimeError(f"a worker failed: {[proc.returncode for proc in procs]}")
     wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
-    return sum(r["rows"] for r in runs) / wall, sum(r["picks"] for r in runs)
+    return (
+        sum(r["rows"] for r in runs) / wall,
+        sum(r["picks"] for r in runs),
+        sum(r["cpu_seconds"] for r in runs) / wall,
+    )
 
 
 def main() -> int:
@@ -277,18 +281,18 @@ def main() -> int:
 
 
 def _side_by_side(folder: Path, workers: int) -> bool:
-    """Each format's rows/s (wall) with 1 and with `workers` workers, each over its limit; True when both meet it."""
-    print(f"{'format':8} {'1 worker rows/s':>16} {'/ limit':>16} {f'{workers} workers rows/s':>18} {'/ limit':>16} "
-          f"{'speed-up':>9}  picks")  # fmt: skip
+    """Each format's rows/s (wall) with 1 and with `workers` workers, each over its limit, and the cores the machine
+    gave them (CPU seconds over wall: other jobs' load shows there); True when both limits are met."""
+    print(f"{'format':8} {'workers':>7} {'rows/s wall':>12} {'/ limit':>18} {'cores used':>10} {'picks':>7}")
     ok = True
     for kind in ("parquet", "jsonl"):
         files = sorted(folder.glob(f"log-*.{kind}"))
-        (one, picks_one), (many, picks_many) = measure_workers(kind, files, 1), measure_workers(kind, files, workers)
-        limits = LIMITS[kind], LIMITS[kind] * workers * WORKER_SHARE
-        ratios = [f"{rate / limit:>7.3f} of {limit:>7,.0f}" for rate, limit in zip((one, many), limits, strict=True)]
-        print(f"{kind:8} {one:>16,.0f} {ratios[0]} {many:>18,.0f} {ratios[1]} {many / one:>9.2f}  {picks_one:,} / "
-              f"{picks_many:,}")  # fmt: skip
-        ok = ok and one >= limits[0] and many >= limits[1] and picks_one == picks_many
+        runs = {w: measure_workers(kind, files, w) for w in (1, workers)}
+        for w, (rate, picks, cores) in runs.items():
+            limit = LIMITS[kind] * (1 if w == 1 else w * WORKER_SHARE)
+            print(f"{kind:8} {w:>7} {rate:>12,.0f} {rate / limit:>7.3f} of {limit:>7,.0f} {cores:>10.2f} {picks:>7,}")
+            ok = ok and rate >= limit and picks == runs[1][1]
+        print(f"{kind:8} speed-up {workers} workers / 1 = {runs[workers][0] / runs[1][0]:.2f}")
     return ok
 
 
