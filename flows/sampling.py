@@ -18,27 +18,22 @@ from prefect.runtime import deployment as this_deployment
 from prefect.runtime import flow_run
 
 from flows.sampling_batches import (
-    RUN_COUNTS,
+    RunSettings,
     SamplingReport,
-    StoringRun,
     batched,
     display_url,
     judge_paused,
     note_quarantine,
     store_read,
+    storing,
 )
-from flows.sampling_partition import PARTITION_DEPLOYMENT, run_partitions
+from flows.sampling_partition import PARTITION_DEPLOYMENT, PartitionJob, run_partitions
 from flows.sampling_tasks import peek_watermark
 from flows.serving import serve_declared, serve_main
-from judges.factory import chain, judge_links
 from judgewatch.alerts.check import check_alerts_quietly
-from judgewatch.contract.rubric import load_rubric
-from judgewatch.judging.run import JudgingRun
-from judgewatch.review.routing import RoutingPolicy
 from judgewatch.settings import REPO_ROOT, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
-from judgewatch.storage.runs import RunKind
 from judgewatch.storage.types import stable_id
 from judgewatch.storage.watermarks import (
     DEFAULT_LEASE_SECONDS,
@@ -116,46 +111,26 @@ async def traffic_sampling(
             with session_scope(engine) as session:
                 stored = load_watermark(session=session, source=config.name)
                 unfinished = since is None and bool(load_partitions(session=session, source=config.name))
-            stored_json = stored.watermark if stored else None
-            read_config, start, report.started_from = starting_point(config, since, stored_json)
+            mark = stored.watermark if stored else None
+            read_config, start, report.started_from = starting_point(config, since, mark)
             identity = f"{config.name}@" + stable_id(start.model_dump_json() if start else "", read_config.filters)
-            rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-            judge_obj = chain(judge_links(judge, settings, rubric=rubric_obj, engine=engine))
-            judging = JudgingRun(
-                engine,
-                kind=RunKind.sampling,
-                name=f"{FLOW_NAME}/{report.source}",
-                identity=identity,
-                rubric=rubric_obj,
-                judge=judge_obj,
-                params={"source": report.source, "started_from": report.started_from},
-                lazy=True,  # recorded on the first batch or quarantined row: a run that reads nothing leaves none
-                spend_cap=True,  # judging pauses at the daily judge spend cap; the picks are still stored
-            )
-            policy = RoutingPolicy.from_settings(
-                settings, review_share=review_share, unscored_share=unscored_share, borderline_share=borderline_share
-            )
-            run = StoringRun(engine, lease, report, judging)
-            # A deployment's run reads `source` in its clone of the repository, as its partitions' runs will;
-            # any other run names it absolutely. Without `database_url` the partitions use their worker's store.
-            job = {"source": source if this_deployment.id else _absolute(source), "since": since,
-                   "rubric": rubric, "judge": judge, "batch_size": batch_size, "review_share": review_share,
-                   "unscored_share": unscored_share, "borderline_share": borderline_share,
-                   "database_url": database_url}  # fmt: skip
-            try:
-                with judging:
-                    try:
-                        await judge_paused(run, policy, settings, batch_size)
-                        if unfinished or partitions > 1:
-                            await run_partitions(run, read_config, start, partitions, job, partition_deployment)
-                        else:
-                            sampler = Sampler(read_config, on_quarantine=run.on_quarantine)
-                            read = read_source(read_config, start)
-                            await store_read(run, sampler, read, policy, settings, batch_size, save=since is None)
-                    finally:
-                        judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
-            finally:
-                await judge_obj.aclose()
+            options = RunSettings(rubric=rubric, judge=judge, review_share=review_share, unscored_share=unscored_share,
+                                  borderline_share=borderline_share, batch_size=batch_size)  # fmt: skip
+            params = {"source": report.source, "started_from": report.started_from}
+            # recorded on the first batch or quarantined row: a run that reads nothing leaves no record
+            async with storing(engine, lease, report, options, name=f"{FLOW_NAME}/{report.source}",
+                               identity=identity, params=params, lazy=True) as run:  # fmt: skip
+                await judge_paused(run)
+                if unfinished or partitions > 1:
+                    # A deployment's run reads `source` in its clone of the repository, as its partitions' runs
+                    # will; any other run names it absolutely. Without `database_url`: the workers' store.
+                    job = PartitionJob.template(
+                        source if this_deployment.id else _absolute(source), since, options, database_url
+                    )
+                    await run_partitions(run, read_config, start, partitions, job, partition_deployment)
+                else:
+                    sampler = Sampler(read_config, on_quarantine=run.on_quarantine)
+                    await store_read(run, sampler, read_source(read_config, start), save=since is None)
         report.alerts = check_alerts_quietly(engine, settings)
     finally:
         engine.dispose()

@@ -10,22 +10,26 @@ stored while the daily judge spend cap held.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 from prefect.utilities.annotations import quote
-from pydantic import Field
+from pydantic import BaseModel, Field
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
 from flows.sampling_tasks import judge_picks, route_picks, save_checkpoint, store_picks, store_quarantined
+from judges.factory import chain, judge_links
+from judgewatch.contract.rubric import load_rubric
 from judgewatch.judging.run import JudgingRun
 from judgewatch.review.routing import RoutingPolicy
-from judgewatch.settings import Settings
+from judgewatch.settings import get_settings
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.paused import paused_ids, unpause
+from judgewatch.storage.runs import RunKind
 from judgewatch.storage.watermarks import SourceLease
 from judgewatch.traffic import RejectedTrafficRow, Sampler, SourceRead
 from judgewatch.traffic.records import source_label
@@ -83,12 +87,25 @@ def display_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+class RunSettings(BaseModel):
+    """How a sampling run judges and routes its picks: the flow's options, which its partitions' runs take too."""
+
+    rubric: str = "answer_quality"
+    judge: str | None = None  # "reference" or URL(s); None: the configured judge
+    review_share: float | None = None  # None: the settings' share
+    unscored_share: float = 0.0
+    borderline_share: float = 0.0
+    batch_size: int = 500
+
+
 class StoringRun:
     """The state of one storing run: the engine, the lease of what it reads (a source, or a partition of one; None
-    for a partition of a --since re-read), the judging run (recorded on first write), the report."""
+    for a partition of a --since re-read), the judging run (recorded on first write), the routing, the report."""
 
-    def __init__(self, engine: Engine, lease: SourceLease | None, report: SamplingReport, judging: JudgingRun) -> None:
+    def __init__(self, engine: Engine, lease: SourceLease | None, report: SamplingReport, judging: JudgingRun,
+                 policy: RoutingPolicy, batch_size: int) -> None:  # fmt: skip
         self.engine, self.lease, self.report, self.judging = engine, lease, report, judging
+        self.policy, self.batch_size = policy, batch_size
         self.quarantined: list[RejectedTrafficRow] = []
 
     def ensure_run(self) -> str:
@@ -110,24 +127,49 @@ class StoringRun:
             store_quarantined(self.engine, quote(rows), self.ensure_run())
 
 
+@asynccontextmanager
+async def storing(
+    engine: Engine, lease: SourceLease | None, report: SamplingReport, options: RunSettings, *, name: str,
+    identity: str, params: dict[str, Any], lazy: bool,
+) -> AsyncIterator[StoringRun]:  # fmt: skip
+    """A storing run with its rubric, judge (closed on exit) and routing; its run record (started on entry unless
+    `lazy`: then on its first write) keeps the report's counts beside its own and ends failed if the body raises."""
+    settings = get_settings()
+    rubric = load_rubric(options.rubric, settings.rubrics_dir)
+    judge = chain(judge_links(options.judge, settings, rubric=rubric, engine=engine))
+    judging = JudgingRun(engine, kind=RunKind.sampling, name=name, identity=identity, rubric=rubric, judge=judge,
+                         params=params, lazy=lazy, spend_cap=True)  # fmt: skip  # judging pauses at the spend cap
+    policy = RoutingPolicy.from_settings(settings, review_share=options.review_share,
+                                         unscored_share=options.unscored_share,
+                                         borderline_share=options.borderline_share)  # fmt: skip
+    try:
+        with judging:
+            try:
+                yield StoringRun(engine, lease, report, judging, policy, options.batch_size)
+            finally:
+                judging.extra |= report.model_dump(mode="json", include=RUN_COUNTS)
+    finally:
+        await judge.aclose()
+
+
 def note_quarantine(report: SamplingReport, row: RejectedTrafficRow) -> None:
     if len(report.quarantine_positions) < QUARANTINE_SHOWN:
         report.quarantine_positions.append(f"{row.position} ({row.reason.value})")
 
 
-def _route(run: StoringRun, verdict_ids: Iterable[str], policy: RoutingPolicy, settings: Settings) -> None:
-    routing = route_picks(run.engine, quote(list(verdict_ids)), policy, settings.rubrics_dir)
+def _route(run: StoringRun, verdict_ids: Iterable[str]) -> None:
+    routing = route_picks(run.engine, quote(list(verdict_ids)), run.policy, get_settings().rubrics_dir)
     add_counts(run.report.routed, routing.by_reason)
     run.report.review_items_created += routing.created
 
 
-async def judge_paused(run: StoringRun, policy: RoutingPolicy, settings: Settings, batch_size: int) -> None:
+async def judge_paused(run: StoringRun) -> None:
     """Judge and route the picks of this source that earlier runs stored while the spend cap held, batch by
     batch, forgetting each once judged; stops (they keep waiting) if the cap holds still."""
     label, judging, after = source_label(run.report.source), run.judging, ""
     while True:
         with session_scope(run.engine) as session:
-            ids = paused_ids(session=session, source=label, after=after, limit=batch_size)
+            ids = paused_ids(session=session, source=label, after=after, limit=run.batch_size)
             rows = session.exec(select(Interaction).where(col(Interaction.id).in_(ids))).all() if ids else []
         if not rows or judging.paused:
             break
@@ -136,7 +178,7 @@ async def judge_paused(run: StoringRun, policy: RoutingPolicy, settings: Setting
         if judged.paused:
             break
         run.report.resumed += judged.judged_now
-        _route(run, judged.verdict_ids.values(), policy, settings)
+        _route(run, judged.verdict_ids.values())
         with session_scope(run.engine, write=True) as session:
             unpause(session=session, interaction_ids=list(judged.verdict_ids))
         judging.beat()
@@ -161,23 +203,14 @@ def merge_report(report: SamplingReport, part: SamplingReport) -> None:
     ]
 
 
-async def store_read(
-    run: StoringRun,
-    sampler: Sampler,
-    read: SourceRead,
-    policy: RoutingPolicy,
-    settings: Settings,
-    batch_size: int,
-    *,
-    save: bool,
-) -> None:
+async def store_read(run: StoringRun, sampler: Sampler, read: SourceRead, *, save: bool) -> None:
     """Sample `read` (built with `run.on_quarantine`), store, judge and route its picks batch by batch; when `save`,
     save the watermark of what `run.lease` holds after each batch and at the end, so the stored one never covers a
     pick not yet stored."""
     report, judging = run.report, run.judging
     lease = run.lease if save else None
     last_saved = read.since.model_dump_json() if read.since else None
-    for batch in batched(sampler.run(read), batch_size):
+    for batch in batched(sampler.run(read), run.batch_size):
         run_id = run.ensure_run()
         run.flush_quarantined()
         report.batches += 1
@@ -187,11 +220,11 @@ async def store_read(
         report.judged, report.unscored_reasons = dict(summary.by_status), dict(summary.by_unscored_reason)
         report.already_judged, report.paused = judging.already_judged, judging.paused
         report.paused_picks += len(judged.paused)
-        _route(run, judged.verdict_ids.values(), policy, settings)
+        _route(run, judged.verdict_ids.values())
         if lease is not None:  # the watermark stops at the last pick handed out
             last_saved = save_checkpoint(run.engine, lease, read.watermark, run_id)
             report.watermark_saved = True
-        judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
+        judging.extra |= report.model_dump(mode="json", include=RUN_COUNTS)
         judging.beat()
     run.flush_quarantined()
     report.add(sampler.stats)

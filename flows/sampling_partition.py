@@ -30,11 +30,15 @@ from prefect.states import Cancelled, State
 from pydantic import BaseModel
 from sqlalchemy import Engine, select
 
-from flows.sampling_batches import RUN_COUNTS, SamplingReport, StoringRun, display_url, merge_report, store_read
-from judges.factory import chain, judge_links
-from judgewatch.contract.rubric import load_rubric
-from judgewatch.judging.run import JudgingRun
-from judgewatch.review.routing import RoutingPolicy
+from flows.sampling_batches import (
+    RunSettings,
+    SamplingReport,
+    StoringRun,
+    display_url,
+    merge_report,
+    store_read,
+    storing,
+)
 from judgewatch.settings import get_settings
 from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.runs import EvalRun, RunKind, RunStatus
@@ -71,14 +75,15 @@ class PartitionJob(BaseModel):
     since: str | None = None  # the run's --since (a re-read: no watermark kept, no row in the store)
     partition: SourcePartition
     parts: int
-    rubric: str = "answer_quality"
-    judge: str | None = None
-    review_share: float | None = None
-    unscored_share: float = 0.0
-    borderline_share: float = 0.0
-    batch_size: int = 500
-    database_url: str | None = None
+    options: RunSettings
+    database_url: str | None = None  # None: the worker's store
     files: list[str] = []  # the partition's files and its warm-up's, as the parent saw them: every worker needs them
+
+    @classmethod
+    def template(cls, source: str, since: str | None, options: RunSettings, database_url: str | None) -> PartitionJob:
+        """The run's part of every partition's job; `run_partitions` fills in the partition."""
+        return cls(name="", source=source, since=since, partition=SourcePartition(index=0), parts=1, options=options,
+                   database_url=database_url)  # fmt: skip
 
     @property
     def label(self) -> str:
@@ -94,11 +99,9 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
             f"partition {job.label}: {len(absent)} of its files are not on worker host {socket.gethostname()}, first "
             f"{absent[0]}: every worker needs the source's files at the path the parent found them (shared storage)"
         )
-    settings = get_settings()
-    url = job.database_url or settings.effective_database_url
+    url = job.database_url or get_settings().effective_database_url
     config, _, _ = starting_point(load_source_config(job.source), job.since, None)
-    key, part = job.name, job.partition
-    save = job.since is None
+    key, part, save = job.name, job.partition, job.since is None
     report = SamplingReport(source=key, config=job.source, database=display_url(url), dry_run=False,
                             started_from=f"partition {job.label}'s start")  # fmt: skip
     engine = make_engine(url)
@@ -116,25 +119,14 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
             if row is not None and row.watermark is not None:
                 part = part.resumed(Watermark.model_validate_json(row.watermark))
                 report.started_from = f"partition {job.label}'s own watermark"
-            rubric = load_rubric(job.rubric, settings.rubrics_dir)
-            judge = chain(judge_links(job.judge, settings, rubric=rubric))
-            judging = JudgingRun(
-                engine, kind=RunKind.sampling, name=f"{PARTITION_FLOW}/{key}", identity=_identity(job),
-                rubric=rubric, judge=judge, params={"source": config.name, "partition": job.label}, spend_cap=True,
-            )  # fmt: skip  # started on entry: its record carries the report the parent reads, even for no picks
-            policy = RoutingPolicy.from_settings(settings, review_share=job.review_share,
-                                                 unscored_share=job.unscored_share,
-                                                 borderline_share=job.borderline_share)  # fmt: skip
-            run = StoringRun(engine, lease, report, judging)
-            try:
-                with judging:
-                    report.run_id = judging.run_id
-                    sampler, read = partition_sampler(config, part, on_quarantine=run.on_quarantine)
-                    await store_read(run, sampler, read, policy, settings, job.batch_size, save=save)
-                    judging.extra = report.model_dump(mode="json", include=RUN_COUNTS)
-                    judging.extra[REPORT_KEY] = report.model_dump(mode="json")
-            finally:
-                await judge.aclose()
+            # started on entry: its record carries the report the parent reads, even for a partition with no picks
+            async with storing(engine, lease, report, job.options, name=f"{PARTITION_FLOW}/{key}",
+                               identity=_identity(job), params={"source": config.name, "partition": job.label},
+                               lazy=False) as run:  # fmt: skip
+                report.run_id = run.judging.run_id
+                sampler, read = partition_sampler(config, part, on_quarantine=run.on_quarantine)
+                await store_read(run, sampler, read, save=save)
+                run.judging.extra[REPORT_KEY] = report.model_dump(mode="json")
             if save:
                 with session_scope(engine, write=True) as session:
                     complete_partition(session=session, key=key)
@@ -216,14 +208,14 @@ def _outcome(state: State[Any] | None, what: str) -> tuple[bool, str]:
 
 
 async def run_partitions(
-    run: StoringRun, config: SourceConfig, start: Watermark | None, parts: int, job: dict[str, Any],
+    run: StoringRun, config: SourceConfig, start: Watermark | None, parts: int, job: PartitionJob,
     deployment: str | None,
 ) -> None:  # fmt: skip
     """The partitioned run: its plan (the unfinished one in the store, else `parts` new partitions of `config` after
     `start`), a flow run per partition not read yet (on `deployment`'s work pool, or here one after another), their
     reports added to `run.report`; then the merged watermark saved. Raises PartitionFailed when one did not
     complete, after the others have finished."""
-    report, engine, save = run.report, run.engine, job.get("since") is None
+    report, engine, save = run.report, run.engine, job.since is None
     with session_scope(engine, write=save) as session:
         planned = load_partitions(session=session, source=config.name) if save else []
         if planned:
@@ -234,8 +226,8 @@ async def run_partitions(
             if save:
                 plan_partitions(session=session, source=config.name, partitions=[p.model_dump_json() for p in split])
     done = {k for k, row in enumerate(planned) if row.completed_at is not None}
-    jobs = [PartitionJob(name=partition_key(config.name, p.index, len(split)), partition=p, parts=len(split),
-                         files=_files(p), **job) for p in split]  # fmt: skip
+    jobs = [job.model_copy(update={"name": partition_key(config.name, p.index, len(split)), "partition": p,
+                                   "parts": len(split), "files": _files(p)}) for p in split]  # fmt: skip
     run.ensure_run()
     launch = in_process_launch if deployment is None else deployment_launch(deployment)
     pending = [j for j in jobs if j.partition.index not in done]

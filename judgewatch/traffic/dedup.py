@@ -154,11 +154,6 @@ class DedupWindow:
         if len(self._slot) > self.max_rows:
             self._drop_entries(len(self._slot) - self.max_rows)
 
-    def _append(self, key: bytes, at: float) -> None:
-        self._slot[key] = self._base + len(self._keys)
-        self._keys.append(key)
-        self._times.append(at)
-
     def _front(self) -> int:
         """The oldest entry's slot (the window is not empty); slots left behind before it are passed."""
         keys, base, slot = self._keys, self._base, self._slot

@@ -84,11 +84,6 @@ def _matches(value: str | None, patterns: list[str]) -> bool:
     return value is not None and any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
 
-def filter_reason(row: TrafficRow, filters: FilterConfig) -> str | None:
-    """Why the row is out of scope ("route", "department", "time", "answer_length"), or None."""
-    return label_reason(filters, row.route, row.department) or value_reason(filters, row.timestamp, len(row.answer))
-
-
 def label_reason(filters: FilterConfig, route: str | None, department: str | None) -> str | None:
     """Why the labels are out of scope ("route", "department"), or None; pure, so callers memoize it."""
     if (filters.routes is not None and not _matches(route, filters.routes)) or _matches(route, filters.exclude_routes):
@@ -157,9 +152,6 @@ class Sampler:
             pick = self.take(item)
             if pick is not None:
                 yield pick
-
-    def count_read(self) -> None:
-        self._n["read"] += 1
 
     def take(self, item: TrafficRow | RejectedTrafficRow) -> Pick | None:
         """The whole rule for one mapped row (or quarantined one)."""
