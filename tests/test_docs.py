@@ -80,17 +80,7 @@ def unknown_in(line: str, root: Any) -> list[str]:
     return problems
 
 
-# Being rewritten by another change of issue 42 §1: it still shows `sample --partition-runs`, removed in c979577.
-# Strict: the test fails once the page is fixed, so this mark goes with it.
-STALE = {"docs/sampling.md"}
-
-
-def _doc_param(doc: Path) -> Any:
-    stale = pytest.mark.xfail(strict=True, reason="names a removed option; rewritten elsewhere")
-    return pytest.param(doc, id=_name(doc), marks=[stale] if _name(doc) in STALE else [])
-
-
-@pytest.mark.parametrize("doc", [_doc_param(d) for d in DOCS if _command_lines(d)])
+@pytest.mark.parametrize("doc", [pytest.param(d, id=_name(d)) for d in DOCS if _command_lines(d)])
 def test_every_command_shown_exists_with_its_options(doc: Path) -> None:
     root = get_command()
     assert [problem for line in _command_lines(doc) for problem in unknown_in(line, root)] == []
