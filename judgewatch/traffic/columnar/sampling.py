@@ -3,7 +3,7 @@
 Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content as
 whole columns, and the row path's rule runs on them: its label filter once per distinct route and department,
 its time and length bounds on arrays (`FilterConfig.out_of_bounds`), the de-duplication window in source order
-(`DedupWindow.seen`), its strata once per distinct tier, model and route, and its decision (`Sampler.picked`:
+(`DedupWindow.seen_many`), its strata once per distinct tier, model and route, and its decision (`Sampler.picked`:
 `decide` on each eligible row's interaction id). Only a picked row, or one the column checks could not vouch for,
 is mapped into a `TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved
 to a row before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so
@@ -122,7 +122,7 @@ def _decide(sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: Ro
             keys = [b""] * len(admitted)
         for j, i in _positions(admitted, mapped):
             keys[j] = content_key(mapped[i])
-        duplicate = np.fromiter(map(sampler.dedup.seen, keys, (micros[admitted] / 1e6).tolist()), bool, len(keys))
+        duplicate = sampler.dedup.seen_many(keys, micros[admitted] / 1e6)
         sampler.count("duplicate", int(duplicate.sum()))
         admitted = admitted[~duplicate]
     sampler.count("eligible", len(admitted))

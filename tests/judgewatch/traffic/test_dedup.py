@@ -1,10 +1,11 @@
-"""The de-duplication window answers and keeps what the rule on an `OrderedDict` keeps, and stays small."""
+"""The de-duplication window: a block at once (`seen_many`) answers and ends exactly as row by row (`seen`)."""
 
 from __future__ import annotations
 
 import random
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 
 from judgewatch.traffic.dedup import DedupWindow
@@ -54,10 +55,29 @@ def _stream(rng: random.Random, n: int, *, keys: int, backwards: float) -> tuple
     return out, times
 
 
-def test_keys_are_trimmed_by_time_and_rows() -> None:
+@pytest.mark.parametrize("seconds", [None, 3.0, 40.0])
+@pytest.mark.parametrize("backwards", [0.0, 0.02])
+def test_a_block_at_once_answers_and_leaves_the_window_as_row_by_row(seconds: float | None, backwards: float) -> None:
+    rng = random.Random(f"{seconds}-{backwards}")
+    for max_rows in (1, 7, 50):
+        keys, times = _stream(rng, 3000, keys=120, backwards=backwards)
+        one, many = DedupWindow(max_rows, seconds), DedupWindow(max_rows, seconds)
+        expected = [one.seen(k, t) for k, t in zip(keys, times, strict=True)]
+        got: list[bool] = []
+        start = 0
+        while start < len(keys):  # blocks of uneven sizes, as sources give them
+            end = start + rng.choice([1, 5, 64, 400])
+            got += many.seen_many(keys[start:end], np.array(times[start:end])).tolist()
+            start = end
+        assert got == expected
+        assert _state(many) == _state(one)
+        assert sum(expected) > 0
+
+
+def test_fresh_keys_in_order_are_inserted_at_once_and_trimmed_by_time_and_rows() -> None:
     window = DedupWindow(max_rows=4, seconds=10.0)
-    assert not any(window.seen(k, t) for k, t in zip([b"a", b"b", b"c"], [0.0, 1.0, 2.0], strict=True))
-    assert [window.seen(k, t) for k, t in zip([b"d", b"a", b"e", b"f"], [3.0, 4.0, 11.5, 12.0], strict=True)] == [
+    assert not window.seen_many([b"a", b"b", b"c"], np.array([0.0, 1.0, 2.0])).any()
+    assert window.seen_many([b"d", b"a", b"e", b"f"], np.array([3.0, 4.0, 11.5, 12.0])).tolist() == [
         False,
         True,  # a: seen at 0, within 10 s
         False,
@@ -77,17 +97,24 @@ def test_keys_are_trimmed_by_time_and_rows() -> None:
 def test_the_window_answers_and_keeps_what_the_ordered_dict_rule_keeps(
     seconds: float | None, backwards: float, pool: int, max_rows: int
 ) -> None:
-    """Against the rule on an `OrderedDict` (keys seen again far back, times going backwards, the row bound and
-    the time bound each binding), compared after every stretch of rows."""
+    """Row by row and a block at once, against the rule on an `OrderedDict` (keys seen again far back, times
+    going backwards, the row bound and the time bound each binding), compared after every block."""
     rng = random.Random(f"{seconds}-{backwards}-{pool}-{max_rows}")
     keys, times = _stream(rng, 12_000, keys=pool, backwards=backwards)
-    reference, one = _OrderedDictWindow(max_rows, seconds), DedupWindow(max_rows, seconds)
+    reference, one, many = (
+        _OrderedDictWindow(max_rows, seconds),
+        DedupWindow(max_rows, seconds),
+        DedupWindow(max_rows, seconds),
+    )
     start = 0
     while start < len(keys):
         end = start + rng.choice([1, 7, 300, 3000])
         expected = [reference.seen(k, t) for k, t in zip(keys[start:end], times[start:end], strict=True)]
         assert [one.seen(k, t) for k, t in zip(keys[start:end], times[start:end], strict=True)] == expected
-        assert _state(one) == _state(reference) and len(one) == len(reference._seen)
+        assert many.seen_many(keys[start:end], np.array(times[start:end])).tolist() == expected
+        assert _state(one) == _state(reference)
+        assert _state(many) == _state(reference)
+        assert len(many) == len(reference._seen)
         start = end
 
 
@@ -98,5 +125,7 @@ def test_a_few_keys_seen_again_and_again_keep_the_window_small(seconds: float | 
     keys = [bytes([i]) for i in range(10)]
     for i in range(100_000):
         window.seen(keys[i % 10], float(i))
-    assert len(window) == 10 and len(window._keys) < 10_000
+    window.seen_many(keys * 1000, np.arange(100_000, 110_000, dtype=np.float64))
+    assert len(window) == 10
+    assert len(window._keys) < 10_000 and len(window._left) < 10_000
     assert [k for k, _ in window.entries()] == keys
