@@ -58,6 +58,8 @@ class Run(TypedDict):
     cpu_seconds: float
     wall_seconds: float
     peak_rss_kib: int
+    started: float  # epoch seconds: when the measured work began and ended
+    ended: float
 
 
 def _one_core(k: int = 0) -> None:
@@ -71,10 +73,9 @@ def _one_core(k: int = 0) -> None:
 
 
 def child(mode: str, kind: str, paths: list[str]) -> None:
-    """One measured run ("sample", "rows" = the row-by-row path, "ceiling" = pyarrow reading only, "scanner" =
-    JSONL's mapped reader only, "part:K/W" = partition K of W, started when the parent says go)."""
-    worker = mode.startswith("part:")
-    part, parts = map(int, mode.removeprefix("part:").split("/")) if worker else (0, 1)
+    """One measured run, started when the parent says go ("sample", "rows" = the row-by-row path, "ceiling" =
+    pyarrow reading only, "scanner" = JSONL's mapped reader only, "part:K/W" = partition K of W sampled)."""
+    part, parts = map(int, mode.removeprefix("part:").split("/")) if mode.startswith("part:") else (0, 1)
     _one_core(part)
     import pandas  # noqa: F401  (pyarrow's first `to_numpy` imports it: 0.2 s of CPU, once per worker)
     import pyarrow.compute
@@ -82,15 +83,14 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
     import pyarrow.parquet  # noqa: F401  (imported before the clock starts, as a long-running worker has them)
 
     import judgewatch.traffic.columnar.sampling  # noqa: F401
-    from judgewatch.traffic import Sampler, parse_source_config, read_source
+    from judgewatch.traffic import parse_source_config
     from judgewatch.traffic.partitions import partition_sampler, split_source
 
     config = parse_source_config(
         {"name": "bench", "kind": kind, "paths": paths, "sampling": {"default_rate": RATE}}, origin="bench"
     )
-    if worker:
-        print("ready", flush=True)
-        sys.stdin.readline()  # every worker starts at once
+    print("ready", flush=True)
+    sys.stdin.readline()  # every child of a measurement starts at once
     cpu, wall, started = time.process_time(), time.perf_counter(), time.time()
     pii: dict[str, int] = {}
     if mode == "ceiling":
@@ -98,10 +98,7 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
     elif mode == "scanner":
         rows, picks, duplicates = _scan_only(paths, config), 0, 0
     else:
-        if worker:
-            sampler, read = partition_sampler(config, split_source(config, None, parts)[part])
-        else:
-            sampler, read = Sampler(config), read_source(config)
+        sampler, read = partition_sampler(config, split_source(config, None, parts)[part])
         picks = sum(1 for _ in sampler.run(iter(read) if mode == "rows" else read))
         stats = sampler.stats
         rows, duplicates, pii = stats.read, stats.duplicate, stats.pii
@@ -113,8 +110,10 @@ def child(mode: str, kind: str, paths: list[str]) -> None:
         cpu_seconds=time.process_time() - cpu,
         wall_seconds=time.perf_counter() - wall,
         peak_rss_kib=_vm_hwm_kib(),
+        started=started,
+        ended=time.time(),
     )
-    print(json.dumps({**run, "started": started, "ended": time.time()}))
+    print(json.dumps(run))
 
 
 def _jsonl_blocks(paths: list[str]) -> Iterator[bytes]:
@@ -178,27 +177,12 @@ def _vm_hwm_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def measure(mode: str, kind: str, paths: list[Path]) -> Run:
-    cmd = [sys.executable, __file__, "--child", mode, kind, *map(str, paths)]
-    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
-    result: Run = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
-
-
-def _rate(run: Run) -> float:
-    return run["rows"] / run["cpu_seconds"]
-
-
-def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, int, float]:
-    """(rows/s of wall time, picks, cores used: CPU seconds over wall) of `workers` processes reading the partitions
-    of `paths` at once."""
-    cmd = [sys.executable, __file__, "--child"]
+def measure(modes: list[str], kind: str, paths: list[Path]) -> list[Run]:
+    """The runs of one child per mode, each pinned to its core and all started at once once all have imported."""
     pipe = subprocess.PIPE
-    procs = [
-        subprocess.Popen([*cmd, f"part:{k}/{workers}", kind, *map(str, paths)], stdin=pipe, stdout=pipe, text=True)
-        for k in range(workers)
-    ]
-    for proc in procs:  # imported and ready
+    procs = [subprocess.Popen([sys.executable, __file__, "--child", mode, kind, *map(str, paths)], stdin=pipe,
+                              stdout=pipe, text=True) for mode in modes]  # fmt: skip
+    for proc in procs:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     for proc in procs:
         assert proc.stdin is not None
@@ -206,13 +190,12 @@ def measure_workers(kind: str, paths: list[Path], workers: int) -> tuple[float, 
         proc.stdin.flush()
     runs = [json.loads(proc.communicate()[0].strip().splitlines()[-1]) for proc in procs]
     if any(proc.returncode for proc in procs):
-        raise RuntimeError(f"a worker failed: {[proc.returncode for proc in procs]}")
-    wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
-    return (
-        sum(r["rows"] for r in runs) / wall,
-        sum(r["picks"] for r in runs),
-        sum(r["cpu_seconds"] for r in runs) / wall,
-    )
+        raise RuntimeError(f"a measured run failed: {[proc.returncode for proc in procs]}")
+    return runs
+
+
+def _rate(run: Run) -> float:
+    return run["rows"] / run["cpu_seconds"]
 
 
 def main() -> int:
@@ -245,14 +228,14 @@ def main() -> int:
         ok, final, growths = True, {}, []
         for kind in ("parquet", "jsonl"):
             files = sorted(folder.glob(f"log-*.{kind}"))
-            small, large = measure("sample", kind, files[:1]), measure("sample", kind, files)
-            ceiling = measure("ceiling", kind, files)
+            (small,), (large,) = measure(["sample"], kind, files[:1]), measure(["sample"], kind, files)
+            (ceiling,) = measure(["ceiling"], kind, files)
             runs = [("sample", small), ("sample", large), ("ceiling", ceiling)]
-            scanner = measure("scanner", kind, files) if kind == "jsonl" else None
+            scanner = measure(["scanner"], kind, files)[0] if kind == "jsonl" else None
             if scanner is not None:
                 runs.append(("scanner", scanner))
             if args.row_path:
-                runs.append(("rows", measure("rows", kind, files[:1])))
+                runs.append(("rows", measure(["rows"], kind, files[:1])[0]))
             for mode, r in runs:
                 print(
                     f"{kind:8} {mode:8} {r['rows']:>10,} {_rate(r):>11,.0f} {r['rows'] / r['wall_seconds']:>12,.0f}"
@@ -286,13 +269,19 @@ def _side_by_side(folder: Path, workers: int) -> bool:
     print(f"{'format':8} {'workers':>7} {'rows/s wall':>12} {'/ limit':>18} {'cores used':>10} {'picks':>7}")
     ok = True
     for kind in ("parquet", "jsonl"):
-        files = sorted(folder.glob(f"log-*.{kind}"))
-        runs = {w: measure_workers(kind, files, w) for w in (1, workers)}
-        for w, (rate, picks, cores) in runs.items():
+        files, rates, picks = sorted(folder.glob(f"log-*.{kind}")), [], []
+        for w in (1, workers):
+            runs = measure([f"part:{k}/{w}" for k in range(w)], kind, files)
+            wall = max(r["ended"] for r in runs) - min(r["started"] for r in runs)
+            rate, cores = sum(r["rows"] for r in runs) / wall, sum(r["cpu_seconds"] for r in runs) / wall
             limit = LIMITS[kind] * (1 if w == 1 else w * WORKER_SHARE)
-            print(f"{kind:8} {w:>7} {rate:>12,.0f} {rate / limit:>7.3f} of {limit:>7,.0f} {cores:>10.2f} {picks:>7,}")
-            ok = ok and rate >= limit and picks == runs[1][1]
-        print(f"{kind:8} speed-up {workers} workers / 1 = {runs[workers][0] / runs[1][0]:.2f}")
+            rates.append(rate)
+            picks.append(sum(r["picks"] for r in runs))
+            print(
+                f"{kind:8} {w:>7} {rate:>12,.0f} {rate / limit:>7.3f} of {limit:>7,.0f} {cores:>10.2f} {picks[-1]:>7,}"
+            )
+            ok = ok and rate >= limit and picks[-1] == picks[0]
+        print(f"{kind:8} speed-up {workers} workers / 1 = {rates[1] / rates[0]:.2f}")
     return ok
 
 

@@ -10,7 +10,9 @@ Pure standard library, so the traffic readers and the CLI import it without SQLA
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from enum import StrEnum
+from hashlib import blake2b, sha256
 
 TWO_64 = float(2**64)
 
@@ -28,11 +30,16 @@ class UnitHash(StrEnum):
 
 def hash_unit(key: str, salt: str = "", *, variant: UnitHash) -> float:
     """A number in [0, 1) fixed by (key, salt, variant): the same key gets the same draw everywhere, forever."""
+    return hash_units((key,), salt, variant=variant)[0]
+
+
+def hash_units(keys: Iterable[str], salt: str = "", *, variant: UnitHash) -> list[float]:
+    """`hash_unit` of each key, in one pass (a sampled block's eligible rows)."""
     if variant is UnitHash.SAMPLING:
-        digest = hashlib.blake2b((salt + key).encode("utf-8")).digest()
+        digests = [blake2b((salt + key).encode()).digest() for key in keys]
     else:
-        digest = hashlib.sha256(f"judgewatch:{salt}:{key}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") / TWO_64
+        digests = [sha256(f"judgewatch:{salt}:{key}".encode()).digest() for key in keys]
+    return [int.from_bytes(digest[:8], "big") / TWO_64 for digest in digests]
 
 
 def stable_id(*parts: object) -> str:
@@ -45,11 +52,15 @@ def stable_id(*parts: object) -> str:
 
 
 def interaction_id(source: str, source_id: str) -> str:
-    """Stable id of one call: the same (source, source id) always gives the same id, on any machine.
+    """Stable id of one call: the same (source, source id) always gives the same id, on any machine."""
+    return interaction_ids(source, (source_id,))[0]
 
-    `stable_id("interaction", source, source_id)`, its bytes written out for one sha256 call: the samplers compute
-    it for every eligible row (tests/judgewatch/test_hashing.py holds the two equal)."""
-    return hashlib.sha256(f"interaction\x1f{source}\x1f{source_id}\x1f".encode()).hexdigest()[:32]
+
+def interaction_ids(source: str, source_ids: Iterable[str]) -> list[str]:
+    """`interaction_id` of each source id of one source, in one pass: `stable_id("interaction", source, id)`, its
+    bytes written out for one sha256 call a row (tests/judgewatch/test_hashing.py holds the two equal)."""
+    head = f"interaction\x1f{source}\x1f"
+    return [sha256(f"{head}{source_id}\x1f".encode()).hexdigest()[:32] for source_id in source_ids]
 
 
 def quarantine_id(source: str, position: str) -> str:

@@ -101,8 +101,8 @@ class DedupWindow:
             head += 1
         self._head = head
         gone = head - base
-        if gone > 4096 or len(keys) - gone > 2 * len(slots) + 4096:
-            self._compact()
+        if (gone > 4096 and gone * 2 > len(keys)) or len(keys) - gone > 2 * len(slots) + 4096:
+            self._compact()  # only when it will do something: it is called for every row
         return duplicate
 
     def seen_many(self, keys: Sequence[bytes], ats: np.ndarray) -> np.ndarray:

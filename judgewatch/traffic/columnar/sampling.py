@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from judgewatch.hashing import interaction_id
+from judgewatch.hashing import interaction_ids
 from judgewatch.traffic.columnar.blocks import RowBlock
 from judgewatch.traffic.columnar.columns import DecisionColumns, Unsupported, decision_columns
 from judgewatch.traffic.columnar.times import epoch_micros
@@ -240,8 +240,8 @@ def _choose(
             index[s] = len(table)
             table.append(s)
         strata[j] = index[s]
-    rates = [rate for _, rate in table]
-    picked = np.array(sampler.picked(ids, [rates[t] for t in strata.tolist()]), dtype=bool)
+    rates = np.array([rate for _, rate in table], dtype=np.float64)[strata].tolist()
+    picked = np.array(sampler.picked(ids, rates), dtype=bool)
     totals = np.bincount(strata, minlength=len(table)).tolist()
     chosen = np.bincount(strata[picked], minlength=len(table)).tolist()
     for t, (stratum, rate) in enumerate(table):
@@ -263,6 +263,6 @@ def _choose(
 def _interaction_ids(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: np.ndarray) -> list[str]:
     """Each row's interaction id (`hashing.interaction_id`); a row without an id is keyed as the row path keys it
     ("path:line" in a file)."""
-    source = mapper.source
     ids = _take(cols.ids, rows, block.n).to_pylist() if cols.ids is not None else [None] * len(rows)
-    return [interaction_id(source, sid or block.fallback_id(i)) for sid, i in zip(ids, rows.tolist(), strict=True)]
+    keys = [sid or block.fallback_id(i) for sid, i in zip(ids, rows.tolist(), strict=True)]
+    return interaction_ids(mapper.source, keys)
