@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from pathlib import Path
 from typing import Any
 
 from prefect import flow
@@ -77,7 +75,6 @@ class PartitionJob(BaseModel):
     parts: int
     options: RunSettings
     database_url: str | None = None  # None: the worker's store
-    files: list[str] = []  # the partition's files and its warm-up's, as the parent saw them: every worker needs them
 
     @classmethod
     def template(cls, source: str, since: str | None, options: RunSettings, database_url: str | None) -> PartitionJob:
@@ -92,13 +89,9 @@ class PartitionJob(BaseModel):
 
 @flow(name=PARTITION_FLOW)
 async def sample_partition(job: PartitionJob) -> dict[str, Any]:
-    """Read, decide, store, judge and route one partition, from its own watermark; its report (never the picks)."""
-    absent = _absent(job.files)
-    if absent:  # quarantining them would pass for a read: every worker needs the files where the parent saw them
-        raise FileNotFoundError(
-            f"partition {job.label}: {len(absent)} of its files are not on worker host {socket.gethostname()}, first "
-            f"{absent[0]}: every worker needs the source's files at the path the parent found them (shared storage)"
-        )
+    """Read, decide, store, judge and route one partition, from its own watermark; its report (never the picks).
+    Its files must be where the parent found them (shared storage): one missing fails the run naming it
+    (`SourcePathError`), before anything is read."""
     url = job.database_url or get_settings().effective_database_url
     config, _, _ = starting_point(load_source_config(job.source), job.since, None)
     key, part, save = job.name, job.partition, job.since is None
@@ -141,10 +134,6 @@ class PartitionGone(RuntimeError):
 
 class PartitionFailed(RuntimeError):
     """A partition's flow run did not complete: the source's watermark stays, the partition keeps its own."""
-
-
-def _absent(files: list[str]) -> list[str]:
-    return [p for p in files if not Path(p).is_file()]
 
 
 def _row(engine: Engine, key: str) -> SourceWatermark | None:
@@ -227,7 +216,7 @@ async def run_partitions(
                 plan_partitions(session=session, source=config.name, partitions=[p.model_dump_json() for p in split])
     done = {k for k, row in enumerate(planned) if row.completed_at is not None}
     jobs = [job.model_copy(update={"name": partition_key(config.name, p.index, len(split)), "partition": p,
-                                   "parts": len(split), "files": _files(p)}) for p in split]  # fmt: skip
+                                   "parts": len(split)}) for p in split]  # fmt: skip
     run.ensure_run()
     launch = in_process_launch if deployment is None else deployment_launch(deployment)
     pending = [j for j in jobs if j.partition.index not in done]
@@ -284,14 +273,6 @@ async def _launch_all(
         for future in running:
             future.cancel()
     return outcomes
-
-
-def _files(partition: SourcePartition) -> list[str]:
-    """The local files a worker must see to read the partition and warm its window (object store URLs aside)."""
-    if partition.paths is None:
-        return []
-    warmup = list(partition.warmup.files) if partition.warmup is not None else []
-    return [p for p in [*warmup, *partition.paths] if Path(p).is_file()]
 
 
 def _report(engine: Engine, identity: str) -> SamplingReport:
