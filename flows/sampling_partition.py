@@ -37,7 +37,8 @@ from flows.sampling_batches import (
     store_read,
     storing,
 )
-from judgewatch.settings import get_settings
+from flows.serving import serve_declared, serve_main
+from judgewatch.settings import REPO_ROOT, get_settings
 from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.runs import EvalRun, RunKind, RunStatus
 from judgewatch.storage.types import stable_id
@@ -289,3 +290,9 @@ def _report(engine: Engine, identity: str) -> SamplingReport:
     if not counts or REPORT_KEY not in counts:
         raise PartitionFailed(f"partition run {identity} completed but left no report in the store")
     return SamplingReport.model_validate(counts[REPORT_KEY])
+
+
+if __name__ == "__main__":  # `python -m flows.sampling_partition serve`: partitions' runs without a work pool
+    from flows.sampling_partition import sample_partition as served  # the importable module's flow, not __main__'s
+
+    serve_main("flows.sampling_partition", lambda: serve_declared(served, PARTITION_FLOW, REPO_ROOT / "prefect.yaml"))
