@@ -23,8 +23,8 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.report import GATE_SECTION
-from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, stored_views
+from judgewatch.calibration.page_snapshots import FILL_COMMAND, PERIODS, stored_views
+from judgewatch.calibration.tiers_report import GATE_SECTION
 from review_ui.common import image, message_frame, page_controls, require_viewer
 
 logger = logging.getLogger(__name__)

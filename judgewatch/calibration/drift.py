@@ -24,8 +24,8 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from judgewatch.calibration.agreement import agreement_sample
-from judgewatch.calibration.score_frame import Series
-from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.judge_series import Series
+from judgewatch.calibration.report_render import jsonable
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, time_windows
 from judgewatch.stats.drift import drift_monitor
 from judgewatch.storage.calibration import (

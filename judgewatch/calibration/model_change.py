@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from judgewatch.calibration.anchors import AnchorComparison
 from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resolve_stale, series_fields
 from judgewatch.calibration.estimands import split_populations
-from judgewatch.calibration.score_frame import Series
+from judgewatch.calibration.judge_series import Series
 from judgewatch.stats import time_windows
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, DriftAlert, upsert_alert
 from judgewatch.storage.db import session_scope

@@ -1,9 +1,5 @@
-"""Everything the Tiers report and pages show, computed once from the store: `summarize(engine, ...)`.
-
-The numbers rest on one judge configuration and rubric version (by default the latest to have scored a
-verdict): verdicts of other configurations, fallback judges included, are a different series and are
-counted but left out, never mixed in silently.
-"""
+"""Every number of the Tiers report and pages, computed once from the store: `summarize(engine, ...)`. The numbers
+rest on one judge series (`judge_series`); other series' verdicts, fallback judges' included, are counted apart."""
 
 from __future__ import annotations
 
@@ -27,15 +23,8 @@ from judgewatch.calibration.estimands import (
     traffic_monitor,
 )
 from judgewatch.calibration.gate_question import GateRow, gate_rows
-from judgewatch.calibration.score_frame import (
-    NO_TIER,
-    ScoreReadingChoice,
-    Series,
-    count_scored,
-    current_series,
-    load_scores,
-)
-from judgewatch.calibration.series import default_series
+from judgewatch.calibration.judge_series import Series, current_series, default_series
+from judgewatch.calibration.score_frame import NO_TIER, ScoreReadingChoice, count_scored, load_scores
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.contract.rubric import RubricError, load_rubric

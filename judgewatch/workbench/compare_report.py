@@ -33,7 +33,7 @@ def _pair_rows(pairs: list[PairRow]) -> list[list[str]]:
 
 
 def write_comparison(comparison: Comparison, output: Path, fmt: str) -> list[Path]:
-    from judgewatch.calibration.report import Block, write_blocks
+    from judgewatch.calibration.report_render import Block, write_blocks
 
     c = comparison
     title = f"judgewatch compare: {c.a} (A) against {c.b} (B)"

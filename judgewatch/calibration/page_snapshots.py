@@ -1,12 +1,9 @@
-"""What the Tiers and Calibration pages and `judgewatch report tiers` show, computed by the calibration flow and
-stored, so opening a page or writing the report is one read.
+"""The Tiers and Calibration pages' and `report tiers`' stored renderings (`tiers_view` snapshots), so opening a
+page or writing the report is one read instead of a scan of every verdict of the series.
 
-Computing the summary scans every verdict of the series (minutes on a store with a million verdicts); a page
-must not do that on open. The flow renders the report once per page period and judge series (every series
-with tiered verdicts, newest first, `series.MAX_SERIES` at most) and stores it as a `tiers_view` snapshot:
-the report's blocks (tables and PNG plots), its JSON document, the Calibration page's confusion matrices and
-reviewer agreement, and which series is the default and why. One row per rubric, period and series, replaced
-on every run. Without a snapshot, pages say which command makes one and the report computes (and says so).
+The calibration flow renders the report once per page period and judge series (`judge_series.MAX_SERIES`
+at most) and stores its blocks, JSON document, confusion matrices, reviewer agreement and which series is the
+default and why: one row per rubric, period and series, replaced on every run.
 """
 
 from __future__ import annotations
@@ -20,19 +17,11 @@ import pandas as pd
 from sqlalchemy import Engine, select
 
 from judgewatch.calibration.agreement import confusion_tables, reviewer_agreement
-from judgewatch.calibration.report import (
-    Block,
-    block_from_json,
-    block_to_json,
-    blocks,
-    blocks_title,
-    fmt_ci,
-    report_document,
-)
-from judgewatch.calibration.score_frame import Series, load_labels
-from judgewatch.calibration.serialize import jsonable
-from judgewatch.calibration.series import default_series, tiered_series
+from judgewatch.calibration.judge_series import Series, default_series, tiered_series
+from judgewatch.calibration.report_render import Block, block_from_json, block_to_json, jsonable
+from judgewatch.calibration.score_frame import load_labels
 from judgewatch.calibration.summary import CalibrationSummary, series_label, summarize
+from judgewatch.calibration.tiers_report import blocks, blocks_title, fmt_ci, report_document
 from judgewatch.storage.calibration import CalibrationSnapshot, save_snapshot
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.types import utcnow

@@ -1,12 +1,6 @@
-"""The model owners' Tiers report: Markdown with PNG files beside it, one self-contained HTML file, or JSON
-(rendered by `blocks`).
-
-Both are rendered from the same list of blocks (headings, paragraphs, tables, images) built from a
-`CalibrationSummary`, so the two formats never disagree. Sections: the gate's question first (which tier
-regressed, on which criterion, by how much), the judge and its trust, tier scores (raw, corrected, intervals),
-tier differences, judge-human agreement, trends, open drift alerts, the anchor set, what each number rests on,
-and the method.
-"""
+"""The Tiers report's content, built from a `CalibrationSummary` as format-free blocks (`report_render` writes
+them as Markdown, HTML or JSON, so the formats never disagree): the gate's question first, then the judge and its
+trust, tier scores, tier differences, agreement, trends, drift alerts, the anchor set, the counts, the method."""
 
 from __future__ import annotations
 
@@ -17,20 +11,10 @@ from typing import Any
 
 from judgewatch.calibration import plots
 from judgewatch.calibration.agreement import weekly_agreement
-from judgewatch.calibration.blocks import (  # noqa: F401  (re-exported: the report's public surface)
-    Block,
-    Format,
-    block_from_json,
-    block_to_json,
-    render_html,
-    render_json,
-    render_markdown,
-    write_blocks,
-)
 from judgewatch.calibration.estimands import ESTIMAND_TEXT, EstimandRow, regression_rows
 from judgewatch.calibration.gate_question import HEADERS as GATE_HEADERS
 from judgewatch.calibration.gate_question import lead_line, table_rows
-from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.report_render import Block, Format, jsonable, write_blocks
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import Estimate, PPIEstimate
