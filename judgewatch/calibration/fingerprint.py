@@ -1,15 +1,11 @@
-"""The judge endpoint's fingerprint: what the server says it serves, not only the model name in settings.
+"""The judge endpoint's fingerprint: what the server says it serves, beyond the model name the configuration hash
+covers (new weights behind the same name, another quantization, a vLLM upgrade leave that hash unchanged).
 
-The judge configuration hash covers the model *name*, sampling parameters and template; swapping the weights
-behind that name (a new checkpoint, another quantization, a vLLM upgrade) leaves it unchanged. The fingerprint
-adds what an OpenAI-compatible vLLM endpoint reports: `/v1/models` (id, root = the weights' path, max_model_len,
-owned_by, parent), `/version`, and the serving facts of its Prometheus `/metrics` `vllm:*_info` gauges (`serving`):
-every `dtype` / `quantization` / `*_dtype` label (vLLM 0.32 exports `vllm:cache_config_info` only, whose
-`cache_dtype` is "auto" = the model's dtype), and the KV cache's bytes per token (`kv_cache_memory_bytes` /
-`kv_cache_size_tokens`, two significant digits), the one number in which vLLM 0.32 shows the model's dtype:
-bfloat16 -> float32 doubles it. The calibration flow stores the fingerprint per endpoint; when it changes, the
-anchors are re-judged at once and the change is reported field by field, so a moving score is not mistaken for
-judge drift or a served-model change.
+Read from an OpenAI-compatible vLLM endpoint: `/v1/models` (id, root = the weights' path, max_model_len,
+owned_by, parent), `/version`, and the `vllm:*_info` gauges of `/metrics` (`serving`: every dtype and
+quantization label, and the KV cache's bytes per token, the one number in which vLLM 0.32 shows the model's
+dtype). The calibration flow stores it per endpoint; a change re-judges the anchors at once and is reported
+field by field.
 """
 
 from __future__ import annotations

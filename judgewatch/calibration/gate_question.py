@@ -1,10 +1,6 @@
 """The gate's question, answered first on the Tiers page and in `report tiers`: which tier regressed, on which
-criterion, and by how much (candidate minus its baseline release, with the gate's 95% interval).
-
-Read from the gate decisions the regression flow stored for the shown judge series (the gate's own numbers,
-not recomputed): the latest decision per release, newest first. A regression gives one row per regressed tier and
-criterion, worst first; a pass or a release that could not be evaluated gives one row saying so.
-"""
+criterion, and by how much (candidate minus its baseline, with the gate's 95% interval). Read from the stored
+gate decisions of the shown judge series (the gate's own numbers, not recomputed): the latest per release."""
 
 from __future__ import annotations
 
@@ -63,22 +59,10 @@ def _rows(decision: GateDecision) -> list[GateRow]:
     if outcome == "regression" and found:
         below = f"whole interval below -{margin:g} (the margin)" if margin is not None else "interval below -margin"
         return [
-            GateRow(
-                release,
-                at,
-                outcome,
-                r["tier"],
-                r["criterion"],
-                r.get("baseline"),
-                r["estimate"],
-                r["low"],
-                r["high"],
-                margin,
-                below,
-                bool(r.get("basis")),
-            )
+            GateRow(release, at, outcome, r["tier"], r["criterion"], r.get("baseline"), r["estimate"], r["low"],
+                    r["high"], margin, below, bool(r.get("basis")))
             for r in found
-        ]
+        ]  # fmt: skip
     why = decision.reasons[0] if outcome == "error" and decision.reasons else decision.summary.partition(": ")[2]
     nan = float("nan")
     return [

@@ -207,17 +207,10 @@ def save_views(
                 n_boot=500,
             )
             payload = render_view(summary, period, default=(default, why), categories=categories, reviewers=reviewers)
-            snapshot = CalibrationSnapshot(
-                id="",
-                kind=VIEW_KIND,
-                scope=_scope(rubric_name, period, config),
-                day=LATEST,
-                rubric_name=rubric_name,
-                rubric_version=summary.series.rubric.version if summary.series else None,
-                judge_config_hash=config,
-                payload=jsonable(payload),
-                computed_at=now,
-            )
+            version = summary.series.rubric.version if summary.series else None
+            snapshot = CalibrationSnapshot(id="", kind=VIEW_KIND, scope=_scope(rubric_name, period, config), day=LATEST,
+                                           rubric_name=rubric_name, rubric_version=version, judge_config_hash=config,
+                                           payload=jsonable(payload), computed_at=now)  # fmt: skip
             with session_scope(engine, write=True) as session:
                 save_snapshot(session=session, snapshot=snapshot)
             stored += 1
@@ -226,20 +219,11 @@ def save_views(
 
 
 def _view(rubric_name: str, period: str, at: datetime, config: str | None, payload: dict[str, Any]) -> PageView:
-    series = payload.get("series") or {}
-    return PageView(
-        rubric_name,
-        period,
-        at,
-        config,
-        series.get("label", "none"),
-        list(payload.get("header", [])),
-        [block_from_json(b) for b in payload.get("blocks", [])],
-        payload.get("document", {}),
-        payload.get("title", f"judgewatch tiers: {rubric_name}"),
-        payload.get("confusion", {}),
-        payload.get("reviewers", []),
-    )
+    series, content = payload.get("series") or {}, [block_from_json(b) for b in payload.get("blocks", [])]
+    title = payload.get("title", f"judgewatch tiers: {rubric_name}")
+    return PageView(rubric_name, period, at, config, series.get("label", "none"), list(payload.get("header", [])),
+                    content, payload.get("document", {}), title, payload.get("confusion", {}),
+                    payload.get("reviewers", []))  # fmt: skip
 
 
 def stored_views(engine: Engine, *, rubric_name: str, period: str) -> StoredViews:

@@ -1,5 +1,5 @@
-"""judgewatch's statistics: judge-human agreement, prediction-powered tier estimates, the release comparison
-(paired, or unpaired on different items) and judge drift. Pure numpy/scipy, vectorized, seeded where random."""
+"""judgewatch's statistics: agreement, prediction-powered estimates, release comparisons and judge drift.
+Pure numpy/scipy, vectorized, seeded where random."""
 
 from judgewatch.stats.agreement import (
     ConfusionMatrix,

@@ -1,15 +1,14 @@
 """Agreement between two raters (judge vs human, or human vs human), each with a confidence interval.
 
-Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used.
-Kappas get a seeded bootstrap over items: resampling items with replacement is the same as drawing the
-K x K contingency table from a multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
-Krippendorff's alpha (several annotators, missing values) is in `krippendorff.py`.
+Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used. Kappas and AC1
+get a seeded bootstrap over items: resampling items with replacement is drawing the K x K table from a
+multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -108,6 +107,22 @@ def kappa_from_tables(tables: ArrayLike, w: NDArray[np.float64]) -> NDArray[np.f
     return np.where(expected > 0, kappa, np.nan)
 
 
+def _bootstrapped(
+    cm: ConfusionMatrix,
+    statistic: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    level: float,
+    n_boot: int,
+    seed: int,
+) -> Estimate:
+    """`statistic` of the table with a percentile bootstrap interval over items (tables drawn multinomially)."""
+    n, k = cm.n, len(cm.categories)
+    point = float(statistic(cm.counts.astype(np.float64)))
+    z_value(level)  # validate before spending time on replicates
+    draws = np.random.default_rng(seed).multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
+    low, high = percentile_bounds(statistic(draws.astype(np.float64)), level)
+    return Estimate(point, low, high, n)
+
+
 def _kappa(
     a: ArrayLike,
     b: ArrayLike,
@@ -118,16 +133,10 @@ def _kappa(
     seed: int,
 ) -> Estimate:
     cm = confusion_matrix(a, b, categories)
-    n, k = cm.n, len(cm.categories)
-    if n == 0:
+    if cm.n == 0:
         return Estimate(np.nan, np.nan, np.nan, 0)
-    w = disagreement_weights(k, weights)
-    point = float(kappa_from_tables(cm.counts, w))
-    z_value(level)  # validate before spending time on replicates
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
-    low, high = percentile_bounds(kappa_from_tables(draws, w), level)
-    return Estimate(point, low, high, n)
+    w = disagreement_weights(len(cm.categories), weights)
+    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
 
 
 def cohen_kappa(
@@ -243,15 +252,9 @@ def gwet_ac1(
     stays readable where prevalence is extreme (kappa collapses there: high agreement, near-zero kappa).
     """
     cm = confusion_matrix(a, b, categories)
-    n, k = cm.n, len(cm.categories)
-    if n == 0 or k < 2:
-        return Estimate(np.nan, np.nan, np.nan, n)
-    point = float(ac1_from_tables(cm.counts))
-    z_value(level)
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
-    low, high = percentile_bounds(ac1_from_tables(draws), level)
-    return Estimate(point, low, high, n)
+    if cm.n == 0 or len(cm.categories) < 2:
+        return Estimate(np.nan, np.nan, np.nan, cm.n)
+    return _bootstrapped(cm, ac1_from_tables, level, n_boot, seed)
 
 
 def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:

@@ -1,9 +1,8 @@
 """AUROC of a score separating known-good from known-bad answers, with a seeded bootstrap interval.
 
-AUROC is the Mann-Whitney probability that a random good answer scores above a random bad one, ties counting
-one half: 0.5 is chance, 1.0 perfect separation. Integer judge scores tie often, so ties must count half
-(a constant scorer gets exactly 0.5, never more). NaN scores (unscored) are left out; the caller reports how
-many there were beside the AUROC, never dropping them silently.
+The Mann-Whitney probability that a random good answer scores above a random bad one, ties counting one half
+(integer judge scores tie often: a constant scorer gets exactly 0.5). NaN scores (unscored) are left out; the
+caller reports how many there were.
 """
 
 from __future__ import annotations

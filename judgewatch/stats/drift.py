@@ -1,12 +1,7 @@
-"""Judge drift: agreement and bias per time window, and two tests for a change, each over two hypotheses
-(Bonferroni: an alert when either p-value is below alpha / 2):
-- agreement drop: exact judge-human agreement fell (one-sided);
-- bias shift: the mean of (judge - human) moved (two-sided).
-
-`drift_monitor` is the check a service runs every period: anytime-valid (`stats.sequential`), every stretch from
-a window's start to now against the windows before it, so looking every hour keeps the false-alarm rate.
-`drift_test` is the single-look test of one window against another (pooled two-proportion z-test, Welch t-test),
-valid for one look only: for a one-off comparison, never for a check that repeats.
+"""Judge drift: agreement and bias per time window, and tests for a change, each over two hypotheses (exact
+agreement fell, one-sided; the bias judge - human moved, two-sided), Bonferroni: an alert when either p-value is
+below alpha / 2. `drift_monitor` is the anytime-valid check a service runs every period (`stats.sequential`);
+`drift_test` the single-look test of one window against another, valid for a one-off comparison only.
 """
 
 from __future__ import annotations

@@ -165,14 +165,11 @@ def bounded_label_phase(
     level: float,
 ) -> LabelPhase:
     """The label phase of a mean of bounded scores, as though `pseudo_labels(level)` more labels had been seen,
-    half at each bound, on items the judge scored at its mean (docs/statistics.md, "bounded scores").
+    half at each bound, on items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2
+    failures" for a score in [low, high] (docs/statistics.md, "Intervals that stay honest with few labels").
 
     weights: each label's weight; resid: label - lam * judge score; anchor: lam * the judge's mean, the judge
-    part of a pseudo-label's residual (so pseudo-labels carry no judge signal). Agresti and Coull's "add z^2/2
-    successes and z^2/2 failures" for a score in [low, high]: the interval's centre moves towards the middle of
-    the scale by z^2 / (n + z^2) and its variance counts the far end of the scale the labels may not have met,
-    so a sample whose labels all sit at one end (a rare high score unseen) still gets an interval reaching
-    towards it; for 0/1 scores with no judge it is the Agresti-Coull interval (with HC3 and a t quantile).
+    part of a pseudo-label's residual (so pseudo-labels carry no judge signal).
     """
     kappa = pseudo_labels(level)
     used = int(np.count_nonzero(weights > 0))
@@ -184,6 +181,15 @@ def bounded_label_phase(
     dev = weights * (resid - rectifier) * lever
     spread = float(dev @ dev) + 0.5 * kappa * each * each * float(((pseudo - rectifier) ** 2).sum())
     return LabelPhase(rectifier, dev, spread, total)
+
+
+def effective_labels(
+    weights: NDArray[np.float64], labels: NDArray[np.float64], se: float, scale: tuple[float, float], level: float
+) -> float:
+    """How many labels the labels-only estimate would need for standard error `se`: n x (se labels-only / se)^2,
+    the labels-only estimate taken with the same weights and pseudo-labels (inf when `se` is 0)."""
+    alone = bounded_label_phase(weights, labels, 0.0, scale, level)
+    return float(labels.size * (np.sqrt(alone.variance) / alone.total / se) ** 2) if se > 0 else float("inf")
 
 
 def bounded_t_interval(

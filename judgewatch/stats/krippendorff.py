@@ -1,9 +1,6 @@
-"""Krippendorff's alpha for several annotators with missing values, with a bootstrap interval over units.
-
-Follows Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": values are pooled into a
-coincidence matrix (each unit's pairable values weighted by 1 / (m_u - 1)); alpha = 1 - D_o / D_e. Units with
-fewer than two values are not pairable and are ignored. The interval resamples units with replacement.
-"""
+"""Krippendorff's alpha for several annotators with missing values, with a bootstrap interval over units
+(Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability": a coincidence matrix, alpha = 1 - D_o / D_e;
+units with fewer than two values are not pairable and are ignored)."""
 
 from __future__ import annotations
 

@@ -8,22 +8,14 @@ with a stored inclusion probability pi_i (uniform 10% routing, or targeted picks
 
 f = judge score, y = human label. The second term is the Hajek (ratio-form Horvitz-Thompson) estimate of the
 judge's error, so items routed with a higher probability do not pull the estimate towards themselves; with
-equal pi_i it is exactly the PPI++ point estimate. Weights only matter relative to each other (they are
-rescaled to sum to N). The estimand is the mean human score of the population the N items come from.
+equal pi_i it is exactly the PPI++ point estimate. The estimand is the mean human score of the N items' population.
 
 Variance: theta is, to first order, the mean over the N items of u_i = lam * f_i + R + L_i w_i (r_i - R), with
-L_i = 1 if labeled, r_i = y_i - lam * f_i and R the rectifier; the u_i are i.i.d. under independent (Poisson)
-routing, so Var(theta) ~ Var(u) / N. lam minimises Var(u):
-lam* = E[(w-1)(f - Ef)(y - Ey)] / E[(w-1)(f - Ef)^2], estimated on S with weights w, clipped to [0, 1]
-(lam = 0 is the human-only estimate, lam = 1 plain PPI).
-
-Intervals, valid for bounded scores at small n (docs/statistics.md, "bounded scores"): Student-t with n - 1
-degrees of freedom on the standard error above, with the labels' residuals scaled by 1 / (1 - their weight
-share) (HC3), computed as though z^2 more labels had been seen, half at each end of the scale, on items the
-judge scored at its mean (Agresti-Coull's pseudo-observations for a score in [low, high],
-`stats.estimate.bounded_label_phase`), and cut to the scale. Labels that all agree, or that missed a rare
-score at the far end of the scale, still give an interval reaching towards it; below `min_labels` labels
-there is no interval (NaN bounds). The point estimate is the PPI++ one, without the pseudo-labels.
+L_i = 1 if labeled, r_i = y_i - lam * f_i and R the rectifier; under independent (Poisson) routing
+Var(theta) ~ Var(u) / N. lam minimises Var(u), estimated on S with weights w and clipped to [0, 1] (0: the
+human-only estimate, 1: plain PPI). The interval is the bounded-score Student-t one of docs/statistics.md
+(pseudo-labels at the scale's ends, HC3 residuals, n - 1 degrees of freedom, cut to the scale); below
+`min_labels` labels there is none (NaN bounds).
 """
 
 from __future__ import annotations
@@ -40,6 +32,7 @@ from judgewatch.stats.estimate import (
     as_float_array,
     bounded_label_phase,
     bounded_t_interval,
+    effective_labels,
     on_scale,
     score_bounds,
     t_interval,
@@ -150,11 +143,9 @@ def ppi_mean(
     spread = lam_ * lam_ * max(_dot(fa, fa) - f_sum * f_mean, 0.0) / (n_all * n_all)
     cross = 2.0 * lam_ * _dot(fl - f_mean, labels.deviations) / (n_all * labels.total)
     se = float(np.sqrt(max(spread + cross + labels.variance / labels.total**2, 0.0)))
-    alone = bounded_label_phase(w, hum, 0.0, scale, level)  # the labels without the judge
-    se_human = float(np.sqrt(alone.variance) / alone.total)
-    effective_n = n * (se_human / se) ** 2 if se > 0 else np.inf
+    effective_n = effective_labels(w, hum, se, scale, level)
     ci = bounded_t_interval(lam_ * f_mean + labels.rectifier, se, n - 1, level, n, scale)
-    return PPIEstimate(estimate, ci.low, ci.high, n, n_all, float(effective_n), lam_, se)
+    return PPIEstimate(estimate, ci.low, ci.high, n, n_all, effective_n, lam_, se)
 
 
 def classical_mean(

@@ -1,27 +1,15 @@
 """Anytime-valid confidence sequences, for numbers a service looks at every period (docs/statistics.md,
-"Numbers checked every period").
+"Numbers checked every period"): a sequence holds at every look at once, however often it is read.
 
-A confidence interval holds at one look; checked every hour for a month, a 95% interval misses somewhere far
-more often than 5% of the time. A confidence sequence (CS) holds at every look at once: P(the truth leaves it
-at any time) <= alpha, however often and however long it is read. Both kinds here are the asymptotic CS of
-Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas ("Time-uniform central limit theory and asymptotic confidence
-sequences", Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (Robbins 1970; one-sided form from
-Howard, Ramdas, McAuliffe and Sekhon, Ann. Statist. 2021, eq. 14) applied to a sum whose variance is estimated
-(asymptotic: valid as the count grows, like the CLT behind a t interval; `bench/monitoring.py` measures it at
-the service's label counts):
+Both kinds here are the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas
+(Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (one-sided form: Howard et al., Ann. Statist.
+2021, eq. 14) on a sum with estimated variance v, tightest at a v fixed in advance by rho (never the guarantee):
 
     |sum_{i<=t} (X_i - mu_i)| <= sqrt(2 (v rho^2 + 1) / rho^2 * log(sqrt(v rho^2 + 1) / alpha))     (two-sided)
     one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
 
-v is the sum's variance: t sigma^2 for t observations (the i.i.d. form, sigma estimated on them:
-`shift_p_values`), or the sum of the per-period standard errors squared for a running mean of per-period
-estimates (`batch_cs`, the martingale form: it covers the average of the periods' own means, with no
-stationarity assumed).
-rho is fixed in advance so that the CS is tightest at v = v* (as WS et al. choose it); it changes the width,
-never the guarantee.
-
-`drift_p_values` turns this into a drift monitor: at each look, every stretch from a window's start to now is
-compared with the windows before it, and the smallest p-value (spent over stretches) is anytime-valid.
+v is t sigma^2 for t observations (`shift_p_values`, the drift monitor), or the sum of per-period squared
+standard errors for a running mean of per-period estimates (`batch_cs`).
 """
 
 from __future__ import annotations

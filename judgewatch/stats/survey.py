@@ -1,31 +1,22 @@
 """Prediction-powered inference for a population mean under two-phase sampling (traffic -> sample -> labels).
 
-Production traffic reaches the judge in two random steps, each an independent (Poisson) hash-based draw:
-an interaction is *sampled* with probability pi_i (its stratum's rate, stored on the pick) and judged; a
-judged interaction is *routed* to people with probability rho_i (stored on the review item). The estimand is
-the mean human score over every interaction of the population (all traffic the strata could pick), so each
-judged item stands for 1 / pi_i interactions and each labeled one for 1 / (pi_i rho_i):
+Production traffic reaches the judge in two independent (Poisson) hash-based draws: an interaction is *sampled*
+with probability pi_i (its stratum's rate, stored on the pick) and judged; a judged interaction is *routed* to
+people with probability rho_i (stored on the review item). The estimand is the mean human score over every
+interaction the strata could pick, so each judged item stands for 1 / pi_i interactions and each labeled one
+for 1 / (pi_i rho_i):
 
     theta = lam * F + R,   F = sum_S m f / pi / sum_S m / pi,   R = sum_L m (y - lam f) / (pi rho) / sum_L m / (pi rho)
 
-F is the Hajek mean of the judge scores over the traffic, R the Hajek estimate of the judge's error (PPI++,
-arXiv 2311.01453, with the combined probability), m an optional extra weight that moves the estimand to a
-stated reference mix (post-stratification; 1 = the traffic as it came). lam = 0 is the human-labels-only
-estimate.
+F is the Hajek mean of the judge scores, R the Hajek estimate of the judge's error (PPI++, arXiv 2311.01453,
+with the combined probability), m an optional weight moving the estimand to a stated reference mix
+(post-stratification). lam = 0 is the human-labels-only estimate.
 
 Variance (linearization, Poisson design): with u_i = m_i lam (f_i - F) on S and v_i = m_i (r_i - R) on L,
     N^2 Var ~ sum_S u^2 (1 - pi) / pi^2 + sum_L v^2 / (pi rho)^2 + 2 sum_L u v (1 - pi) / (pi^2 rho)
-The label phase carries no finite-population factor: human labels are noisy measurements, so the estimate
-keeps their noise. lam minimises this expression (closed form, clipped to [0, 1]).
-
-Intervals, valid for bounded scores at small n (docs/statistics.md, "bounded scores"): Student-t with the
-labels' Kish effective number - 1 degrees of freedom. The label phase is a Hajek mean over the labels: its
-residuals are scaled by 1 / (1 - their weight share) (HC3, the jackknife's small-sample correction of a ratio
-estimator), and it is computed as though z^2 more labels, each of average weight, had been seen, half at each
-end of the scale, on items the judge scored at its mean (`stats.estimate.bounded_label_phase`, the same rule
-as `stats.ppi`); the interval is cut to the scale. Agreeing labels never give a zero-width interval. Below
-`min_labels` labels there is no interval (NaN bounds); with fewer than MIN_LABELS_TO_TUNE labels lam is not
-tuned on them (lam = 1, plain PPI).
+The label phase carries no finite-population factor (labels are noisy measurements). lam minimises it (closed
+form, clipped to [0, 1]; plain PPI below MIN_LABELS_TO_TUNE labels). The interval is the bounded-score
+Student-t one of docs/statistics.md, with the labels' Kish effective number - 1 degrees of freedom.
 """
 
 from __future__ import annotations
@@ -41,6 +32,7 @@ from judgewatch.stats.estimate import (
     as_float_array,
     bounded_label_phase,
     bounded_t_interval,
+    effective_labels,
     on_scale,
     score_bounds,
     t_interval,
@@ -173,12 +165,10 @@ def survey_ppi_mean(
     cross = float(((1.0 - pl) / pl * al) @ labels.deviations)  # the two phases' covariance
     total = lam * lam * big_a / big_s**2 + labels.variance / big_l**2 + 2.0 * lam * cross / (big_s * big_l)
     se = float(np.sqrt(max(total, 0.0)))
-    alone = bounded_label_phase(dl, yl, 0.0, scale, level)  # the labels without the judge
-    se_human = float(np.sqrt(alone.variance) / alone.total)
-    effective_n = n_lab * (se_human / se) ** 2 if se > 0 else np.inf
+    effective_n = effective_labels(dl, yl, se, scale, level)
     kish = float(dl.sum() ** 2 / (dl @ dl))  # the labels' effective number under their unequal weights
     ci = bounded_t_interval(lam * f_mean + labels.rectifier, se, kish - 1, level, n_lab, scale)
-    return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, float(effective_n), lam, population)
+    return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, effective_n, lam, population)
 
 
 def survey_human_mean(

@@ -1,11 +1,9 @@
 """Unpaired comparison for the release gate: two tiers' mean scores on different items, with a Welch interval.
 
-Two tiers of a release are paired on the items both answered when those are at least `MIN_SHARED` of the items
-the larger tier answered (`shares_items`); below that they answered different items, and the gap is the
-difference of each tier's mean over its own items. Its interval is Welch's: the standard errors add in quadrature
-(`survey.difference`) and the t quantile takes the Welch-Satterthwaite degrees of freedom, valid at small n and
-with unequal variances. Items both tiers answered enter both means; their positive correlation only widens this
-interval (conservative).
+Two tiers are paired on the items both answered when those are at least `MIN_SHARED` of the larger tier's items
+(`shares_items`); below that the gap is the difference of each tier's mean over its own items, with Welch's
+interval (Welch-Satterthwaite degrees of freedom). Items both answered enter both means; their positive
+correlation only widens the interval (conservative).
 """
 
 from __future__ import annotations
