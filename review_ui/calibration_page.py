@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from judgewatch.calibration import plots
 from judgewatch.calibration.agreement import confusion_frame
 from judgewatch.calibration.page_snapshots import FILL_COMMAND, PERIODS, REVIEWER_HEADERS, PageView, stored_views
-from judgewatch.calibration.tiers_report import fmt_num
+from judgewatch.calibration.report_render import fmt_num
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope

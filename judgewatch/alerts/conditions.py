@@ -1,13 +1,6 @@
-"""What each alert condition observes now, read from where the pages, the report and the metrics read it.
-
-- corrected_score_below: the traffic_quality (or release_quality) rows of the newest calibration snapshot of each
-  rubric (`metrics.queries.latest_tier_snapshots`, the tier_score metric's reading; the rows `report tiers` and the
-  Tiers page show), one subject per tier and criterion (and release and golden set). A row without an interval
-  (too few labels) is not evaluated: it neither fires nor resolves.
-- drift_alert: the open drift and served-model-change alerts the calibration flow stored, one subject each.
-- unscored_share_above: current verdicts on sampled traffic written in the last `window_hours`, unscored / all.
-- judge_spend_above: today's (UTC) judge spend, `judging.spend_cap.day_spend`, as the spend cap reads it.
-"""
+"""What each alert condition observes now, read where the pages, the report and the metrics read it: the newest
+calibration snapshot's corrected scores (a row without an interval is not evaluated), the open drift and
+served-model-change alerts, the unscored share of recent traffic verdicts, today's judge spend."""
 
 from __future__ import annotations
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -125,7 +126,8 @@ def agreement_table(
             prevalence_note=prevalence_note(j, h),
         )
         if row.interval_note:
-            row = replace(row, **{f: _no_interval(getattr(row, f)) for f in ESTIMATES})
+            no_intervals: dict[str, Any] = {f: _no_interval(getattr(row, f)) for f in ESTIMATES}
+            row = replace(row, **no_intervals)
         rows.append(row)
     return rows
 

@@ -31,6 +31,11 @@ class Block:
     name: str = ""
 
 
+def fmt_num(value: float | None, spec: str = ".2f") -> str:
+    """A number as the reports print it: "n/a" where there is none (None, NaN, inf)."""
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
+
+
 def _md_cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 

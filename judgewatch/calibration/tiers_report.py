@@ -14,7 +14,7 @@ from judgewatch.calibration.agreement import weekly_agreement
 from judgewatch.calibration.estimands import ESTIMAND_TEXT, EstimandRow, regression_rows
 from judgewatch.calibration.gate_question import HEADERS as GATE_HEADERS
 from judgewatch.calibration.gate_question import lead_line, table_rows
-from judgewatch.calibration.report_render import Block, Format, jsonable, write_blocks
+from judgewatch.calibration.report_render import Block, Format, fmt_num, jsonable, write_blocks
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import Estimate, PPIEstimate
@@ -65,10 +65,6 @@ MONITORED = (
     "Traffic quality, monitored: the mean over the days of each day's traffic quality, with a 95% confidence "
     "sequence (asymptotic, Waudby-Smith et al. 2024) that holds at every daily look together (docs/statistics.md)."
 )
-
-
-def fmt_num(value: float | None, spec: str = ".2f") -> str:
-    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def fmt_ci(est: Estimate | PPIEstimate, spec: str = ".2f") -> str:

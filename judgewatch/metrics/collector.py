@@ -1,13 +1,9 @@
 """A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
 
-No worker keeps counters and nothing is pushed: each scrape reads the store in one read-only transaction
-(with a statement timeout on PostgreSQL) and exports what it holds. Nothing read grows with the store: the
-verdict figures come from the counts kept at write time (`judgewatch.storage.verdict_counts`, a few hundred rows
-whatever the store's size), the review labels and queue from the counts the database's triggers keep
-(`judgewatch.storage.review_counts`) plus the partial index of leased items. Scrapes closer
-together than `min_interval_s` share one reading, so several Prometheus servers (or a scrape and the review
-UI's endpoint) never multiply the database load. When the database cannot be read the scrape still answers,
-with `judgewatch_store_up 0` and the error logged.
+Nothing is pushed: each scrape reads the store in one read-only transaction (with a statement timeout on
+PostgreSQL) through `queries`, whose reads do not grow with the store. Scrapes closer together than
+`min_interval_s` share one reading; when the database cannot be read the scrape still answers, with
+`judgewatch_store_up 0` and the error logged.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The catalogue of exported metrics: name, type, labels and help text, in one place.
-
-The collector builds its families from these specs, and the tests check the alert rules and the Grafana
-dashboard against them, so a dashboard panel cannot silently point at a metric that does not exist.
-"""
+"""The catalogue of exported metrics: name, type, labels and help text, in one place. The collector builds its
+families from these specs, and the tests check the alert rules and the Grafana dashboard against them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
-
-PREFIX = "judgewatch_"
 
 
 @dataclass(frozen=True)
@@ -179,29 +174,8 @@ SCRAPE_SECONDS = MetricSpec(
     "Seconds the last store read took.",
 )
 
-CATALOGUE: tuple[MetricSpec, ...] = (
-    VERDICTS,
-    VERDICTS_CURRENT,
-    UNSCORED,
-    FALLBACK,
-    LATENCY,
-    TOKENS,
-    COST,
-    SPEND_TODAY,
-    SPEND_CAP_PAUSED,
-    PAUSED_PICKS,
-    QUEUE,
-    LABELS,
-    AGREEMENT,
-    TIER_SCORE,
-    DRIFT,
-    SERVED_MODEL_CHANGE,
-    GATE,
-    LAST_SUCCESS,
-    TRUST_AUROC,
-    STORE_UP,
-    SCRAPE_SECONDS,
-)
+# Every spec above, in the order declared.
+CATALOGUE: tuple[MetricSpec, ...] = tuple(spec for spec in list(globals().values()) if isinstance(spec, MetricSpec))
 
 
 def exported_series() -> frozenset[str]:

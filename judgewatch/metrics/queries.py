@@ -1,15 +1,9 @@
-"""The store reads behind a scrape: five statements (six round trips with the session settings), built once,
-whose results have bounded size.
+"""The store reads behind a scrape: few Core statements, built once at import, whose results have bounded size.
 
-Each function is keyword-only, takes a session and returns rows grouped by bounded values only (judge names,
-rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person or a
-model wrote. No read grows with the store: the verdict figures come from `verdict_count`, kept at write time
-(`judgewatch.storage.verdict_counts`), the review labels and queue buckets from `review_count`, kept by
-triggers (`judgewatch.storage.review_counts`); the rest read small tables or the partial index of leases.
-
-A first scrape in a new process is mostly fixed cost, so the reads are few and cheap to start: the small
-counts are one UNION ALL, the last successes another; every statement is Core (plain rows: no ORM mapper to
-configure) and built at import, so each is compiled once per process.
+Rows are grouped by bounded values only (judge and rubric names, tiers, states, reasons, exit codes), never item
+ids, reviewer names or text. No read grows with the store: verdict figures come from `verdict_count` (kept at write
+time, `storage.verdict_counts`), review labels and queue buckets from `review_count` (kept by triggers,
+`storage.review_counts`); the rest read small tables or the partial index of leases.
 """
 
 from __future__ import annotations

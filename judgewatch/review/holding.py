@@ -1,11 +1,7 @@
-"""One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the
-label is validated against, then store the label and end the lease together.
-
-On PostgreSQL that is a read and one guarded write statement straight through psycopg (`judgewatch.review.sql`,
-compiled once, run by `judgewatch.storage.direct`): the write re-checks the lease and the very state the read
-returned, so nothing changed in between is ever overwritten. On SQLite it is one write transaction through
-SQLAlchemy, the write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect
-has it.
+"""One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the label
+is validated against, then store the label and end the lease together. On PostgreSQL one guarded write statement
+(`review.sql`, run by `storage.direct`) that re-checks the lease and the state the read returned; on SQLite one
+write transaction, the item read `FOR UPDATE` where the dialect has it.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """The review queue: server-side leases with expiry, blind labels, skips, flags and progress.
 
-Every action checks, inside its own write transaction, that the caller is an active reviewer and (for
-submit/skip/flag) that the item is leased to the caller and the lease has not run out. Leasing is one
-conditional UPDATE on a row picked with `FOR UPDATE SKIP LOCKED` on PostgreSQL, or under SQLite's write lock
-(BEGIN IMMEDIATE), so no item is ever leased to two reviewers at once; an expired lease simply makes the
-item leasable again.
-
-The hot path (a key press: lease next, submit) is few round trips and no ORM objects, written once as
-SQLAlchemy Core statements (`judgewatch.review.sql`). On PostgreSQL the steps are composed into one statement
-each, compiled once and run straight through psycopg in autocommit (`judgewatch.storage.direct`): "lease next" is
-one statement (account check, renewal or pick-and-lease, the screen's columns), a labeling action one guarded
-write, with a read before it only when the lease is not the one "lease next" just returned
-(`judgewatch.review.holding`). On SQLite the same steps run one by one inside one write transaction.
+Every action checks, in its own write transaction, that the caller is an active reviewer and (submit, skip, flag)
+that the item is leased to the caller with time left. Leasing is one conditional UPDATE on a row picked with
+`FOR UPDATE SKIP LOCKED` (PostgreSQL) or under SQLite's write lock, so no item is ever leased to two reviewers.
+The statements are `review.sql`'s; on PostgreSQL each key press is one statement run straight through psycopg
+(docs/review_queue.md), on SQLite the same steps run one by one.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Replay labels people already gave through the same service layer the review app uses.
-
-`replay_labels` takes rows {item_id | interaction_id [, rubric], reviewer, scores, comment?, skipped_reason?,
-flagged?}: for each it leases the item to that reviewer and submits (or skips, or flags), so every check,
-state change and adjudication rule applies exactly as in the app. Replayed labels are stored with via="replay".
-`replay_pandalm` turns PandaLM's 999 human-annotated pairs (3 annotators each) into interactions, the baseline
-judges' verdicts and review items, then replays the three annotators' labels.
-"""
+"""Replay labels people already gave through the same service layer the review app uses (lease, then submit,
+skip or flag, as the reviewer; stored with via="replay"), and PandaLM's 999 human-annotated pairs as
+interactions, the baseline judges' verdicts and review items, with the three annotators' labels replayed."""
 
 from __future__ import annotations
 

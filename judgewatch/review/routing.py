@@ -1,15 +1,12 @@
-"""Routing: which stored verdicts become review items, decided by a hash of the verdict id.
+"""Routing: which stored verdicts become review items, decided by independent hashes of the verdict id (the same
+decision on any machine, every time), with each item's exact inclusion probability: the chance that the whole
+design routes that verdict, which every estimate weighs its label by (docs/review_queue.md).
 
-- uniform: a share (`review_share`, default 10%) of SCORED verdicts, chosen by a deterministic hash, so
-  re-running routes exactly the same ones on any machine; these items are a simple random sample.
-- or, with a label budget (`review_budget`, labels a day), uncertainty-weighted: a smaller uniform share plus an
-  active share that grows with the judge's predicted error on the verdict (review/active.py).
-- targeted, optional: a share of unscored verdicts, and a share of borderline ones (overall score within
-  `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint when it has none).
-Each pick uses its own independent hash, so an item's `inclusion_probability` is exact: the chance that the
-whole design routes that verdict (for a borderline verdict, 1 - (1 - uniform)(1 - borderline)). Weighting
-labels by 1/p gives unbiased estimates over all verdicts. Of routed items, `double_label_share` (again by
-hash) need two reviewers. Routing the same verdict again never creates a second item or resets one.
+- uniform: `review_share` of the scored verdicts, a simple random sample; or, with a label budget
+  (`review_budget`, labels a day), a smaller uniform share plus an active one (`review.active`);
+- targeted, optional: a share of unscored verdicts, and of borderline ones (overall score within
+  `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint).
+Of routed items, `double_label_share` need two reviewers. Routing again never creates a second item or resets one.
 """
 
 from __future__ import annotations

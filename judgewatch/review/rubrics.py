@@ -1,9 +1,6 @@
-"""The rubric a review item is labeled against: the rubric file by name, or a review-only built-in rubric.
-
-The built-in `pandalm_preference` rubric labels PandaLM-style A/B pairs (1 = response 1 better, 2 = tie,
-3 = response 2 better), so a reviewer's label and the judge's verdict live on one three-point scale where
-"one says 1, the other 3" is a disagreement of two points.
-"""
+"""The rubric a review item is labeled against: the rubric file by name, or a review-only built-in rubric
+(`pandalm_preference`: PandaLM-style A/B pairs on one three-point scale, 1 = response 1 better, 2 = tie, 3 =
+response 2 better)."""
 
 from __future__ import annotations
 

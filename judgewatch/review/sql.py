@@ -1,8 +1,6 @@
-"""The SQL of the queue's hot paths, built once: item states as literals, "labeled by", "leasable", the picks.
-
-Statements take bound parameters (`who`, `now`, `until`, `item`) instead of being rebuilt per call: leasing
-and submitting run for every key press, and building SQLAlchemy expressions costs more than running them.
-State values are inlined as literals so both planners can match the partial indexes on `state`.
+"""The SQL of the queue's hot paths, built once with bound parameters (`who`, `now`, `until`, `item`): building
+SQLAlchemy expressions costs more than running them. Item states are literals, so both planners can match the
+partial indexes on `state` (docs/review_queue.md, "The queue's statements").
 """
 
 from __future__ import annotations

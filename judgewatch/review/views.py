@@ -1,8 +1,5 @@
-"""What the review service hands to a screen: the blind item, the reveal after submitting, progress, errors.
-
-`LeasedItem` deliberately has no verdict and no tier: a reviewer sees those only in `Revealed`, after their
-label is stored.
-"""
+"""What the review service hands to a screen: the blind item (no verdict, no tier), the reveal after submitting,
+progress, errors."""
 
 from __future__ import annotations
 
