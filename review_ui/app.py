@@ -1,11 +1,8 @@
 """The review app: Gradio Blocks with the Queue and Adjudication tabs and the owners' aggregate pages.
 
-Everything sits behind Gradio's login, checked against the reviewer accounts in the database, with failed
-logins limited per account and per address; the MCP server, the API page and uploads stay off. Login is only
-the first gate: every handler checks that its caller's account is active and that its role may use the page
-(a logged-in session can call any handler). Reviewers see the Queue; adjudicators also Adjudication, Tiers,
-Calibration and Judges; owners everything. `judgewatch review-ui` calls `serve`; tests call `build_app` +
-`launch_options` on a free port.
+Everything sits behind Gradio's login against the reviewer accounts, with failed logins limited per account and
+per address; the MCP server, the API page and uploads stay off. Every handler also checks that its caller's
+account is active and that its role may use the page (a logged-in session can call any handler).
 """
 
 from __future__ import annotations

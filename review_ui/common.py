@@ -1,14 +1,9 @@
-"""Helpers the review app's pages share: who is asking (and may they), the period controls, empty tables.
-
-Every handler of every page starts with `require_role`: a logged-in session can call any handler (Gradio's
-`api_visibility` only hides it), so the handler checks that the account is still active and that its role
-may see the page. A disabled account's sessions are ended on its next request.
-"""
+"""Helpers the review app's pages share: who is asking (and may they), the period controls, empty tables. Every
+handler starts with `require_role`: Gradio's `api_visibility` only hides a handler, a logged-in session can call it."""
 
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Collection
 
 import gradio as gr
@@ -19,8 +14,6 @@ from sqlalchemy import Engine
 from judgewatch.review.accounts import AGGREGATE_ROLES, Role, role_of
 from judgewatch.storage.db import session_scope
 from review_ui.session_guard import end_sessions
-
-logger = logging.getLogger(__name__)
 
 SINCE_CHOICES = [("last 7 days", "7d"), ("last 30 days", "30d"), ("last 90 days", "90d"), ("all time", "")]
 

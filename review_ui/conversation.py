@@ -1,10 +1,5 @@
-"""A conversation's turns as the review pages show them: the earlier turns folded away, the last exchange open.
-
-`split` gives the turns before the question (shown collapsed) and the tool use between the question and the
-answer (shown with the question). Each turn reads as a heading ("User", "Assistant", "Tool result
-(get_weather)") and its text, tool calls written out as "calls get_weather with {...}". The queue page escapes
-both as Markdown text (no HTML from a turn reaches the browser); the items page puts them in text boxes.
-"""
+"""A conversation's turns as the review pages show them: the turns before the question folded away, the tool use
+between the question and the answer shown with it; each turn a heading and its text, tool calls written out."""
 
 from __future__ import annotations
 

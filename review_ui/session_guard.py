@@ -1,15 +1,7 @@
-"""HTTP-level guard in front of the Gradio app: who is calling from where, and sessions of disabled accounts.
-
-An ASGI middleware (passed to Gradio's FastAPI app through `launch(app_kwargs=...)`) that
-
-- records the caller's address for the login check, so failed logins are limited per address too (Gradio
-  calls the `auth` function with name and password only);
-- answers 429 to a login from an address that is locked out, before Gradio reads the form;
-- ends the sessions of an account that was disabled: a request carrying its session cookie finds the session
-  gone (Gradio then asks for a login), checked at most every `recheck_s` seconds per account;
-- refuses (403) a request from another web origin, login included, and makes the session cookies
-  `SameSite=Lax` (`review_ui.origins`).
-"""
+"""HTTP-level guard in front of the Gradio app (an ASGI middleware): it records the caller's address for the login
+throttle (Gradio's `auth` gets name and password only), answers 429 to a login from a locked-out address, ends
+the sessions of a disabled account (checked at most every `recheck_s` seconds per account), and refuses other web
+origins (`review_ui.origins`)."""
 
 from __future__ import annotations
 

@@ -11,13 +11,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from judgewatch.alerts.rules import (
-    CorrectedScoreBelow,
-    DriftAlertOpen,
-    JudgeSpendAbove,
-    Rule,
-    UnscoredShareAbove,
-)
+from judgewatch.alerts.rules import CorrectedScoreBelow, DriftAlertOpen, JudgeSpendAbove, Rule, UnscoredShareAbove
 from judgewatch.judging.spend_cap import settings_day_spend
 from judgewatch.metrics.queries import latest_tier_snapshots
 from judgewatch.settings import Settings

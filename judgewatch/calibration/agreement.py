@@ -8,7 +8,6 @@ probability-weighted score when the frame was loaded with `reading="expected"`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -35,8 +34,6 @@ from judgewatch.stats import (
 from judgewatch.stats.estimate import MIN_LABELS, interval_reason
 from judgewatch.storage.review import PickReason
 
-logger = logging.getLogger(__name__)
-
 EXTREME_PREVALENCE = 0.8  # one category holding this share of the ratings: kappa collapses, AC1 is shown
 ESTIMATES = ("weighted_kappa", "cohen_kappa", "spearman", "bias", "exact", "ac1")  # AgreementRow's statistics
 
@@ -56,10 +53,6 @@ class AgreementRow:
     ac1: Estimate  # Gwet's AC1: readable where extreme prevalence makes kappa collapse
     interval_note: str = ""  # "too few labels (n=k, need m)" when there are no intervals, else ""
     prevalence_note: str = ""  # why kappa is near zero beside high agreement, when prevalence is extreme
-
-    @property
-    def extreme_prevalence(self) -> bool:
-        return bool(self.prevalence_note)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ golden items only); anything else (files judged by hand, judge validation runs) 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,8 +17,6 @@ import pandas as pd
 from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_mean, survey_ppi_mean
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason
 from judgewatch.stats.sequential import batch_cs
-
-logger = logging.getLogger(__name__)
 
 TRAFFIC = "traffic_quality"
 RELEASE = "release_quality"

@@ -4,7 +4,6 @@ gate decisions of the shown judge series (the gate's own numbers, not recomputed
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,8 +12,6 @@ from sqlalchemy import Engine
 
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import GateDecision, gate_decisions
-
-logger = logging.getLogger(__name__)
 
 MAX_RELEASES = 5  # the newest releases the lead shows; the gate reports hold the rest
 OUTCOME_TEXT = {"pass": "pass", "regression": "REGRESSION", "error": "could not evaluate"}

@@ -7,7 +7,6 @@ re-judging runs never make a series, and a judge validation run has no tiers, so
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,8 +18,6 @@ from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.releases import GateDecision
 from judgewatch.storage.runs import EvalRun, RunKind
 from judgewatch.storage.verdicts import VerdictRecord, is_current
-
-logger = logging.getLogger(__name__)
 
 MAX_SERIES = 5  # series offered (newest first): each costs the calibration flow one summary per period
 GATES_LOOKED_AT = 50

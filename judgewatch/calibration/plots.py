@@ -8,7 +8,6 @@ and a picture with none left says why instead of drawing empty axes.
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,8 +24,6 @@ from judgewatch.calibration.agreement import AgreementRow
 from judgewatch.calibration.estimands import EstimandRow
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import WindowStats
-
-logger = logging.getLogger(__name__)
 
 DPI = 110
 COLORS = plt.get_cmap("tab10")

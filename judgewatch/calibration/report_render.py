@@ -7,7 +7,6 @@ import base64
 import dataclasses
 import html
 import json
-import logging
 import math
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -15,8 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-
-logger = logging.getLogger(__name__)
 
 Format = Literal["md", "html", "json"]
 

@@ -8,7 +8,6 @@ given; of several labels, an adjudicated score wins, else the first submitted.
 
 from __future__ import annotations
 
-import logging
 from contextlib import nullcontext
 from datetime import datetime
 from typing import Literal
@@ -24,8 +23,6 @@ from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.review import NOT_BY_PEOPLE, ReviewItem, ReviewLabel
 from judgewatch.storage.verdicts import CriterionScore, VerdictRecord, is_current
-
-logger = logging.getLogger(__name__)
 
 NO_TIER = "(no tier)"
 ScoreReadingChoice = Literal["integer", "expected"]

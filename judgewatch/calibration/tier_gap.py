@@ -8,7 +8,6 @@ away the very difference measured); a cell only one tier served is left out and 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,8 +18,6 @@ from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_e
 from judgewatch.regression.tier_gap import GAP_RELEASE_UNPAIRED, GAP_SAME_ITEMS  # one label per estimand, the gate's
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason, t_quantile
-
-logger = logging.getLogger(__name__)
 
 GAP_TRAFFIC = "tier_gap_traffic"
 GAP_ADJUSTED = "tier_gap_traffic_mix_adjusted"

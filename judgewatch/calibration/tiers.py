@@ -13,13 +13,7 @@ import numpy as np
 import pandas as pd
 
 from judgewatch.calibration.estimands import group_ppi
-from judgewatch.stats import (
-    Estimate,
-    PPIEstimate,
-    ppi_diff_unpaired,
-    ppi_mean,
-    time_windows,
-)
+from judgewatch.stats import Estimate, PPIEstimate, ppi_diff_unpaired, ppi_mean, time_windows
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, difference_bounds, interval_reason
 from judgewatch.stats.unpaired import shares_items
 

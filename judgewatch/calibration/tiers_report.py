@@ -4,7 +4,6 @@ trust, tier scores, tier differences, agreement, trends, drift alerts, the ancho
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,6 @@ from judgewatch.calibration.report_render import Block, Format, fmt_num, jsonabl
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import Estimate, PPIEstimate
-
-logger = logging.getLogger(__name__)
 
 GATE_SECTION = "The gate's question"
 SECTIONS = (

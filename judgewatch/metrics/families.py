@@ -5,7 +5,6 @@ zero" and a stacked panel see every series from the first scrape."""
 from __future__ import annotations
 
 import itertools
-import logging
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -26,8 +25,6 @@ from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE
 VerdictRow: TypeAlias = Row[Any]
 SnapshotRow: TypeAlias = Row[Any]
 TrustRow: TypeAlias = Row[Any]
-
-logger = logging.getLogger(__name__)
 
 QUEUE_STATES: dict[str, str] = {
     ItemState.available.value: "waiting",

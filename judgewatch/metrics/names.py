@@ -167,12 +167,7 @@ STORE_UP = MetricSpec(
     (),
     "1 when the last scrape read the store, 0 when the database could not be read (values are then missing).",
 )
-SCRAPE_SECONDS = MetricSpec(
-    "judgewatch_scrape_duration_seconds",
-    "gauge",
-    (),
-    "Seconds the last store read took.",
-)
+SCRAPE_SECONDS = MetricSpec("judgewatch_scrape_duration_seconds", "gauge", (), "Seconds the last store read took.")
 
 # Every spec above, in the order declared.
 CATALOGUE: tuple[MetricSpec, ...] = tuple(spec for spec in list(globals().values()) if isinstance(spec, MetricSpec))

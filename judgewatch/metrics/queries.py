@@ -8,7 +8,6 @@ time, `storage.verdict_counts`), review labels and queue buckets from `review_co
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,8 +26,6 @@ from judgewatch.storage.review_counts import LABEL, OPEN, QUEUE, ReviewCount
 from judgewatch.storage.runs import EvalRun, RunStatus
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.storage.verdict_counts import VerdictCount
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)

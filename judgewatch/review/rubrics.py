@@ -4,13 +4,10 @@ response 2 better)."""
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
 from pathlib import Path
 
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError, Scale, load_rubric
-
-logger = logging.getLogger(__name__)
 
 PANDALM_PREFERENCE = "pandalm_preference"
 

@@ -173,9 +173,7 @@ _GOT = select(_RENEWED).union_all(select(_CLAIMED)).subquery("got")
 # Account check, renewal of the lease held, else pick-and-lease of the next free item, and the blind screen's
 # columns: one row, `active` None when there is no such account, `id` None when nothing was free.
 _LEASE_NEXT = select(
-    ME.c.active,
-    *(_GOT.c[c.name] for c in LEASED_COLUMNS if c.name != "interaction_id"),
-    *CONTENT_COLUMNS,
+    ME.c.active, *(_GOT.c[c.name] for c in LEASED_COLUMNS if c.name != "interaction_id"), *CONTENT_COLUMNS
 ).select_from(ME.outerjoin(_GOT, true()).outerjoin(INTERACTIONS, INTERACTIONS.c.id == _GOT.c.interaction_id))
 
 _ME_ROW = select(IS_ACTIVE.scalar_subquery().label("active")).subquery("me")

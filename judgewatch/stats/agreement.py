@@ -7,7 +7,6 @@ multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -25,8 +24,6 @@ from judgewatch.stats.estimate import (
     wilson_bounds,
     z_value,
 )
-
-logger = logging.getLogger(__name__)
 
 KappaWeights = Literal["quadratic", "linear"]
 

@@ -7,15 +7,11 @@ caller reports how many there were.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.estimate import Estimate, as_float_array, percentile_bounds
-
-logger = logging.getLogger(__name__)
 
 
 def auroc(good: ArrayLike, bad: ArrayLike) -> float:
@@ -55,13 +51,7 @@ def _weighted_auroc(hist_good: NDArray[np.float64], hist_bad: NDArray[np.float64
 
 
 def auroc_interval(
-    good: ArrayLike,
-    bad: ArrayLike,
-    *,
-    paired: bool = True,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
+    good: ArrayLike, bad: ArrayLike, *, paired: bool = True, level: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
     """AUROC with a percentile-bootstrap interval; `n` counts the scored (good, bad) answers used together.
 

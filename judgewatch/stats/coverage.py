@@ -4,7 +4,6 @@ human-only intervals cover it and how their widths compare."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,8 +11,6 @@ from numpy.typing import ArrayLike
 
 from judgewatch.stats.estimate import as_float_array
 from judgewatch.stats.ppi import classical_mean, ppi_mean
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

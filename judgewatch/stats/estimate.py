@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
-
-logger = logging.getLogger(__name__)
 
 MIN_LABELS = 5  # default minimum of human labels under which no interval is given (Settings.min_labels)
 SCALE_STEP = 1.0  # one point of the rubric's integer scale: the smallest disagreement a label can show
@@ -158,11 +155,7 @@ def pseudo_labels(level: float) -> float:
 
 
 def bounded_label_phase(
-    weights: NDArray[np.float64],
-    resid: NDArray[np.float64],
-    anchor: float,
-    bounds: tuple[float, float],
-    level: float,
+    weights: NDArray[np.float64], resid: NDArray[np.float64], anchor: float, bounds: tuple[float, float], level: float
 ) -> LabelPhase:
     """The label phase of a mean of bounded scores, as though `pseudo_labels(level)` more labels had been seen,
     half at each bound, on items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2

@@ -4,15 +4,12 @@ units with fewer than two values are not pairable and are ignored)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgewatch.stats.estimate import Estimate, percentile_bounds, z_value
-
-logger = logging.getLogger(__name__)
 
 AlphaLevel = Literal["nominal", "ordinal", "interval"]
 

@@ -20,7 +20,6 @@ human-only estimate, 1: plain PPI). The interval is the bounded-score Student-t 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +37,6 @@ from judgewatch.stats.estimate import (
     t_interval,
     z_value,
 )
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
@@ -11,8 +10,6 @@ import numpy as np
 from scipy import stats
 
 from judgewatch.stats.estimate import Estimate, normal_interval, wilson_bounds
-
-logger = logging.getLogger(__name__)
 
 
 def sign_test(better: int, worse: int) -> float:

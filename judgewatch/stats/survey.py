@@ -21,7 +21,6 @@ Student-t one of docs/statistics.md, with the labels' Kish effective number - 1 
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,8 +38,6 @@ from judgewatch.stats.estimate import (
     two_sided_p,
     z_value,
 )
-
-logger = logging.getLogger(__name__)
 
 MIN_LABELS_TO_TUNE = 30  # fewer labels: the judge weight is not tuned on them (lam = 1, plain PPI)
 

@@ -8,7 +8,6 @@ correlation only widens the interval (conservative).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +15,6 @@ from numpy.typing import ArrayLike
 
 from judgewatch.stats.estimate import as_float_array, z_value
 from judgewatch.stats.survey import difference
-
-logger = logging.getLogger(__name__)
 
 MIN_SHARED = 0.5  # pair two tiers when the items both answered are at least this share of the larger tier's items
 

@@ -1,12 +1,7 @@
-"""`judgewatch compare A B`: two releases, or two tiers of one release, on the items both answered.
-
-A side is `RELEASE` or `RELEASE/TIER`. Items pair on (golden set or source kind, item id), plus the tier when two
-whole releases are compared, and only under one judge series and rubric (scores of different judges are not
-comparable): the series with the most pairs unless one is named. Per criterion: the mean of B - A over pairs scored
-on both sides, with the paired bootstrap interval the gate uses (`stats.paired`). Pairs where either side is unscored
-or not applicable are listed apart with their reasons, never dropped silently. Items are listed regressions first
-(largest drop first), then improvements, each with both answers and the words that differ marked
-(`[-only in A-]`, `{+only in B+}`).
+"""`judgewatch compare A B`: two releases, or two tiers of one release (`RELEASE` or `RELEASE/TIER`), on the items
+both answered, under one judge series and rubric (the one with the most pairs unless named). Per criterion the mean
+of B - A with the gate's paired bootstrap interval; unscored pairs listed apart with their reasons; items listed
+regressions first, each answer pair with the words that differ marked (`[-only in A-]`, `{+only in B+}`).
 """
 
 from __future__ import annotations

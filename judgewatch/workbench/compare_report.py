@@ -6,6 +6,7 @@ from pathlib import Path
 
 from judgewatch.calibration.report_render import Block, fmt_num, write_blocks
 from judgewatch.workbench.compare import Comparison, PairRow, word_diff
+from judgewatch.workbench.items import scores_text
 
 SHOWN = 50  # items listed per section in md/html; the JSON lists every one
 CRITERIA_HEADERS = ("criterion", "pairs", "A mean", "B mean", "delta [95% CI]", "interval", "pairs unscored")
@@ -31,10 +32,6 @@ def unscored_rows(pairs: list[PairRow]) -> list[tuple[str, ...]]:
     return [(p.key, p.unscored.get("a", "scored"), p.unscored.get("b", "scored"), p.question) for p in pairs]
 
 
-def _scores(scores: dict[str, int | None]) -> str:
-    return ", ".join(f"{c} {'-' if s is None else s}" for c, s in sorted(scores.items()))
-
-
 def write_comparison(comparison: Comparison, output: Path, fmt: str) -> list[Path]:
     c = comparison
     title = f"judgewatch compare: {c.a} (A) against {c.b} (B)"
@@ -52,8 +49,8 @@ def write_comparison(comparison: Comparison, output: Path, fmt: str) -> list[Pat
     for name, pairs in (("Regressions", c.regressions), ("Improvements", c.improvements)):
         more = f" (first {SHOWN} of {len(pairs)}; the JSON lists all)" if len(pairs) > SHOWN else ""
         blocks.append(Block("h2", f"{name}: {len(pairs)} items{more}"))
-        rows = [(p.key, delta_text(p), p.question, word_diff(p.answer_a, p.answer_b), _scores(p.scores_a),
-                 _scores(p.scores_b)) for p in pairs[:SHOWN]]  # fmt: skip
+        rows = [(p.key, delta_text(p), p.question, word_diff(p.answer_a, p.answer_b), scores_text(p.scores_a),
+                 scores_text(p.scores_b)) for p in pairs[:SHOWN]]  # fmt: skip
         if pairs:
             blocks.append(Block("table", headers=headers, rows=tuple(rows)))
     blocks.append(Block("p", f"Unchanged on every criterion: {c.unchanged} items."))
