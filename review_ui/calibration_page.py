@@ -64,19 +64,10 @@ def alerts_frame(engine: Engine, rubric: str, limit: int = 50) -> pd.DataFrame:
     with session_scope(engine) as session:
         alerts = get_alerts(session=session, rubric_name=rubric)[:limit]
     rows = [
-        [
-            a.state,
-            a.tier,
-            a.criterion,
-            a.window,
-            f"{a.window_start:%Y-%m-%d}",
-            a.kind,
-            fmt_num(a.p_agreement_drop, ".2g"),
-            fmt_num(a.p_bias_shift, ".2g"),
-            a.message,
-        ]
+        [a.state, a.tier, a.criterion, a.window, f"{a.window_start:%Y-%m-%d}", a.kind,
+         fmt_num(a.p_agreement_drop, ".2g"), fmt_num(a.p_bias_shift, ".2g"), a.message]
         for a in alerts
-    ]
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=ALERT_COLUMNS) if rows else message_frame("No drift alerts.")
 
 

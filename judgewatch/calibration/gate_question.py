@@ -108,15 +108,7 @@ def lead_line(rows: list[GateRow]) -> str:
 
 def table_rows(rows: list[GateRow]) -> list[list[str]]:
     return [
-        [
-            r.release,
-            f"{r.decided_at:%Y-%m-%d %H:%M}",
-            OUTCOME_TEXT.get(r.outcome, r.outcome),
-            r.tier or "-",
-            r.criterion or "-",
-            gap_text(r),
-            r.baseline or "-",
-            r.meaning,
-        ]
+        [r.release, f"{r.decided_at:%Y-%m-%d %H:%M}", OUTCOME_TEXT.get(r.outcome, r.outcome), r.tier or "-",
+         r.criterion or "-", gap_text(r), r.baseline or "-", r.meaning]
         for r in rows
-    ]
+    ]  # fmt: skip

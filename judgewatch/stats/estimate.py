@@ -25,13 +25,6 @@ class Estimate:
     high: float
     n: int
 
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def covers(self, value: float) -> bool:
-        return bool(self.low <= value <= self.high)
-
 
 def z_value(level: float) -> float:
     """Two-sided standard-normal quantile for a confidence `level` in (0, 1)."""
@@ -63,14 +56,9 @@ def t_quantile(df: float, level: float) -> float:
     return float(special.stdtrit(df, 0.5 + level / 2.0)) if df >= 1 else float("nan")
 
 
-def too_few_labels(n: int, need: int) -> str:
-    """What an estimate reads instead of an interval below the minimum number of labels."""
-    return f"too few labels (n={n}, need {need})"
-
-
 def interval_reason(n: int, need: int) -> str:
-    """ "" when `n` labels are enough for an interval, else the `too_few_labels` sentence."""
-    return "" if n >= need else too_few_labels(n, need)
+    """ "" when `n` labels are enough for an interval, else what the estimate reads in its place."""
+    return "" if n >= need else f"too few labels (n={n}, need {need})"
 
 
 def percentile_bounds(replicates: NDArray[np.float64], level: float) -> tuple[float, float]:
@@ -149,22 +137,17 @@ class LabelPhase:
     total: float
 
 
-def pseudo_labels(level: float) -> float:
-    """How many pseudo-labels the bounded interval adds: z^2, half at each end of the scale (Agresti-Coull)."""
-    return z_value(level) ** 2
-
-
 def bounded_label_phase(
     weights: NDArray[np.float64], resid: NDArray[np.float64], anchor: float, bounds: tuple[float, float], level: float
 ) -> LabelPhase:
-    """The label phase of a mean of bounded scores, as though `pseudo_labels(level)` more labels had been seen,
-    half at each bound, on items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2
-    failures" for a score in [low, high] (docs/statistics.md, "Intervals that stay honest with few labels").
+    """The label phase of a mean of bounded scores, as though z^2 more labels had been seen, half at each bound, on
+    items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2 failures" for a score
+    in [low, high] (docs/statistics.md, "Intervals that stay honest with few labels").
 
     weights: each label's weight; resid: label - lam * judge score; anchor: lam * the judge's mean, the judge
     part of a pseudo-label's residual (so pseudo-labels carry no judge signal).
     """
-    kappa = pseudo_labels(level)
+    kappa = z_value(level) ** 2  # pseudo-labels, half at each end of the scale
     used = int(np.count_nonzero(weights > 0))
     each = float(weights.sum()) / max(used, 1)  # a pseudo-label weighs as an average label
     pseudo = np.array([bounds[0] - anchor, bounds[1] - anchor])
