@@ -2,8 +2,7 @@
 
 Everything sits behind Gradio's login against the reviewer accounts, with failed logins limited per account and
 per address; the MCP server, the API page and uploads stay off. Every handler also checks that its caller's
-account is active and that its role may use the page (a logged-in session can call any handler).
-"""
+account is active and that its role may use the page (a logged-in session can call any handler)."""
 
 from __future__ import annotations
 
@@ -105,10 +104,8 @@ CSS = """
 
 
 def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilder] | None = None) -> gr.Blocks:
-    """The app's Blocks; `extra_tabs` (default: Judges, Tiers, Calibration) each add an aggregate page's tab.
-
-    Each tab is shown only to the roles that may use it (set when the page loads); the handlers check anyway.
-    """
+    """The app's Blocks; `extra_tabs` (default: Judges, Tiers, Calibration) each add an aggregate page's tab. Each tab
+    is shown only to the roles that may use it (set when the page loads); the handlers check anyway."""
     queue = ReviewQueue(
         engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir, scrub_pii=settings.pii_scrub
     )

@@ -27,10 +27,8 @@ def username(request: gr.Request | None) -> str:
 
 
 def require_role(engine: Engine, request: gr.Request | None, roles: Collection[Role] | None = None) -> str:
-    """The caller's name when the account is active (and, given `roles`, has one of them); a gr.Error otherwise.
-
-    A disabled account also loses its sessions here, so its next page load asks for a login again.
-    """
+    """The caller's name when the account is active (and, given `roles`, has one of them); a gr.Error otherwise. A
+    disabled account also loses its sessions here, so its next page load asks for a login again."""
     name = username(request)
     with session_scope(engine) as session:
         role = role_of(session=session, name=name)

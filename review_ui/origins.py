@@ -5,8 +5,7 @@ Gradio's CORS middleware trusts any origin once the app has a real host name (it
 the reviewer. Here: `OriginPolicy.refusal` (used by `SessionGuard`) answers 403 to a request from an origin that is
 neither the app's own nor in `review_allowed_origins`, and to a state-changing `Sec-Fetch-Site: cross-site` request
 without one; `same_site_lax` makes the session cookies `SameSite=Lax`; `CorsHeaderFilter`, installed in front of
-Gradio's CORS layer, sends no `Access-Control-Allow-*` header to an origin that is not allowed.
-"""
+Gradio's CORS layer, sends no `Access-Control-Allow-*` header to an origin that is not allowed."""
 
 from __future__ import annotations
 

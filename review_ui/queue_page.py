@@ -2,8 +2,7 @@
 
 Handlers hold no authority of their own: the review service checks the account and the lease. Judged content
 (turns, question, references, answer) is Markdown with its HTML escaped and images turned to text
-(`untrusted_md`); free text that should read literally (judge reason, names, messages) is escaped completely.
-"""
+(`untrusted_md`); free text that should read literally (judge reason, names, messages) is escaped completely."""
 
 from __future__ import annotations
 

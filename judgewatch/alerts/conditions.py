@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session
 
 from judgewatch.alerts.rules import CorrectedScoreBelow, DriftAlertOpen, JudgeSpendAbove, Rule, UnscoredShareAbove
+from judgewatch.calibration.report_render import fmt_num
 from judgewatch.judging.spend_cap import settings_day_spend
 from judgewatch.metrics.queries import latest_tier_snapshots
 from judgewatch.settings import Settings
@@ -48,10 +49,6 @@ def _matches(rule: CorrectedScoreBelow | DriftAlertOpen, rubric: str | None, tie
                                                              (rule.criterion, criterion)))  # fmt: skip
 
 
-def _number(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
 def _corrected(session: Session, rule: CorrectedScoreBelow) -> list[Observation]:
     out = []
     for snapshot in latest_tier_snapshots(session=session):
@@ -63,11 +60,11 @@ def _corrected(session: Session, rule: CorrectedScoreBelow) -> list[Observation]
             subject = f"rubric={snapshot.rubric_name} {rule.estimand} {population} tier={row['tier']} " \
                       f"criterion={row['criterion']}"  # fmt: skip
             estimate = row.get("estimate")
-            interval = f"[{_number(row.get('low'))}, {_number(row.get('high'))}]"
+            interval = f"[{fmt_num(row.get('low'))}, {fmt_num(row.get('high'))}]"
             text = (
                 f"{snapshot.rubric_name} {rule.estimand} ({population}), tier {row['tier']}, {row['criterion']}: "
-                f"corrected score {_number(estimate)} {row.get('interval_note') or interval} (judge only "
-                f"{_number(row.get('judge_mean'))}; n sampled {row['n_sampled']}, n labeled {row['n_labeled']}), "
+                f"corrected score {fmt_num(estimate)} {row.get('interval_note') or interval} (judge only "
+                f"{fmt_num(row.get('judge_mean'))}; n sampled {row['n_sampled']}, n labeled {row['n_labeled']}), "
                 f"threshold {rule.threshold:g}; calibration snapshot since {payload.get('since') or 'all time'}, "
                 f"computed {snapshot.computed_at:%Y-%m-%d %H:%M} UTC"
             )

@@ -6,5 +6,4 @@
 - `drift`: windows, the stated drift test, stored alerts, the webhook
 - `anchors`: the frozen anchor set, re-judged once per judge configuration, compared with the previous one
 - `summary`: everything the Tiers report and pages show, computed once; `plots`: their PNG pictures
-- `demo`, `synthetic`: labels that are NOT human (golden known answers; seeded synthetic data), always marked
-"""
+- `demo`, `synthetic`: labels that are NOT human (golden known answers; seeded synthetic data), always marked"""

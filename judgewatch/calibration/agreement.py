@@ -3,8 +3,7 @@
 Measured on the uniformly routed labels only, a simple random sample of the scored verdicts (targeted picks,
 chosen where the judge is least sure, would understate it). Kappas, exact agreement and the confusion matrices
 compare categories, so they read the integer the judge wrote; Spearman and bias read `judge` (the
-probability-weighted score when the frame was loaded with `reading="expected"`).
-"""
+probability-weighted score when the frame was loaded with `reading="expected"`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The anchor set: frozen interactions every new judge configuration re-judges, compared with the previous one the
 same day (weighted kappa, mean shift per criterion), before any human label arrives. A configuration judges the
 anchors once (only transient failures are tried again); it judges them all again when its endpoint's fingerprint
-changes or its last judging is older than `anchor_rejudge_days`, so a server change nothing reports is caught.
-"""
+changes or its last judging is older than `anchor_rejudge_days`, so a server change nothing reports is caught."""
 
 from __future__ import annotations
 

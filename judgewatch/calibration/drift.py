@@ -3,8 +3,7 @@
 A series lives within one release and tier (a new release starts a new series instead of reading as judge
 drift). Each series with enough uniformly routed labels gets the anytime-valid check `stats.drift_monitor`
 (docs/statistics.md, "Numbers checked every period"), Bonferroni over its two hypotheses and every series
-tested. An alert is stored once per series and window; a later window that tests within chance resolves it.
-"""
+tested. An alert is stored once per series and window; a later window that tests within chance resolves it."""
 
 from __future__ import annotations
 
@@ -203,9 +202,8 @@ class TestedWindow(Protocol):
 
 
 def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
-    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance.
-
-    `served_model`: the served-model-change alerts of the series (else its judge drift alerts)."""
+    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance. `served_model`: the
+    served-model-change alerts of the series (else its judge drift alerts)."""
     start = tested.current_start
     if start is None:
         return 0

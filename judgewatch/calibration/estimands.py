@@ -4,8 +4,7 @@
 A score-frame row belongs to one population, read from its interaction's source: `traffic:<name>` rows are
 sampled production traffic (estimated by `stats.survey_ppi_mean`, weighted by sampling x routing probability),
 `release:<R>/<tier>/<set>` rows are golden regression items (`stats.ppi_mean`, corrected by labels on those
-golden items only); anything else (files judged by hand, judge validation runs) enters no estimate.
-"""
+golden items only); anything else (files judged by hand, judge validation runs) enters no estimate."""
 
 from __future__ import annotations
 
@@ -31,12 +30,9 @@ GOLDEN_SOURCE = r"^release:(?P<release>[^/]+)/[^/]+/(?P<dataset>.+)$"
 
 @dataclass(frozen=True, slots=True)
 class EstimandRow:
-    """One estimate, labeled with what it estimates and what it rests on.
-
-    n_sampled: judge scores (verdicts) it uses; n_labeled: of those, items with a human label; n_effective: how
-    many labels the human-only estimate would need for the same standard error (`effective_n`; NaN without an
-    interval).
-    """
+    """One estimate, labeled with what it estimates and what it rests on. n_sampled: judge scores (verdicts) it uses;
+    n_labeled: of those, items with a human label; n_effective: how many labels the human-only estimate would need for
+    the same standard error (`effective_n`; NaN without an interval)."""
 
     estimand: str  # TRAFFIC | RELEASE
     tier: str

@@ -5,8 +5,7 @@ Read from an OpenAI-compatible vLLM endpoint: `/v1/models` (id, root = the weigh
 owned_by, parent), `/version`, and the `vllm:*_info` gauges of `/metrics` (`serving`: every dtype and
 quantization label, and the KV cache's bytes per token, the one number in which vLLM 0.32 shows the model's
 dtype). The calibration flow stores it per endpoint; a change re-judges the anchors at once and is reported
-field by field.
-"""
+field by field."""
 
 from __future__ import annotations
 

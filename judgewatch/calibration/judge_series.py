@@ -2,8 +2,7 @@
 
 The Tiers page offers each series with tiered verdicts; by default it shows the one the latest gate used (the
 judge a release was decided on), else the latest gate's whose judge graded tiers, and says so. Verdicts of anchor
-re-judging runs never make a series, and a judge validation run has no tiers, so it never becomes the default.
-"""
+re-judging runs never make a series, and a judge validation run has no tiers, so it never becomes the default."""
 
 from __future__ import annotations
 

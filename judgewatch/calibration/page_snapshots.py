@@ -3,8 +3,7 @@ page or writing the report is one read instead of a scan of every verdict of the
 
 The calibration flow renders the report once per page period and judge series (`judge_series.MAX_SERIES`
 at most) and stores its blocks, JSON document, confusion matrices, reviewer agreement and which series is the
-default and why: one row per rubric, period and series, replaced on every run.
-"""
+default and why: one row per rubric, period and series, replaced on every run."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Each draws the numbers of a table beside it (docs/statistics.md, "Plots and tables show the same numbers") and
 names in its title what it covers. An over-time panel needs two days (weeks) of data: one without is left out,
-and a picture with none left says why instead of drawing empty axes.
-"""
+and a picture with none left says why instead of drawing empty axes."""
 
 from __future__ import annotations
 
@@ -203,12 +202,10 @@ def agreement_weeks(points: dict[tuple[str, str], list[WindowStats]]) -> tuple[l
 
 
 def agreement_png(points: dict[tuple[str, str], list[WindowStats]], overall: Sequence[AgreementRow] = ()) -> bytes:
-    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion
-    with labels in two weeks or more.
-
-    The weekly points come from the same labels as the agreement table (`overall`), whose all-period value is
-    drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted weeks.
-    """
+    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion with
+    labels in two weeks or more. The weekly points come from the same labels as the agreement table (`overall`), whose
+    all-period value is drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted
+    weeks."""
     criteria, why = agreement_weeks(points)
     if not criteria:
         return message_png(why)

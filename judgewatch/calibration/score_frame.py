@@ -3,8 +3,7 @@
 `judge` is the score the estimates read (`load_scores(reading=...)`: the integer the judge wrote, or its
 probability-weighted score where it has one). A human label belongs to the interaction, not to the verdict that
 routed it (reviewers never see the verdict), so a new judge configuration's verdicts meet the labels already
-given; of several labels, an adjudicated score wins, else the first submitted.
-"""
+given; of several labels, an adjudicated score wins, else the first submitted."""
 
 from __future__ import annotations
 
@@ -51,12 +50,10 @@ def load_scores(
     reading: ScoreReadingChoice = "integer",
 ) -> pd.DataFrame:
     """Per (scored verdict, criterion with a score): judge score, tier, time, and the human label if any.
-
-    `reading="expected"`: `judge` is the probability-weighted score where the verdict carries one (`judge_reading`
-    says which, per row; `judge_integer` keeps the integer). `at` is the interaction's time, which `since` filters
-    on. `sample_prob` and `stratum` are the sampling pick's (traffic only); `route`, `language`, `prompt_chars`,
-    `department` and `category` describe the request mix a tier served (never the answer, which the tier produced).
-    """
+    `reading="expected"`: `judge` is the probability-weighted score where the verdict carries one (`judge_reading` says
+    which, per row; `judge_integer` keeps the integer). `at` is the interaction's time, which `since` filters on.
+    `sample_prob` and `stratum` are the sampling pick's (traffic only); `route`, `language`, `prompt_chars`,
+    `department` and `category` describe the request mix a tier served (never the answer, which the tier produced)."""
     v, c, i = table(VerdictRecord).c, table(CriterionScore).c, table(Interaction).c
     query = (
         select(
@@ -132,11 +129,10 @@ def load_labels(
     first_only: bool = False,
     people_only: bool = False,
 ) -> pd.DataFrame:
-    """Long frame of counted human labels (no skips, no bare flags): one row per (label, criterion), read in
-    `engine`'s own session or in the session given (which sees its own transaction's writes). With `first_only`,
-    one label per item and criterion: the adjudicated score, else the first submitted. `people_only`: no label a
-    program made or derived from a dataset's annotations (`storage.review.NOT_BY_PEOPLE`).
-    """
+    """Long frame of counted human labels (no skips, no bare flags): one row per (label, criterion), read in `engine`'s
+    own session or in the session given (which sees its own transaction's writes). With `first_only`, one label per item
+    and criterion: the adjudicated score, else the first submitted. `people_only`: no label a program made or derived
+    from a dataset's annotations (`storage.review.NOT_BY_PEOPLE`)."""
     r, lab, i = table(ReviewItem).c, table(ReviewLabel).c, table(Interaction).c
     query = (
         select(

@@ -3,8 +3,7 @@ a release's golden items (docs/statistics.md, "Tier gaps on traffic" and "Tier r
 
 The adjusted traffic gap reweights each tier's sample to the pooled traffic of both tiers over the cells both
 served, cells built from request-side covariates only (never from what the tier produced, which would adjust
-away the very difference measured); a cell only one tier served is left out and named with its share of traffic.
-"""
+away the very difference measured); a cell only one tier served is left out and named with its share of traffic."""
 
 from __future__ import annotations
 
@@ -74,10 +73,8 @@ def request_stratum(frame: pd.DataFrame) -> pd.Series:
 
 
 def mix_cell(frame: pd.DataFrame) -> pd.Series:
-    """The request-mix cell of each row, from request-side covariates only (`MIX_COLUMNS`).
-
-    Columns the frame lacks count as one value ("-"); the answer, which the tier produced, never enters.
-    """
+    """The request-mix cell of each row, from request-side covariates only (`MIX_COLUMNS`). Columns the frame lacks
+    count as one value ("-"); the answer, which the tier produced, never enters."""
     prompt = frame["prompt_chars"] if "prompt_chars" in frame else pd.Series(0, index=frame.index)
     band = np.searchsorted(np.asarray(PROMPT_BANDS), prompt.fillna(0).to_numpy(dtype=float), side="right")
     parts = {

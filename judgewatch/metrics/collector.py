@@ -3,8 +3,7 @@
 Nothing is pushed: each scrape reads the store in one read-only transaction (with a statement timeout on
 PostgreSQL) through `queries`, whose reads do not grow with the store. Scrapes closer together than
 `min_interval_s` share one reading; when the database cannot be read the scrape still answers, with
-`judgewatch_store_up 0` and the error logged.
-"""
+`judgewatch_store_up 0` and the error logged."""
 
 from __future__ import annotations
 
@@ -135,11 +134,9 @@ class StoreCollector(Collector):
 def make_registry(
     engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S, warm: bool = False
 ) -> CollectorRegistry:
-    """A registry holding only the store collector (no process or platform metrics of this Python process).
-
-    `warm=True` starts the first, full read of the store in the background (servers: the first scrape then
-    finds it done or waits for it, instead of running into Prometheus' scrape timeout on a large store).
-    """
+    """A registry holding only the store collector (no process or platform metrics of this Python process). `warm=True`
+    starts the first, full read of the store in the background (servers: the first scrape then finds it done or waits
+    for it, instead of running into Prometheus' scrape timeout on a large store)."""
     registry = CollectorRegistry(auto_describe=False)
     collector = StoreCollector(engine, min_interval_s=min_interval_s)
     registry.register(collector)

@@ -12,8 +12,7 @@ towards a prior as though PRIOR_LABELS more labels had it, and never below a low
 A day's plan, fitted at its first use and stored (`RoutingPlan`): every scored verdict gets a uniform share
 u = UNIFORM_MIX x budget / forecast, and an active share a = min(1, scale x spread) with the scale set so that the
 window's verdicts would have drawn the budget; a verdict is routed with pi = 1 - (1 - u)(1 - a). With no verdict
-in the window, the day routes the uniform `review_share`.
-"""
+in the window, the day routes the uniform `review_share`."""
 
 from __future__ import annotations
 

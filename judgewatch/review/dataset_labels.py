@@ -3,8 +3,7 @@
 HaluEval's and HalluQA's good and bad answers were written or checked by people. So a tier's answer that is, word
 for word, a known-good answer gets faithfulness 5, a known-bad one faithfulness 1; relevance and completeness stay
 unlabeled, and an answer of unknown quality gets no label. The labels go through the real queue as the account
-`dataset-annotation` with `via="dataset_annotation"`: shown as such, never trust evidence (`NOT_BY_PEOPLE`).
-"""
+`dataset-annotation` with `via="dataset_annotation"`: shown as such, never trust evidence (`NOT_BY_PEOPLE`)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ Every action checks, in its own write transaction, that the caller is an active 
 that the item is leased to the caller with time left. Leasing is one conditional UPDATE on a row picked with
 `FOR UPDATE SKIP LOCKED` (PostgreSQL) or under SQLite's write lock, so no item is ever leased to two reviewers.
 The statements are `review.sql`'s; on PostgreSQL each key press is one statement run straight through psycopg
-(docs/review_queue.md), on SQLite the same steps run one by one.
-"""
+(docs/review_queue.md), on SQLite the same steps run one by one."""
 
 from __future__ import annotations
 
@@ -119,12 +118,10 @@ class ReviewQueue:
         return next(iter(held), None)
 
     def _claim(self, session: Session, reviewer: str, *, item_id: str | None = None) -> str | None:
-        """Lease the given item, or the next free one, with a guarded UPDATE of a row locked by its pick.
-
-        The next item is picked, locked (skipping rows others hold locked) and leased in one statement; a given
-        item is locked first, then leased with the clock read after the lock. Either way the UPDATE re-checks
-        "leasable" on the locked row, so a row that changed under us is never leased twice.
-        """
+        """Lease the given item, or the next free one, with a guarded UPDATE of a row locked by its pick. The next item
+        is picked, locked (skipping rows others hold locked) and leased in one statement; a given item is locked first,
+        then leased with the clock read after the lock. Either way the UPDATE re-checks "leasable" on the locked row, so
+        a row that changed under us is never leased twice."""
         if item_id is not None:
             picked = session.execute(PICK_GIVEN, {"who": reviewer, "now": self.clock(), "item": item_id}).scalar()
             if picked is None:
@@ -154,10 +151,9 @@ class ReviewQueue:
         via: str = "ui",
         partial: bool = False,
     ) -> Revealed:
-        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it.
-
-        `partial` accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the
-        app never sends it (people score every criterion)."""
+        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it. `partial`
+        accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the app never sends
+        it (people score every criterion)."""
 
         def act(held: Held) -> Revealed:
             item = held.item

@@ -138,10 +138,9 @@ def _baseline_verdict(idx: int, judge: str, code: int | None) -> Verdict:
 def prepare_pandalm(
     engine: Engine, folder: Path, *, limit: int | None = None, judge: str = "gpt-3.5-turbo"
 ) -> list[dict[str, Any]]:
-    """Store the pairs as interactions, both baseline judges' verdicts, and one review item per pair (routed
-    from `judge`'s verdict, inclusion probability 1, three labels needed); returns the annotators' label rows.
-    Idempotent: preparing again changes nothing and returns the same rows.
-    """
+    """Store the pairs as interactions, both baseline judges' verdicts, and one review item per pair (routed from
+    `judge`'s verdict, inclusion probability 1, three labels needed); returns the annotators' label rows. Idempotent:
+    preparing again changes nothing and returns the same rows."""
     tests = _load(folder / TESTSET)[:limit]
     baselines: dict[str, dict[int, int | None]] = {
         "gpt-3.5-turbo": {int(r["idx"]): _GPT_CODES.get(str(r["gpt_result"])) for r in _load(folder / GPT35)},

@@ -1,7 +1,6 @@
 """The SQL of the queue's hot paths, built once with bound parameters (`who`, `now`, `until`, `item`): building
 SQLAlchemy expressions costs more than running them. Item states are literals, so both planners can match the
-partial indexes on `state` (docs/review_queue.md, "The queue's statements").
-"""
+partial indexes on `state` (docs/review_queue.md, "The queue's statements")."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used. Kappas and AC1
 get a seeded bootstrap over items: resampling items with replacement is drawing the K x K table from a
-multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
-"""
+multinomial on its cell shares, so each replicate costs O(K^2), not O(n)."""
 
 from __future__ import annotations
 
@@ -145,10 +144,8 @@ def cohen_kappa(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Cohen's kappa (nominal categories), percentile bootstrap interval over items.
-
-    NaN when chance agreement is 1 (both raters used a single, identical category).
-    """
+    """Cohen's kappa (nominal categories), percentile bootstrap interval over items. NaN when chance agreement is 1
+    (both raters used a single, identical category)."""
     return _kappa(a, b, categories, None, level, n_boot, seed)
 
 
@@ -162,11 +159,9 @@ def weighted_kappa(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Weighted kappa for ordinal scores (quadratic by default), percentile bootstrap interval over items.
-
-    Pass the full scale as `categories` (e.g. `range(1, 6)`): weights are spaced over the scale's positions,
-    so leaving out an unused category changes them.
-    """
+    """Weighted kappa for ordinal scores (quadratic by default), percentile bootstrap interval over items. Pass the full
+    scale as `categories` (e.g. `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused
+    category changes them."""
     return _kappa(a, b, categories, weights, level, n_boot, seed)
 
 
@@ -243,11 +238,9 @@ def gwet_ac1(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Gwet's AC1 (Gwet 2008), percentile bootstrap interval over items.
-
-    Unlike kappa, its chance agreement does not approach 1 when nearly every rating falls in one category, so it
-    stays readable where prevalence is extreme (kappa collapses there: high agreement, near-zero kappa).
-    """
+    """Gwet's AC1 (Gwet 2008), percentile bootstrap interval over items. Unlike kappa, its chance agreement does not
+    approach 1 when nearly every rating falls in one category, so it stays readable where prevalence is extreme (kappa
+    collapses there: high agreement, near-zero kappa)."""
     cm = confusion_matrix(a, b, categories)
     if cm.n == 0 or len(cm.categories) < 2:
         return Estimate(np.nan, np.nan, np.nan, cm.n)

@@ -2,8 +2,7 @@
 
 The Mann-Whitney probability that a random good answer scores above a random bad one, ties counting one half
 (integer judge scores tie often: a constant scorer gets exactly 0.5). NaN scores (unscored) are left out; the
-caller reports how many there were.
-"""
+caller reports how many there were."""
 
 from __future__ import annotations
 
@@ -54,11 +53,9 @@ def auroc_interval(
     good: ArrayLike, bad: ArrayLike, *, paired: bool = True, level: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
     """AUROC with a percentile-bootstrap interval; `n` counts the scored (good, bad) answers used together.
-
-    `paired=True` (good[i] and bad[i] answer the same question, NaN where unscored) resamples questions, so
-    the interval reflects that both answers of a question share its difficulty; `paired=False` resamples each
-    side on its own. Fewer than two scored answers on a side: no interval (NaN bounds).
-    """
+    `paired=True` (good[i] and bad[i] answer the same question, NaN where unscored) resamples questions, so the interval
+    reflects that both answers of a question share its difficulty; `paired=False` resamples each side on its own. Fewer
+    than two scored answers on a side: no interval (NaN bounds)."""
     pos = as_float_array(good, "good")
     neg = as_float_array(bad, "bad")
     if paired and pos.size != neg.size:

@@ -15,10 +15,8 @@ SCALE_BOUNDS = (1.0, 5.0)  # the default rubric scale (contract.rubric.Scale): a
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """A point estimate with its confidence interval and the number of units it rests on.
-
-    `low`/`high` are NaN when no interval exists (too few units, undefined statistic).
-    """
+    """A point estimate with its confidence interval and the number of units it rests on. `low`/`high` are NaN when no
+    interval exists (too few units, undefined statistic)."""
 
     estimate: float
     low: float
@@ -124,12 +122,10 @@ def difference_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class LabelPhase:
-    """The labeled part of a (prediction-powered) mean, with `pseudo_labels` added at the scale's two ends.
-
-    `rectifier`: the weighted mean residual with the pseudo-labels in; `deviations`: each real label's weight x
-    HC3-scaled deviation from it; `variance`: the sum of squared weighted deviations, pseudo-labels included;
-    `total`: the labels' weight total, pseudo-labels included (the label phase's denominator).
-    """
+    """The labeled part of a (prediction-powered) mean, with `pseudo_labels` added at the scale's two ends. `rectifier`:
+    the weighted mean residual with the pseudo-labels in; `deviations`: each real label's weight x HC3-scaled deviation
+    from it; `variance`: the sum of squared weighted deviations, pseudo-labels included; `total`: the labels' weight
+    total, pseudo-labels included (the label phase's denominator)."""
 
     rectifier: float
     deviations: NDArray[np.float64]
@@ -141,12 +137,10 @@ def bounded_label_phase(
     weights: NDArray[np.float64], resid: NDArray[np.float64], anchor: float, bounds: tuple[float, float], level: float
 ) -> LabelPhase:
     """The label phase of a mean of bounded scores, as though z^2 more labels had been seen, half at each bound, on
-    items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2 failures" for a score
-    in [low, high] (docs/statistics.md, "Intervals that stay honest with few labels").
-
-    weights: each label's weight; resid: label - lam * judge score; anchor: lam * the judge's mean, the judge
-    part of a pseudo-label's residual (so pseudo-labels carry no judge signal).
-    """
+    items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2 failures" for a score in
+    [low, high] (docs/statistics.md, "Intervals that stay honest with few labels"). weights: each label's weight; resid:
+    label - lam * judge score; anchor: lam * the judge's mean, the judge part of a pseudo-label's residual (so
+    pseudo-labels carry no judge signal)."""
     kappa = z_value(level) ** 2  # pseudo-labels, half at each end of the scale
     used = int(np.count_nonzero(weights > 0))
     each = float(weights.sum()) / max(used, 1)  # a pseudo-label weighs as an average label
@@ -171,10 +165,9 @@ def effective_labels(
 def bounded_t_interval(
     centre: float, se: float, df: float, level: float, n: int, bounds: tuple[float, float]
 ) -> Estimate:
-    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them).
-
-    A centre beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large)
-    is first brought to the scale's edge, so the interval is never empty nor a point."""
+    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them). A centre
+    beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large) is first brought to
+    the scale's edge, so the interval is never empty nor a point."""
     ci = t_interval(min(max(centre, bounds[0]), bounds[1]), se, df, level, n)
     return Estimate(float(centre), max(ci.low, bounds[0]), min(ci.high, bounds[1]), n)
 

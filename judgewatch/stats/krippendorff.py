@@ -67,10 +67,8 @@ def krippendorff_alpha(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Estimate:
-    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing; `n` counts the pairable units.
-
-    `level` picks the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or interval.
-    """
+    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing; `n` counts the pairable units. `level` picks
+    the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or interval."""
     data = np.asarray(reliability_data, dtype=np.float64)
     if data.ndim != 2:
         raise ValueError(f"reliability data must be coders x units, got shape {data.shape}")

@@ -15,8 +15,7 @@ L_i = 1 if labeled, r_i = y_i - lam * f_i and R the rectifier; under independent
 Var(theta) ~ Var(u) / N. lam minimises Var(u), estimated on S with weights w and clipped to [0, 1] (0: the
 human-only estimate, 1: plain PPI). The interval is the bounded-score Student-t one of docs/statistics.md
 (pseudo-labels at the scale's ends, HC3 residuals, n - 1 degrees of freedom, cut to the scale); below
-`min_labels` labels there is none (NaN bounds).
-"""
+`min_labels` labels there is none (NaN bounds)."""
 
 from __future__ import annotations
 
@@ -41,11 +40,9 @@ from judgewatch.stats.estimate import (
 
 @dataclass(frozen=True, slots=True)
 class PPIEstimate:
-    """A prediction-powered mean: `n` human labels, `n_all` judge scores.
-
-    `effective_n` is how many human labels the human-only estimate would need for the same standard error;
-    `lam` is the weight given to the judge (0 = ignored, 1 = plain PPI).
-    """
+    """A prediction-powered mean: `n` human labels, `n_all` judge scores. `effective_n` is how many human labels the
+    human-only estimate would need for the same standard error; `lam` is the weight given to the judge (0 = ignored, 1 =
+    plain PPI)."""
 
     estimate: float
     low: float
@@ -105,14 +102,12 @@ def ppi_mean(
     min_labels: int = 2,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> PPIEstimate:
-    """PPI++ estimate and small-sample interval for the mean human score (see the module docstring).
-
-    y, yhat: human labels and judge scores on the n labeled items (same order); yhat_all: judge scores on all
-    N items, the labeled ones included. inclusion_prob: each labeled item's routing probability (None =
-    uniform). lam: fixed judge weight, or None to tune it. min_labels: fewer labels give NaN bounds (never
-    below 2). bounds: the range a label can take (the rubric's scale; for per-item differences of two tiers,
-    (low - high, high - low)), widened to every observed score.
-    """
+    """PPI++ estimate and small-sample interval for the mean human score (see the module docstring). y, yhat: human
+    labels and judge scores on the n labeled items (same order); yhat_all: judge scores on all N items, the labeled
+    ones included. inclusion_prob: each labeled item's routing probability (None = uniform). lam: fixed judge weight,
+    or None to tune it. min_labels: fewer labels give NaN bounds (never below 2). bounds: the range a label can take
+    (the rubric's scale; for per-item differences of two tiers, (low - high, high - low)), widened to every observed
+    score."""
     hum, fl, fa = _finite(y, "y"), _finite(yhat, "yhat"), _finite(yhat_all, "yhat_all")
     n, n_all = hum.size, fa.size
     if fl.size != n:
@@ -163,11 +158,9 @@ def classical_mean(
 
 
 def ppi_diff_unpaired(a: PPIEstimate, b: PPIEstimate, *, level: float = 0.95) -> Estimate:
-    """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature.
-
-    Degrees of freedom: the smaller side's labels - 1 (conservative against Welch-Satterthwaite).
-    When the same items were answered by both tiers, `ppi_mean` of the per-item differences (labels, labeled
-    judge scores, all judge scores) is the paired estimate, and a far narrower one when items drive the scores.
-    """
+    """Difference a - b of two tiers' means estimated on independent items; standard errors add in quadrature. Degrees
+    of freedom: the smaller side's labels - 1 (conservative against Welch-Satterthwaite). When the same items were
+    answered by both tiers, `ppi_mean` of the per-item differences (labels, labeled judge scores, all judge scores) is
+    the paired estimate, and a far narrower one when items drive the scores."""
     se = float(np.hypot(a.se, b.se))
     return t_interval(a.estimate - b.estimate, se, min(a.n, b.n) - 1, level, a.n + b.n)

@@ -9,8 +9,7 @@ Both kinds here are the asymptotic confidence sequence of Waudby-Smith, Arbour, 
     one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
 
 v is t sigma^2 for t observations (`shift_p_values`, the drift monitor), or the sum of per-period squared
-standard errors for a running mean of per-period estimates (`batch_cs`).
-"""
+standard errors for a running mean of per-period estimates (`batch_cs`)."""
 
 from __future__ import annotations
 
@@ -50,9 +49,8 @@ class ConfidenceSequence:
 
 def batch_cs(estimates: ArrayLike, ses: ArrayLike, *, alpha: float = 0.05) -> ConfidenceSequence:
     """Two-sided CS for the running mean of per-period estimates with their standard errors (the martingale form).
-
-    Covers, at every period t together, the average of the first t periods' own means; tightest after 30 periods
-    like the first (rho is fixed by the first period alone)."""
+    Covers, at every period t together, the average of the first t periods' own means; tightest after 30 periods like
+    the first (rho is fixed by the first period alone)."""
     x, se = as_float_array(estimates, "estimates"), as_float_array(ses, "ses")
     if x.size != se.size or x.size == 0 or not (np.all(np.isfinite(x)) and np.all(se > 0)):
         raise ValueError("batch_cs needs one finite estimate and one positive standard error per period")
@@ -107,13 +105,11 @@ def shift_p_values(
     t_star: float = T_STAR,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Anytime-valid p-value, at each look (the number of values seen), that some stretch's mean moved from its
-    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable).
-
-    Stretch k alarms at level b when its reference's fixed-sample interval at b/2 (a normal interval: the
-    reference is a fixed sample once the stretch starts) and the stretch's CS at b/2 do not meet; p_k is the
-    smallest such b, and the look's p-value min_k p_k / weight_k. Under "no shift", the chance that any look's
-    p-value is ever <= alpha is at most alpha (a union over the stretches, each a CS). `t_star`: the stretch
-    length (values) where its CS is tightest."""
+    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable). Stretch k alarms at level b
+    when its reference's fixed-sample interval at b/2 (a normal interval: the reference is a fixed sample once the
+    stretch starts) and the stretch's CS at b/2 do not meet; p_k is the smallest such b, and the look's p-value min_k
+    p_k / weight_k. Under "no shift", the chance that any look's p-value is ever <= alpha is at most alpha (a union over
+    the stretches, each a CS). `t_star`: the stretch length (values) where its CS is tightest."""
     x = as_float_array(values, "values")
     n_look = np.asarray(looks, dtype=np.int64)[:, None]
     s, r = stretches.start[None, :], stretches.ref_start[None, :]

@@ -16,8 +16,7 @@ Variance (linearization, Poisson design): with u_i = m_i lam (f_i - F) on S and 
     N^2 Var ~ sum_S u^2 (1 - pi) / pi^2 + sum_L v^2 / (pi rho)^2 + 2 sum_L u v (1 - pi) / (pi^2 rho)
 The label phase carries no finite-population factor (labels are noisy measurements). lam minimises it (closed
 form, clipped to [0, 1]; plain PPI below MIN_LABELS_TO_TUNE labels). The interval is the bounded-score
-Student-t one of docs/statistics.md, with the labels' Kish effective number - 1 degrees of freedom.
-"""
+Student-t one of docs/statistics.md, with the labels' Kish effective number - 1 degrees of freedom."""
 
 from __future__ import annotations
 
@@ -45,10 +44,8 @@ MIN_LABELS_TO_TUNE = 30  # fewer labels: the judge weight is not tuned on them (
 @dataclass(frozen=True, slots=True)
 class SurveyEstimate:
     """A population mean from a weighted sample: `n_sampled` judge scores, `n_labeled` of them with a label.
-
-    `population` is the number of interactions the sample stands for (sum of 1/pi); `effective_n` how many
-    labels the human-only estimate would need for the same standard error.
-    """
+    `population` is the number of interactions the sample stands for (sum of 1/pi); `effective_n` how many labels the
+    human-only estimate would need for the same standard error."""
 
     estimate: float
     low: float
@@ -63,10 +60,8 @@ class SurveyEstimate:
 
 @dataclass(frozen=True, slots=True)
 class Difference:
-    """`a - b` of two independent estimates, with its interval and two-sided p-value (H0: no difference).
-
-    The p-value uses the same t distribution as the interval (normal when no degrees of freedom are given).
-    """
+    """`a - b` of two independent estimates, with its interval and two-sided p-value (H0: no difference). The p-value
+    uses the same t distribution as the interval (normal when no degrees of freedom are given)."""
 
     estimate: float
     low: float
@@ -100,14 +95,11 @@ def survey_ppi_mean(
     min_labels: int = 2,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> SurveyEstimate:
-    """PPI++ mean over the population the sample was drawn from (see the module docstring).
-
-    All arrays are aligned over the n sampled, judged items: `judge` their scores, `sample_prob` their
-    sampling inclusion probabilities, `human` the label (NaN when not labeled), `route_prob` the routing
-    probability (read only where labeled). `weight`: extra weight per item (reference-mix reweighting).
-    `min_labels`: fewer labels (with a non-zero weight) give NaN bounds; `bounds`: the range a label can take
-    (the rubric's scale), widened to every observed label.
-    """
+    """PPI++ mean over the population the sample was drawn from (see the module docstring). All arrays are aligned over
+    the n sampled, judged items: `judge` their scores, `sample_prob` their sampling inclusion probabilities, `human` the
+    label (NaN when not labeled), `route_prob` the routing probability (read only where labeled). `weight`: extra weight
+    per item (reference-mix reweighting). `min_labels`: fewer labels (with a non-zero weight) give NaN bounds; `bounds`:
+    the range a label can take (the rubric's scale), widened to every observed label."""
     f = as_float_array(judge, "judge")
     n = f.size
     if n and not np.all(np.isfinite(f)):
@@ -178,10 +170,8 @@ def survey_human_mean(
 def difference(
     a_est: float, a_se: float, b_est: float, b_se: float, *, level: float = 0.95, df: float | None = None
 ) -> Difference:
-    """Difference of two estimates from independent samples: standard errors add in quadrature.
-
-    `df`: degrees of freedom of the t interval (pass the smaller side's labels - 1); None: normal.
-    """
+    """Difference of two estimates from independent samples: standard errors add in quadrature. `df`: degrees of freedom
+    of the t interval (pass the smaller side's labels - 1); None: normal."""
     se = float(np.hypot(a_se, b_se))
     est = float(a_est - b_est)
     ci = t_interval(est, se, np.inf if df is None else df, level)

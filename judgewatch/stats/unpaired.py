@@ -3,8 +3,7 @@
 Two tiers are paired on the items both answered when those are at least `MIN_SHARED` of the larger tier's items
 (`shares_items`); below that the gap is the difference of each tier's mean over its own items, with Welch's
 interval (Welch-Satterthwaite degrees of freedom). Items both answered enter both means; their positive
-correlation only widens the interval (conservative).
-"""
+correlation only widens the interval (conservative)."""
 
 from __future__ import annotations
 
@@ -26,12 +25,10 @@ def shares_items(common: int, n_a: int, n_b: int, share: float = MIN_SHARED) -> 
 
 @dataclass(frozen=True, slots=True)
 class UnpairedDiff:
-    """Mean of candidate minus mean of baseline, each over its own scored items.
-
-    `n_dropped`: unscored values (NaN) left out on either side; `method`: "welch" (Welch t interval), "constant"
-    (every score on both sides equal within each side: a zero-width interval, as a paired "constant"), "none"
-    (fewer than two scores on a side: no interval). `n` is the smaller side, the count an interval rests on.
-    """
+    """Mean of candidate minus mean of baseline, each over its own scored items. `n_dropped`: unscored values (NaN) left
+    out on either side; `method`: "welch" (Welch t interval), "constant" (every score on both sides equal within each
+    side: a zero-width interval, as a paired "constant"), "none" (fewer than two scores on a side: no interval). `n` is
+    the smaller side, the count an interval rests on."""
 
     estimate: float
     low: float

@@ -1,8 +1,7 @@
 """`judgewatch compare A B`: two releases, or two tiers of one release (`RELEASE` or `RELEASE/TIER`), on the items
 both answered, under one judge series and rubric (the one with the most pairs unless named). Per criterion the mean
 of B - A with the gate's paired bootstrap interval; unscored pairs listed apart with their reasons; items listed
-regressions first, each answer pair with the words that differ marked (`[-only in A-]`, `{+only in B+}`).
-"""
+regressions first, each answer pair with the words that differ marked (`[-only in A-]`, `{+only in B+}`)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """`judgewatch export`: current verdicts with their interactions, labels and adjudications, as Parquet, JSONL or a
 `datasets` Dataset saved to disk. Columns are flat and typed alike in every format (nested values are JSON text);
 what the rows rest on (rubric versions, judge configurations, label provenance, the filter) is the export's
-metadata: in the Parquet schema, the Dataset's description, or `<output>.meta.json` beside a JSONL file.
-"""
+metadata: in the Parquet schema, the Dataset's description, or `<output>.meta.json` beside a JSONL file."""
 
 from __future__ import annotations
 

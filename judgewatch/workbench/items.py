@@ -170,10 +170,9 @@ def _attach_labels(session: Session, rows: list[ItemRow]) -> None:
 def find_items(
     session: Session, filt: ItemFilter, *, offset: int = 0, limit: int | None = 50
 ) -> tuple[list[ItemRow], int | None]:
-    """One page of the current verdicts that `filt` matches, with their labels, and how many match in all.
-
-    With a label-status filter the total is not known without reading every match, so it is None and the page is
-    filled by reading on until `limit` rows of that status are found."""
+    """One page of the current verdicts that `filt` matches, with their labels, and how many match in all. With a
+    label-status filter the total is not known without reading every match, so it is None and the page is filled by
+    reading on until `limit` rows of that status are found."""
     if filt.label_status is None:
         total = session.execute(select(func.count()).select_from(_query(filt).order_by(None).subquery())).scalar_one()
         query = _query(filt).offset(offset)

@@ -3,8 +3,7 @@
 An item qualifies when people settled its scores (an adjudicator's, or two or more agreeing labels of people).
 Its answer is known-good when the settled score of `--criterion` is at least `good_at`, known-bad at most `bad_at`.
 Every text is scrubbed for PII again; the set's folder holds `data.jsonl` and a `README.md` card, and promoting
-more items writes the next minor version with the union.
-"""
+more items writes the next minor version with the union."""
 
 from __future__ import annotations
 
