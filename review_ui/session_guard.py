@@ -9,7 +9,7 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -18,14 +18,10 @@ from sqlalchemy import Engine
 from judgewatch.review.accounts import is_active
 from judgewatch.review.login_throttle import LoginThrottle
 from judgewatch.storage.db import session_scope
-from review_ui.origins import OriginPolicy, same_site_lax
+from review_ui.origins import ASGIApp, OriginPolicy, Receive, Scope, Send, same_site_lax
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 
@@ -82,12 +78,11 @@ class SessionGuard:
                 logger.warning("%s (%s %s from %s)", refusal, scope.get("method"), scope.get("path"), address)
                 await _refuse(send, 403, refusal)
                 return
-            path = str(scope.get("path", ""))
-            if scope.get("method") == "POST" and path.rstrip("/").endswith("/login") and address:
-                wait = self.throttle.locked_for("", address)
-                if wait > 0:
-                    await _too_many(send, wait)
-                    return
+            login = scope.get("method") == "POST" and str(scope.get("path", "")).rstrip("/").endswith("/login")
+            if login and address and (wait := self.throttle.locked_for("", address)) > 0:
+                detail = f"Too many failed logins from this address; try again in {wait:.0f} s."
+                await _refuse(send, 429, detail, [(b"retry-after", str(int(wait) + 1).encode())])
+                return
             self._end_disabled_session(scope)
 
             async def lax_cookies(message: MutableMapping[str, Any]) -> None:
@@ -134,11 +129,6 @@ def _cookie_values(scope: Scope) -> list[str]:
                 continue
             values += [morsel.value for cookie, morsel in jar.items() if cookie.startswith("access-token")]
     return values
-
-
-async def _too_many(send: Send, wait: float) -> None:
-    detail = f"Too many failed logins from this address; try again in {wait:.0f} s."
-    await _refuse(send, 429, detail, [(b"retry-after", str(int(wait) + 1).encode())])
 
 
 async def _refuse(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

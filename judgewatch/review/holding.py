@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from psycopg.errors import UniqueViolation
@@ -134,8 +135,9 @@ class LeaseMemo:
         return cls(**taken, has_refs=has_references(row))
 
 
-class _RememberedHeld(_DirectHeld):
-    """A lease known from "lease next": one write statement, StaleLease if the store disagrees."""
+class RememberedHeld(_DirectHeld):
+    """The lease "lease next" returned, unchecked: its one write statement is guarded by the lease, the account and the
+    memo's label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
 
     def __init__(self, engine: Engine, memo: LeaseMemo, now: datetime) -> None:
         Held.__init__(self, memo, memo.has_refs, now)
@@ -151,12 +153,6 @@ class _RememberedHeld(_DirectHeld):
             if isinstance(exc.__cause__, UniqueViolation):
                 raise
             raise StaleLease(str(exc)) from exc
-
-
-def remembered(engine: Engine, memo: LeaseMemo, *, clock: Callable[[], datetime]) -> Held:
-    """The lease `memo` describes, unchecked: its write is guarded by the lease, the account and `memo`'s
-    label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
-    return _RememberedHeld(engine, memo, clock())
 
 
 class _SessionHeld(Held):
@@ -192,16 +188,7 @@ def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], 
         found: Any = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
         if found is None:  # no such item: the account check still comes first
             active = session.execute(IS_ACTIVE, {"who": reviewer}).scalar()
-            found = _Missing(active=active)
+            found = SimpleNamespace(id=None, active=active)  # what HELD_ROWS would say of it
         now = clock()
         check_lease(found, reviewer, item_id, now)
         yield _SessionHeld(session, found, now)
-
-
-class _Missing:
-    """What HELD_ROWS would say of an item that does not exist."""
-
-    id = None
-
-    def __init__(self, *, active: bool | None) -> None:
-        self.active = active

@@ -18,7 +18,7 @@ from sqlalchemy import Engine, update
 from sqlmodel import Session
 
 from judgewatch.contract.pii import Scrubber, scrub_content
-from judgewatch.review.holding import Held, LeaseMemo, StaleLease, holding, label_row, remembered
+from judgewatch.review.holding import Held, LeaseMemo, RememberedHeld, StaleLease, holding, label_row
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
@@ -218,7 +218,7 @@ class ReviewQueue:
         memo = self._memos.pop(reviewer, None)
         if memo is not None and memo.id == item_id:
             try:
-                return act(remembered(self.engine, memo, clock=self.clock))
+                return act(RememberedHeld(self.engine, memo, self.clock()))
             except StaleLease:
                 logger.debug("%s: the remembered lease on %s is stale, reading it", reviewer, item_id)
         with holding(self.engine, reviewer, item_id, clock=self.clock) as held:
