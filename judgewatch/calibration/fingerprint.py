@@ -143,14 +143,17 @@ def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: flo
     )
 
 
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint record's fields with its `serving` facts as `serving.<fact>`, the endpoint left out."""
+    kept = {
+        k: v for k, v in record.items() if k in Fingerprint.__dataclass_fields__ and k not in ("endpoint", "serving")
+    }
+    return kept | {f"serving.{k}": v for k, v in (record.get("serving") or {}).items()}
+
+
 def _changes(previous: dict[str, Any], current: Fingerprint) -> dict[str, tuple[Any, Any]]:
     """The fields (and `serving.<fact>`s) whose value differs from the previous record's."""
-    now = {k: v for k, v in asdict(current).items() if k not in ("endpoint", "serving")}
-    now.update({f"serving.{k}": v for k, v in current.serving.items()})
-    before = {
-        k: v for k, v in previous.items() if k in Fingerprint.__dataclass_fields__ and k not in ("endpoint", "serving")
-    }
-    before.update({f"serving.{k}": v for k, v in (previous.get("serving") or {}).items()})
+    before, now = _flat(previous), _flat(asdict(current))
     return {k: (before.get(k), now.get(k)) for k in sorted(now.keys() | before.keys()) if before.get(k) != now.get(k)}
 
 
@@ -165,20 +168,14 @@ def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintC
     previous_payload: dict[str, Any] = dict(row[0]) if row else {}
     previous = previous_payload.get("digest")
     payload = {**asdict(fingerprint), "digest": fingerprint.digest, "previous_digest": previous}
+    changed = previous is not None and previous != fingerprint.digest
     with session_scope(engine, write=True) as session:
         snapshot = CalibrationSnapshot(id="", kind=KIND, scope=fingerprint.endpoint, day="", payload=payload)
-        if previous is not None and previous != fingerprint.digest:
+        if changed:
             snapshot.day = f"{snapshot.computed_at.date().isoformat()} {fingerprint.digest}"  # keep both of the day
         save_snapshot(session=session, snapshot=snapshot)
-    changed = previous is not None and previous != fingerprint.digest
     check = FingerprintCheck(fingerprint, previous, changed, _changes(previous_payload, fingerprint) if changed else {})
     if changed:
-        logger.warning(
-            "judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)",
-            fingerprint.endpoint,
-            fingerprint.model_id,
-            previous,
-            fingerprint.digest,
-            check.describe_changes(),
-        )
+        logger.warning("judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)", fingerprint.endpoint,
+                       fingerprint.model_id, previous, fingerprint.digest, check.describe_changes())  # fmt: skip
     return check

@@ -160,16 +160,8 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame, covers: str = "") -> by
             if not w.empty:
                 low = (w["ppi"] - w["low"]).fillna(0).clip(lower=0)
                 high = (w["high"] - w["ppi"]).fillna(0).clip(lower=0)
-                ax.errorbar(
-                    w["mid"],
-                    w["ppi"],
-                    yerr=[low, high],
-                    fmt="o-",
-                    color=color,
-                    capsize=3,
-                    lw=1.8,
-                    label=f"{tier}: corrected, weekly",
-                )
+                label = f"{tier}: corrected, weekly"
+                ax.errorbar(w["mid"], w["ppi"], yerr=[low, high], fmt="o-", color=color, capsize=3, lw=1.8, label=label)
         ax.set_ylabel(criterion)
         ax.grid(alpha=0.3)
         _dates(ax)

@@ -259,9 +259,5 @@ def anchor_comparisons(
     """On every anchor set of the rubric: the configuration that judged it last against the one before."""
     with session_scope(engine) as session:
         names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
-    out = []
-    for name in names:
-        comparison = compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot)
-        if comparison is not None:
-            out.append(comparison)
-    return out
+    found = (compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot) for name in names)
+    return [comparison for comparison in found if comparison is not None]

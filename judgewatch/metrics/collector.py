@@ -103,10 +103,9 @@ class StoreCollector(Collector):
             if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
                 started = time.perf_counter()
                 try:
-                    self._reading, self._up = (
-                        read_store(self.engine, prices=self.prices, currency=self.currency, spend_cap=self.spend_cap),
-                        True,
-                    )
+                    self._reading = read_store(self.engine, prices=self.prices, currency=self.currency,
+                                               spend_cap=self.spend_cap)  # fmt: skip
+                    self._up = True
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
                     self._reading, self._up = None, False
