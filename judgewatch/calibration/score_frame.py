@@ -55,34 +55,21 @@ def load_scores(
     `sample_prob` and `stratum` are the sampling pick's (traffic only); `route`, `language`, `prompt_chars`,
     `department` and `category` describe the request mix a tier served (never the answer, which the tier produced)."""
     v, c, i = table(VerdictRecord).c, table(CriterionScore).c, table(Interaction).c
+    meta = i["metadata"]
     query = (
         select(
-            v.id.label("verdict_id"),
-            v.interaction_id,
-            i.source,
-            i.source_id,
-            i.tier,
-            i.release,
-            i.created_at.label("at"),
-            v.judge_config_hash,
-            v.rubric_version,
-            c.criterion,
-            c.score.label("judge"),
-            i.route,
-            i.language,
-            func.length(i.answer).label("answer_chars"),
-            func.length(i.question).label("prompt_chars"),
-            i.department,
-            i["metadata"]["category"].as_string().label("category"),
-            i["metadata"]["inclusion_probability"].as_float().label("sample_prob"),
-            i["metadata"]["stratum"].as_string().label("stratum"),
+            v.id.label("verdict_id"), v.interaction_id, i.source, i.source_id, i.tier, i.release,
+            i.created_at.label("at"), v.judge_config_hash, v.rubric_version, c.criterion, c.score.label("judge"),
+            i.route, i.language, func.length(i.answer).label("answer_chars"),
+            func.length(i.question).label("prompt_chars"), i.department, meta["category"].as_string().label("category"),
+            meta["inclusion_probability"].as_float().label("sample_prob"), meta["stratum"].as_string().label("stratum"),
             c.expected.label("judge_expected"),
         )
         .join(table(CriterionScore), c.verdict_id == v.id)
         .join(table(Interaction), i.id == v.interaction_id)
         .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value, c.score.is_not(None))
         .where(is_current())  # a superseded (fallback) verdict is history: never counted beside its replacement
-    )
+    )  # fmt: skip
     for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
         if value is not None:
             query = query.where(column == value)
@@ -136,23 +123,14 @@ def load_labels(
     r, lab, i = table(ReviewItem).c, table(ReviewLabel).c, table(Interaction).c
     query = (
         select(
-            r.id.label("review_item_id"),
-            r.interaction_id,
-            r.verdict_id,
-            i.tier,
-            r.rubric_version,
-            lab.reviewer,
-            lab.via,
-            lab.submitted_at,
-            r.inclusion_probability.label("inclusion_prob"),
-            r.pick_reason,
-            r.final_scores,  # these two last: the label's scores, read below
-            lab.scores,
+            r.id.label("review_item_id"), r.interaction_id, r.verdict_id, i.tier, r.rubric_version, lab.reviewer,
+            lab.via, lab.submitted_at, r.inclusion_probability.label("inclusion_prob"), r.pick_reason,
+            r.final_scores, lab.scores,  # these two last: the label's scores, read below
         )
         .join(table(ReviewLabel), lab.review_item_id == r.id)
         .join(table(Interaction), i.id == r.interaction_id)
         .where(r.rubric_name == rubric_name, lab.skipped_reason.is_(None), lab.flagged.is_(False))
-    )
+    )  # fmt: skip
     if rubric_version is not None:
         query = query.where(r.rubric_version == rubric_version)
     if people_only:

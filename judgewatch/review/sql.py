@@ -91,38 +91,22 @@ CLAIM_NEXT = _claim(PICK_NEXT).values(leased_at=NOW).returning(ITEMS.c.id)
 
 # The screen's rows as plain columns (no ORM objects on the hot path), one round trip: the item with its
 # interaction; the locking variant (submit, skip, flag) also reads the verdict to reveal and the account check.
-CONTENT_COLUMNS = (
-    INTERACTIONS.c.question,
-    INTERACTIONS.c.answer,
-    INTERACTIONS.c.messages,
-    INTERACTIONS.c.reference_answer,
-    INTERACTIONS.c.reference_facts,
-    INTERACTIONS.c.context,
-    INTERACTIONS.c.language,
+CONTENT_COLUMNS = tuple(
+    INTERACTIONS.c[name]
+    for name in ("question", "answer", "messages", "reference_answer", "reference_facts", "context", "language")
 )
 # The judge's verdict a screen reveals once the reviewer has submitted (the held read and the submit both return it).
-REVEAL_COLUMNS = (
-    VERDICTS.c.scores,
-    VERDICTS.c.overall,
-    VERDICTS.c.status,
-    VERDICTS.c.unscored_reason,
-    VERDICTS.c.reason,
-    VERDICTS.c.judge_name,
+REVEAL_COLUMNS = tuple(
+    VERDICTS.c[name] for name in ("scores", "overall", "status", "unscored_reason", "reason", "judge_name")
 )
+# What a labeling action checks of the item it holds.
+HOLD_COLUMNS = (ITEMS.c.state, ITEMS.c.lease_owner, ITEMS.c.leased_at, ITEMS.c.labels_done, ITEMS.c.labels_needed)
 VIEW_COLUMNS = (ITEMS.c.id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at, *CONTENT_COLUMNS)
 ITEM_JOIN = ITEMS.join(INTERACTIONS, ITEMS.c.interaction_id == INTERACTIONS.c.id)
 VIEW_ROWS = select(*VIEW_COLUMNS).select_from(ITEM_JOIN).where(ITEMS.c.id == ITEM)
 HELD_ROWS = (
     select(
-        *VIEW_COLUMNS,
-        ITEMS.c.state,
-        ITEMS.c.lease_owner,
-        ITEMS.c.leased_at,
-        ITEMS.c.labels_done,
-        ITEMS.c.labels_needed,
-        INTERACTIONS.c.tier,
-        *REVEAL_COLUMNS,
-        IS_ACTIVE.scalar_subquery().label("active"),
+        *VIEW_COLUMNS, *HOLD_COLUMNS, INTERACTIONS.c.tier, *REVEAL_COLUMNS, IS_ACTIVE.scalar_subquery().label("active")
     )
     .select_from(ITEM_JOIN.join(VERDICTS, ITEMS.c.verdict_id == VERDICTS.c.id))
     .where(ITEMS.c.id == ITEM)
@@ -137,15 +121,9 @@ HELD_ROWS = (
 ME = select(REVIEWERS.c.active).where(REVIEWERS.c.name == WHO).cte("me")
 ME_ACTIVE = select(ME.c.active).scalar_subquery()
 LEASED_COLUMNS = (
-    ITEMS.c.id,
-    ITEMS.c.interaction_id,
-    ITEMS.c.rubric_name,
-    ITEMS.c.rubric_version,
-    ITEMS.c.lease_expires_at,
-    ITEMS.c.leased_at,
-    ITEMS.c.labels_done,
-    ITEMS.c.labels_needed,
-)
+    ITEMS.c.id, ITEMS.c.interaction_id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at,
+    ITEMS.c.leased_at, ITEMS.c.labels_done, ITEMS.c.labels_needed,
+)  # fmt: skip
 _HELD_RENEWED = update(ITEMS).where(HELD, ME_ACTIVE).values(lease_expires_at=UNTIL).returning(*LEASED_COLUMNS)
 _RENEWED = _HELD_RENEWED.cte("held")
 _SNAPSHOT = ITEMS.alias("s")
@@ -185,11 +163,7 @@ _OTHERS = select(func.coalesce(func.json_agg(LABELS.c.scores), literal_column("'
 _HELD_READ = select(
     _ME_ROW.c.active,
     *VIEW_COLUMNS,
-    ITEMS.c.state,
-    ITEMS.c.lease_owner,
-    ITEMS.c.leased_at,
-    ITEMS.c.labels_done,
-    ITEMS.c.labels_needed,
+    *HOLD_COLUMNS,
     case((_COMPLETES, type_coerce(_OTHERS.scalar_subquery(), JSON))).label("others"),
 ).select_from(_ME_ROW.outerjoin(ITEM_JOIN, ITEMS.c.id == ITEM))
 
