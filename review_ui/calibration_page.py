@@ -116,17 +116,8 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         choices = list(v.confusion)
         first = choices[0] if choices else None
         matrix, heat = show_matrix(first, request)
-        return [
-            v.header,
-            v.agreement,
-            gr.update(choices=choices, value=first),
-            matrix,
-            heat,
-            v.reviewers,
-            v.anchors_note,
-            v.anchors,
-            v.alerts,
-        ]
+        picker = gr.update(choices=choices, value=first)
+        return [v.header, v.agreement, picker, matrix, heat, v.reviewers, v.anchors_note, v.anchors, v.alerts]
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh, header = page_top(INTRO, rubric)

@@ -157,20 +157,9 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         def picture(name: str) -> Any:
             return gr.update(value=image(getattr(v, f"{name}_png")), label=v.captions.get(name, PLOTS[name]))
 
-        return [
-            v.lead,
-            v.gate,
-            v.header,
-            gr.update(choices=v.series, value=v.shown),
-            picture("estimates"),
-            v.estimates,
-            v.differences,
-            v.agreement,
-            picture("trend"),
-            picture("agreement"),
-            v.alerts,
-            v.counts,
-        ]
+        picker = gr.update(choices=v.series, value=v.shown)
+        return [v.lead, v.gate, v.header, picker, picture("estimates"), v.estimates, v.differences, v.agreement,
+                picture("trend"), picture("agreement"), v.alerts, v.counts]  # fmt: skip
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh = page_controls(rubric)

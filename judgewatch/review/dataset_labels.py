@@ -119,13 +119,8 @@ def _label(
         if quality is None:
             continue
         shown = queue.lease_item(ACCOUNT, item_id)
-        queue.submit(
-            ACCOUNT,
-            item_id,
-            {CRITERION: KNOWN_GOOD if quality == "good" else KNOWN_BAD},
-            rubric_version_shown=shown.rubric_version,
-            via=LabelVia.dataset_annotation.value,
-            partial=True,
-        )
+        score = {CRITERION: KNOWN_GOOD if quality == "good" else KNOWN_BAD}
+        version, via = shown.rubric_version, LabelVia.dataset_annotation.value
+        queue.submit(ACCOUNT, item_id, score, rubric_version_shown=version, via=via, partial=True)
         labeled += 1
     return labeled

@@ -124,15 +124,9 @@ def _baseline_verdict(idx: int, judge: str, code: float) -> Verdict:
     if math.isnan(code):
         return Verdict.unscored(str(idx), UnscoredReason.parse_error, judge=identity, rubric=rubric)
     level = PANDALM_LEVEL[int(code)]
-    return Verdict(
-        item_id=str(idx),
-        status=VerdictStatus.scored,
-        scores={"preference": level},
-        overall=float(level),
-        reason=f"{judge} verdict from the PandaLM repository",
-        judge=identity,
-        rubric=rubric,
-    )
+    reason = f"{judge} verdict from the PandaLM repository"
+    return Verdict(item_id=str(idx), status=VerdictStatus.scored, scores={"preference": level}, overall=float(level),
+                   reason=reason, judge=identity, rubric=rubric)  # fmt: skip
 
 
 def prepare_pandalm(
@@ -154,18 +148,11 @@ def prepare_pandalm(
     for t in tests:
         idx = int(t["idx"])
         iid = interaction_id(PANDALM_SOURCE, str(idx))
+        meta = {"cmp_key": t.get("cmp_key"), "motivation_app": t.get("motivation_app")}
         interactions.append(
-            Interaction(
-                id=iid,
-                source=PANDALM_SOURCE,
-                source_id=str(idx),
-                question=_pandalm_question(t),
-                answer=_pandalm_answer(t),
-                language="en",
-                meta={"cmp_key": t.get("cmp_key"), "motivation_app": t.get("motivation_app")},
-                created_at=now,
-            )
-        )
+            Interaction(id=iid, source=PANDALM_SOURCE, source_id=str(idx), question=_pandalm_question(t),
+                        answer=_pandalm_answer(t), language="en", meta=meta, created_at=now)
+        )  # fmt: skip
         by_judge = {name: _baseline_verdict(idx, name, codes[idx]) for name, codes in baselines.items()}
         verdicts.extend((iid, v) for v in by_judge.values())
         routed = by_judge[judge]
