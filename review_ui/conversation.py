@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import gradio as gr
 from pydantic import ValidationError
 
 from judgewatch.contract.messages import ChatMessage, conversation_parts, is_conversation
@@ -49,3 +50,9 @@ def _turn(message: ChatMessage, names: dict[str, str]) -> Turn:
 def as_text(turns: Sequence[Turn]) -> str:
     """Turns as plain text, for a text box."""
     return "\n\n".join(f"[{t.heading}]\n{t.text}" for t in turns)
+
+
+def earlier_update(earlier: list[Turn]) -> Any:
+    """The folded box of earlier turns: closed on every new item, hidden for a single question."""
+    label = f"Earlier in the conversation ({len(earlier)} turn{'s' if len(earlier) != 1 else ''}: click to expand)"
+    return gr.update(visible=bool(earlier), open=False, label=label)

@@ -18,7 +18,7 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.verdicts import VerdictRecord
 from judgewatch.workbench.items import ItemDetail, ItemFilter, LabelStatus, find_items, item_detail, scores_text
 from review_ui.common import require_viewer
-from review_ui.conversation import as_text, split
+from review_ui.conversation import as_text, earlier_update, split
 
 TAB_ID = "items"
 PAGE_SIZE = 25
@@ -69,11 +69,8 @@ def list_frame(engine: Engine, filt: ItemFilter, page: int) -> tuple[pd.DataFram
 def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     """The opened item as plain strings and tables (never HTML)."""
     i = detail.interaction
-    refs = [
-        *(["reference answer: " + i.reference_answer] if i.reference_answer else []),
-        *i.reference_facts,
-        *i.context,
-    ]
+    answer = ["reference answer: " + i.reference_answer] if i.reference_answer else []
+    refs = [*answer, *i.reference_facts, *i.context]
     turns = split(i.messages)
     verdicts = pd.DataFrame(
         [
@@ -112,11 +109,7 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     return {
         "header": header,
         "question": i.question,
-        "earlier_box": gr.update(
-            visible=bool(turns.earlier),
-            open=False,
-            label=f"Earlier in the conversation ({len(turns.earlier)} turns: click to expand)",
-        ),
+        "earlier_box": earlier_update(turns.earlier),
         "conversation": as_text(turns.earlier),
         "tool_use": gr.update(value=as_text(turns.steps), visible=bool(turns.steps)),
         "references": "\n\n".join(refs),

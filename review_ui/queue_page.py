@@ -15,7 +15,7 @@ import gradio as gr
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.views import LeasedItem, Revealed, ReviewError
 from review_ui.common import username
-from review_ui.conversation import Turn, split
+from review_ui.conversation import Turn, earlier_update, split
 
 MAX_CRITERIA = 8  # criterion slots on the screen; rubrics have 1-5
 
@@ -47,12 +47,6 @@ def question_md(item: LeasedItem, steps: list[Turn]) -> str:
     if steps:
         shown += f"\n\n#### Before answering, the assistant used tools\n\n{turns_md(steps)}"
     return shown
-
-
-def earlier_update(earlier: list[Turn]) -> Any:
-    """The folded box of earlier turns: closed on every new item, hidden for a single question."""
-    label = f"Earlier in the conversation ({len(earlier)} turn{'s' if len(earlier) != 1 else ''}: click to expand)"
-    return gr.update(visible=bool(earlier), open=False, label=label)
 
 
 def references_md(item: LeasedItem) -> str:

@@ -148,9 +148,7 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
     clean = jsonable  # NaN p-values and agreements: JSON-safe None
     return DriftAlert(
-        **series_fields(
-            run.series, result.tier, result.criterion, result.window, result.current_start, result.reference_start
-        ),
+        **series_fields(run.series, result),
         kind="+".join(kinds),
         n_ref=t.agreement_ref.n,
         n_cur=t.agreement_cur.n,
@@ -163,26 +161,26 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
         alpha=threshold,
         test=TEST_TEXT.format(n=run.n_tests, alpha=family_alpha),
         message=message,
-        release=result.release,
     )
 
 
-def series_fields(
-    series: Series, tier: str, criterion: str, window: str, start: datetime, reference_start: datetime
-) -> dict[str, Any]:
-    """What every alert of one series and window carries: the judge and rubric, tier, criterion, the windows."""
+def series_fields(series: Series, tested: TestedWindow) -> dict[str, Any]:
+    """What every alert of one series and window carries: the judge and rubric, tier, criterion, release, windows."""
+    start = tested.current_start
+    assert start is not None
     return {
         "id": "",
         "judge_config_hash": series.judge.config_hash,
         "judge_name": series.judge.name,
         "rubric_name": series.rubric.name,
         "rubric_version": series.rubric.version,
-        "tier": tier,
-        "criterion": criterion,
-        "window": window,
+        "tier": tested.tier,
+        "criterion": tested.criterion,
+        "release": tested.release,
+        "window": tested.window,
         "window_start": start,
-        "window_end": start + WINDOWS[window],
-        "reference_start": reference_start,
+        "window_end": start + WINDOWS[tested.window],
+        "reference_start": tested.reference_start,
     }
 
 
@@ -199,6 +197,8 @@ class TestedWindow(Protocol):
     def release(self) -> str | None: ...
     @property
     def current_start(self) -> datetime | None: ...
+    @property
+    def reference_start(self) -> datetime | None: ...
 
 
 def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import ColumnElement, Engine, func, or_, select
 
@@ -22,6 +23,11 @@ MAX_SERIES = 5  # series offered (newest first): each costs the calibration flow
 GATES_LOOKED_AT = 50
 
 
+class SeriesChoice(NamedTuple):
+    series: Series
+    reason: str  # one line: why this series is the default
+
+
 @dataclass(frozen=True, slots=True)
 class Series:
     """The judge configuration and rubric version a set of numbers rests on."""
@@ -29,12 +35,6 @@ class Series:
     judge: JudgeIdentity
     rubric: RubricIdentity
     last_verdict_at: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class SeriesChoice:
-    series: Series
-    reason: str  # one line: why this series is the default
 
 
 def _scored(rubric_name: str) -> tuple[ColumnElement[bool], ...]:

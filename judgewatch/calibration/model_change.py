@@ -135,16 +135,13 @@ def _alert(shift: ScoreShift, run: ModelChangeRun, family_alpha: float) -> Drift
         f"{run.series.judge.name} {run.series.judge.config_hash[:12]}"
     )
     return DriftAlert(
-        **series_fields(
-            run.series, shift.tier, shift.criterion, shift.window, shift.current_start, shift.reference_start
-        ),
+        **series_fields(run.series, shift),
         kind=SERVED_MODEL_CHANGE,
         n_ref=shift.n_ref,
         n_cur=shift.n_cur,
         alpha=run.alpha_per_test,
         test=TEST_TEXT.format(n=len(run.tested), alpha=family_alpha),
         message=message,
-        release=shift.release,
         score_ref=shift.mean_ref,
         score_cur=shift.mean_cur,
         p_score_shift=shift.p_value,

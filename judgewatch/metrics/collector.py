@@ -53,21 +53,14 @@ def read_store(
         counts = queries.bounded_counts(session=session, now=utcnow())
         successes, gate_success = queries.last_successes(session=session)
         reading = StoreReading(
-            verdicts=queries.verdict_counts(session=session),
+            verdicts=queries.verdict_counts(session=session), labels=counts["label"], drift=counts["drift"],
             queue=queries.review_queue(buckets=counts["queue"], leases=counts["leases"]),
-            labels=counts["label"],
-            snapshots=queries.latest_tier_snapshots(session=session),
-            drift=counts["drift"],
-            model_change=counts["model_change"],
-            gates=counts["gate"],
-            successes=successes,
-            gate_success=gate_success,
-            trust=queries.trust_records(session=session),
-            prices=dict(prices or {}),
-            currency=currency,
+            snapshots=queries.latest_tier_snapshots(session=session), model_change=counts["model_change"],
+            gates=counts["gate"], successes=successes, gate_success=gate_success,
+            trust=queries.trust_records(session=session), prices=dict(prices or {}), currency=currency,
             spend=day_spend(session, prices=prices or {}, currency=currency, cap=spend_cap),
             paused_picks=count_paused(session=session),
-        )
+        )  # fmt: skip
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
 
 

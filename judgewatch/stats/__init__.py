@@ -17,7 +17,7 @@ from judgewatch.stats.estimate import Estimate, two_sided_p
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
 from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_unpaired, ppi_mean
-from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_human_mean, survey_ppi_mean
+from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_ppi_mean
 from judgewatch.stats.unpaired import UnpairedDiff, shares_items, welch_mean_diff
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "shares_items",
     "spearman",
     "subset_coverage",
-    "survey_human_mean",
     "survey_ppi_mean",
     "time_windows",
     "two_sided_p",

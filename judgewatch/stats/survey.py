@@ -160,13 +160,6 @@ def survey_ppi_mean(
     return SurveyEstimate(estimate, ci.low, ci.high, se, n, n_lab, effective_n, lam, population)
 
 
-def survey_human_mean(
-    judge: ArrayLike, sample_prob: ArrayLike, human: ArrayLike, route_prob: ArrayLike, *, level: float = 0.95
-) -> SurveyEstimate:
-    """The human-labels-only estimate of the same population mean (what PPI is measured against)."""
-    return survey_ppi_mean(judge, sample_prob, human, route_prob, lam=0.0, level=level)
-
-
 def difference(
     a_est: float, a_se: float, b_est: float, b_se: float, *, level: float = 0.95, df: float | None = None
 ) -> Difference:
