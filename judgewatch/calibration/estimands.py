@@ -30,22 +30,20 @@ GOLDEN_SOURCE = r"^release:(?P<release>[^/]+)/[^/]+/(?P<dataset>.+)$"
 
 @dataclass(frozen=True, slots=True)
 class EstimandRow:
-    """One estimate, labeled with what it estimates and what it rests on. n_sampled: judge scores (verdicts) it uses;
-    n_labeled: of those, items with a human label; n_effective: how many labels the human-only estimate would need for
-    the same standard error (`effective_n`; NaN without an interval)."""
+    """One estimate, labeled with what it estimates and what it rests on."""
 
     estimand: str  # TRAFFIC | RELEASE
     tier: str
     criterion: str
     release: str | None  # release quality only
     dataset: str | None  # golden set, release quality only
-    estimate: float
-    low: float
+    estimate: float  # judge corrected by the labels (PPI++)
+    low: float  # its interval: NaN below the minimum of labels (`interval_note` says so)
     high: float
     se: float
-    n_sampled: int
-    n_labeled: int
-    n_effective: float
+    n_sampled: int  # judge scores (verdicts) it uses
+    n_labeled: int  # of those, items with a human label
+    n_effective: float  # labels the human-only estimate would need for the same se (`effective_n`; NaN: no interval)
     judge_mean: float  # the judge alone (traffic: sampling-weighted), what a dashboard without labels shows
     human_only: float  # the labels alone, same estimand
     human_low: float

@@ -16,8 +16,16 @@ from judgewatch.stats.drift import DriftTest, WindowStats, agreement_series, dri
 from judgewatch.stats.estimate import Estimate, two_sided_p
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
-from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_unpaired, ppi_mean
-from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_ppi_mean
+from judgewatch.stats.ppi import (
+    Difference,
+    PPIEstimate,
+    SurveyEstimate,
+    classical_mean,
+    difference,
+    ppi_diff_unpaired,
+    ppi_mean,
+    survey_ppi_mean,
+)
 from judgewatch.stats.unpaired import UnpairedDiff, shares_items, welch_mean_diff
 
 __all__ = [

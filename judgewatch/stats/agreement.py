@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -135,34 +136,23 @@ def _kappa(
     return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
 
 
-def cohen_kappa(
-    a: ArrayLike,
-    b: ArrayLike,
-    *,
-    categories: Sequence[float] | None = None,
-    level: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Estimate:
-    """Cohen's kappa (nominal categories), percentile bootstrap interval over items. NaN when chance agreement is 1
-    (both raters used a single, identical category)."""
-    return _kappa(a, b, categories, None, level, n_boot, seed)
-
-
 def weighted_kappa(
     a: ArrayLike,
     b: ArrayLike,
     *,
     categories: Sequence[float] | None = None,
-    weights: KappaWeights = "quadratic",
+    weights: KappaWeights | None = "quadratic",
     level: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Weighted kappa for ordinal scores (quadratic by default), percentile bootstrap interval over items. Pass the full
-    scale as `categories` (e.g. `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused
-    category changes them."""
+    """Weighted kappa for ordinal scores (quadratic by default; `weights=None`: Cohen's kappa, nominal categories),
+    percentile bootstrap interval over items; NaN when chance agreement is 1. Pass the full scale as `categories` (e.g.
+    `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused category changes them."""
     return _kappa(a, b, categories, weights, level, n_boot, seed)
+
+
+cohen_kappa = partial(weighted_kappa, weights=None)  # Cohen's kappa: nominal categories, every disagreement alike
 
 
 @dataclass(frozen=True, slots=True)

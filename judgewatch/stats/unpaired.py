@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from judgewatch.stats.estimate import as_float_array, z_value
-from judgewatch.stats.survey import difference
+from judgewatch.stats.ppi import difference
 
 MIN_SHARED = 0.5  # pair two tiers when the items both answered are at least this share of the larger tier's items
 
