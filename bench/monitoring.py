@@ -25,8 +25,8 @@ from judgewatch.calibration.drift import DriftConfig
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.settings import REPO_ROOT
 from judgewatch.stats.drift import drift_monitor, drift_test
+from judgewatch.stats.ppi import survey_ppi_mean
 from judgewatch.stats.sequential import batch_cs
-from judgewatch.stats.survey import survey_ppi_mean
 
 LIMIT = 0.05
 DAYS, HOURS = 30, 24

@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import Engine
 
-from judgewatch.calibration.report import write_blocks
-from judgewatch.calibration.view_snapshot import save_views
+from judgewatch.calibration.page_snapshots import save_views
+from judgewatch.calibration.report_render import write_blocks
 from judgewatch.cli.report_cmd import stored_report
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate

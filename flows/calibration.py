@@ -42,9 +42,9 @@ from judgewatch.calibration.anchors import (
 from judgewatch.calibration.drift import DriftConfig, detect, store_alerts
 from judgewatch.calibration.fingerprint import fetch_fingerprint, record_fingerprint
 from judgewatch.calibration.model_change import JudgeStability, judge_stability
-from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.page_snapshots import save_views
+from judgewatch.calibration.report_render import jsonable
 from judgewatch.calibration.summary import CalibrationSummary, summarize
-from judgewatch.calibration.view_snapshot import save_views
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.settings import REPO_ROOT, Settings, get_settings
 from judgewatch.storage.calibration import CalibrationSnapshot, get_anchor_set, save_snapshot

@@ -1,12 +1,8 @@
-"""The "Adjudication" tab: an expert sees every reviewer's label of a disputed or flagged item and settles it.
-
-The judge's verdict is not shown here either: settled scores are a human reference for calibrating the judge.
-Who may adjudicate, and on which item, is decided by the service (`judgewatch.review.adjudication`).
-"""
+"""The "Adjudication" tab: an expert sees every reviewer's label of a disputed or flagged item and settles it;
+the judge's verdict is not shown here either. Who may adjudicate which item is the service's decision."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import gradio as gr
@@ -15,8 +11,6 @@ from judgewatch.review.adjudication import Adjudication, AdjudicationCase
 from judgewatch.review.views import ReviewError
 from review_ui.common import username
 from review_ui.queue_page import MAX_CRITERIA, literal, radio_updates, references_md, untrusted_md
-
-logger = logging.getLogger(__name__)
 
 
 def labels_md(case: AdjudicationCase) -> str:

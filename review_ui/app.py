@@ -1,12 +1,8 @@
 """The review app: Gradio Blocks with the Queue and Adjudication tabs and the owners' aggregate pages.
 
-Everything sits behind Gradio's login, checked against the reviewer accounts in the database, with failed
-logins limited per account and per address; the MCP server, the API page and uploads stay off. Login is only
-the first gate: every handler checks that its caller's account is active and that its role may use the page
-(a logged-in session can call any handler). Reviewers see the Queue; adjudicators also Adjudication, Tiers,
-Calibration and Judges; owners everything. `judgewatch review-ui` calls `serve`; tests call `build_app` +
-`launch_options` on a free port.
-"""
+Everything sits behind Gradio's login against the reviewer accounts, with failed logins limited per account and
+per address; the MCP server, the API page and uploads stay off. Every handler also checks that its caller's
+account is active and that its role may use the page (a logged-in session can call any handler)."""
 
 from __future__ import annotations
 
@@ -20,7 +16,7 @@ from sqlalchemy import Engine
 from starlette.middleware import Middleware
 
 from judgewatch.metrics.server import store_metrics_route
-from judgewatch.review.accounts import AGGREGATE_ROLES, Role, authenticate, role_of
+from judgewatch.review.accounts import AGGREGATE_ROLES, authenticate, role_of
 from judgewatch.review.adjudication import Adjudication
 from judgewatch.review.login_throttle import LoginThrottle, ThrottlePolicy
 from judgewatch.review.queue import ReviewQueue
@@ -48,7 +44,6 @@ DEFAULT_EXTRA_TABS: tuple[TabBuilder, ...] = (
     add_tiers_tab,
     add_calibration_tab,
 )
-ADJUDICATION_ROLES = frozenset({Role.adjudicator, Role.owner})
 # The app has no upload component; Gradio's upload route still exists, so cap it at one byte (off).
 MAX_UPLOAD_BYTES = 1
 
@@ -108,19 +103,17 @@ CSS = """
 
 
 def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilder] | None = None) -> gr.Blocks:
-    """The app's Blocks; `extra_tabs` (default: Judges, Tiers, Calibration) each add an aggregate page's tab.
-
-    Each tab is shown only to the roles that may use it (set when the page loads); the handlers check anyway.
-    """
+    """The app's Blocks; `extra_tabs` (default: Judges, Tiers, Calibration) each add an aggregate page's tab. Each tab
+    is shown only to the roles that may use it (set when the page loads); the handlers check anyway."""
     queue = ReviewQueue(
         engine, lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir, scrub_pii=settings.pii_scrub
     )
-    gated: list[tuple[Any, frozenset[Role]]] = []
+    gated: list[Any] = []
     with gr.Blocks(title="judgewatch review", analytics_enabled=False) as app:
         gr.Markdown("## judgewatch · human review")
         with gr.Tabs() as tabs:
             add_queue_tab(queue)
-            gated.append((add_adjudication_tab(Adjudication(queue)), ADJUDICATION_ROLES))
+            gated.append(add_adjudication_tab(Adjudication(queue)))  # every other tab: AGGREGATE_ROLES
             for add_tab in DEFAULT_EXTRA_TABS if extra_tabs is None else extra_tabs:
                 try:
                     tab = add_tab(engine)
@@ -128,18 +121,17 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
                     logger.exception("could not add the tab from %r", add_tab)
                     continue
                 if isinstance(tab, gr.Tab):
-                    gated.append((tab, AGGREGATE_ROLES))
+                    gated.append(tab)
 
         def visible_tabs(request: gr.Request) -> list[Any]:
             with session_scope(engine) as session:
                 role = role_of(session=session, name=getattr(request, "username", None))
-            return [gr.update(visible=role is not None and role in roles) for _, roles in gated]
+            return [gr.update(visible=role in AGGREGATE_ROLES) for _ in gated]
 
-        if gated:
-            for tab, _ in gated:  # hidden until the page's load event knows the caller's role
-                tab.visible = False
-            app.load(visible_tabs, outputs=[tab for tab, _ in gated], api_visibility="private")
-        for tab, _ in gated:  # a page that opens from a link (`/?item=...`) says how on its tab
+        for tab in gated:  # hidden until the page's load event knows the caller's role
+            tab.visible = False
+        app.load(visible_tabs, outputs=gated, api_visibility="private")
+        for tab in gated:  # a page that opens from a link (`/?item=...`) says how on its tab
             if hook := getattr(tab, "open_item", None):
                 handler, outputs = hook
                 app.load(handler, outputs=[tabs, *outputs], api_visibility="private")
@@ -148,13 +140,9 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
 
 def login_throttle(settings: Settings) -> LoginThrottle:
     """The login rate limit configured in the settings."""
+    s = settings
     return LoginThrottle(
-        ThrottlePolicy(
-            account_failures=settings.login_account_failures,
-            address_failures=settings.login_address_failures,
-            window_s=settings.login_window_s,
-            lockout_s=settings.login_lockout_s,
-        )
+        ThrottlePolicy(s.login_account_failures, s.login_address_failures, s.login_window_s, s.login_lockout_s)
     )
 
 

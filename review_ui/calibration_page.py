@@ -1,15 +1,9 @@
-"""The "Calibration" page: how far the judge can be trusted, per tier.
-
-Judge-human agreement tables, a confusion matrix per tier and criterion (judge rows, human columns),
-reviewer-vs-reviewer agreement on doubly labeled items, the anchor-set comparison of the current judge
-configuration with the previous one, and the drift alerts. Read from the snapshot the calibration flow stores
-(opening the page computes nothing; the alerts are read live, a small table). Aggregate and read-only, for
-active owners and adjudicators (every handler checks). `add_calibration_tab(engine)` adds it inside an open `gr.Blocks`.
-"""
+"""The "Calibration" page: how far the judge can be trusted, per tier: agreement, confusion matrices, reviewer
+agreement, the anchor-set comparison and the drift alerts. Read from the calibration flow's snapshot (the alerts
+live); aggregate, for active owners and adjudicators (every handler checks)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,15 +14,13 @@ from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
 from judgewatch.calibration.agreement import confusion_frame
-from judgewatch.calibration.report import fmt_num
-from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, REVIEWER_HEADERS, PageView, stored_views
+from judgewatch.calibration.page_snapshots import REVIEWER_HEADERS, PageView
+from judgewatch.calibration.report_render import fmt_num
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
 from review_ui.common import image, message_frame, page_top, require_viewer
-from review_ui.tiers_page import BEFORE_OPENING, MISSING, NOT_COMPUTED
-
-logger = logging.getLogger(__name__)
+from review_ui.tiers_page import BEFORE_OPENING, MISSING, NOT_COMPUTED, computed_line, read_views
 
 INTRO = """\
 How well the judge agrees with people, per tier (weighted kappa: 0 = chance, 1 = perfect; bias = judge minus
@@ -72,19 +64,10 @@ def alerts_frame(engine: Engine, rubric: str, limit: int = 50) -> pd.DataFrame:
     with session_scope(engine) as session:
         alerts = get_alerts(session=session, rubric_name=rubric)[:limit]
     rows = [
-        [
-            a.state,
-            a.tier,
-            a.criterion,
-            a.window,
-            f"{a.window_start:%Y-%m-%d}",
-            a.kind,
-            fmt_num(a.p_agreement_drop, ".2g"),
-            fmt_num(a.p_bias_shift, ".2g"),
-            a.message,
-        ]
+        [a.state, a.tier, a.criterion, a.window, f"{a.window_start:%Y-%m-%d}", a.kind,
+         fmt_num(a.p_agreement_drop, ".2g"), fmt_num(a.p_bias_shift, ".2g"), a.message]
         for a in alerts
-    ]
+    ]  # fmt: skip
     return pd.DataFrame(rows, columns=ALERT_COLUMNS) if rows else message_frame("No drift alerts.")
 
 
@@ -92,20 +75,17 @@ def calibration_view(
     engine: Engine, rubric: str = "answer_quality", since: str = "90d", series: str | None = None
 ) -> CalibrationView:
     """Everything the page shows: the stored rendering of the default series (one read; alerts live)."""
-    if since not in PERIODS:
-        raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
-    view = stored_views(engine, rubric_name=rubric, period=since).pick(series)
+    view = read_views(engine, rubric, since).pick(series)
     if view is None:
         empty = message_frame(NOT_COMPUTED)
         return CalibrationView(NOT_COMPUTED, empty, reviewers=empty, alerts=alerts_frame(engine, rubric))
-    at = f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
     confusion = {
         name: ConfusionMatrix(tuple(m["categories"]), np.asarray(m["counts"], dtype=np.int64))
         for name, m in view.confusion.items()
     }
     note, anchors = anchors_frame(view)
     return CalibrationView(
-        header="\n\n".join([*view.header, at]),
+        header="\n\n".join([*view.header, computed_line(view)]),
         agreement=view.tables.get("Judge-human agreement per tier", message_frame(NO_LABELS)),
         confusion=confusion,
         reviewers=reviewers_frame(view),
@@ -136,17 +116,8 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         choices = list(v.confusion)
         first = choices[0] if choices else None
         matrix, heat = show_matrix(first, request)
-        return [
-            v.header,
-            v.agreement,
-            gr.update(choices=choices, value=first),
-            matrix,
-            heat,
-            v.reviewers,
-            v.anchors_note,
-            v.anchors,
-            v.alerts,
-        ]
+        picker = gr.update(choices=choices, value=first)
+        return [v.header, v.agreement, picker, matrix, heat, v.reviewers, v.anchors_note, v.anchors, v.alerts]
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh, header = page_top(INTRO, rubric)

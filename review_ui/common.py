@@ -1,14 +1,9 @@
-"""Helpers the review app's pages share: who is asking (and may they), the period controls, empty tables.
-
-Every handler of every page starts with `require_role`: a logged-in session can call any handler (Gradio's
-`api_visibility` only hides it), so the handler checks that the account is still active and that its role
-may see the page. A disabled account's sessions are ended on its next request.
-"""
+"""Helpers the review app's pages share: who is asking (and may they), the period controls, empty tables. Every
+handler starts with `require_role`: Gradio's `api_visibility` only hides a handler, a logged-in session can call it."""
 
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Collection
 
 import gradio as gr
@@ -19,8 +14,6 @@ from sqlalchemy import Engine
 from judgewatch.review.accounts import AGGREGATE_ROLES, Role, role_of
 from judgewatch.storage.db import session_scope
 from review_ui.session_guard import end_sessions
-
-logger = logging.getLogger(__name__)
 
 SINCE_CHOICES = [("last 7 days", "7d"), ("last 30 days", "30d"), ("last 90 days", "90d"), ("all time", "")]
 
@@ -34,10 +27,8 @@ def username(request: gr.Request | None) -> str:
 
 
 def require_role(engine: Engine, request: gr.Request | None, roles: Collection[Role] | None = None) -> str:
-    """The caller's name when the account is active (and, given `roles`, has one of them); a gr.Error otherwise.
-
-    A disabled account also loses its sessions here, so its next page load asks for a login again.
-    """
+    """The caller's name when the account is active (and, given `roles`, has one of them); a gr.Error otherwise. A
+    disabled account also loses its sessions here, so its next page load asks for a login again."""
     name = username(request)
     with session_scope(engine) as session:
         role = role_of(session=session, name=name)

@@ -1,13 +1,7 @@
-"""The "Compare" page: two releases, or two tiers of one release, on the items both answered (`judgewatch compare`).
-
-For owners and adjudicators. Per criterion the mean of B - A with its paired interval, then the items that regressed
-(largest drop first) and improved, each answer pair with the words that differ marked, and apart from them the
-pairs where either side is unscored. Text from the store is shown in tables, never as HTML.
-"""
+"""The "Compare" page, for owners and adjudicators: `judgewatch compare`'s tables (two releases, or two tiers of
+one release, on the items both answered). Text from the store is shown in tables, never as HTML."""
 
 from __future__ import annotations
-
-import math
 
 import gradio as gr
 import pandas as pd
@@ -15,6 +9,13 @@ from sqlalchemy import Engine
 
 from judgewatch.storage.db import session_scope
 from judgewatch.workbench.compare import CompareError, Comparison, PairRow, Side, compare, word_diff
+from judgewatch.workbench.compare_report import (
+    CRITERIA_HEADERS,
+    UNSCORED_HEADERS,
+    criteria_rows,
+    delta_text,
+    unscored_rows,
+)
 from review_ui.common import require_viewer
 
 SHOWN = 200
@@ -24,52 +25,21 @@ answered, under one judge series. Delta = B - A. Answers: `[-only in A-]`, `{+on
 """
 
 
-def _num(x: float, spec: str = "+.2f") -> str:
-    return format(x, spec) if math.isfinite(x) else "n/a"
-
-
-def _pairs(pairs: list[PairRow]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            [
-                p.key,
-                ", ".join(f"{c} {d:+d}" for c, d in sorted(p.delta.items()) if d) or "0",
-                p.question,
-                word_diff(p.answer_a, p.answer_b),
-                p.interaction_b,
-            ]
-            for p in pairs[:SHOWN]
-        ],
-        columns=["item", "delta", "question", "answer A to B", "B interaction"],
-    )
-
-
 def comparison_frames(c: Comparison) -> tuple[str, pd.DataFrame, pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     summary = (
         f"**{c.a} (A) against {c.b} (B)**, judge series `{c.judge_series[:12]}`, rubric {c.rubric}: "
         f"{len(c.regressions)} regressed, {len(c.improvements)} improved, {c.unchanged} unchanged, "
         f"{len(c.unscored)} unscored on a side; {c.only_a} items only in A, {c.only_b} only in B (left out)."
     )
-    criteria = pd.DataFrame(
-        [
-            [
-                d.criterion,
-                d.n,
-                _num(d.mean_a, ".2f"),
-                _num(d.mean_b, ".2f"),
-                f"{_num(d.estimate)} [{_num(d.low)}, {_num(d.high)}]",
-                d.method,
-                d.unscored,
-            ]
-            for d in c.criteria
-        ],
-        columns=["criterion", "pairs", "A mean", "B mean", "delta [95% CI]", "interval", "pairs unscored"],
-    )
-    unscored = pd.DataFrame(
-        [[p.key, p.unscored.get("a", "scored"), p.unscored.get("b", "scored"), p.question] for p in c.unscored],
-        columns=["item", "A", "B", "question"],
-    )
-    return summary, criteria, _pairs(c.regressions), _pairs(c.improvements), unscored
+
+    def pairs(found: list[PairRow]) -> pd.DataFrame:
+        rows = [[p.key, delta_text(p), p.question, word_diff(p.answer_a, p.answer_b), p.interaction_b]
+                for p in found[:SHOWN]]  # fmt: skip
+        return pd.DataFrame(rows, columns=["item", "delta", "question", "answer A to B", "B interaction"])
+
+    criteria = pd.DataFrame(criteria_rows(c), columns=list(CRITERIA_HEADERS))
+    unscored = pd.DataFrame(unscored_rows(c.unscored), columns=list(UNSCORED_HEADERS))
+    return summary, criteria, pairs(c.regressions), pairs(c.improvements), unscored
 
 
 def add_compare_tab(engine: Engine, *, label: str = "Compare") -> gr.Tab:

@@ -1,16 +1,12 @@
-"""A conversation's turns as the review pages show them: the earlier turns folded away, the last exchange open.
-
-`split` gives the turns before the question (shown collapsed) and the tool use between the question and the
-answer (shown with the question). Each turn reads as a heading ("User", "Assistant", "Tool result
-(get_weather)") and its text, tool calls written out as "calls get_weather with {...}". The queue page escapes
-both as Markdown text (no HTML from a turn reaches the browser); the items page puts them in text boxes.
-"""
+"""A conversation's turns as the review pages show them: the turns before the question folded away, the tool use
+between the question and the answer shown with it; each turn a heading and its text, tool calls written out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+import gradio as gr
 from pydantic import ValidationError
 
 from judgewatch.contract.messages import ChatMessage, conversation_parts, is_conversation
@@ -54,3 +50,9 @@ def _turn(message: ChatMessage, names: dict[str, str]) -> Turn:
 def as_text(turns: Sequence[Turn]) -> str:
     """Turns as plain text, for a text box."""
     return "\n\n".join(f"[{t.heading}]\n{t.text}" for t in turns)
+
+
+def earlier_update(earlier: list[Turn]) -> Any:
+    """The folded box of earlier turns: closed on every new item, hidden for a single question."""
+    label = f"Earlier in the conversation ({len(earlier)} turn{'s' if len(earlier) != 1 else ''}: click to expand)"
+    return gr.update(visible=bool(earlier), open=False, label=label)

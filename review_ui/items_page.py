@@ -1,17 +1,11 @@
-"""The "Items" page: the items behind a number, filtered and paged by the server, and one item opened whole.
-
-For owners and adjudicators (each handler checks the caller). The filters are `workbench.items.ItemFilter`'s, the
-same as `judgewatch export`'s. Opening an item shows its question (a conversation's earlier turns folded above it,
-its tool use below it), references and answer, every
-verdict on it, the human labels and the adjudication, and the same item in other releases and tiers. Every text
-from the store is shown in text boxes and tables, never as HTML. An item has a deep link: `/?item=<interaction id>`
-opens this tab on it after login (reports link their worst items there).
-"""
+"""The "Items" page: the items behind a number (`workbench.items.ItemFilter`, as `judgewatch export`), filtered and
+paged by the server, and one item opened whole: content, every verdict, labels, adjudication, the same item in
+other releases. Text from the store goes in text boxes and tables, never HTML. `/?item=<interaction id>` opens
+it after login. For owners and adjudicators (each handler checks the caller)."""
 
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 import gradio as gr
@@ -21,11 +15,10 @@ from sqlalchemy import Engine
 
 from judgewatch.contract.verdicts import PromptTrim
 from judgewatch.storage.db import session_scope
-from judgewatch.workbench.items import ItemDetail, ItemFilter, LabelStatus, find_items, item_detail
+from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.workbench.items import ItemDetail, ItemFilter, LabelStatus, find_items, item_detail, scores_text
 from review_ui.common import require_viewer
-from review_ui.conversation import as_text, split
-
-logger = logging.getLogger(__name__)
+from review_ui.conversation import as_text, earlier_update, split
 
 TAB_ID = "items"
 PAGE_SIZE = 25
@@ -43,6 +36,14 @@ def _short(text: str, n: int = 90) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _status(v: VerdictRecord) -> str:
+    return v.status if v.status == "scored" else f"unscored: {v.unscored_reason}"
+
+
+def _overall(v: VerdictRecord) -> str:
+    return "-" if v.overall is None else f"{v.overall:.2f}"
+
+
 def item_link(interaction_id: str) -> str:
     """The deep link to an item, relative to the review app's root."""
     return f"/?item={interaction_id}"
@@ -52,20 +53,11 @@ def list_frame(engine: Engine, filt: ItemFilter, page: int) -> tuple[pd.DataFram
     with session_scope(engine) as session:
         rows, total = find_items(session, filt, offset=page * PAGE_SIZE, limit=PAGE_SIZE)
     table = [
-        [
-            r.interaction.id,
-            r.interaction.release or "-",
-            r.interaction.tier or "-",
-            r.dataset or r.interaction.source,
-            r.verdict.rubric_name,
-            r.verdict.status if r.verdict.status == "scored" else f"unscored: {r.verdict.unscored_reason}",
-            "-" if r.verdict.overall is None else f"{r.verdict.overall:.2f}",
-            ", ".join(f"{c} {'-' if s is None else s}" for c, s in sorted(r.verdict.scores.items())),
-            r.status.value,
-            _short(r.interaction.question),
-        ]
+        [r.interaction.id, r.interaction.release or "-", r.interaction.tier or "-", r.dataset or r.interaction.source,
+         r.verdict.rubric_name, _status(r.verdict), _overall(r.verdict), scores_text(r.verdict.scores), r.status.value,
+         _short(r.interaction.question)]
         for r in rows
-    ]
+    ]  # fmt: skip
     first = page * PAGE_SIZE + 1
     if total is None:
         where = f"items {first}-{first + len(rows) - 1}" if rows else "no items"
@@ -77,41 +69,20 @@ def list_frame(engine: Engine, filt: ItemFilter, page: int) -> tuple[pd.DataFram
 def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     """The opened item as plain strings and tables (never HTML)."""
     i = detail.interaction
-    refs = [
-        *(["reference answer: " + i.reference_answer] if i.reference_answer else []),
-        *i.reference_facts,
-        *i.context,
-    ]
+    answer = ["reference answer: " + i.reference_answer] if i.reference_answer else []
+    refs = [*answer, *i.reference_facts, *i.context]
     turns = split(i.messages)
     verdicts = pd.DataFrame(
         [
-            [
-                f"{v.judge_kind}:{v.judge_name}",
-                v.judge_config_hash[:12],
-                f"{v.rubric_name} {v.rubric_version}",
-                v.status if v.status == "scored" else f"unscored: {v.unscored_reason}",
-                ", ".join(f"{c} {'-' if s is None else s}" for c, s in sorted(v.scores.items())),
-                "-" if v.overall is None else f"{v.overall:.2f}",
-                v.score_reading or "integer",
-                v.reason,
-                PromptTrim.model_validate(v.trimmed).note if v.trimmed else "",
-                "current" if v.superseded_by is None else "superseded",
-            ]
+            [f"{v.judge_kind}:{v.judge_name}", v.judge_config_hash[:12], f"{v.rubric_name} {v.rubric_version}",
+             _status(v), scores_text(v.scores), _overall(v), v.score_reading or "integer", v.reason,
+             PromptTrim.model_validate(v.trimmed).note if v.trimmed else "",
+             "current" if v.superseded_by is None else "superseded"]
             for v in detail.verdicts
         ],
-        columns=[
-            "judge",
-            "series",
-            "rubric",
-            "status",
-            "scores",
-            "overall",
-            "score_reading",
-            "reason",
-            "fitted",
-            "state",
-        ],
-    )
+        columns=["judge", "series", "rubric", "status", "scores", "overall", "score_reading", "reason", "fitted",
+                 "state"],
+    )  # fmt: skip
     labels = pd.DataFrame(
         [
             [lb.reviewer, lb.via, json.dumps(lb.scores, sort_keys=True), lb.comment, lb.submitted_at]
@@ -126,13 +97,7 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     )
     history = pd.DataFrame(
         [
-            [
-                o.release or "-",
-                o.tier or "-",
-                o.id,
-                "-" if v is None else ", ".join(f"{c} {'-' if s is None else s}" for c, s in sorted(v.scores.items())),
-                _short(o.answer),
-            ]
+            [o.release or "-", o.tier or "-", o.id, "-" if v is None else scores_text(v.scores), _short(o.answer)]
             for o, v in detail.history
         ],
         columns=["release", "tier", "interaction", "scores", "answer"],
@@ -144,11 +109,7 @@ def detail_parts(detail: ItemDetail) -> dict[str, Any]:
     return {
         "header": header,
         "question": i.question,
-        "earlier_box": gr.update(
-            visible=bool(turns.earlier),
-            open=False,
-            label=f"Earlier in the conversation ({len(turns.earlier)} turns: click to expand)",
-        ),
+        "earlier_box": earlier_update(turns.earlier),
         "conversation": as_text(turns.earlier),
         "tool_use": gr.update(value=as_text(turns.steps), visible=bool(turns.steps)),
         "references": "\n\n".join(refs),
@@ -234,18 +195,8 @@ def add_items_tab(engine: Engine, *, label: str = "Items") -> gr.Tab:
         history = gr.Dataframe(interactive=False, wrap=True, label="This item in other releases and tiers")
 
         filters = [release, tier, dataset, stratum, criterion, score_min, score_max, unscored, status, series, text]
-        detail_outputs = [
-            header,
-            earlier_box,
-            conversation,
-            question,
-            tool_use,
-            references,
-            answer,
-            verdicts,
-            labels,
-            history,
-        ]
+        detail_outputs = [header, earlier_box, conversation, question, tool_use, references, answer, verdicts]
+        detail_outputs += [labels, history]
 
         def first_page(request: gr.Request, *values: Any) -> tuple[pd.DataFrame, str, int]:
             return search(0, request, *values)

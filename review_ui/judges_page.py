@@ -1,9 +1,5 @@
-"""The "Judges" page: every judge configuration measured, its trust, and how it compares with the reference judge.
-
-Read-only: it shows stored trust records (`judgewatch judges validate` writes them), to active owners and
-adjudicators only (each handler checks the caller). Use `add_judges_tab(engine)`
-inside an open `gr.Blocks` to add it as a tab of the review app, or `judges_page(engine)` for a page of its own.
-"""
+"""The "Judges" page: every judge configuration measured (`judgewatch judges validate`), its trust, and how it
+compares with the reference judge. Read-only, for active owners and adjudicators (each handler checks)."""
 
 from __future__ import annotations
 

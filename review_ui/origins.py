@@ -1,19 +1,11 @@
 """Which web origins may call the review app, and the response headers that say so.
 
-Gradio's own CORS middleware trusts any origin once the app is served under a real host name: it echoes the
-caller's `Origin` in `Access-Control-Allow-Origin` with `Allow-Credentials: true`, and its session cookie is
-`SameSite=None`. A page on another site could then read the reviewer's leased item with the reviewer's cookie
-and submit labels as them. Here:
-
-- `OriginPolicy.refusal` (used by `SessionGuard`, the app's innermost guard, from the first request on): a
-  request whose `Origin` is neither the app's own (the `Host` it was sent to) nor one of the configured
-  `review_allowed_origins` is answered 403 before Gradio sees it, login included; so is a state-changing
-  request that a browser marks `Sec-Fetch-Site: cross-site` without an `Origin`.
-- `same_site_lax`: the session cookies Gradio sets are rewritten to `SameSite=Lax`, so a browser does not send
-  them with requests that other sites start (only with top-level navigations to the app).
-- `CorsHeaderFilter`, installed in front of Gradio's CORS middleware once the server runs: no
-  `Access-Control-Allow-*` header goes to an origin that is not allowed.
-"""
+Gradio's CORS middleware trusts any origin once the app has a real host name (it echoes `Origin` with
+`Allow-Credentials: true`, and its session cookie is `SameSite=None`), so a page on another site could label as
+the reviewer. Here: `OriginPolicy.refusal` (used by `SessionGuard`) answers 403 to a request from an origin that is
+neither the app's own nor in `review_allowed_origins`, and to a state-changing `Sec-Fetch-Site: cross-site` request
+without one; `same_site_lax` makes the session cookies `SameSite=Lax`; `CorsHeaderFilter`, installed in front of
+Gradio's CORS layer, sends no `Access-Control-Allow-*` header to an origin that is not allowed."""
 
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed.
 
-Handlers hold no authority of their own: each passes `request.username` to the review service, which checks
-the account and the lease. A conversation's earlier turns are folded away in a closed box above the question;
-the tool use between the question and the answer is shown with the question. Judged content (turns, question,
-references, answer) is shown as Markdown with its HTML
-escaped and its images turned to text (`untrusted_md`), inside `gr.Markdown`'s default sanitizing; free text that
-should read literally (judge reason, names, messages) is escaped completely (`literal`).
-"""
+Handlers hold no authority of their own: the review service checks the account and the lease. Judged content
+(turns, question, references, answer) is Markdown with its HTML escaped and images turned to text
+(`untrusted_md`); free text that should read literally (judge reason, names, messages) is escaped completely."""
 
 from __future__ import annotations
 
 import html
-import logging
 import re
 from typing import Any
 
@@ -20,9 +15,7 @@ import gradio as gr
 from judgewatch.review.queue import ReviewQueue
 from judgewatch.review.views import LeasedItem, Revealed, ReviewError
 from review_ui.common import username
-from review_ui.conversation import Turn, split
-
-logger = logging.getLogger(__name__)
+from review_ui.conversation import Turn, earlier_update, split
 
 MAX_CRITERIA = 8  # criterion slots on the screen; rubrics have 1-5
 
@@ -56,12 +49,6 @@ def question_md(item: LeasedItem, steps: list[Turn]) -> str:
     return shown
 
 
-def earlier_update(earlier: list[Turn]) -> Any:
-    """The folded box of earlier turns: closed on every new item, hidden for a single question."""
-    label = f"Earlier in the conversation ({len(earlier)} turn{'s' if len(earlier) != 1 else ''}: click to expand)"
-    return gr.update(visible=bool(earlier), open=False, label=label)
-
-
 def references_md(item: LeasedItem) -> str:
     parts = []
     if item.reference_answer:
@@ -82,16 +69,9 @@ def radio_updates(item: LeasedItem | None, *, interactive: bool = True) -> list[
         if slot < len(criteria):
             c = criteria[slot]
             choices = [(f"{level} · {c.anchors[level]}", level) for level in range(item.scale_min, item.scale_max + 1)]  # type: ignore[union-attr]
-            updates.append(
-                gr.update(
-                    visible=True,
-                    choices=choices,
-                    value=None,
-                    label=f"{slot + 1}. {c.name}",
-                    info=c.description,
-                    interactive=interactive,
-                )
-            )
+            label = f"{slot + 1}. {c.name}"
+            updates.append(gr.update(visible=True, choices=choices, value=None, label=label, info=c.description,
+                                     interactive=interactive))  # fmt: skip
         else:
             updates.append(gr.update(visible=False, choices=[], value=None))
     return updates
@@ -141,25 +121,8 @@ def add_queue_tab(queue: ReviewQueue) -> gr.Tab:
         reveal = gr.Markdown(elem_id="jw-reveal")
         gr.Markdown("_Keys: 1-9 score the highlighted criterion · Enter submits · S skips · F flags · N next._")
 
-    screen = [
-        item_id,
-        version,
-        names,
-        earlier_box,
-        earlier,
-        question,
-        references,
-        answer,
-        *radios,
-        comment,
-        submit_btn,
-        flag_btn,
-        skip_row,
-        skip_reason,
-        reveal,
-        message,
-        progress,
-    ]
+    screen = [item_id, version, names, earlier_box, earlier, question, references, answer, *radios, comment]
+    screen += [submit_btn, flag_btn, skip_row, skip_reason, reveal, message, progress]
 
     def progress_md(reviewer: str) -> str:
         p = queue.progress(reviewer)

@@ -1,15 +1,7 @@
-"""HTTP-level guard in front of the Gradio app: who is calling from where, and sessions of disabled accounts.
-
-An ASGI middleware (passed to Gradio's FastAPI app through `launch(app_kwargs=...)`) that
-
-- records the caller's address for the login check, so failed logins are limited per address too (Gradio
-  calls the `auth` function with name and password only);
-- answers 429 to a login from an address that is locked out, before Gradio reads the form;
-- ends the sessions of an account that was disabled: a request carrying its session cookie finds the session
-  gone (Gradio then asks for a login), checked at most every `recheck_s` seconds per account;
-- refuses (403) a request from another web origin, login included, and makes the session cookies
-  `SameSite=Lax` (`review_ui.origins`).
-"""
+"""HTTP-level guard in front of the Gradio app (an ASGI middleware): it records the caller's address for the login
+throttle (Gradio's `auth` gets name and password only), answers 429 to a login from a locked-out address, ends
+the sessions of a disabled account (checked at most every `recheck_s` seconds per account), and refuses other web
+origins (`review_ui.origins`)."""
 
 from __future__ import annotations
 
@@ -17,7 +9,7 @@ import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable, MutableMapping
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -26,14 +18,10 @@ from sqlalchemy import Engine
 from judgewatch.review.accounts import is_active
 from judgewatch.review.login_throttle import LoginThrottle
 from judgewatch.storage.db import session_scope
-from review_ui.origins import OriginPolicy, same_site_lax
+from review_ui.origins import ASGIApp, OriginPolicy, Receive, Scope, Send, same_site_lax
 
 logger = logging.getLogger(__name__)
 
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 
@@ -90,12 +78,11 @@ class SessionGuard:
                 logger.warning("%s (%s %s from %s)", refusal, scope.get("method"), scope.get("path"), address)
                 await _refuse(send, 403, refusal)
                 return
-            path = str(scope.get("path", ""))
-            if scope.get("method") == "POST" and path.rstrip("/").endswith("/login") and address:
-                wait = self.throttle.locked_for("", address)
-                if wait > 0:
-                    await _too_many(send, wait)
-                    return
+            login = scope.get("method") == "POST" and str(scope.get("path", "")).rstrip("/").endswith("/login")
+            if login and address and (wait := self.throttle.locked_for("", address)) > 0:
+                detail = f"Too many failed logins from this address; try again in {wait:.0f} s."
+                await _refuse(send, 429, detail, [(b"retry-after", str(int(wait) + 1).encode())])
+                return
             self._end_disabled_session(scope)
 
             async def lax_cookies(message: MutableMapping[str, Any]) -> None:
@@ -142,11 +129,6 @@ def _cookie_values(scope: Scope) -> list[str]:
                 continue
             values += [morsel.value for cookie, morsel in jar.items() if cookie.startswith("access-token")]
     return values
-
-
-async def _too_many(send: Send, wait: float) -> None:
-    detail = f"Too many failed logins from this address; try again in {wait:.0f} s."
-    await _refuse(send, 429, detail, [(b"retry-after", str(int(wait) + 1).encode())])
 
 
 async def _refuse(send: Send, status: int, detail: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:

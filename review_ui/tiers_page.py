@@ -1,19 +1,9 @@
-"""The "Tiers" page for model owners: first the gate's question (which tier regressed, on which criterion, by how
-much against its baseline release, with the interval), then per tier and criterion the judge's raw mean, the
-corrected estimate with its interval, the tier difference, judge-human agreement, trends, open drift alerts and
-label counts. Every plot's label says what it covers (which release; what is pooled).
-
-Read-only and aggregate (no single item's tier or verdict is shown, so reviewers stay blind). The numbers are
-read from the snapshots the calibration flow stores, one per judge series (opening the page computes
-nothing); the Judge series box offers every stored series, the default being the one the latest gate used,
-and the header says in one line which series is shown and why. An empty table or plot says what is missing
-and which command fills it. For logged-in, active accounts only: a logged-in session can call any handler,
-so each handler checks who is asking. `add_tiers_tab(engine)` adds it inside an open `gr.Blocks`.
-"""
+"""The "Tiers" page for model owners: the gate's question first, then the Tiers report's tables and plots for one
+judge series (default: the one the latest gate used). Read from the snapshots the calibration flow stores (opening
+the page computes nothing); aggregate only, so reviewers stay blind; every handler checks who is asking."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -23,11 +13,9 @@ import pandas as pd
 from sqlalchemy import Engine
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.report import GATE_SECTION
-from judgewatch.calibration.view_snapshot import FILL_COMMAND, PERIODS, stored_views
+from judgewatch.calibration.page_snapshots import FILL_COMMAND, PERIODS, PageView, StoredViews, stored_views
+from judgewatch.calibration.tiers_report import GATE_SECTION
 from review_ui.common import image, message_frame, page_controls, require_viewer
-
-logger = logging.getLogger(__name__)
 
 INTRO = """\
 Scores of each serving tier, per criterion, for two separate questions (**estimand**): *traffic_quality* (all
@@ -113,20 +101,28 @@ def _cost(engine: Engine, since: str | None) -> str:
     return "\n\n".join(line for line in (today, period) if line)
 
 
+def read_views(engine: Engine, rubric: str, since: str) -> StoredViews:
+    """The stored renderings of the period; a gr.Error for a period the calibration flow does not store."""
+    if since not in PERIODS:
+        raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
+    return stored_views(engine, rubric_name=rubric, period=since)
+
+
+def computed_line(view: PageView) -> str:
+    return f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
+
+
 def tiers_view(
     engine: Engine, rubric: str = "answer_quality", since: str = "90d", series: str | None = None
 ) -> TiersView:
     """What the page shows: the stored rendering for the period and series (one read, no computing on open)."""
-    if since not in PERIODS:
-        raise gr.Error(f"period {since!r}: choose one of {', '.join(p or 'all time' for p in PERIODS)}")
-    stored = stored_views(engine, rubric_name=rubric, period=since)
+    stored = read_views(engine, rubric, since)
     view = stored.pick(series)
     if view is None:
         empty = _empty_view(NOT_COMPUTED)
         empty.header = f"{NOT_COMPUTED}\n\n{_cost(engine, None)}"
         return empty
     t = view.tables
-    at = f"Computed {view.computed_at:%Y-%m-%d %H:%M} UTC by the calibration flow (`{FILL_COMMAND}` refreshes it)."
 
     def table(heading: str) -> pd.DataFrame:
         return t[heading] if heading in t else message_frame(MISSING[heading])
@@ -136,7 +132,7 @@ def tiers_view(
     return TiersView(
         lead=f"**{lead}**" if lead else MISSING[GATE_SECTION],
         gate=table(GATE_SECTION),
-        header="\n\n".join([*view.header, at, _cost(engine, since)]),
+        header="\n\n".join([*view.header, computed_line(view), _cost(engine, since)]),
         estimates=table("Tier scores"),
         differences=table("Tier difference"),
         agreement=table("Judge-human agreement per tier"),
@@ -161,20 +157,9 @@ def add_tiers_tab(engine: Engine, *, rubric: str = "answer_quality", label: str 
         def picture(name: str) -> Any:
             return gr.update(value=image(getattr(v, f"{name}_png")), label=v.captions.get(name, PLOTS[name]))
 
-        return [
-            v.lead,
-            v.gate,
-            v.header,
-            gr.update(choices=v.series, value=v.shown),
-            picture("estimates"),
-            v.estimates,
-            v.differences,
-            v.agreement,
-            picture("trend"),
-            picture("agreement"),
-            v.alerts,
-            v.counts,
-        ]
+        picker = gr.update(choices=v.series, value=v.shown)
+        return [v.lead, v.gate, v.header, picker, picture("estimates"), v.estimates, v.differences, v.agreement,
+                picture("trend"), picture("agreement"), v.alerts, v.counts]  # fmt: skip
 
     with gr.Tab(label) as tab:
         rubric_box, since_box, refresh = page_controls(rubric)

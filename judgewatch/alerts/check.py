@@ -1,12 +1,9 @@
 """Checking the alert rules: each rule's subjects observed now, incidents opened and resolved, events delivered.
 
-Run at the end of every calibration, traffic-sampling and ingest-judging flow run (`check_alerts_quietly`: never
-fails the flow) and by `judgewatch alerts check` (a cron job or a scheduled deployment). A subject whose condition
-holds and has no open incident opens one and sends "fired"; an open incident whose condition is false, or whose
-subject is no longer observed (its drift alert closed, a new UTC day's spend), resolves and sends "resolved"; a
-subject that cannot be evaluated (too few labels or verdicts) changes nothing. A delivery that failed is stored
-with its error and tried again by the next check; once a webhook fails, this check tries it no more.
-"""
+Run after every calibration, traffic-sampling and ingest-judging flow run (`check_alerts_quietly`: never fails the
+flow) and by `judgewatch alerts check`. A firing subject without an open incident opens one and sends "fired"; an
+open incident whose condition is false or whose subject is gone resolves and sends "resolved"; a subject that
+cannot be evaluated changes nothing. A failed delivery is stored and tried again by the next check."""
 
 from __future__ import annotations
 

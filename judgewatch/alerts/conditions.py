@@ -1,13 +1,6 @@
-"""What each alert condition observes now, read from where the pages, the report and the metrics read it.
-
-- corrected_score_below: the traffic_quality (or release_quality) rows of the newest calibration snapshot of each
-  rubric (`metrics.queries.latest_tier_snapshots`, the tier_score metric's reading; the rows `report tiers` and the
-  Tiers page show), one subject per tier and criterion (and release and golden set). A row without an interval
-  (too few labels) is not evaluated: it neither fires nor resolves.
-- drift_alert: the open drift and served-model-change alerts the calibration flow stored, one subject each.
-- unscored_share_above: current verdicts on sampled traffic written in the last `window_hours`, unscored / all.
-- judge_spend_above: today's (UTC) judge spend, `judging.spend_cap.day_spend`, as the spend cap reads it.
-"""
+"""What each alert condition observes now, read where the pages, the report and the metrics read it: the newest
+calibration snapshot's corrected scores (a row without an interval is not evaluated), the open drift and
+served-model-change alerts, the unscored share of recent traffic verdicts, today's judge spend."""
 
 from __future__ import annotations
 
@@ -18,13 +11,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlmodel import Session
 
-from judgewatch.alerts.rules import (
-    CorrectedScoreBelow,
-    DriftAlertOpen,
-    JudgeSpendAbove,
-    Rule,
-    UnscoredShareAbove,
-)
+from judgewatch.alerts.rules import CorrectedScoreBelow, DriftAlertOpen, JudgeSpendAbove, Rule, UnscoredShareAbove
+from judgewatch.calibration.report_render import fmt_num
 from judgewatch.judging.spend_cap import settings_day_spend
 from judgewatch.metrics.queries import latest_tier_snapshots
 from judgewatch.settings import Settings
@@ -61,10 +49,6 @@ def _matches(rule: CorrectedScoreBelow | DriftAlertOpen, rubric: str | None, tie
                                                              (rule.criterion, criterion)))  # fmt: skip
 
 
-def _number(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
 def _corrected(session: Session, rule: CorrectedScoreBelow) -> list[Observation]:
     out = []
     for snapshot in latest_tier_snapshots(session=session):
@@ -76,11 +60,11 @@ def _corrected(session: Session, rule: CorrectedScoreBelow) -> list[Observation]
             subject = f"rubric={snapshot.rubric_name} {rule.estimand} {population} tier={row['tier']} " \
                       f"criterion={row['criterion']}"  # fmt: skip
             estimate = row.get("estimate")
-            interval = f"[{_number(row.get('low'))}, {_number(row.get('high'))}]"
+            interval = f"[{fmt_num(row.get('low'))}, {fmt_num(row.get('high'))}]"
             text = (
                 f"{snapshot.rubric_name} {rule.estimand} ({population}), tier {row['tier']}, {row['criterion']}: "
-                f"corrected score {_number(estimate)} {row.get('interval_note') or interval} (judge only "
-                f"{_number(row.get('judge_mean'))}; n sampled {row['n_sampled']}, n labeled {row['n_labeled']}), "
+                f"corrected score {fmt_num(estimate)} {row.get('interval_note') or interval} (judge only "
+                f"{fmt_num(row.get('judge_mean'))}; n sampled {row['n_sampled']}, n labeled {row['n_labeled']}), "
                 f"threshold {rule.threshold:g}; calibration snapshot since {payload.get('since') or 'all time'}, "
                 f"computed {snapshot.computed_at:%Y-%m-%d %H:%M} UTC"
             )

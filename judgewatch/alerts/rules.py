@@ -1,24 +1,7 @@
-"""An alert rules file: the webhooks, and the rules that send to them (`JUDGEWATCH_ALERT_RULES_FILE`).
-
-    webhooks:
-    - name: oncall
-      format: slack                       # slack: {"text", "blocks"}; json: judgewatch's own payload
-      url_env: ONCALL_SLACK_WEBHOOK_URL   # the variable's name: a webhook URL is a secret, never in the file
-    rules:
-    - name: quantized-faithfulness
-      condition: corrected_score_below    # the tier's PPI-corrected score (calibration snapshot) below threshold
-      threshold: 3.5
-      rubric: answer_quality
-      tier: quantized
-      criterion: faithfulness
-      webhook: oncall
-    - {name: drift, condition: drift_alert, rubric: answer_quality, webhook: oncall}
-    - {name: unscored, condition: unscored_share_above, threshold: 0.2, window_hours: 24, webhook: oncall}
-    - {name: spend, condition: judge_spend_above, threshold: 50, webhook: oncall}
-
-Validation is strict (unknown fields are errors, as in the tiers file) and an error is one line naming the file,
-the rule or webhook and the field.
-"""
+"""An alert rules file (`JUDGEWATCH_ALERT_RULES_FILE`): the webhooks, each naming the environment variable that
+holds its URL (a secret, never in the file), and the rules that send to them (docs/operations.md, "Alert rules and
+webhooks"). Validation is strict (unknown fields are errors) and an error is one line naming the file, the rule or
+webhook and the field."""
 
 from __future__ import annotations
 
@@ -124,23 +107,24 @@ def _where(data: object, loc: list[str | int]) -> tuple[str, list[str | int]]:
 RULE_CONDITIONS = ("corrected_score_below", "drift_alert", "unscored_share_above", "judge_spend_above")
 
 
-def _one_line(exc: ValidationError, data: object, origin: str) -> str:
-    errors = exc.errors()
+def _validated(data: object, origin: str) -> RulesDocument:
+    """The document, or AlertRulesError with the first validation error in one line (and how many more)."""
+    try:
+        return RulesDocument.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
     where, loc = _where(data, list(errors[0]["loc"]))
     if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
         loc.append("condition")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    return error_line(origin, where, loc, errors[0]["msg"]) + more
+    raise AlertRulesError(error_line(origin, where, loc, errors[0]["msg"]) + more) from None
 
 
 def parse_rules(data: object, *, origin: str) -> RulesDocument:
     """Validate a rules document; names must be unique and every rule's webhook declared."""
     if not isinstance(data, dict):
         raise AlertRulesError(f"{origin}: expected a mapping with 'webhooks' and 'rules' at the top level")
-    try:
-        document = RulesDocument.model_validate(data)
-    except ValidationError as exc:
-        raise AlertRulesError(_one_line(exc, data, origin)) from None
+    document = _validated(data, origin)
     hooks = [w.name for w in document.webhooks]
     for kind, names in (("webhooks", hooks), ("rules", [r.name for r in document.rules])):
         for index, name in enumerate(names):

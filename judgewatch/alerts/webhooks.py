@@ -1,10 +1,7 @@
-"""Alert payloads (Slack-compatible and judgewatch's JSON) and their delivery: one POST with a timeout, one retry
-for a transient failure (a timeout, no connection, HTTP 429 or 5xx), never an exception.
-
-A webhook URL is a secret (a Slack URL's path is its token): it is read from the environment variable the rules
-file names when a payload is sent, and appears in no log line, stored row or error text, which name the webhook
-and its host only.
-"""
+"""Alert payloads (Slack-compatible and judgewatch's JSON) and their delivery: one POST with a timeout, one retry for
+a transient failure (timeout, no connection, HTTP 429 or 5xx), never an exception. The URL is read from its
+environment variable at send time and appears in no log line, stored row or error text (they name the webhook
+and its host only)."""
 
 from __future__ import annotations
 

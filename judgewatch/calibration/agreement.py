@@ -1,19 +1,16 @@
 """Judge-vs-human agreement per tier and criterion, confusion matrices, and reviewer-vs-reviewer agreement.
 
-Agreement is measured on the uniformly routed labels only: they are a simple random sample of the scored
-verdicts, so the agreement they show is the population's. Targeted picks (borderline, unscored) are chosen
-where the judge is least sure and would understate it; they still count in the PPI estimates, weighted.
-Kappas, exact agreement and the confusion matrices compare categories: they read the integer the judge wrote
-(`judge_integer`) whatever the frame's reading; Spearman and bias read `judge`, the probability-weighted score
-when the frame was loaded with `reading="expected"`.
-"""
+Measured on the uniformly routed labels only, a simple random sample of the scored verdicts (targeted picks,
+chosen where the judge is least sure, would understate it). Kappas, exact agreement and the confusion matrices
+compare categories, so they read the integer the judge wrote; Spearman and bias read `judge` (the
+probability-weighted score when the frame was loaded with `reading="expected"`)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,9 +33,8 @@ from judgewatch.stats import (
 from judgewatch.stats.estimate import MIN_LABELS, interval_reason
 from judgewatch.storage.review import PickReason
 
-logger = logging.getLogger(__name__)
-
 EXTREME_PREVALENCE = 0.8  # one category holding this share of the ratings: kappa collapses, AC1 is shown
+ESTIMATES = ("weighted_kappa", "cohen_kappa", "spearman", "bias", "exact", "ac1")  # AgreementRow's statistics
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +52,6 @@ class AgreementRow:
     ac1: Estimate  # Gwet's AC1: readable where extreme prevalence makes kappa collapse
     interval_note: str = ""  # "too few labels (n=k, need m)" when there are no intervals, else ""
     prevalence_note: str = ""  # why kappa is near zero beside high agreement, when prevalence is extreme
-
-    @property
-    def extreme_prevalence(self) -> bool:
-        return bool(self.prevalence_note)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +76,8 @@ def prevalence_note(judge: np.ndarray, human: np.ndarray) -> str:
     values = np.concatenate([judge, human])
     if values.size == 0:
         return ""
-    top_value, top_count = pd.Series(values).value_counts().index[0], int(pd.Series(values).value_counts().iloc[0])
-    share = top_count / values.size
+    counts = pd.Series(values).value_counts()
+    top_value, share = counts.index[0], counts.iloc[0] / values.size
     if share < EXTREME_PREVALENCE:
         return ""
     return (
@@ -126,15 +118,8 @@ def agreement_table(
             prevalence_note=prevalence_note(j, h),
         )
         if row.interval_note:
-            row = replace(
-                row,
-                weighted_kappa=_no_interval(row.weighted_kappa),
-                cohen_kappa=_no_interval(row.cohen_kappa),
-                spearman=_no_interval(row.spearman),
-                bias=_no_interval(row.bias),
-                exact=_no_interval(row.exact),
-                ac1=_no_interval(row.ac1),
-            )
+            no_intervals: dict[str, Any] = {f: _no_interval(getattr(row, f)) for f in ESTIMATES}
+            row = replace(row, **no_intervals)
         rows.append(row)
     return rows
 
@@ -148,13 +133,12 @@ def weekly_agreement(frame: pd.DataFrame, *, min_labels: int = MIN_LABELS) -> di
         weeks = time_windows(group["at"].dt.to_pydatetime(), timedelta(days=7))
         exact = agreement_series(weeks, _integers(group), group["human"])
         read = agreement_series(weeks, group["judge"], group["human"])
-        points = []
-        for e, r in zip(exact, read, strict=True):
-            few = e.n < min_labels
-            agreement = Estimate(e.agreement.estimate, np.nan, np.nan, e.n) if few else e.agreement
-            drift_bias = Estimate(r.bias.estimate, np.nan, np.nan, r.n) if few else r.bias
-            points.append(WindowStats(e.window, e.n, agreement, drift_bias))
-        out[(str(tier), str(criterion))] = points
+        out[(str(tier), str(criterion))] = [
+            WindowStats(e.window, e.n, _no_interval(e.agreement), _no_interval(r.bias))
+            if e.n < min_labels
+            else WindowStats(e.window, e.n, e.agreement, r.bias)
+            for e, r in zip(exact, read, strict=True)
+        ]
     return out
 
 
@@ -180,10 +164,8 @@ def confusion_frame(cm: ConfusionMatrix) -> pd.DataFrame:
 
 
 def reviewer_agreement(labels: pd.DataFrame, *, n_boot: int = 500, seed: int = 0) -> list[ReviewerAgreementRow]:
-    """Krippendorff's alpha per (tier, criterion) over items with two or more labels (all labels, not just one).
-
-    `labels` is `dataset.load_labels(...)` without `first_only`.
-    """
+    """Krippendorff's alpha per (tier, criterion) over items with two or more labels (`labels`: every label,
+    `score_frame.load_labels` without `first_only`)."""
     rows: list[ReviewerAgreementRow] = []
     if labels.empty:
         return rows

@@ -1,14 +1,7 @@
-"""The anchor set: a frozen list of interactions every new judge configuration re-judges, compared at once
-(and the same configuration again, every anchor forced, when its endpoint's fingerprint changes or its last
-judging of the anchors is older than `anchor_rejudge_days`: a server change nothing reports is caught too).
-
-When the judge configuration hash changes (new weights, quantization, sampling parameters, rubric version),
-its scores are not comparable with the old series. Re-judging the same frozen items with the new
-configuration shows how it differs from the previous one (weighted kappa, mean shift per criterion) the same
-day, before any human label arrives. A configuration re-judges the anchors once: items that already have a
-verdict under its hash are skipped, and only transient failures (timeout, endpoint down, rate limit) are
-tried again on the next run.
-"""
+"""The anchor set: frozen interactions every new judge configuration re-judges, compared with the previous one the
+same day (weighted kappa, mean shift per criterion), before any human label arrives. A configuration judges the
+anchors once (only transient failures are tried again); it judges them all again when its endpoint's fingerprint
+changes or its last judging is older than `anchor_rejudge_days`, so a server change nothing reports is caught."""
 
 from __future__ import annotations
 
@@ -112,10 +105,8 @@ def _anchor_items(engine: Engine, anchor_set: str) -> tuple[AnchorSet, list[str]
 async def ensure_anchor_verdicts(
     engine: Engine, *, anchor_set: str, judge: Judge, rubric: Rubric, force: bool = False
 ) -> AnchorJudging:
-    """Re-judge the anchors with `judge` unless its configuration already did (see the module docstring).
-
-    `force`: re-judge every anchor anyway (the endpoint now serves something else under the same configuration).
-    """
+    """Re-judge the anchors with `judge` unless its configuration already did; `force`: every anchor anyway (the
+    endpoint now serves something else under the same configuration)."""
     identity = judge.identity(rubric)
     anchor, ids = _anchor_items(engine, anchor_set)
     run = JudgingRun(
@@ -195,10 +186,7 @@ def compare_on_anchors(
     n_boot: int = 1000,
 ) -> AnchorComparison | None:
     """New vs previous configuration on the anchors, per criterion; None when no other configuration judged them.
-
-    `new_config_hash` defaults to the configuration that judged the anchors last, `old_config_hash` to the one
-    before it.
-    """
+    `new_config_hash` defaults to the configuration that judged them last, `old_config_hash` to the one before."""
     anchor, ids = _anchor_items(engine, anchor_set)
     times = _anchor_verdict_times(engine, ids, anchor.rubric_name)
     if new_config_hash is None:

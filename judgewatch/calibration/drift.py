@@ -1,15 +1,9 @@
 """Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, and alerts.
 
-A series lives within one release and tier: a new release's answers start a new series instead of reading as
-judge drift (traffic without a release is one series per tier). The check, for each series (release, tier,
-criterion, window width) with enough labels, is anytime-valid (`stats.drift_monitor`, docs/statistics.md):
-every stretch from a window's start to now is compared with the windows before it (up to `reference_windows`)
-for a fall in exact judge-human agreement and a shift of the bias (judge - human). Bonferroni over both
-hypotheses and every series tested holds the chance of any false alarm at `family_alpha` (0.05) over every
-run together, however often the flow runs: hourly checks keep the rate a daily one has. Only uniformly routed
-labels are used (see `agreement.py`). An alert is stored once per series and window; a later window of
-the same series that tests within chance resolves it. Alert rules (`judgewatch.alerts`) send them to webhooks.
-"""
+A series lives within one release and tier (a new release starts a new series instead of reading as judge
+drift). Each series with enough uniformly routed labels gets the anytime-valid check `stats.drift_monitor`
+(docs/statistics.md, "Numbers checked every period"), Bonferroni over its two hypotheses and every series
+tested. An alert is stored once per series and window; a later window that tests within chance resolves it."""
 
 from __future__ import annotations
 
@@ -24,8 +18,8 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from judgewatch.calibration.agreement import agreement_sample
-from judgewatch.calibration.score_frame import Series
-from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.judge_series import Series
+from judgewatch.calibration.report_render import jsonable
 from judgewatch.stats import DriftTest, WindowStats, agreement_series, time_windows
 from judgewatch.stats.drift import drift_monitor
 from judgewatch.storage.calibration import (
@@ -82,7 +76,7 @@ class DriftRun:
     resolved: int = 0
 
 
-def _window_start(value: object) -> datetime:
+def window_start(value: object) -> datetime:
     return pd.Timestamp(value).tz_localize("UTC").to_pydatetime()
 
 
@@ -125,7 +119,7 @@ def _test(result: DriftResult, group: pd.DataFrame, cfg: DriftConfig, alpha: flo
     at = min(test.stretch_start, len(group) - 1) if test.stretch_start >= 0 else len(group) - 1
     first_ref = test.stretch_start - test.agreement_ref.n if test.stretch_start >= 0 else 0
     return replace(
-        result, current_start=_window_start(starts[at]), reference_start=_window_start(starts[first_ref]), test=test
+        result, current_start=window_start(starts[at]), reference_start=window_start(starts[first_ref]), test=test
     )
 
 
@@ -152,11 +146,9 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
         f"(p={t.p_bias_shift:.2g}); judge {run.series.judge.name} {run.series.judge.config_hash[:12]}, "
         f"rubric {run.series.rubric.name} {run.series.rubric.version}"
     )
-    clean = jsonable
+    clean = jsonable  # NaN p-values and agreements: JSON-safe None
     return DriftAlert(
-        **series_fields(
-            run.series, result.tier, result.criterion, result.window, result.current_start, result.reference_start
-        ),
+        **series_fields(run.series, result),
         kind="+".join(kinds),
         n_ref=t.agreement_ref.n,
         n_cur=t.agreement_cur.n,
@@ -169,26 +161,26 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
         alpha=threshold,
         test=TEST_TEXT.format(n=run.n_tests, alpha=family_alpha),
         message=message,
-        release=result.release,
     )
 
 
-def series_fields(
-    series: Series, tier: str, criterion: str, window: str, start: datetime, reference_start: datetime
-) -> dict[str, Any]:
-    """What every alert of one series and window carries: the judge and rubric, tier, criterion, the windows."""
+def series_fields(series: Series, tested: TestedWindow) -> dict[str, Any]:
+    """What every alert of one series and window carries: the judge and rubric, tier, criterion, release, windows."""
+    start = tested.current_start
+    assert start is not None
     return {
         "id": "",
         "judge_config_hash": series.judge.config_hash,
         "judge_name": series.judge.name,
         "rubric_name": series.rubric.name,
         "rubric_version": series.rubric.version,
-        "tier": tier,
-        "criterion": criterion,
-        "window": window,
+        "tier": tested.tier,
+        "criterion": tested.criterion,
+        "release": tested.release,
+        "window": tested.window,
         "window_start": start,
-        "window_end": start + WINDOWS[window],
-        "reference_start": reference_start,
+        "window_end": start + WINDOWS[tested.window],
+        "reference_start": tested.reference_start,
     }
 
 
@@ -205,12 +197,13 @@ class TestedWindow(Protocol):
     def release(self) -> str | None: ...
     @property
     def current_start(self) -> datetime | None: ...
+    @property
+    def reference_start(self) -> datetime | None: ...
 
 
 def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
-    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance.
-
-    `served_model`: the served-model-change alerts of the series (else its judge drift alerts)."""
+    """Resolve the series' open alerts of windows before `tested`'s, which tested within chance. `served_model`: the
+    served-model-change alerts of the series (else its judge drift alerts)."""
     start = tested.current_start
     if start is None:
         return 0

@@ -1,21 +1,13 @@
 """One estimand per question, never pooled: traffic quality (production interactions) and release quality
-(a release's golden sets).
+(a release's golden sets), docs/statistics.md.
 
-Every row of the score frame belongs to exactly one population, read from its interaction's source:
-`traffic:<name>` rows are sampled production traffic, `release:<R>/<tier>/<set>` rows are golden regression
-items, anything else (files judged by hand, judge validation runs) is neither and enters no estimate.
-
-- Traffic quality per tier and criterion: the mean over all production interactions the strata could pick,
-  from the judged sample weighted by 1 / sampling probability and corrected with the human labels on traffic
-  by PPI++ with the combined probability (sampled x routed): `stats.survey_ppi_mean`.
-- Release quality per release, tier, golden set and criterion: the golden items' mean, corrected by labels
-  on those golden items only (weighted by their routing probability): `stats.ppi_mean`.
-A label given on a golden item never corrects a traffic estimate, and the reverse.
-"""
+A score-frame row belongs to one population, read from its interaction's source: `traffic:<name>` rows are
+sampled production traffic (estimated by `stats.survey_ppi_mean`, weighted by sampling x routing probability),
+`release:<R>/<tier>/<set>` rows are golden regression items (`stats.ppi_mean`, corrected by labels on those
+golden items only); anything else (files judged by hand, judge validation runs) enters no estimate."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +17,6 @@ from judgewatch.stats import PPIEstimate, SurveyEstimate, classical_mean, ppi_me
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason
 from judgewatch.stats.sequential import batch_cs
 
-logger = logging.getLogger(__name__)
-
 TRAFFIC = "traffic_quality"
 RELEASE = "release_quality"
 ESTIMAND_TEXT = {
@@ -35,30 +25,25 @@ ESTIMAND_TEXT = {
     RELEASE: "mean human score over a release's golden-set items, per tier (PPI corrected with labels on those "
     "golden items only)",
 }
-_GOLDEN = r"^release:(?P<release>[^/]+)/[^/]+/(?P<dataset>.+)$"
+GOLDEN_SOURCE = r"^release:(?P<release>[^/]+)/[^/]+/(?P<dataset>.+)$"
 
 
 @dataclass(frozen=True, slots=True)
 class EstimandRow:
-    """One estimate, labeled with what it estimates and what it rests on.
-
-    n_sampled: judge scores (verdicts) it uses; n_labeled: of those, items with a human label; n_effective: how
-    many labels the human-only estimate would need for the same standard error (`effective_n`; NaN without an
-    interval).
-    """
+    """One estimate, labeled with what it estimates and what it rests on."""
 
     estimand: str  # TRAFFIC | RELEASE
     tier: str
     criterion: str
     release: str | None  # release quality only
     dataset: str | None  # golden set, release quality only
-    estimate: float
-    low: float
+    estimate: float  # judge corrected by the labels (PPI++)
+    low: float  # its interval: NaN below the minimum of labels (`interval_note` says so)
     high: float
     se: float
-    n_sampled: int
-    n_labeled: int
-    n_effective: float
+    n_sampled: int  # judge scores (verdicts) it uses
+    n_labeled: int  # of those, items with a human label
+    n_effective: float  # labels the human-only estimate would need for the same se (`effective_n`; NaN: no interval)
     judge_mean: float  # the judge alone (traffic: sampling-weighted), what a dashboard without labels shows
     human_only: float  # the labels alone, same estimand
     human_low: float
@@ -80,7 +65,7 @@ def split_populations(frame: pd.DataFrame) -> pd.Series:
     """ "traffic", "regression" or "other" per row, from the interaction's source."""
     source = frame["source"].astype(str)
     kind = np.select(
-        [source.str.startswith("traffic:"), source.str.match(_GOLDEN)], ["traffic", "regression"], default="other"
+        [source.str.startswith("traffic:"), source.str.match(GOLDEN_SOURCE)], ["traffic", "regression"], default="other"
     )
     return pd.Series(kind, index=frame.index)
 
@@ -94,13 +79,8 @@ def traffic_rows(frame: pd.DataFrame) -> pd.DataFrame:
 def regression_rows(frame: pd.DataFrame) -> pd.DataFrame:
     """Golden regression rows, with their `release` and golden `dataset` parsed from the source."""
     rows = frame[split_populations(frame) == "regression"]
-    parts = rows["source"].astype(str).str.extract(_GOLDEN)
+    parts = rows["source"].astype(str).str.extract(GOLDEN_SOURCE)
     return rows.assign(release=parts["release"], dataset=parts["dataset"])
-
-
-def _counts(group: pd.DataFrame) -> tuple[int, int]:
-    via = group.loc[group["human"].notna(), "label_via"]
-    return int((via == "synthetic").sum()), int((via == "dataset_annotation").sum())
 
 
 def survey_inputs(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -112,58 +92,45 @@ def survey_inputs(group: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def traffic_estimate(
-    group: pd.DataFrame,
-    *,
-    level: float = 0.95,
-    min_labels: int = MIN_LABELS,
-    bounds: tuple[float, float] = SCALE_BOUNDS,
+    group: pd.DataFrame, *, min_labels: int = MIN_LABELS, bounds: tuple[float, float] = SCALE_BOUNDS
 ) -> tuple[SurveyEstimate, SurveyEstimate, float]:
     """(corrected, human-only, judge-only) for one tier and criterion of traffic rows; `bounds`: the scale."""
     f, pi, y, rho = survey_inputs(group)
-    est = survey_ppi_mean(f, pi, y, rho, level=level, min_labels=min_labels, bounds=bounds)
-    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, level=level, min_labels=min_labels, bounds=bounds)
+    est = survey_ppi_mean(f, pi, y, rho, min_labels=min_labels, bounds=bounds)
+    human = survey_ppi_mean(f, pi, y, rho, lam=0.0, min_labels=min_labels, bounds=bounds)
     judge = float((f / pi).sum() / (1.0 / pi).sum()) if f.size else np.nan
     return est, human, judge
 
 
+def _row(
+    keys: tuple[str, str, str, str | None, str | None],
+    est: SurveyEstimate | PPIEstimate,
+    human: SurveyEstimate | PPIEstimate,
+    judge_mean: float,
+    group: pd.DataFrame,
+    n: tuple[int, int],
+    min_labels: int,
+    population: float | None = None,
+) -> EstimandRow:
+    """One estimate's row; `keys`: estimand, tier, criterion, release, golden set; `n`: (sampled, labeled)."""
+    via = group.loc[group["human"].notna(), "label_via"]
+    synthetic, annotated = int((via == "synthetic").sum()), int((via == "dataset_annotation").sum())
+    note = interval_reason(n[1], min_labels)
+    return EstimandRow(
+        *keys, est.estimate, est.low, est.high, est.se, *n, effective_n(est.effective_n, note), judge_mean,
+        human.estimate, human.low, human.high, synthetic, annotated, population, note,
+    )  # fmt: skip
+
+
 def traffic_estimates(
-    frame: pd.DataFrame,
-    *,
-    level: float = 0.95,
-    min_labels: int = MIN_LABELS,
-    bounds: tuple[float, float] = SCALE_BOUNDS,
+    frame: pd.DataFrame, *, min_labels: int = MIN_LABELS, bounds: tuple[float, float] = SCALE_BOUNDS
 ) -> list[EstimandRow]:
     """Traffic quality per tier and criterion (see the module docstring); no interval below `min_labels` labels."""
-    rows = traffic_rows(frame)
     out = []
-    for (tier, criterion), group in rows.groupby(["tier", "criterion"], sort=True):
-        est, human, judge = traffic_estimate(group, level=level, min_labels=min_labels, bounds=bounds)
-        synthetic, dataset = _counts(group)
-        note = interval_reason(est.n_labeled, min_labels)
-        out.append(
-            EstimandRow(
-                TRAFFIC,
-                str(tier),
-                str(criterion),
-                None,
-                None,
-                est.estimate,
-                est.low,
-                est.high,
-                est.se,
-                est.n_sampled,
-                est.n_labeled,
-                effective_n(est.effective_n, note),
-                judge,
-                human.estimate,
-                human.low,
-                human.high,
-                synthetic,
-                dataset,
-                est.population,
-                note,
-            )
-        )
+    for (tier, criterion), group in traffic_rows(frame).groupby(["tier", "criterion"], sort=True):
+        est, human, judge = traffic_estimate(group, min_labels=min_labels, bounds=bounds)
+        keys = (TRAFFIC, str(tier), str(criterion), None, None)
+        out.append(_row(keys, est, human, judge, group, (est.n_sampled, est.n_labeled), min_labels, est.population))
     return out
 
 
@@ -185,11 +152,7 @@ class MonitoredRow:
 
 
 def traffic_monitor(
-    frame: pd.DataFrame,
-    *,
-    level: float = 0.95,
-    min_labels: int = MIN_LABELS,
-    bounds: tuple[float, float] = SCALE_BOUNDS,
+    frame: pd.DataFrame, *, min_labels: int = MIN_LABELS, bounds: tuple[float, float] = SCALE_BOUNDS
 ) -> list[MonitoredRow]:
     """The monitored traffic quality per tier and criterion (see `MonitoredRow`); a tier without a day of
     enough labels has no row."""
@@ -198,13 +161,13 @@ def traffic_monitor(
     out = []
     for (tier, criterion), group in rows.assign(day=days).groupby(["tier", "criterion"], sort=True):
         daily = [
-            (day, survey_ppi_mean(*survey_inputs(g), level=level, min_labels=min_labels, bounds=bounds))
+            (day, survey_ppi_mean(*survey_inputs(g), min_labels=min_labels, bounds=bounds))
             for day, g in group.groupby("day", sort=True)
         ]
         kept = [(day, e) for day, e in daily if np.isfinite(e.se) and e.se > 0]
         if not kept:
             continue
-        cs = batch_cs([e.estimate for _, e in kept], [e.se for _, e in kept], alpha=1.0 - level)
+        cs = batch_cs([e.estimate for _, e in kept], [e.se for _, e in kept], alpha=0.05)
         low, high = max(cs.low[-1], bounds[0]), min(cs.high[-1], bounds[1])
         labels = sum(e.n_labeled for _, e in kept)
         out.append(MonitoredRow(str(tier), str(criterion), kept[0][0], len(kept), cs.mean[-1], low, high, labels))
@@ -213,7 +176,6 @@ def traffic_monitor(
 
 def group_ppi(
     group: pd.DataFrame,
-    level: float,
     min_labels: int = 2,
     bounds: tuple[float, float] = SCALE_BOUNDS,
     *,
@@ -227,50 +189,20 @@ def group_ppi(
         lab = lab[np.isfinite(lab["inclusion_prob"].to_numpy(dtype=float))]
     y, f, pi = lab["human"].to_numpy(), lab["judge"].to_numpy(), lab["inclusion_prob"].to_numpy(dtype=float)
     weights = pi if len(lab) and np.all(np.isfinite(pi)) else None
-    est = ppi_mean(
-        y, f, group["judge"].to_numpy(), inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds
-    )
-    return est, classical_mean(y, inclusion_prob=weights, level=level, min_labels=min_labels, bounds=bounds)
+    est = ppi_mean(y, f, group["judge"].to_numpy(), inclusion_prob=weights, min_labels=min_labels, bounds=bounds)
+    return est, classical_mean(y, inclusion_prob=weights, min_labels=min_labels, bounds=bounds)
 
 
 def release_estimates(
-    frame: pd.DataFrame,
-    *,
-    level: float = 0.95,
-    min_labels: int = MIN_LABELS,
-    bounds: tuple[float, float] = SCALE_BOUNDS,
+    frame: pd.DataFrame, *, min_labels: int = MIN_LABELS, bounds: tuple[float, float] = SCALE_BOUNDS
 ) -> list[EstimandRow]:
     """Release quality per release, tier, golden set and criterion: golden items and their labels only."""
-    rows = regression_rows(frame)
     out = []
     keys = ["release", "tier", "dataset", "criterion"]
-    for (release, tier, dataset, criterion), group in rows.groupby(keys, sort=True):
-        est, human = group_ppi(group, level, min_labels, bounds, weighted_labels_only=True)
-        synthetic, annotated = _counts(group)
-        note = interval_reason(est.n, min_labels)
-        out.append(
-            EstimandRow(
-                RELEASE,
-                str(tier),
-                str(criterion),
-                str(release),
-                str(dataset),
-                est.estimate,
-                est.low,
-                est.high,
-                est.se,
-                est.n_all,
-                est.n,
-                effective_n(est.effective_n, note),
-                float(group["judge"].mean()),
-                human.estimate,
-                human.low,
-                human.high,
-                synthetic,
-                annotated,
-                interval_note=note,
-            )
-        )
+    for (release, tier, dataset, criterion), group in regression_rows(frame).groupby(keys, sort=True):
+        est, human = group_ppi(group, min_labels, bounds, weighted_labels_only=True)
+        row_keys = (RELEASE, str(tier), str(criterion), str(release), str(dataset))
+        out.append(_row(row_keys, est, human, float(group["judge"].mean()), group, (est.n_all, est.n), min_labels))
     return out
 
 

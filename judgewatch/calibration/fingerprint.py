@@ -1,16 +1,11 @@
-"""The judge endpoint's fingerprint: what the server says it serves, not only the model name in settings.
+"""The judge endpoint's fingerprint: what the server says it serves, beyond the model name the configuration hash
+covers (new weights behind the same name, another quantization, a vLLM upgrade leave that hash unchanged).
 
-The judge configuration hash covers the model *name*, sampling parameters and template; swapping the weights
-behind that name (a new checkpoint, another quantization, a vLLM upgrade) leaves it unchanged. The fingerprint
-adds what an OpenAI-compatible vLLM endpoint reports: `/v1/models` (id, root = the weights' path, max_model_len,
-owned_by, parent), `/version`, and the serving facts of its Prometheus `/metrics` `vllm:*_info` gauges (`serving`):
-every `dtype` / `quantization` / `*_dtype` label (vLLM 0.32 exports `vllm:cache_config_info` only, whose
-`cache_dtype` is "auto" = the model's dtype), and the KV cache's bytes per token (`kv_cache_memory_bytes` /
-`kv_cache_size_tokens`, two significant digits), the one number in which vLLM 0.32 shows the model's dtype:
-bfloat16 -> float32 doubles it. The calibration flow stores the fingerprint per endpoint; when it changes, the
-anchors are re-judged at once and the change is reported field by field, so a moving score is not mistaken for
-judge drift or a served-model change.
-"""
+Read from an OpenAI-compatible vLLM endpoint: `/v1/models` (id, root = the weights' path, max_model_len,
+owned_by, parent), `/version`, and the `vllm:*_info` gauges of `/metrics` (`serving`: every dtype and
+quantization label, and the KV cache's bytes per token, the one number in which vLLM 0.32 shows the model's
+dtype). The calibration flow stores it per endpoint; a change re-judges the anchors at once and is reported
+field by field."""
 
 from __future__ import annotations
 
@@ -148,14 +143,17 @@ def fetch_fingerprint(base_url: str, *, model: str | None = None, timeout_s: flo
     )
 
 
+def _flat(record: dict[str, Any]) -> dict[str, Any]:
+    """A fingerprint record's fields with its `serving` facts as `serving.<fact>`, the endpoint left out."""
+    kept = {
+        k: v for k, v in record.items() if k in Fingerprint.__dataclass_fields__ and k not in ("endpoint", "serving")
+    }
+    return kept | {f"serving.{k}": v for k, v in (record.get("serving") or {}).items()}
+
+
 def _changes(previous: dict[str, Any], current: Fingerprint) -> dict[str, tuple[Any, Any]]:
     """The fields (and `serving.<fact>`s) whose value differs from the previous record's."""
-    now = {k: v for k, v in asdict(current).items() if k not in ("endpoint", "serving")}
-    now.update({f"serving.{k}": v for k, v in current.serving.items()})
-    before = {
-        k: v for k, v in previous.items() if k in Fingerprint.__dataclass_fields__ and k not in ("endpoint", "serving")
-    }
-    before.update({f"serving.{k}": v for k, v in (previous.get("serving") or {}).items()})
+    before, now = _flat(previous), _flat(asdict(current))
     return {k: (before.get(k), now.get(k)) for k in sorted(now.keys() | before.keys()) if before.get(k) != now.get(k)}
 
 
@@ -170,20 +168,14 @@ def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintC
     previous_payload: dict[str, Any] = dict(row[0]) if row else {}
     previous = previous_payload.get("digest")
     payload = {**asdict(fingerprint), "digest": fingerprint.digest, "previous_digest": previous}
+    changed = previous is not None and previous != fingerprint.digest
     with session_scope(engine, write=True) as session:
         snapshot = CalibrationSnapshot(id="", kind=KIND, scope=fingerprint.endpoint, day="", payload=payload)
-        if previous is not None and previous != fingerprint.digest:
+        if changed:
             snapshot.day = f"{snapshot.computed_at.date().isoformat()} {fingerprint.digest}"  # keep both of the day
         save_snapshot(session=session, snapshot=snapshot)
-    changed = previous is not None and previous != fingerprint.digest
     check = FingerprintCheck(fingerprint, previous, changed, _changes(previous_payload, fingerprint) if changed else {})
     if changed:
-        logger.warning(
-            "judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)",
-            fingerprint.endpoint,
-            fingerprint.model_id,
-            previous,
-            fingerprint.digest,
-            check.describe_changes(),
-        )
+        logger.warning("judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)", fingerprint.endpoint,
+                       fingerprint.model_id, previous, fingerprint.digest, check.describe_changes())  # fmt: skip
     return check

@@ -1,14 +1,9 @@
 """The gate's question, answered first on the Tiers page and in `report tiers`: which tier regressed, on which
-criterion, and by how much (candidate minus its baseline release, with the gate's 95% interval).
-
-Read from the gate decisions the regression flow stored for the shown judge series (the gate's own numbers,
-not recomputed): the latest decision per release, newest first. A regression gives one row per regressed tier and
-criterion, worst first; a pass or a release that could not be evaluated gives one row saying so.
-"""
+criterion, and by how much (candidate minus its baseline, with the gate's 95% interval). Read from the stored
+gate decisions of the shown judge series (the gate's own numbers, not recomputed): the latest per release."""
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,8 +12,6 @@ from sqlalchemy import Engine
 
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import GateDecision, gate_decisions
-
-logger = logging.getLogger(__name__)
 
 MAX_RELEASES = 5  # the newest releases the lead shows; the gate reports hold the rest
 OUTCOME_TEXT = {"pass": "pass", "regression": "REGRESSION", "error": "could not evaluate"}
@@ -63,22 +56,10 @@ def _rows(decision: GateDecision) -> list[GateRow]:
     if outcome == "regression" and found:
         below = f"whole interval below -{margin:g} (the margin)" if margin is not None else "interval below -margin"
         return [
-            GateRow(
-                release,
-                at,
-                outcome,
-                r["tier"],
-                r["criterion"],
-                r.get("baseline"),
-                r["estimate"],
-                r["low"],
-                r["high"],
-                margin,
-                below,
-                bool(r.get("basis")),
-            )
+            GateRow(release, at, outcome, r["tier"], r["criterion"], r.get("baseline"), r["estimate"], r["low"],
+                    r["high"], margin, below, bool(r.get("basis")))
             for r in found
-        ]
+        ]  # fmt: skip
     why = decision.reasons[0] if outcome == "error" and decision.reasons else decision.summary.partition(": ")[2]
     nan = float("nan")
     return [
@@ -127,15 +108,7 @@ def lead_line(rows: list[GateRow]) -> str:
 
 def table_rows(rows: list[GateRow]) -> list[list[str]]:
     return [
-        [
-            r.release,
-            f"{r.decided_at:%Y-%m-%d %H:%M}",
-            OUTCOME_TEXT.get(r.outcome, r.outcome),
-            r.tier or "-",
-            r.criterion or "-",
-            gap_text(r),
-            r.baseline or "-",
-            r.meaning,
-        ]
+        [r.release, f"{r.decided_at:%Y-%m-%d %H:%M}", OUTCOME_TEXT.get(r.outcome, r.outcome), r.tier or "-",
+         r.criterion or "-", gap_text(r), r.baseline or "-", r.meaning]
         for r in rows
-    ]
+    ]  # fmt: skip

@@ -1,15 +1,10 @@
 """Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not.
 
-Judge drift is measured where the answers cannot change (the anchor set, the human labels: `drift.py`). Here
-the question is the other one: did the *answers* change? Per series (release, tier, criterion, window width)
-of sampled traffic, the latest window's mean judge score is compared with the pooled earlier windows of the
-same release (a new release is a known change: it starts a new series) by a two-sided Welch t-test,
-Bonferroni over every series tested in the run (family-wise alpha). A moving score is reported as a
-served-model change only when the judge is stable: its latest anchor comparison (a new configuration or a
-new endpoint fingerprint re-judged the anchors) shows no shift whose interval excludes 0. When the judge
-moved on the anchors the movement is the judge's, and no served-model alert is raised. Alerts are stored as
-`DriftAlert` rows of kind `served_model_change`, apart from judge drift, and exported as their own metric.
-"""
+Judge drift is measured where the answers cannot change (`drift`); here the question is whether the answers
+changed. Per traffic series (release, tier, criterion, window width), the latest window's mean judge score
+against the pooled earlier windows of the same release: a two-sided Welch t-test, Bonferroni over every series
+tested. A moving score is alerted (`served_model_change`) only while the judge's latest anchor comparison shows
+no shift whose interval excludes 0; otherwise the movement is the judge's."""
 
 from __future__ import annotations
 
@@ -23,9 +18,9 @@ from scipy import stats
 from sqlalchemy import Engine
 
 from judgewatch.calibration.anchors import AnchorComparison
-from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resolve_stale, series_fields
+from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resolve_stale, series_fields, window_start
 from judgewatch.calibration.estimands import split_populations
-from judgewatch.calibration.score_frame import Series
+from judgewatch.calibration.judge_series import Series
 from judgewatch.stats import time_windows
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, DriftAlert, upsert_alert
 from judgewatch.storage.db import session_scope
@@ -90,10 +85,6 @@ class ModelChangeRun:
         return [t for t in self.tested if t.p_value < self.alpha_per_test]
 
 
-def _start(value: object) -> datetime:
-    return pd.Timestamp(value).tz_localize("UTC").to_pydatetime()
-
-
 def _shifts(traffic: pd.DataFrame, window: str, cfg: DriftConfig) -> list[ScoreShift]:
     width = WINDOWS[window]
     out = []
@@ -104,8 +95,8 @@ def _shifts(traffic: pd.DataFrame, window: str, cfg: DriftConfig) -> list[ScoreS
         if len(ordered) < 2:
             continue
         current = ordered[-1]
-        first_ref = _start(current) - cfg.reference_windows[window] * width
-        refs = [w for w in ordered[:-1] if _start(w) >= first_ref]
+        first_ref = window_start(current) - cfg.reference_windows[window] * width
+        refs = [w for w in ordered[:-1] if window_start(w) >= first_ref]
         cur = group.loc[starts == current, "judge"].to_numpy(dtype=float)
         ref = group.loc[starts.isin(refs), "judge"].to_numpy(dtype=float)
         if cur.size < cfg.min_current or ref.size < cfg.min_reference:
@@ -113,21 +104,9 @@ def _shifts(traffic: pd.DataFrame, window: str, cfg: DriftConfig) -> list[ScoreS
         p = float(stats.ttest_ind(cur, ref, equal_var=False).pvalue)
         if not math.isfinite(p):  # both windows constant: equal means cannot be told apart from none
             p = 1.0 if cur.mean() == ref.mean() else 0.0
-        out.append(
-            ScoreShift(
-                str(release) or None,
-                str(tier),
-                str(criterion),
-                window,
-                _start(current),
-                _start(refs[0]) if refs else _start(current),
-                int(ref.size),
-                int(cur.size),
-                float(ref.mean()),
-                float(cur.mean()),
-                p,
-            )
-        )
+        first = window_start(refs[0] if refs else current)
+        out.append(ScoreShift(str(release) or None, str(tier), str(criterion), window, window_start(current), first,
+                              int(ref.size), int(cur.size), float(ref.mean()), float(cur.mean()), p))  # fmt: skip
     return out
 
 
@@ -156,16 +135,13 @@ def _alert(shift: ScoreShift, run: ModelChangeRun, family_alpha: float) -> Drift
         f"{run.series.judge.name} {run.series.judge.config_hash[:12]}"
     )
     return DriftAlert(
-        **series_fields(
-            run.series, shift.tier, shift.criterion, shift.window, shift.current_start, shift.reference_start
-        ),
+        **series_fields(run.series, shift),
         kind=SERVED_MODEL_CHANGE,
         n_ref=shift.n_ref,
         n_cur=shift.n_cur,
         alpha=run.alpha_per_test,
         test=TEST_TEXT.format(n=len(run.tested), alpha=family_alpha),
         message=message,
-        release=shift.release,
         score_ref=shift.mean_ref,
         score_cur=shift.mean_cur,
         p_score_shift=shift.p_value,

@@ -1,19 +1,12 @@
 """The pictures of the Tiers and Calibration views, as PNG bytes (matplotlib, Agg backend, no display needed).
 
-- `estimates_png`: the Tier scores table's rows of one population (the latest release, named in the title, or
-  production traffic): judge-only mean next to the corrected mean and interval, and that population's tier gaps.
-- `trend_png`: per criterion, each tier's daily raw judge mean and the weekly corrected estimate over time
-  (releases and traffic pooled per day, said in the title).
-- `agreement_png`: per criterion, each tier's weekly judge-human exact agreement and bias, with intervals, and
-  the agreement table's all-period values; plots and tables on a page show the same numbers.
-An over-time panel needs two days (weeks) of data: one without is left out, and a picture with none left says
-why instead of drawing empty axes; the time axis spans the plotted points only.
-"""
+Each draws the numbers of a table beside it (docs/statistics.md, "Plots and tables show the same numbers") and
+names in its title what it covers. An over-time panel needs two days (weeks) of data: one without is left out,
+and a picture with none left says why instead of drawing empty axes."""
 
 from __future__ import annotations
 
 import io
-import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,8 +23,6 @@ from judgewatch.calibration.agreement import AgreementRow
 from judgewatch.calibration.estimands import EstimandRow
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import WindowStats
-
-logger = logging.getLogger(__name__)
 
 DPI = 110
 COLORS = plt.get_cmap("tab10")
@@ -72,49 +63,43 @@ def _point_with_interval(ax: Any, x: float, row: int, low: float, high: float, c
     ax.plot(x, row, "o", color=color, ms=7)
 
 
+def _marks(ax: Any, marks: Sequence[tuple[float, EstimandRow | GapRow, Any, Any]]) -> None:
+    """Per row (judge only, its estimate, colour, hollow colour): the judge-only value hollow, the corrected
+    estimate filled with its interval; no bar, and the reason annotated, where there is no interval."""
+    for row, (judge_only, est, color, hollow) in enumerate(marks):
+        ax.plot(judge_only, row, "o", mfc="white", mec=hollow, ms=8)
+        if np.isfinite(est.estimate):
+            low, high = (np.nan, np.nan) if est.interval_note else (est.low, est.high)
+            _point_with_interval(ax, est.estimate, row, low, high, color)
+            if est.interval_note:
+                ax.annotate(
+                    est.interval_note, (est.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
+                )
+    ax.invert_yaxis()
+    ax.grid(axis="x", alpha=0.3)
+
+
 def estimates_png(rows: Sequence[EstimandRow], gaps: Sequence[GapRow], covers: str) -> bytes:
     """Left: judge-only mean (hollow) vs corrected mean with interval (filled), the table's rows for `covers`
     (a release, or production traffic). Right: that population's tier gaps. No bar where there is no interval."""
     if not rows:
         return message_png(NO_VERDICTS)
     tiers = sorted({e.tier for e in rows})
-    datasets = {e.dataset for e in rows}
+    many_sets = len({e.dataset for e in rows}) > 1
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 1.2 + 0.45 * len(rows)), squeeze=True)
-    labels = []
-    for row, est in enumerate(rows):
-        labels.append(f"{est.criterion} · {est.tier}" + (f" · {est.dataset}" if len(datasets) > 1 else ""))
-        color = COLORS(tiers.index(est.tier))
-        left.plot(est.judge_mean, row, "o", mfc="white", mec=color, ms=8)
-        if np.isfinite(est.estimate):
-            low, high = (np.nan, np.nan) if est.interval_note else (est.low, est.high)
-            _point_with_interval(left, est.estimate, row, low, high, color)
-            if est.interval_note:
-                left.annotate(
-                    est.interval_note, (est.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
-                )
+    colors = [COLORS(tiers.index(e.tier)) for e in rows]
+    _marks(left, [(e.judge_mean, e, color, color) for e, color in zip(rows, colors, strict=True)])
+    labels = [f"{e.criterion} · {e.tier}" + (f" · {e.dataset}" if many_sets else "") for e in rows]
     left.set_yticks(range(len(labels)), labels)
-    left.invert_yaxis()
     left.set_xlabel("mean score   (○ judge only   ● corrected by human labels, 95% CI)")
     left.set_title("Per tier and criterion")
     fig.suptitle(f"{covers} only: no other release or population pooled in", fontsize=10)
-    left.grid(axis="x", alpha=0.3)
     if gaps:
-        names = [f"{g.criterion}\n{g.tier} − {g.baseline} ({_gap_kind(g)})" for g in gaps]
-        for row, gap in enumerate(gaps):
-            right.plot(gap.judge_diff, row, "o", mfc="white", mec="grey", ms=8)
-            if np.isfinite(gap.estimate):
-                low, high = (np.nan, np.nan) if gap.interval_note else (gap.low, gap.high)
-                _point_with_interval(right, gap.estimate, row, low, high, "black")
-                if gap.interval_note:
-                    right.annotate(
-                        gap.interval_note, (gap.estimate, row), xytext=(6, 4), textcoords="offset points", fontsize=7
-                    )
         right.axvline(0, color="red", lw=1, alpha=0.6)
-        right.set_yticks(range(len(names)), names)
-        right.invert_yaxis()
+        _marks(right, [(g.judge_diff, g, "black", "grey") for g in gaps])
+        right.set_yticks(range(len(gaps)), [f"{g.criterion}\n{g.tier} − {g.baseline} ({_gap_kind(g)})" for g in gaps])
         right.set_xlabel("difference (○ judge only ● corrected, 95% CI)")
         right.set_title("Tier difference")
-        right.grid(axis="x", alpha=0.3)
     else:
         right.axis("off")
         right.text(0.5, 0.5, "one tier only: no difference", ha="center", va="center")
@@ -175,16 +160,8 @@ def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame, covers: str = "") -> by
             if not w.empty:
                 low = (w["ppi"] - w["low"]).fillna(0).clip(lower=0)
                 high = (w["high"] - w["ppi"]).fillna(0).clip(lower=0)
-                ax.errorbar(
-                    w["mid"],
-                    w["ppi"],
-                    yerr=[low, high],
-                    fmt="o-",
-                    color=color,
-                    capsize=3,
-                    lw=1.8,
-                    label=f"{tier}: corrected, weekly",
-                )
+                label = f"{tier}: corrected, weekly"
+                ax.errorbar(w["mid"], w["ppi"], yerr=[low, high], fmt="o-", color=color, capsize=3, lw=1.8, label=label)
         ax.set_ylabel(criterion)
         ax.grid(alpha=0.3)
         _dates(ax)
@@ -217,12 +194,10 @@ def agreement_weeks(points: dict[tuple[str, str], list[WindowStats]]) -> tuple[l
 
 
 def agreement_png(points: dict[tuple[str, str], list[WindowStats]], overall: Sequence[AgreementRow] = ()) -> bytes:
-    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion
-    with labels in two weeks or more.
-
-    The weekly points come from the same labels as the agreement table (`overall`), whose all-period value is
-    drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted weeks.
-    """
+    """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion with
+    labels in two weeks or more. The weekly points come from the same labels as the agreement table (`overall`), whose
+    all-period value is drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted
+    weeks."""
     criteria, why = agreement_weeks(points)
     if not criteria:
         return message_png(why)

@@ -1,9 +1,5 @@
-"""Everything the Tiers report and pages show, computed once from the store: `summarize(engine, ...)`.
-
-The numbers rest on one judge configuration and rubric version (by default the latest to have scored a
-verdict): verdicts of other configurations, fallback judges included, are a different series and are
-counted but left out, never mixed in silently.
-"""
+"""Every number of the Tiers report and pages, computed once from the store: `summarize(engine, ...)`. The numbers
+rest on one judge series (`judge_series`); other series' verdicts, fallback judges' included, are counted apart."""
 
 from __future__ import annotations
 
@@ -27,15 +23,8 @@ from judgewatch.calibration.estimands import (
     traffic_monitor,
 )
 from judgewatch.calibration.gate_question import GateRow, gate_rows
-from judgewatch.calibration.score_frame import (
-    NO_TIER,
-    ScoreReadingChoice,
-    Series,
-    count_scored,
-    current_series,
-    load_scores,
-)
-from judgewatch.calibration.series import default_series
+from judgewatch.calibration.judge_series import Series, current_series, default_series
+from judgewatch.calibration.score_frame import NO_TIER, ScoreReadingChoice, count_scored, load_scores
 from judgewatch.calibration.tier_gap import GapRow, same_item_gaps, traffic_gaps
 from judgewatch.calibration.tiers import TierDifference, TierEstimate, tier_differences, tier_estimates, trend
 from judgewatch.contract.rubric import RubricError, load_rubric
@@ -203,11 +192,9 @@ def summarize(
     min_labels: int | None = None,
 ) -> CalibrationSummary:
     """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`).
-
-    `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the
-    verdicts carry them (see `score_frame.load_scores`). `min_labels`: the fewest human labels an estimate needs
-    for an interval (default: `Settings.min_labels`).
-    """
+    `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the verdicts
+    carry them (see `score_frame.load_scores`). `min_labels`: the fewest human labels an estimate needs for an interval
+    (default: `Settings.min_labels`)."""
     need = get_settings().min_labels if min_labels is None else min_labels
     if judge_config_hash is None:
         choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)
@@ -272,9 +259,5 @@ def anchor_comparisons(
     """On every anchor set of the rubric: the configuration that judged it last against the one before."""
     with session_scope(engine) as session:
         names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
-    out = []
-    for name in names:
-        comparison = compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot)
-        if comparison is not None:
-            out.append(comparison)
-    return out
+    found = (compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot) for name in names)
+    return [comparison for comparison in found if comparison is not None]

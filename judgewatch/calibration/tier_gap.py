@@ -1,20 +1,12 @@
-"""Tier gaps with their intervals and p-values: on traffic (unadjusted, and adjusted for the request mix) and
-on a release's golden items.
+"""Tier gaps with their intervals and p-values: on traffic (unadjusted, and adjusted for the request mix) and on
+a release's golden items (docs/statistics.md, "Tier gaps on traffic" and "Tier roles and release gaps").
 
-On traffic each tier serves its own requests, so a tier that gets harder requests looks worse. The adjusted
-gap reweights each tier's sample to one reference mix: the pooled traffic of both tiers over the cells both
-served, estimated from the sampling weights. Cells are built from request-side covariates only (route,
-language, the stratum's request part, prompt length band, department and category): never from anything the
-tier produced, such as its answer, which would adjust away the very difference measured. A cell only one tier
-served cannot be compared: it is left out of the adjusted figure, and named with the share of traffic it held.
-The unadjusted gap, the plain difference of the two traffic estimates, is kept beside it.
-On golden items the release gap is paired when both tiers answered the same items (`tiers.tier_difference`);
-tiers that answered different items get an unpaired gap, labelled `tier_gap_release_unpaired`.
-"""
+The adjusted traffic gap reweights each tier's sample to the pooled traffic of both tiers over the cells both
+served, cells built from request-side covariates only (never from what the tier produced, which would adjust
+away the very difference measured); a cell only one tier served is left out and named with its share of traffic."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -25,8 +17,6 @@ from judgewatch.calibration.tiers import pick_baseline, tier_differences, tier_e
 from judgewatch.regression.tier_gap import GAP_RELEASE_UNPAIRED, GAP_SAME_ITEMS  # one label per estimand, the gate's
 from judgewatch.stats import SurveyEstimate, difference, survey_ppi_mean, two_sided_p
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, interval_reason, t_quantile
-
-logger = logging.getLogger(__name__)
 
 GAP_TRAFFIC = "tier_gap_traffic"
 GAP_ADJUSTED = "tier_gap_traffic_mix_adjusted"
@@ -83,10 +73,8 @@ def request_stratum(frame: pd.DataFrame) -> pd.Series:
 
 
 def mix_cell(frame: pd.DataFrame) -> pd.Series:
-    """The request-mix cell of each row, from request-side covariates only (`MIX_COLUMNS`).
-
-    Columns the frame lacks count as one value ("-"); the answer, which the tier produced, never enters.
-    """
+    """The request-mix cell of each row, from request-side covariates only (`MIX_COLUMNS`). Columns the frame lacks
+    count as one value ("-"); the answer, which the tier produced, never enters."""
     prompt = frame["prompt_chars"] if "prompt_chars" in frame else pd.Series(0, index=frame.index)
     band = np.searchsorted(np.asarray(PROMPT_BANDS), prompt.fillna(0).to_numpy(dtype=float), side="right")
     parts = {
@@ -122,32 +110,17 @@ def _gap(
     a_est: SurveyEstimate,
     b_est: SurveyEstimate,
     judge_diff: float,
-    level: float,
     min_labels: int,
 ) -> GapRow:
     criterion, tier, base = key
     fewest = min(a_est.n_labeled, b_est.n_labeled)
     note = interval_reason(fewest, min_labels)
-    d = difference(a_est.estimate, a_est.se, b_est.estimate, b_est.se, level=level, df=fewest - 1)
+    d = difference(a_est.estimate, a_est.se, b_est.estimate, b_est.se, df=fewest - 1)
     low, high, p = (np.nan, np.nan, np.nan) if note else (d.low, d.high, d.p_value)
-    return GapRow(
-        estimand,
-        criterion,
-        tier,
-        base,
-        None,
-        d.estimate,
-        low,
-        high,
-        d.se,
-        p,
-        judge_diff,
-        a_est.n_sampled + b_est.n_sampled,
-        a_est.n_labeled + b_est.n_labeled,
-        effective_n(_gap_effective_n(a_est, b_est), note),
-        "",
-        interval_note=note,
-    )
+    n_sampled, n_labeled = a_est.n_sampled + b_est.n_sampled, a_est.n_labeled + b_est.n_labeled
+    n_effective = effective_n(_gap_effective_n(a_est, b_est), note)
+    return GapRow(estimand, criterion, tier, base, None, d.estimate, low, high, d.se, p, judge_diff, n_sampled,
+                  n_labeled, n_effective, "", interval_note=note)  # fmt: skip
 
 
 def _gap_effective_n(a: SurveyEstimate, b: SurveyEstimate) -> float:
@@ -179,7 +152,6 @@ def traffic_gaps(
     frame: pd.DataFrame,
     *,
     baseline: str | None = None,
-    level: float = 0.95,
     min_labels: int = MIN_LABELS,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[GapRow]:
@@ -200,16 +172,14 @@ def traffic_gaps(
             if tier == base or b.empty:
                 continue
             fa, pa, ya, ra = survey_inputs(a)
-            ea = survey_ppi_mean(fa, pa, ya, ra, level=level, bounds=bounds)
-            eb = survey_ppi_mean(fb, pb, yb, rb, level=level, bounds=bounds)
+            ea, eb = survey_ppi_mean(fa, pa, ya, ra, bounds=bounds), survey_ppi_mean(fb, pb, yb, rb, bounds=bounds)
             key = (str(criterion), str(tier), base)
-            out.append(_gap(GAP_TRAFFIC, key, ea, eb, _hajek(fa, pa) - _hajek(fb, pb), level, min_labels))
+            out.append(_gap(GAP_TRAFFIC, key, ea, eb, _hajek(fa, pa) - _hajek(fb, pb), min_labels))
             mix = mix_weights(a, b)
             ma, mb = mix.weight_a, mix.weight_b
-            aa = survey_ppi_mean(fa, pa, ya, ra, weight=ma, level=level, bounds=bounds)
-            ab = survey_ppi_mean(fb, pb, yb, rb, weight=mb, level=level, bounds=bounds)
-            judge = _hajek(fa, pa, ma) - _hajek(fb, pb, mb)
-            row = _gap(GAP_ADJUSTED, key, aa, ab, judge, level, min_labels)
+            aa = survey_ppi_mean(fa, pa, ya, ra, weight=ma, bounds=bounds)
+            ab = survey_ppi_mean(fb, pb, yb, rb, weight=mb, bounds=bounds)
+            row = _gap(GAP_ADJUSTED, key, aa, ab, _hajek(fa, pa, ma) - _hajek(fb, pb, mb), min_labels)
             out.append(
                 replace(
                     row,
@@ -226,50 +196,30 @@ def same_item_gaps(
     frame: pd.DataFrame,
     *,
     baseline: str | None = None,
-    level: float = 0.95,
     min_labels: int = MIN_LABELS,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[GapRow]:
     """Per release: tier minus baseline on its golden items: paired on the same items when the tiers answered the
     same items and enough carry labels on both tiers; otherwise unpaired, and labelled so when the items differ."""
-    rows = regression_rows(frame)
     out = []
-    for release, group in rows.groupby("release", sort=True):
-        tiers = sorted(group["tier"].unique().tolist())
-        if len(tiers) < 2:
+    for release, group in regression_rows(frame).groupby("release", sort=True):
+        if group["tier"].nunique() < 2:
             continue
-        estimates = tier_estimates(group, level=level, min_labels=min_labels, bounds=bounds)
+        estimates = tier_estimates(group, min_labels=min_labels, bounds=bounds)
         try:
-            diffs = tier_differences(
-                group, estimates, baseline=baseline, level=level, min_labels=min_labels, bounds=bounds
-            )
+            diffs = tier_differences(group, estimates, baseline=baseline, min_labels=min_labels, bounds=bounds)
         except ValueError:  # the asked-for baseline did not serve this release
             continue
         for d in diffs:
             e = d.estimate
             df = d.n_labels - 1 if d.method == "paired" else d.min_side_labels - 1
-            se = (e.high - e.low) / (2 * t_quantile(df, level)) if np.isfinite(e.high - e.low) else np.nan
+            se = (e.high - e.low) / (2 * t_quantile(df, 0.95)) if np.isfinite(e.high - e.low) else np.nan
             estimand = GAP_SAME_ITEMS if d.same_items else GAP_RELEASE_UNPAIRED
             items = "the same golden items" if d.same_items else "each tier's own golden items (different items)"
+            mix = f"{d.method}: {items} of release {release} ({RELEASE})"
             out.append(
-                GapRow(
-                    estimand,
-                    d.criterion,
-                    d.tier,
-                    d.baseline,
-                    str(release),
-                    e.estimate,
-                    e.low,
-                    e.high,
-                    se,
-                    two_sided_p(e.estimate, se, df),
-                    d.raw_diff,
-                    d.n_items,
-                    d.n_labels,
-                    np.nan,
-                    f"{d.method}: {items} of release {release} ({RELEASE})",
-                    paired=d.method == "paired",
-                    interval_note=d.interval_note,
-                )
-            )
+                GapRow(estimand, d.criterion, d.tier, d.baseline, str(release), e.estimate, e.low, e.high, se,
+                       two_sided_p(e.estimate, se, df), d.raw_diff, d.n_items, d.n_labels, np.nan, mix,
+                       paired=d.method == "paired", interval_note=d.interval_note)
+            )  # fmt: skip
     return out

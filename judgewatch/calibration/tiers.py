@@ -1,12 +1,6 @@
-"""Tier scores model owners can compare: per tier and criterion the judge's raw mean, the PPI-corrected mean
-with its interval, the tier difference with its interval, and how many human labels each number rests on.
-
-The PPI estimate (`stats.ppi_mean`) corrects the judge's mean by its measured error on the labeled items,
-weighted by 1 / inclusion probability, so a judge that is biased differently on each tier no longer biases the
-comparison. The tier difference is paired when the tiers answered the same items (golden runs: the same golden
-item of one release) and enough items carry labels on both tiers; otherwise the tiers' estimates are
-independent and their difference is unpaired (production traffic: each tier answers its own requests).
-"""
+"""Tier scores model owners can compare: per tier and criterion the judge's raw mean, the PPI-corrected mean with
+its interval (`stats.ppi_mean`, weighted by 1 / inclusion probability), and the tier difference: paired on the
+same items (golden runs) when enough carry labels on both tiers, else unpaired (docs/statistics.md)."""
 
 from __future__ import annotations
 
@@ -19,13 +13,7 @@ import numpy as np
 import pandas as pd
 
 from judgewatch.calibration.estimands import group_ppi
-from judgewatch.stats import (
-    Estimate,
-    PPIEstimate,
-    ppi_diff_unpaired,
-    ppi_mean,
-    time_windows,
-)
+from judgewatch.stats import Estimate, PPIEstimate, ppi_diff_unpaired, ppi_mean, time_windows
 from judgewatch.stats.estimate import MIN_LABELS, SCALE_BOUNDS, difference_bounds, interval_reason
 from judgewatch.stats.unpaired import shares_items
 
@@ -75,24 +63,17 @@ def pick_baseline(tiers: Sequence[str], baseline: str | None = None) -> str | No
 
 
 def tier_estimates(
-    frame: pd.DataFrame,
-    *,
-    level: float = 0.95,
-    min_labels: int = MIN_LABELS,
-    bounds: tuple[float, float] = SCALE_BOUNDS,
+    frame: pd.DataFrame, *, min_labels: int = MIN_LABELS, bounds: tuple[float, float] = SCALE_BOUNDS
 ) -> list[TierEstimate]:
     """One estimate per (tier, criterion) in the frame, sorted; no interval below `min_labels` labels.
     `bounds`: the rubric's scale (the intervals are for bounded scores, docs/statistics.md)."""
     out = []
     for (tier, criterion), group in frame.groupby(["tier", "criterion"], sort=True):
-        est, human = group_ppi(group, level, min_labels, bounds)
+        est, human = group_ppi(group, min_labels, bounds)
         n_labels = int(group["human"].notna().sum())
         synthetic = int((group["label_via"] == "synthetic").sum())
-        out.append(
-            TierEstimate(
-                str(tier), str(criterion), len(group), n_labels, synthetic, float(group["judge"].mean()), est, human
-            )
-        )
+        judge = float(group["judge"].mean())
+        out.append(TierEstimate(str(tier), str(criterion), len(group), n_labels, synthetic, judge, est, human))
     return out
 
 
@@ -109,22 +90,17 @@ def tier_difference(
     b: pd.DataFrame,
     ppi_a: PPIEstimate,
     ppi_b: PPIEstimate,
+    key: tuple[str, str, str],
     *,
-    criterion: str,
-    tier: str,
-    baseline: str,
-    level: float = 0.95,
-    min_paired_labels: int = MIN_PAIRED_LABELS,
     min_labels: int = MIN_LABELS,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> TierDifference:
-    """`tier - baseline` on one criterion, paired when the tiers share items labeled on both sides.
-
-    No interval (NaN bounds, `interval_note` says why) when a side has fewer than `min_labels` labels."""
+    """`tier - baseline` on one criterion (`key`: criterion, tier, baseline), paired when the tiers share items
+    labeled on both sides. No interval (NaN bounds, `interval_note` says why) below `min_labels` labels a side."""
     both = _paired(a, b)
     labeled = both[both["human_a"].notna() & both["human_b"].notna()]
     same = shares_items(len(both), a["item_key"].nunique(), b["item_key"].nunique())  # the gate's rule too
-    if same and len(labeled) >= max(min_paired_labels, min_labels):
+    if same and len(labeled) >= max(MIN_PAIRED_LABELS, min_labels):
         pi = (labeled["inclusion_prob_a"] * labeled["inclusion_prob_b"]).to_numpy(dtype=float)
         # PPI on the per-item differences: the item's own difficulty cancels out
         est = ppi_mean(
@@ -132,29 +108,22 @@ def tier_difference(
             labeled["judge_a"] - labeled["judge_b"],
             both["judge_a"] - both["judge_b"],
             inclusion_prob=pi if np.all(np.isfinite(pi)) else None,
-            level=level,
             min_labels=min_labels,
             bounds=difference_bounds(bounds),
         )
         raw = float((both["judge_a"] - both["judge_b"]).mean())
         ci = Estimate(est.estimate, est.low, est.high, est.n)
-        return TierDifference(criterion, tier, baseline, "paired", ci, raw, len(both), len(labeled), True, len(labeled))
-    if same and len(labeled) < min_paired_labels:
-        logger.info(
-            "%s vs %s on %s: %d shared items but only %d labeled on both tiers; using the unpaired difference",
-            tier,
-            baseline,
-            criterion,
-            len(both),
-            len(labeled),
-        )
+        return TierDifference(*key, "paired", ci, raw, len(both), len(labeled), True, len(labeled))
+    if same and len(labeled) < MIN_PAIRED_LABELS:
+        logger.info("%s vs %s on %s: %d shared items but only %d labeled on both tiers; using the unpaired "
+                    "difference", key[1], key[2], key[0], len(both), len(labeled))  # fmt: skip
     raw = float(a["judge"].mean() - b["judge"].mean())
     n_items, n_labels, fewest = len(a) + len(b), ppi_a.n + ppi_b.n, min(ppi_a.n, ppi_b.n)
     note = interval_reason(fewest, min_labels)
-    diff = ppi_diff_unpaired(ppi_a, ppi_b, level=level)
+    diff = ppi_diff_unpaired(ppi_a, ppi_b)
     if note:
         diff = Estimate(diff.estimate, np.nan, np.nan, diff.n)
-    return TierDifference(criterion, tier, baseline, "unpaired", diff, raw, n_items, n_labels, same, fewest, note)
+    return TierDifference(*key, "unpaired", diff, raw, n_items, n_labels, same, fewest, note)
 
 
 def tier_differences(
@@ -162,8 +131,6 @@ def tier_differences(
     estimates: Sequence[TierEstimate],
     *,
     baseline: str | None = None,
-    level: float = 0.95,
-    min_paired_labels: int = MIN_PAIRED_LABELS,
     min_labels: int = MIN_LABELS,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> list[TierDifference]:
@@ -172,29 +139,16 @@ def tier_differences(
     base = pick_baseline(tiers, baseline)
     if base is None:
         return []
-    by_key = {(e.tier, e.criterion): e for e in estimates}
+    by_key = {(e.tier, e.criterion): e.ppi for e in estimates}
     out = []
     for criterion in sorted(frame["criterion"].unique()):
         rows = frame[frame["criterion"] == criterion]
-        b = rows[rows["tier"] == base]
         for tier in tiers:
-            if tier == base or (tier, criterion) not in by_key or (base, criterion) not in by_key:
-                continue
-            out.append(
-                tier_difference(
-                    rows[rows["tier"] == tier],
-                    b,
-                    by_key[(tier, criterion)].ppi,
-                    by_key[(base, criterion)].ppi,
-                    criterion=str(criterion),
-                    tier=tier,
-                    baseline=base,
-                    level=level,
-                    min_paired_labels=min_paired_labels,
-                    min_labels=min_labels,
-                    bounds=bounds,
-                )
-            )
+            if tier != base and (tier, criterion) in by_key and (base, criterion) in by_key:
+                a, b = rows[rows["tier"] == tier], rows[rows["tier"] == base]
+                key = (str(criterion), tier, base)
+                ppi_a, ppi_b = by_key[(tier, criterion)], by_key[(base, criterion)]
+                out.append(tier_difference(a, b, ppi_a, ppi_b, key, min_labels=min_labels, bounds=bounds))
     return out
 
 
@@ -202,23 +156,19 @@ def trend(
     frame: pd.DataFrame,
     *,
     width: timedelta = timedelta(days=1),
-    level: float = 0.95,
     min_labels: int = MIN_LABELS,
     bounds: tuple[float, float] = SCALE_BOUNDS,
 ) -> pd.DataFrame:
     """Per (tier, criterion, window): the judge's raw mean and count, and the PPI estimate on that window's labels
-    (`mid`: the mean time of the window's verdicts).
-
-    Windows are the drift alerts' (`stats.time_windows`: fixed width, aligned to the Unix epoch, UTC), so a
-    weekly point and a weekly alert cover the same days. Windows with fewer than `min_labels` labels get NaN bounds.
-    """
+    (NaN bounds below `min_labels`); `mid`: the mean time of its verdicts. Windows are the drift alerts'
+    (`stats.time_windows`), so a weekly point and a weekly alert cover the same days."""
     columns = ["tier", "criterion", "window", "mid", "raw_mean", "n", "n_labels", "ppi", "low", "high"]
     if frame.empty:
         return pd.DataFrame(columns=columns)
     windows = pd.to_datetime(time_windows(frame["at"].dt.to_pydatetime(), width))
     rows = []
     for (tier, criterion, window), group in frame.assign(window=windows).groupby(["tier", "criterion", "window"]):
-        est, _ = group_ppi(group, level, min_labels, bounds)
+        est, _ = group_ppi(group, min_labels, bounds)
         mid = group["at"].dt.tz_localize(None).mean()  # where the window's verdicts sit in time, for plotting
         raw = group["judge"].mean()
         rows.append((tier, criterion, window, mid, raw, len(group), est.n, est.estimate, est.low, est.high))

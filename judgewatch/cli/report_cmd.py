@@ -22,7 +22,7 @@ from judgewatch.url_secrets import hide_params
 if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
     from sqlalchemy import Engine
 
-    from judgewatch.calibration.report import Block
+    from judgewatch.calibration.report_render import Block
 
 FILL_COMMAND = "judgewatch calibrate"
 
@@ -91,7 +91,7 @@ def tiers(
 
     Read from the snapshot the calibration flow stored for this period and judge series; computed from the
     store (and said so) only when there is none, or for a --since, --baseline the flow does not store."""
-    from judgewatch.calibration.report import write_blocks
+    from judgewatch.calibration.report_render import write_blocks
     from judgewatch.settings import get_settings
     from judgewatch.storage.types import utcnow
 
@@ -134,14 +134,14 @@ Report = tuple["list[Block]", dict[str, Any], str]  # blocks, JSON document, tit
 
 
 def _with_provenance(content: list[Block], document: dict[str, Any], text: str) -> tuple[list[Block], dict[str, Any]]:
-    from judgewatch.calibration.report import Block
+    from judgewatch.calibration.report_render import Block
 
     return [*content[:1], Block("p", text), *content[1:]], {**document, "provenance": text}
 
 
 def stored_report(engine: Engine, rubric: str, since: str | None, judge_config: str | None) -> Report | None:
     """The report as the calibration flow stored it, when it stored this period (and judge series)."""
-    from judgewatch.calibration.view_snapshot import PERIODS, stored_views
+    from judgewatch.calibration.page_snapshots import PERIODS, stored_views
 
     period = (since or "").strip()
     if period not in PERIODS:
@@ -170,8 +170,8 @@ def computed_report(
     reading: ScoreReadingOption = ScoreReadingOption.integer,
 ) -> Report:
     """The report computed from the store now (every verdict of the series is read), in the scores' `reading`."""
-    from judgewatch.calibration.report import blocks, blocks_title, report_document
     from judgewatch.calibration.summary import summarize
+    from judgewatch.calibration.tiers_report import blocks, blocks_title, report_document
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.since import parse_since
 

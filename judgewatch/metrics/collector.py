@@ -1,14 +1,9 @@
 """A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
 
-No worker keeps counters and nothing is pushed: each scrape reads the store in one read-only transaction
-(with a statement timeout on PostgreSQL) and exports what it holds. Nothing read grows with the store: the
-verdict figures come from the counts kept at write time (`judgewatch.storage.verdict_counts`, a few hundred rows
-whatever the store's size), the review labels and queue from the counts the database's triggers keep
-(`judgewatch.storage.review_counts`) plus the partial index of leased items. Scrapes closer
-together than `min_interval_s` share one reading, so several Prometheus servers (or a scrape and the review
-UI's endpoint) never multiply the database load. When the database cannot be read the scrape still answers,
-with `judgewatch_store_up 0` and the error logged.
-"""
+Nothing is pushed: each scrape reads the store in one read-only transaction (with a statement timeout on
+PostgreSQL) through `queries`, whose reads do not grow with the store. Scrapes closer together than
+`min_interval_s` share one reading; when the database cannot be read the scrape still answers, with
+`judgewatch_store_up 0` and the error logged."""
 
 from __future__ import annotations
 
@@ -58,21 +53,14 @@ def read_store(
         counts = queries.bounded_counts(session=session, now=utcnow())
         successes, gate_success = queries.last_successes(session=session)
         reading = StoreReading(
-            verdicts=queries.verdict_counts(session=session),
+            verdicts=queries.verdict_counts(session=session), labels=counts["label"], drift=counts["drift"],
             queue=queries.review_queue(buckets=counts["queue"], leases=counts["leases"]),
-            labels=counts["label"],
-            snapshots=queries.latest_tier_snapshots(session=session),
-            drift=counts["drift"],
-            model_change=counts["model_change"],
-            gates=counts["gate"],
-            successes=successes,
-            gate_success=gate_success,
-            trust=queries.trust_records(session=session),
-            prices=dict(prices or {}),
-            currency=currency,
+            snapshots=queries.latest_tier_snapshots(session=session), model_change=counts["model_change"],
+            gates=counts["gate"], successes=successes, gate_success=gate_success,
+            trust=queries.trust_records(session=session), prices=dict(prices or {}), currency=currency,
             spend=day_spend(session, prices=prices or {}, currency=currency, cap=spend_cap),
             paused_picks=count_paused(session=session),
-        )
+        )  # fmt: skip
     return reading  # closing the session ends the read-only transaction; the rows stay loaded
 
 
@@ -108,10 +96,9 @@ class StoreCollector(Collector):
             if self._clock() - self._read_at >= self.min_interval_s or self._reading is None:
                 started = time.perf_counter()
                 try:
-                    self._reading, self._up = (
-                        read_store(self.engine, prices=self.prices, currency=self.currency, spend_cap=self.spend_cap),
-                        True,
-                    )
+                    self._reading = read_store(self.engine, prices=self.prices, currency=self.currency,
+                                               spend_cap=self.spend_cap)  # fmt: skip
+                    self._up = True
                 except Exception:  # a scrape must answer: say store_up 0 and log why, whatever broke
                     logger.exception("metrics: could not read the store at %s", self.engine.url)
                     self._reading, self._up = None, False
@@ -139,11 +126,9 @@ class StoreCollector(Collector):
 def make_registry(
     engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S, warm: bool = False
 ) -> CollectorRegistry:
-    """A registry holding only the store collector (no process or platform metrics of this Python process).
-
-    `warm=True` starts the first, full read of the store in the background (servers: the first scrape then
-    finds it done or waits for it, instead of running into Prometheus' scrape timeout on a large store).
-    """
+    """A registry holding only the store collector (no process or platform metrics of this Python process). `warm=True`
+    starts the first, full read of the store in the background (servers: the first scrape then finds it done or waits
+    for it, instead of running into Prometheus' scrape timeout on a large store)."""
     registry = CollectorRegistry(auto_describe=False)
     collector = StoreCollector(engine, min_interval_s=min_interval_s)
     registry.register(collector)

@@ -1,14 +1,10 @@
-"""One store reading turned into Prometheus metric families, with the labels `names` declares.
-
-Pure functions over typed rows: no database access here, so the mapping (which stored value becomes which
-series) is tested without a store. Missing states and exit codes are exported as 0, so an alert on "more than
-zero" and a dashboard's stacked panel see every series from the first scrape.
-"""
+"""One store reading turned into Prometheus metric families, with the labels `names` declares. Pure functions over
+typed rows (tested without a store); missing states and exit codes are exported as 0, so an alert on "more than
+zero" and a stacked panel see every series from the first scrape."""
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,8 +25,6 @@ from judgewatch.storage.verdict_counts import LATENCY_BUCKETS, NO_VALUE
 VerdictRow: TypeAlias = Row[Any]
 SnapshotRow: TypeAlias = Row[Any]
 TrustRow: TypeAlias = Row[Any]
-
-logger = logging.getLogger(__name__)
 
 QUEUE_STATES: dict[str, str] = {
     ItemState.available.value: "waiting",
@@ -77,6 +71,12 @@ def _gauge(spec: names.MetricSpec) -> GaugeMetricFamily:
     return GaugeMetricFamily(spec.name, spec.help, labels=list(spec.labels))
 
 
+def _counts(family: GaugeMetricFamily | CounterMetricFamily, rows: list[Count]) -> Metric:
+    for row in rows:
+        family.add_metric(list(row.labels), row.value)
+    return family
+
+
 def families(reading: StoreReading) -> Iterator[Metric]:
     """Every family of the catalogue except the scrape's own health (the collector adds those)."""
     yield from _verdict_families(reading.verdicts)
@@ -84,14 +84,8 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     yield from _spend_families(reading)
     yield from _review_families(reading.queue, reading.labels)
     yield from _calibration_families(reading.snapshots)
-    drift = _gauge(names.DRIFT)
-    for row in reading.drift:
-        drift.add_metric(list(row.labels), row.value)
-    yield drift
-    model_change = _gauge(names.SERVED_MODEL_CHANGE)
-    for row in reading.model_change:
-        model_change.add_metric(list(row.labels), row.value)
-    yield model_change
+    yield _counts(_gauge(names.DRIFT), reading.drift)
+    yield _counts(_gauge(names.SERVED_MODEL_CHANGE), reading.model_change)
     gates = _counter(names.GATE)
     by_code = {row.labels[0]: row.value for row in reading.gates}
     for code in sorted(set(GATE_EXIT_CODES) | set(by_code)):
@@ -159,10 +153,7 @@ def _review_families(queue: list[Count], labels: list[Count]) -> Iterator[Metric
     for state, value in states.items():
         family.add_metric([state], value)
     yield family
-    counter = _counter(names.LABELS)
-    for row in labels:
-        counter.add_metric(list(row.labels), row.value)
-    yield counter
+    yield _counts(_counter(names.LABELS), labels)
 
 
 def _number(value: Any) -> float | None:

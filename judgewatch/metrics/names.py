@@ -1,15 +1,10 @@
-"""The catalogue of exported metrics: name, type, labels and help text, in one place.
-
-The collector builds its families from these specs, and the tests check the alert rules and the Grafana
-dashboard against them, so a dashboard panel cannot silently point at a metric that does not exist.
-"""
+"""The catalogue of exported metrics: name, type, labels and help text, in one place. The collector builds its
+families from these specs, and the tests check the alert rules and the Grafana dashboard against them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
-
-PREFIX = "judgewatch_"
 
 
 @dataclass(frozen=True)
@@ -172,36 +167,10 @@ STORE_UP = MetricSpec(
     (),
     "1 when the last scrape read the store, 0 when the database could not be read (values are then missing).",
 )
-SCRAPE_SECONDS = MetricSpec(
-    "judgewatch_scrape_duration_seconds",
-    "gauge",
-    (),
-    "Seconds the last store read took.",
-)
+SCRAPE_SECONDS = MetricSpec("judgewatch_scrape_duration_seconds", "gauge", (), "Seconds the last store read took.")
 
-CATALOGUE: tuple[MetricSpec, ...] = (
-    VERDICTS,
-    VERDICTS_CURRENT,
-    UNSCORED,
-    FALLBACK,
-    LATENCY,
-    TOKENS,
-    COST,
-    SPEND_TODAY,
-    SPEND_CAP_PAUSED,
-    PAUSED_PICKS,
-    QUEUE,
-    LABELS,
-    AGREEMENT,
-    TIER_SCORE,
-    DRIFT,
-    SERVED_MODEL_CHANGE,
-    GATE,
-    LAST_SUCCESS,
-    TRUST_AUROC,
-    STORE_UP,
-    SCRAPE_SECONDS,
-)
+# Every spec above, in the order declared.
+CATALOGUE: tuple[MetricSpec, ...] = tuple(spec for spec in list(globals().values()) if isinstance(spec, MetricSpec))
 
 
 def exported_series() -> frozenset[str]:

@@ -1,20 +1,12 @@
-"""The store reads behind a scrape: five statements (six round trips with the session settings), built once,
-whose results have bounded size.
+"""The store reads behind a scrape: few Core statements, built once at import, whose results have bounded size.
 
-Each function is keyword-only, takes a session and returns rows grouped by bounded values only (judge names,
-rubric names, tiers, states, reasons, exit codes): never item ids, reviewer names or any text a person or a
-model wrote. No read grows with the store: the verdict figures come from `verdict_count`, kept at write time
-(`judgewatch.storage.verdict_counts`), the review labels and queue buckets from `review_count`, kept by
-triggers (`judgewatch.storage.review_counts`); the rest read small tables or the partial index of leases.
-
-A first scrape in a new process is mostly fixed cost, so the reads are few and cheap to start: the small
-counts are one UNION ALL, the last successes another; every statement is Core (plain rows: no ORM mapper to
-configure) and built at import, so each is compiled once per process.
-"""
+Rows are grouped by bounded values only (judge and rubric names, tiers, states, reasons, exit codes), never item
+ids, reviewer names or text. No read grows with the store: verdict figures come from `verdict_count` (kept at write
+time, `storage.verdict_counts`), review labels and queue buckets from `review_count` (kept by triggers,
+`storage.review_counts`); the rest read small tables or the partial index of leases."""
 
 from __future__ import annotations
 
-import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,8 +25,6 @@ from judgewatch.storage.review_counts import LABEL, OPEN, QUEUE, ReviewCount
 from judgewatch.storage.runs import EvalRun, RunStatus
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.storage.verdict_counts import VerdictCount
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,11 +109,9 @@ def bounded_counts(*, session: Session, now: datetime) -> dict[str, list[Count]]
 
 
 def review_queue(*, buckets: Sequence[Count], leases: Sequence[Count]) -> list[Count]:
-    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it.
-
-    The kept buckets say how many items are open (available or leased), done, in adjudication or flagged; the
-    leases (held, and lapsed: run out) are counted on the partial index of leased items.
-    """
+    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it. The kept
+    buckets say how many items are open (available or leased), done, in adjudication or flagged; the leases (held, and
+    lapsed: run out) are counted on the partial index of leased items."""
     kept = {row.labels[0]: row.value for row in buckets}
     lease = {row.labels[0]: row.value for row in leases}
     running = lease.get("held", 0.0) - lease.get("lapsed", 0.0)

@@ -1,9 +1,5 @@
-"""Serving the metrics: a small HTTP server for `judgewatch metrics serve`, and a route for other web apps.
-
-The standalone server is prometheus_client's threaded WSGI server over a registry that holds only the store
-collector. `metrics_route` gives the same text as a Starlette route, which the review UI mounts at its own
-`/metrics` (outside the login: the families carry no item text, reviewer names or questions and answers).
-"""
+"""Serving the metrics: a small HTTP server for `judgewatch metrics serve`, and a Starlette route the review UI mounts
+at its own `/metrics` (outside the login: the families carry no item text, reviewer names or answers)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Reviewer accounts: salted scrypt password hashes in the database, a role, enabled or disabled by name.
-
-Roles: a `reviewer` labels the queue; an `adjudicator` also settles disagreements; an `owner` also sees the
-Tiers, Calibration and Judges pages. Disabling never deletes: a reviewer's past labels keep pointing at the
-account. Logins go through a `LoginThrottle` so password guessing is locked out.
-"""
+"""Reviewer accounts: salted scrypt password hashes in the database, a role, enabled or disabled by name. Disabling
+never deletes (past labels keep pointing at the account); logins go through a `LoginThrottle`."""
 
 from __future__ import annotations
 
@@ -105,11 +101,7 @@ def add_reviewer(
 def set_role(*, session: Session, name: str, role: Role | str) -> None:
     """Change an account's role (adjudication rights follow the role)."""
     chosen = _role(role)
-    tbl = table(Reviewer)
-    values = {"role": chosen.value, "can_adjudicate": chosen != Role.reviewer}
-    result = session.execute(update(tbl).where(tbl.c.name == name).values(**values))
-    if getattr(result, "rowcount", 0) != 1:
-        raise AccountError(f"no reviewer named {name!r}")
+    _update(session, name, role=chosen.value, can_adjudicate=chosen != Role.reviewer)
     logger.info("reviewer %s is now %s", name, chosen.value)
 
 
@@ -129,11 +121,15 @@ def _role(value: Role | str) -> Role:
 
 
 def set_active(*, session: Session, name: str, active: bool) -> None:
+    _update(session, name, active=active)
+    logger.info("reviewer %s %s", name, "enabled" if active else "disabled")
+
+
+def _update(session: Session, name: str, **values: object) -> None:
     tbl = table(Reviewer)
-    result = session.execute(update(tbl).where(tbl.c.name == name).values(active=active))
+    result = session.execute(update(tbl).where(tbl.c.name == name).values(**values))
     if getattr(result, "rowcount", 0) != 1:
         raise AccountError(f"no reviewer named {name!r}")
-    logger.info("reviewer %s %s", name, "enabled" if active else "disabled")
 
 
 def list_reviewers(*, session: Session) -> list[Reviewer]:
@@ -149,12 +145,7 @@ def ensure_reviewer(*, session: Session, name: str) -> Reviewer:
 
 
 def authenticate(
-    engine: Engine,
-    name: str,
-    password: str,
-    *,
-    address: str | None = None,
-    throttle: LoginThrottle | None = None,
+    engine: Engine, name: str, password: str, *, address: str | None = None, throttle: LoginThrottle | None = None
 ) -> bool:
     """True when `name` is an active reviewer, `password` is theirs, and neither the account nor the address
     is locked out by `throttle`: the Gradio `auth=` callable. A locked-out login is refused unchecked."""

@@ -1,33 +1,18 @@
-"""Uncertainty-weighted review routing: labels drawn where the judge is likelier wrong (active inference).
+"""Uncertainty-weighted review routing: labels drawn where the judge is likelier wrong (docs/review_queue.md;
+docs/statistics.md, "Active routing"). Zrnic and Candès, "Active Statistical Inference" (ICML 2024): with a known
+routing probability pi > 0 and each label weighted by 1 / pi the estimates stay unbiased, and pi proportional to
+the spread of the judge's error given what is known before the label gives the smallest variance.
 
-Zrnic and Candès, "Active Statistical Inference" (ICML 2024): when each scored verdict is routed with a known
-probability pi and its label weighted back by 1 / pi (as `stats.ppi` and `stats.survey` do), any pi > 0 gives an
-unbiased estimate; the variance is smallest with pi proportional to the spread of the judge's error given what is
-known of the item before its label, mixed with uniform routing for stability. Confidence-driven inference
-(Gligorić et al., NAACL 2025) routes by an LLM's own confidence in the same way.
+What is known of a verdict before its label, per scored criterion, is its cell `rubric|criterion|score|band`:
+the score the judge wrote and a doubt band (the larger of |expected score - written score| and |score - its other
+criteria's mean|, as a share of the scale's width cut at DOUBT_BANDS). A cell's spread is the weighted mean
+squared deviation of label - score about the criterion's mean error over the WINDOW_DAYS before the day, shrunk
+towards a prior as though PRIOR_LABELS more labels had it, and never below a lower doubt band's.
 
-What is known of a verdict before its label, per scored criterion, is its cell `rubric|criterion|score|band`: the
-score the judge wrote and a doubt band, from the larger of the spread of its token log-probabilities (|expected
-score - written score|, judges/score_logprobs.py) and its disagreement with its other criteria (|score - their
-mean|), as a share of the scale's width cut at DOUBT_BANDS. A cell's spread is the mean squared deviation of
-label - score from the criterion's mean error, over the labels of the WINDOW_DAYS before the day (each weighted
-by its own 1 / pi; never the labels the day's probabilities will weigh), shrunk as though PRIOR_LABELS more
-labels had its prior (its score's spread times its band's, over the criterion's; those shrunk towards the
-criterion's), and never below a lower doubt band's of the same score. A verdict's spread is the root of its
-criteria's mean.
-
-A day's plan, fitted at its first use and stored (`RoutingPlan`), so a verdict routed again meets the same
-probability:
-- the volume forecast: the window's scored verdicts per day, counted from its first verdict (whole days, at most
-  WINDOW_DAYS); the spreads forecast from FORECAST_ROWS of them;
-- a uniform share u = UNIFORM_MIX x budget / forecast for every scored verdict: the floor every verdict has, and
-  a simple random sample for the agreement and drift statistics, which read uniform picks only;
-- an active share a = min(1, scale x spread), the scale such that the window's verdicts would have drawn the
-  budget in expectation: u + (1 - u) mean(a) = budget / forecast (min(1, c x spread) is the optimum of
-  sum(spread^2 / pi) at that expected count).
-A verdict is routed when either independent draw hits, with pi = 1 - (1 - u)(1 - a) stored on its review item.
-With no verdict in the window, the day routes the uniform `review_share`.
-"""
+A day's plan, fitted at its first use and stored (`RoutingPlan`): every scored verdict gets a uniform share
+u = UNIFORM_MIX x budget / forecast, and an active share a = min(1, scale x spread) with the scale set so that the
+window's verdicts would have drawn the budget; a verdict is routed with pi = 1 - (1 - u)(1 - a). With no verdict
+in the window, the day routes the uniform `review_share`."""
 
 from __future__ import annotations
 

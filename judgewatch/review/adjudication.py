@@ -1,9 +1,6 @@
 """Adjudication: an expert settles items whose reviewers disagreed by more than one point, or that were flagged.
-
-Cases are leased like queue items (one expert per case at a time, with expiry). The adjudicator sees every
-reviewer's label and comment but not the judge's verdict, so the settled scores stay a human reference. An
-adjudicator never settles an item they labeled, skipped or flagged themselves.
-"""
+Cases are leased like queue items; the adjudicator sees every label and comment but not the judge's verdict (the
+settled scores stay a human reference), and never settles an item they labeled, skipped or flagged themselves."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Labels derived from a golden set's own human annotations, entered through the review queue as what they are.
 
-HaluEval's right answers were written by people and its hallucinated ones were checked by people; HalluQA's
-best and wrong answers were annotated by people. So when a tier's answer to a golden item is, word for word,
-one of its known-good answers, the dataset's annotators said it is faithful: faithfulness 5 (the rubric's
-"every claim is supported"). A known-bad answer is one they marked hallucinated or wrong: faithfulness 1 (the
-rubric's "the main claim contradicts the references"). The annotation says nothing about relevance or
-completeness, so those stay unlabeled, and an answer of unknown quality gets no label at all.
-
-The labels go through the real queue (lease, submit) on items the routing picked, by the account
-`dataset-annotation` with `via="dataset_annotation"`: never a reviewer's label, shown as such in reports and
-pages, and never trust evidence (`storage.review.NOT_BY_PEOPLE`).
-"""
+HaluEval's and HalluQA's good and bad answers were written or checked by people. So a tier's answer that is, word
+for word, a known-good answer gets faithfulness 5, a known-bad one faithfulness 1; relevance and completeness stay
+unlabeled, and an answer of unknown quality gets no label. The labels go through the real queue as the account
+`dataset-annotation` with `via="dataset_annotation"`: shown as such, never trust evidence (`NOT_BY_PEOPLE`)."""
 
 from __future__ import annotations
 
@@ -126,13 +119,8 @@ def _label(
         if quality is None:
             continue
         shown = queue.lease_item(ACCOUNT, item_id)
-        queue.submit(
-            ACCOUNT,
-            item_id,
-            {CRITERION: KNOWN_GOOD if quality == "good" else KNOWN_BAD},
-            rubric_version_shown=shown.rubric_version,
-            via=LabelVia.dataset_annotation.value,
-            partial=True,
-        )
+        score = {CRITERION: KNOWN_GOOD if quality == "good" else KNOWN_BAD}
+        version, via = shown.rubric_version, LabelVia.dataset_annotation.value
+        queue.submit(ACCOUNT, item_id, score, rubric_version_shown=version, via=via, partial=True)
         labeled += 1
     return labeled

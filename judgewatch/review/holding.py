@@ -1,12 +1,7 @@
-"""One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the
-label is validated against, then store the label and end the lease together.
-
-On PostgreSQL that is a read and one guarded write statement straight through psycopg (`judgewatch.review.sql`,
-compiled once, run by `judgewatch.storage.direct`): the write re-checks the lease and the very state the read
-returned, so nothing changed in between is ever overwritten. On SQLite it is one write transaction through
-SQLAlchemy, the write lock held from the start, the item read with `FOR UPDATE OF review_item` where the dialect
-has it.
-"""
+"""One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the label
+is validated against, then store the label and end the lease together. On PostgreSQL one guarded write statement
+(`review.sql`, run by `storage.direct`) that re-checks the lease and the state the read returned; on SQLite one
+write transaction, the item read `FOR UPDATE` where the dialect has it."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 from psycopg.errors import UniqueViolation
@@ -139,8 +135,9 @@ class LeaseMemo:
         return cls(**taken, has_refs=has_references(row))
 
 
-class _RememberedHeld(_DirectHeld):
-    """A lease known from "lease next": one write statement, StaleLease if the store disagrees."""
+class RememberedHeld(_DirectHeld):
+    """The lease "lease next" returned, unchecked: its one write statement is guarded by the lease, the account and the
+    memo's label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
 
     def __init__(self, engine: Engine, memo: LeaseMemo, now: datetime) -> None:
         Held.__init__(self, memo, memo.has_refs, now)
@@ -156,12 +153,6 @@ class _RememberedHeld(_DirectHeld):
             if isinstance(exc.__cause__, UniqueViolation):
                 raise
             raise StaleLease(str(exc)) from exc
-
-
-def remembered(engine: Engine, memo: LeaseMemo, *, clock: Callable[[], datetime]) -> Held:
-    """The lease `memo` describes, unchecked: its write is guarded by the lease, the account and `memo`'s
-    label count and lease start, and raises StaleLease when any of them no longer holds (PostgreSQL only)."""
-    return _RememberedHeld(engine, memo, clock())
 
 
 class _SessionHeld(Held):
@@ -197,16 +188,7 @@ def holding(engine: Engine, reviewer: str, item_id: str, *, clock: Callable[[], 
         found: Any = session.execute(HELD_ROWS, {"item": item_id, "who": reviewer}).first()
         if found is None:  # no such item: the account check still comes first
             active = session.execute(IS_ACTIVE, {"who": reviewer}).scalar()
-            found = _Missing(active=active)
+            found = SimpleNamespace(id=None, active=active)  # what HELD_ROWS would say of it
         now = clock()
         check_lease(found, reviewer, item_id, now)
         yield _SessionHeld(session, found, now)
-
-
-class _Missing:
-    """What HELD_ROWS would say of an item that does not exist."""
-
-    id = None
-
-    def __init__(self, *, active: bool | None) -> None:
-        self.active = active

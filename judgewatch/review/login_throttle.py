@@ -1,10 +1,6 @@
-"""Login rate limit: too many failed logins for one account, or from one address, lock it out for a while.
-
-Failures are counted in a sliding window; past the limit the account (or address) is locked until the lockout
-expires, even for the right password, so guessing gets a handful of tries per lockout period instead of
-thousands. A success clears the account's count. Every failure is logged at WARNING with account and address.
-State lives in the review app's process (one process serves the app); a restart clears it.
-"""
+"""Login rate limit: too many failed logins for one account, or from one address, in a sliding window lock it
+out for a while, even for the right password. A success clears the account's count. State lives in the review
+app's process (a restart clears it)."""
 
 from __future__ import annotations
 

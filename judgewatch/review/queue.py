@@ -1,18 +1,10 @@
 """The review queue: server-side leases with expiry, blind labels, skips, flags and progress.
 
-Every action checks, inside its own write transaction, that the caller is an active reviewer and (for
-submit/skip/flag) that the item is leased to the caller and the lease has not run out. Leasing is one
-conditional UPDATE on a row picked with `FOR UPDATE SKIP LOCKED` on PostgreSQL, or under SQLite's write lock
-(BEGIN IMMEDIATE), so no item is ever leased to two reviewers at once; an expired lease simply makes the
-item leasable again.
-
-The hot path (a key press: lease next, submit) is few round trips and no ORM objects, written once as
-SQLAlchemy Core statements (`judgewatch.review.sql`). On PostgreSQL the steps are composed into one statement
-each, compiled once and run straight through psycopg in autocommit (`judgewatch.storage.direct`): "lease next" is
-one statement (account check, renewal or pick-and-lease, the screen's columns), a labeling action one guarded
-write, with a read before it only when the lease is not the one "lease next" just returned
-(`judgewatch.review.holding`). On SQLite the same steps run one by one inside one write transaction.
-"""
+Every action checks, in its own write transaction, that the caller is an active reviewer and (submit, skip, flag)
+that the item is leased to the caller with time left. Leasing is one conditional UPDATE on a row picked with
+`FOR UPDATE SKIP LOCKED` (PostgreSQL) or under SQLite's write lock, so no item is ever leased to two reviewers.
+The statements are `review.sql`'s; on PostgreSQL each key press is one statement run straight through psycopg
+(docs/review_queue.md), on SQLite the same steps run one by one."""
 
 from __future__ import annotations
 
@@ -26,7 +18,7 @@ from sqlalchemy import Engine, update
 from sqlmodel import Session
 
 from judgewatch.contract.pii import Scrubber, scrub_content
-from judgewatch.review.holding import Held, LeaseMemo, StaleLease, holding, label_row, remembered
+from judgewatch.review.holding import Held, LeaseMemo, RememberedHeld, StaleLease, holding, label_row
 from judgewatch.review.labels import disagreement
 from judgewatch.review.rubrics import RubricResolver
 from judgewatch.review.sql import (
@@ -126,12 +118,10 @@ class ReviewQueue:
         return next(iter(held), None)
 
     def _claim(self, session: Session, reviewer: str, *, item_id: str | None = None) -> str | None:
-        """Lease the given item, or the next free one, with a guarded UPDATE of a row locked by its pick.
-
-        The next item is picked, locked (skipping rows others hold locked) and leased in one statement; a given
-        item is locked first, then leased with the clock read after the lock. Either way the UPDATE re-checks
-        "leasable" on the locked row, so a row that changed under us is never leased twice.
-        """
+        """Lease the given item, or the next free one, with a guarded UPDATE of a row locked by its pick. The next item
+        is picked, locked (skipping rows others hold locked) and leased in one statement; a given item is locked first,
+        then leased with the clock read after the lock. Either way the UPDATE re-checks "leasable" on the locked row, so
+        a row that changed under us is never leased twice."""
         if item_id is not None:
             picked = session.execute(PICK_GIVEN, {"who": reviewer, "now": self.clock(), "item": item_id}).scalar()
             if picked is None:
@@ -161,10 +151,9 @@ class ReviewQueue:
         via: str = "ui",
         partial: bool = False,
     ) -> Revealed:
-        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it.
-
-        `partial` accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the
-        app never sends it (people score every criterion)."""
+        """Store a full label for an item leased to `reviewer`; returns the judge's verdict to show beside it. `partial`
+        accepts a label of some criteria only: a dataset's annotation speaks to one criterion, and the app never sends
+        it (people score every criterion)."""
 
         def act(held: Held) -> Revealed:
             item = held.item
@@ -229,7 +218,7 @@ class ReviewQueue:
         memo = self._memos.pop(reviewer, None)
         if memo is not None and memo.id == item_id:
             try:
-                return act(remembered(self.engine, memo, clock=self.clock))
+                return act(RememberedHeld(self.engine, memo, self.clock()))
             except StaleLease:
                 logger.debug("%s: the remembered lease on %s is stale, reading it", reviewer, item_id)
         with holding(self.engine, reviewer, item_id, clock=self.clock) as held:

@@ -1,16 +1,12 @@
-"""Replay labels people already gave through the same service layer the review app uses.
-
-`replay_labels` takes rows {item_id | interaction_id [, rubric], reviewer, scores, comment?, skipped_reason?,
-flagged?}: for each it leases the item to that reviewer and submits (or skips, or flags), so every check,
-state change and adjudication rule applies exactly as in the app. Replayed labels are stored with via="replay".
-`replay_pandalm` turns PandaLM's 999 human-annotated pairs (3 annotators each) into interactions, the baseline
-judges' verdicts and review items, then replays the three annotators' labels.
-"""
+"""Replay labels people already gave through the same service layer the review app uses (lease, then submit,
+skip or flag, as the reviewer; stored with via="replay"), and PandaLM's 999 human-annotated pairs as
+interactions, the baseline judges' verdicts and review items, with the three annotators' labels replayed."""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,7 +22,7 @@ from judgewatch.review.routing import Route, insert_review_items, item_row
 from judgewatch.review.rubrics import pandalm_preference_rubric
 from judgewatch.review.sql import ITEMS
 from judgewatch.review.views import ReviewError
-from judgewatch.stats.pandalm import GPT35, PANDALM7B, TESTSET
+from judgewatch.stats.pandalm import TESTSET, load_pandalm
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.interactions import Interaction, interaction_id, upsert_interactions
 from judgewatch.storage.review import PickReason
@@ -38,7 +34,6 @@ logger = logging.getLogger(__name__)
 PANDALM_SOURCE = "pandalm:testset-v1"
 # PandaLM codes (1 = response 1 better, 2 = response 2 better, 0 = tie) on the review rubric's 1-3 scale.
 PANDALM_LEVEL = {1: 1, 0: 2, 2: 3}
-_GPT_CODES = {"1": 1, "2": 2, "Tie": 0}
 
 
 @dataclass
@@ -123,35 +118,25 @@ def _pandalm_answer(row: dict[str, Any]) -> str:
     return f"**Response 1**\n\n{row['response1']}\n\n---\n\n**Response 2**\n\n{row['response2']}"
 
 
-def _baseline_verdict(idx: int, judge: str, code: int | None) -> Verdict:
+def _baseline_verdict(idx: int, judge: str, code: float) -> Verdict:
     rubric = pandalm_preference_rubric().identity
     identity = JudgeIdentity(kind="baseline", name=judge, config_hash=stable_id("pandalm-baseline", judge)[:16])
-    if code is None:
+    if math.isnan(code):
         return Verdict.unscored(str(idx), UnscoredReason.parse_error, judge=identity, rubric=rubric)
-    level = PANDALM_LEVEL[code]
-    return Verdict(
-        item_id=str(idx),
-        status=VerdictStatus.scored,
-        scores={"preference": level},
-        overall=float(level),
-        reason=f"{judge} verdict from the PandaLM repository",
-        judge=identity,
-        rubric=rubric,
-    )
+    level = PANDALM_LEVEL[int(code)]
+    reason = f"{judge} verdict from the PandaLM repository"
+    return Verdict(item_id=str(idx), status=VerdictStatus.scored, scores={"preference": level}, overall=float(level),
+                   reason=reason, judge=identity, rubric=rubric)  # fmt: skip
 
 
 def prepare_pandalm(
     engine: Engine, folder: Path, *, limit: int | None = None, judge: str = "gpt-3.5-turbo"
 ) -> list[dict[str, Any]]:
-    """Store the pairs as interactions, both baseline judges' verdicts, and one review item per pair (routed
-    from `judge`'s verdict, inclusion probability 1, three labels needed); returns the annotators' label rows.
-    Idempotent: preparing again changes nothing and returns the same rows.
-    """
-    tests = _load(folder / TESTSET)[:limit]
-    baselines: dict[str, dict[int, int | None]] = {
-        "gpt-3.5-turbo": {int(r["idx"]): _GPT_CODES.get(str(r["gpt_result"])) for r in _load(folder / GPT35)},
-        "pandalm-7b": {int(r["idx"]): int(r["pandalm_result"]) for r in _load(folder / PANDALM7B)},
-    }
+    """Store the pairs as interactions, both baseline judges' verdicts, and one review item per pair (routed from
+    `judge`'s verdict, inclusion probability 1, three labels needed); returns the annotators' label rows. Idempotent:
+    preparing again changes nothing and returns the same rows."""
+    tests = json.loads((folder / TESTSET).read_text(encoding="utf-8"))[:limit]
+    baselines = load_pandalm(folder).judges  # each judge's code per pair index, NaN where it gave none
     if judge not in baselines:
         raise ValueError(f"unknown PandaLM baseline judge {judge!r} (use {', '.join(baselines)})")
     rubric = pandalm_preference_rubric()
@@ -163,19 +148,12 @@ def prepare_pandalm(
     for t in tests:
         idx = int(t["idx"])
         iid = interaction_id(PANDALM_SOURCE, str(idx))
+        meta = {"cmp_key": t.get("cmp_key"), "motivation_app": t.get("motivation_app")}
         interactions.append(
-            Interaction(
-                id=iid,
-                source=PANDALM_SOURCE,
-                source_id=str(idx),
-                question=_pandalm_question(t),
-                answer=_pandalm_answer(t),
-                language="en",
-                meta={"cmp_key": t.get("cmp_key"), "motivation_app": t.get("motivation_app")},
-                created_at=now,
-            )
-        )
-        by_judge = {name: _baseline_verdict(idx, name, codes.get(idx)) for name, codes in baselines.items()}
+            Interaction(id=iid, source=PANDALM_SOURCE, source_id=str(idx), question=_pandalm_question(t),
+                        answer=_pandalm_answer(t), language="en", meta=meta, created_at=now)
+        )  # fmt: skip
+        by_judge = {name: _baseline_verdict(idx, name, codes[idx]) for name, codes in baselines.items()}
         verdicts.extend((iid, v) for v in by_judge.values())
         routed = by_judge[judge]
         vid = verdict_id(iid, routed.rubric.hash, routed.judge.config_hash)
@@ -197,8 +175,3 @@ def replay_pandalm(
 ) -> ReplayReport:
     """PandaLM's three human annotators, replayed as reviewers pandalm-annotator1..3 through the queue."""
     return replay_labels(queue, prepare_pandalm(queue.engine, folder, limit=limit, judge=judge))
-
-
-def _load(path: Path) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
-    return rows

@@ -1,16 +1,12 @@
-"""Routing: which stored verdicts become review items, decided by a hash of the verdict id.
+"""Routing: which stored verdicts become review items, decided by independent hashes of the verdict id (the same
+decision on any machine, every time), with each item's exact inclusion probability: the chance that the whole
+design routes that verdict, which every estimate weighs its label by (docs/review_queue.md).
 
-- uniform: a share (`review_share`, default 10%) of SCORED verdicts, chosen by a deterministic hash, so
-  re-running routes exactly the same ones on any machine; these items are a simple random sample.
-- or, with a label budget (`review_budget`, labels a day), uncertainty-weighted: a smaller uniform share plus an
-  active share that grows with the judge's predicted error on the verdict (review/active.py).
-- targeted, optional: a share of unscored verdicts, and a share of borderline ones (overall score within
-  `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint when it has none).
-Each pick uses its own independent hash, so an item's `inclusion_probability` is exact: the chance that the
-whole design routes that verdict (for a borderline verdict, 1 - (1 - uniform)(1 - borderline)). Weighting
-labels by 1/p gives unbiased estimates over all verdicts. Of routed items, `double_label_share` (again by
-hash) need two reviewers. Routing the same verdict again never creates a second item or resets one.
-"""
+- uniform: `review_share` of the scored verdicts, a simple random sample; or, with a label budget
+  (`review_budget`, labels a day), a smaller uniform share plus an active one (`review.active`);
+- targeted, optional: a share of unscored verdicts, and of borderline ones (overall score within
+  `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint).
+Of routed items, `double_label_share` need two reviewers. Routing again never creates a second item or resets one."""
 
 from __future__ import annotations
 
@@ -104,11 +100,9 @@ def decide(
     policy: RoutingPolicy,
     shares: tuple[float, float] | None = None,
 ) -> Route | None:
-    """The routing decision for one verdict, or None when it is not routed.
-
-    `shares`: the verdict's (uniform, active) shares under an uncertainty-weighted plan; None: `review_share` alone.
-    Every pick is an independent draw; the verdict is routed for the first that hits, with the chance that any does.
-    """
+    """The routing decision for one verdict, or None when it is not routed. `shares`: the verdict's (uniform, active)
+    shares under an uncertainty-weighted plan; None: `review_share` alone. Every pick is an independent draw; the
+    verdict is routed for the first that hits, with the chance that any does."""
     labels = 2 if _draw("double", verdict_id) < policy.double_label_share else 1
     if status != VerdictStatus.scored:
         picks = [(PickReason.unscored, policy.unscored_share)]
@@ -142,11 +136,9 @@ def route_verdicts(
     run_id: str | None = None,
     verdict_ids: Sequence[str] | None = None,
 ) -> RoutingReport:
-    """Create the review items for the stored verdicts of one run (or the given ids, or all of them).
-
-    Only current verdicts are routed, and an interaction at most once per rubric version: not when it already
-    has a review item under that version (from a verdict superseded since, or another judge's).
-    """
+    """Create the review items for the stored verdicts of one run (or the given ids, or all of them). Only current
+    verdicts are routed, and an interaction at most once per rubric version: not when it already has a review item under
+    that version (from a verdict superseded since, or another judge's)."""
     rubrics = rubrics or RubricResolver()
     tbl, items = table(VerdictRecord), table(ReviewItem)
     has_other_item = exists().where(

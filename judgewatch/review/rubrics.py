@@ -1,19 +1,13 @@
-"""The rubric a review item is labeled against: the rubric file by name, or a review-only built-in rubric.
-
-The built-in `pandalm_preference` rubric labels PandaLM-style A/B pairs (1 = response 1 better, 2 = tie,
-3 = response 2 better), so a reviewer's label and the judge's verdict live on one three-point scale where
-"one says 1, the other 3" is a disagreement of two points.
-"""
+"""The rubric a review item is labeled against: the rubric file by name, or a review-only built-in rubric
+(`pandalm_preference`: PandaLM-style A/B pairs on one three-point scale, 1 = response 1 better, 2 = tie, 3 =
+response 2 better)."""
 
 from __future__ import annotations
 
-import logging
 from functools import lru_cache
 from pathlib import Path
 
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError, Scale, load_rubric
-
-logger = logging.getLogger(__name__)
 
 PANDALM_PREFERENCE = "pandalm_preference"
 

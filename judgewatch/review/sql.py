@@ -1,9 +1,6 @@
-"""The SQL of the queue's hot paths, built once: item states as literals, "labeled by", "leasable", the picks.
-
-Statements take bound parameters (`who`, `now`, `until`, `item`) instead of being rebuilt per call: leasing
-and submitting run for every key press, and building SQLAlchemy expressions costs more than running them.
-State values are inlined as literals so both planners can match the partial indexes on `state`.
-"""
+"""The SQL of the queue's hot paths, built once with bound parameters (`who`, `now`, `until`, `item`): building
+SQLAlchemy expressions costs more than running them. Item states are literals, so both planners can match the
+partial indexes on `state` (docs/review_queue.md, "The queue's statements")."""
 
 from __future__ import annotations
 
@@ -94,38 +91,22 @@ CLAIM_NEXT = _claim(PICK_NEXT).values(leased_at=NOW).returning(ITEMS.c.id)
 
 # The screen's rows as plain columns (no ORM objects on the hot path), one round trip: the item with its
 # interaction; the locking variant (submit, skip, flag) also reads the verdict to reveal and the account check.
-CONTENT_COLUMNS = (
-    INTERACTIONS.c.question,
-    INTERACTIONS.c.answer,
-    INTERACTIONS.c.messages,
-    INTERACTIONS.c.reference_answer,
-    INTERACTIONS.c.reference_facts,
-    INTERACTIONS.c.context,
-    INTERACTIONS.c.language,
+CONTENT_COLUMNS = tuple(
+    INTERACTIONS.c[name]
+    for name in ("question", "answer", "messages", "reference_answer", "reference_facts", "context", "language")
 )
 # The judge's verdict a screen reveals once the reviewer has submitted (the held read and the submit both return it).
-REVEAL_COLUMNS = (
-    VERDICTS.c.scores,
-    VERDICTS.c.overall,
-    VERDICTS.c.status,
-    VERDICTS.c.unscored_reason,
-    VERDICTS.c.reason,
-    VERDICTS.c.judge_name,
+REVEAL_COLUMNS = tuple(
+    VERDICTS.c[name] for name in ("scores", "overall", "status", "unscored_reason", "reason", "judge_name")
 )
+# What a labeling action checks of the item it holds.
+HOLD_COLUMNS = (ITEMS.c.state, ITEMS.c.lease_owner, ITEMS.c.leased_at, ITEMS.c.labels_done, ITEMS.c.labels_needed)
 VIEW_COLUMNS = (ITEMS.c.id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at, *CONTENT_COLUMNS)
 ITEM_JOIN = ITEMS.join(INTERACTIONS, ITEMS.c.interaction_id == INTERACTIONS.c.id)
 VIEW_ROWS = select(*VIEW_COLUMNS).select_from(ITEM_JOIN).where(ITEMS.c.id == ITEM)
 HELD_ROWS = (
     select(
-        *VIEW_COLUMNS,
-        ITEMS.c.state,
-        ITEMS.c.lease_owner,
-        ITEMS.c.leased_at,
-        ITEMS.c.labels_done,
-        ITEMS.c.labels_needed,
-        INTERACTIONS.c.tier,
-        *REVEAL_COLUMNS,
-        IS_ACTIVE.scalar_subquery().label("active"),
+        *VIEW_COLUMNS, *HOLD_COLUMNS, INTERACTIONS.c.tier, *REVEAL_COLUMNS, IS_ACTIVE.scalar_subquery().label("active")
     )
     .select_from(ITEM_JOIN.join(VERDICTS, ITEMS.c.verdict_id == VERDICTS.c.id))
     .where(ITEMS.c.id == ITEM)
@@ -140,15 +121,9 @@ HELD_ROWS = (
 ME = select(REVIEWERS.c.active).where(REVIEWERS.c.name == WHO).cte("me")
 ME_ACTIVE = select(ME.c.active).scalar_subquery()
 LEASED_COLUMNS = (
-    ITEMS.c.id,
-    ITEMS.c.interaction_id,
-    ITEMS.c.rubric_name,
-    ITEMS.c.rubric_version,
-    ITEMS.c.lease_expires_at,
-    ITEMS.c.leased_at,
-    ITEMS.c.labels_done,
-    ITEMS.c.labels_needed,
-)
+    ITEMS.c.id, ITEMS.c.interaction_id, ITEMS.c.rubric_name, ITEMS.c.rubric_version, ITEMS.c.lease_expires_at,
+    ITEMS.c.leased_at, ITEMS.c.labels_done, ITEMS.c.labels_needed,
+)  # fmt: skip
 _HELD_RENEWED = update(ITEMS).where(HELD, ME_ACTIVE).values(lease_expires_at=UNTIL).returning(*LEASED_COLUMNS)
 _RENEWED = _HELD_RENEWED.cte("held")
 _SNAPSHOT = ITEMS.alias("s")
@@ -175,9 +150,7 @@ _GOT = select(_RENEWED).union_all(select(_CLAIMED)).subquery("got")
 # Account check, renewal of the lease held, else pick-and-lease of the next free item, and the blind screen's
 # columns: one row, `active` None when there is no such account, `id` None when nothing was free.
 _LEASE_NEXT = select(
-    ME.c.active,
-    *(_GOT.c[c.name] for c in LEASED_COLUMNS if c.name != "interaction_id"),
-    *CONTENT_COLUMNS,
+    ME.c.active, *(_GOT.c[c.name] for c in LEASED_COLUMNS if c.name != "interaction_id"), *CONTENT_COLUMNS
 ).select_from(ME.outerjoin(_GOT, true()).outerjoin(INTERACTIONS, INTERACTIONS.c.id == _GOT.c.interaction_id))
 
 _ME_ROW = select(IS_ACTIVE.scalar_subquery().label("active")).subquery("me")
@@ -190,11 +163,7 @@ _OTHERS = select(func.coalesce(func.json_agg(LABELS.c.scores), literal_column("'
 _HELD_READ = select(
     _ME_ROW.c.active,
     *VIEW_COLUMNS,
-    ITEMS.c.state,
-    ITEMS.c.lease_owner,
-    ITEMS.c.leased_at,
-    ITEMS.c.labels_done,
-    ITEMS.c.labels_needed,
+    *HOLD_COLUMNS,
     case((_COMPLETES, type_coerce(_OTHERS.scalar_subquery(), JSON))).label("others"),
 ).select_from(_ME_ROW.outerjoin(ITEM_JOIN, ITEMS.c.id == ITEM))
 

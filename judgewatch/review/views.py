@@ -1,43 +1,17 @@
-"""What the review service hands to a screen: the blind item, the reveal after submitting, progress, errors.
-
-`LeasedItem` deliberately has no verdict and no tier: a reviewer sees those only in `Revealed`, after their
-label is stored.
-"""
+"""What the review service hands to a screen: the blind item (no verdict, no tier), the reveal after submitting,
+progress, errors."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
 from judgewatch.contract.items import JudgedContent
 from judgewatch.contract.messages import stored_turns
 from judgewatch.contract.rubric import Rubric
-
-
-class ItemRow(Protocol):
-    """What a screen reads of a review item and its interaction (a stored row or the ORM records)."""
-
-    @property
-    def id(self) -> str: ...
-    @property
-    def lease_expires_at(self) -> datetime | None: ...
-    @property
-    def question(self) -> str: ...
-    @property
-    def answer(self) -> str: ...
-    @property
-    def messages(self) -> Sequence[Any] | None: ...
-    @property
-    def reference_answer(self) -> str | None: ...
-    @property
-    def reference_facts(self) -> Sequence[str]: ...
-    @property
-    def context(self) -> Sequence[str]: ...
-    @property
-    def language(self) -> str | None: ...
 
 
 class ReviewError(Exception):
@@ -117,11 +91,12 @@ def criterion_views(rubric: Rubric, *, has_references: bool, language: str | Non
     return views
 
 
-def has_references(row: ItemRow) -> bool:
+def has_references(row: Any) -> bool:
     return bool(row.reference_answer or row.reference_facts or row.context)
 
 
-def leased_item(row: ItemRow, rubric: Rubric) -> LeasedItem:
+def leased_item(row: Any, rubric: Rubric) -> LeasedItem:
+    """The screen of a stored item row: its id, lease, the interaction's judged content, and `rubric`."""
     assert row.lease_expires_at is not None
     return LeasedItem(
         item_id=row.id,

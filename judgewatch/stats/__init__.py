@@ -1,5 +1,5 @@
-"""judgewatch's statistics: judge-human agreement, prediction-powered tier estimates, the release comparison
-(paired, or unpaired on different items) and judge drift. Pure numpy/scipy, vectorized, seeded where random."""
+"""judgewatch's statistics: agreement, prediction-powered estimates, release comparisons and judge drift.
+Pure numpy/scipy, vectorized, seeded where random."""
 
 from judgewatch.stats.agreement import (
     ConfusionMatrix,
@@ -16,8 +16,16 @@ from judgewatch.stats.drift import DriftTest, WindowStats, agreement_series, dri
 from judgewatch.stats.estimate import Estimate, two_sided_p
 from judgewatch.stats.krippendorff import krippendorff_alpha
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
-from judgewatch.stats.ppi import PPIEstimate, classical_mean, ppi_diff_unpaired, ppi_mean
-from judgewatch.stats.survey import Difference, SurveyEstimate, difference, survey_human_mean, survey_ppi_mean
+from judgewatch.stats.ppi import (
+    Difference,
+    PPIEstimate,
+    SurveyEstimate,
+    classical_mean,
+    difference,
+    ppi_diff_unpaired,
+    ppi_mean,
+    survey_ppi_mean,
+)
 from judgewatch.stats.unpaired import UnpairedDiff, shares_items, welch_mean_diff
 
 __all__ = [
@@ -49,7 +57,6 @@ __all__ = [
     "shares_items",
     "spearman",
     "subset_coverage",
-    "survey_human_mean",
     "survey_ppi_mean",
     "time_windows",
     "two_sided_p",

@@ -1,16 +1,14 @@
 """Agreement between two raters (judge vs human, or human vs human), each with a confidence interval.
 
-Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used.
-Kappas get a seeded bootstrap over items: resampling items with replacement is the same as drawing the
-K x K contingency table from a multinomial on its cell shares, so each replicate costs O(K^2), not O(n).
-Krippendorff's alpha (several annotators, missing values) is in `krippendorff.py`.
-"""
+Pairs where either rating is NaN (unscored, not labeled) are dropped; `n` counts the pairs used. Kappas and AC1
+get a seeded bootstrap over items: resampling items with replacement is drawing the K x K table from a
+multinomial on its cell shares, so each replicate costs O(K^2), not O(n)."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 import numpy as np
@@ -26,8 +24,6 @@ from judgewatch.stats.estimate import (
     wilson_bounds,
     z_value,
 )
-
-logger = logging.getLogger(__name__)
 
 KappaWeights = Literal["quadratic", "linear"]
 
@@ -108,6 +104,22 @@ def kappa_from_tables(tables: ArrayLike, w: NDArray[np.float64]) -> NDArray[np.f
     return np.where(expected > 0, kappa, np.nan)
 
 
+def _bootstrapped(
+    cm: ConfusionMatrix,
+    statistic: Callable[[NDArray[np.float64]], NDArray[np.float64]],
+    level: float,
+    n_boot: int,
+    seed: int,
+) -> Estimate:
+    """`statistic` of the table with a percentile bootstrap interval over items (tables drawn multinomially)."""
+    n, k = cm.n, len(cm.categories)
+    point = float(statistic(cm.counts.astype(np.float64)))
+    z_value(level)  # validate before spending time on replicates
+    draws = np.random.default_rng(seed).multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
+    low, high = percentile_bounds(statistic(draws.astype(np.float64)), level)
+    return Estimate(point, low, high, n)
+
+
 def _kappa(
     a: ArrayLike,
     b: ArrayLike,
@@ -118,32 +130,10 @@ def _kappa(
     seed: int,
 ) -> Estimate:
     cm = confusion_matrix(a, b, categories)
-    n, k = cm.n, len(cm.categories)
-    if n == 0:
+    if cm.n == 0:
         return Estimate(np.nan, np.nan, np.nan, 0)
-    w = disagreement_weights(k, weights)
-    point = float(kappa_from_tables(cm.counts, w))
-    z_value(level)  # validate before spending time on replicates
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
-    low, high = percentile_bounds(kappa_from_tables(draws, w), level)
-    return Estimate(point, low, high, n)
-
-
-def cohen_kappa(
-    a: ArrayLike,
-    b: ArrayLike,
-    *,
-    categories: Sequence[float] | None = None,
-    level: float = 0.95,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> Estimate:
-    """Cohen's kappa (nominal categories), percentile bootstrap interval over items.
-
-    NaN when chance agreement is 1 (both raters used a single, identical category).
-    """
-    return _kappa(a, b, categories, None, level, n_boot, seed)
+    w = disagreement_weights(len(cm.categories), weights)
+    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
 
 
 def weighted_kappa(
@@ -151,17 +141,18 @@ def weighted_kappa(
     b: ArrayLike,
     *,
     categories: Sequence[float] | None = None,
-    weights: KappaWeights = "quadratic",
+    weights: KappaWeights | None = "quadratic",
     level: float = 0.95,
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Weighted kappa for ordinal scores (quadratic by default), percentile bootstrap interval over items.
-
-    Pass the full scale as `categories` (e.g. `range(1, 6)`): weights are spaced over the scale's positions,
-    so leaving out an unused category changes them.
-    """
+    """Weighted kappa for ordinal scores (quadratic by default; `weights=None`: Cohen's kappa, nominal categories),
+    percentile bootstrap interval over items; NaN when chance agreement is 1. Pass the full scale as `categories` (e.g.
+    `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused category changes them."""
     return _kappa(a, b, categories, weights, level, n_boot, seed)
+
+
+cohen_kappa = partial(weighted_kappa, weights=None)  # Cohen's kappa: nominal categories, every disagreement alike
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,21 +228,13 @@ def gwet_ac1(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> Estimate:
-    """Gwet's AC1 (Gwet 2008), percentile bootstrap interval over items.
-
-    Unlike kappa, its chance agreement does not approach 1 when nearly every rating falls in one category, so it
-    stays readable where prevalence is extreme (kappa collapses there: high agreement, near-zero kappa).
-    """
+    """Gwet's AC1 (Gwet 2008), percentile bootstrap interval over items. Unlike kappa, its chance agreement does not
+    approach 1 when nearly every rating falls in one category, so it stays readable where prevalence is extreme (kappa
+    collapses there: high agreement, near-zero kappa)."""
     cm = confusion_matrix(a, b, categories)
-    n, k = cm.n, len(cm.categories)
-    if n == 0 or k < 2:
-        return Estimate(np.nan, np.nan, np.nan, n)
-    point = float(ac1_from_tables(cm.counts))
-    z_value(level)
-    rng = np.random.default_rng(seed)
-    draws = rng.multinomial(n, cm.counts.ravel() / n, size=n_boot).reshape(n_boot, k, k)
-    low, high = percentile_bounds(ac1_from_tables(draws), level)
-    return Estimate(point, low, high, n)
+    if cm.n == 0 or len(cm.categories) < 2:
+        return Estimate(np.nan, np.nan, np.nan, cm.n)
+    return _bootstrapped(cm, ac1_from_tables, level, n_boot, seed)
 
 
 def spearman(a: ArrayLike, b: ArrayLike, *, level: float = 0.95) -> Estimate:

@@ -1,22 +1,16 @@
 """AUROC of a score separating known-good from known-bad answers, with a seeded bootstrap interval.
 
-AUROC is the Mann-Whitney probability that a random good answer scores above a random bad one, ties counting
-one half: 0.5 is chance, 1.0 perfect separation. Integer judge scores tie often, so ties must count half
-(a constant scorer gets exactly 0.5, never more). NaN scores (unscored) are left out; the caller reports how
-many there were beside the AUROC, never dropping them silently.
-"""
+The Mann-Whitney probability that a random good answer scores above a random bad one, ties counting one half
+(integer judge scores tie often: a constant scorer gets exactly 0.5). NaN scores (unscored) are left out; the
+caller reports how many there were."""
 
 from __future__ import annotations
-
-import logging
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from judgewatch.stats.estimate import Estimate, as_float_array, percentile_bounds
-
-logger = logging.getLogger(__name__)
 
 
 def auroc(good: ArrayLike, bad: ArrayLike) -> float:
@@ -56,20 +50,12 @@ def _weighted_auroc(hist_good: NDArray[np.float64], hist_bad: NDArray[np.float64
 
 
 def auroc_interval(
-    good: ArrayLike,
-    bad: ArrayLike,
-    *,
-    paired: bool = True,
-    level: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
+    good: ArrayLike, bad: ArrayLike, *, paired: bool = True, level: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
     """AUROC with a percentile-bootstrap interval; `n` counts the scored (good, bad) answers used together.
-
-    `paired=True` (good[i] and bad[i] answer the same question, NaN where unscored) resamples questions, so
-    the interval reflects that both answers of a question share its difficulty; `paired=False` resamples each
-    side on its own. Fewer than two scored answers on a side: no interval (NaN bounds).
-    """
+    `paired=True` (good[i] and bad[i] answer the same question, NaN where unscored) resamples questions, so the interval
+    reflects that both answers of a question share its difficulty; `paired=False` resamples each side on its own. Fewer
+    than two scored answers on a side: no interval (NaN bounds)."""
     pos = as_float_array(good, "good")
     neg = as_float_array(bad, "bad")
     if paired and pos.size != neg.size:

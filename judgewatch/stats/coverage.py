@@ -1,13 +1,9 @@
-"""Empirical check of PPI on fully human-labeled data: simulate review subsets, score the intervals.
-
-Where every item has a human label, the full-data human mean is known; drawing random "reviewed" subsets and
-estimating it from the judge on all items plus humans on the subset shows whether the PPI interval covers as
-often as it claims, and how much narrower it is than the human-only interval on the same subset.
-"""
+"""Empirical check of PPI on fully human-labeled data: draw random "reviewed" subsets, estimate the known
+full-data human mean from the judge on all items plus humans on the subset, and count how often the PPI and
+human-only intervals cover it and how their widths compare."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,8 +11,6 @@ from numpy.typing import ArrayLike
 
 from judgewatch.stats.estimate import as_float_array
 from judgewatch.stats.ppi import classical_mean, ppi_mean
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,13 +27,7 @@ class SubsetCoverage:
 
 
 def subset_coverage(
-    human: ArrayLike,
-    judge: ArrayLike,
-    *,
-    fraction: float = 0.1,
-    draws: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
+    human: ArrayLike, judge: ArrayLike, *, fraction: float = 0.1, draws: int = 1000, level: float = 0.95, seed: int = 0
 ) -> SubsetCoverage:
     """Draw `draws` uniform subsets of round(fraction * N) items (seeded) and score both intervals."""
     y, f = as_float_array(human, "human"), as_float_array(judge, "judge")

@@ -1,13 +1,7 @@
-"""Judge drift: agreement and bias per time window, and two tests for a change, each over two hypotheses
-(Bonferroni: an alert when either p-value is below alpha / 2):
-- agreement drop: exact judge-human agreement fell (one-sided);
-- bias shift: the mean of (judge - human) moved (two-sided).
-
-`drift_monitor` is the check a service runs every period: anytime-valid (`stats.sequential`), every stretch from
-a window's start to now against the windows before it, so looking every hour keeps the false-alarm rate.
-`drift_test` is the single-look test of one window against another (pooled two-proportion z-test, Welch t-test),
-valid for one look only: for a one-off comparison, never for a check that repeats.
-"""
+"""Judge drift: agreement and bias per time window, and tests for a change, each over two hypotheses (exact
+agreement fell, one-sided; the bias judge - human moved, two-sided), Bonferroni: an alert when either p-value is
+below alpha / 2. `drift_monitor` is the anytime-valid check a service runs every period (`stats.sequential`);
+`drift_test` the single-look test of one window against another, valid for a one-off comparison only."""
 
 from __future__ import annotations
 
@@ -50,10 +44,9 @@ class WindowStats:
 
 @dataclass(frozen=True, slots=True)
 class DriftTest:
-    """Reference vs current window: the estimates, the p-values, and the Bonferroni-corrected alert.
-
-    From `drift_monitor`: anytime-valid p-values, the current window the stretch from `stretch_start` (its first
-    pair's index) to now; from `drift_test`: single-look p-values, `stretch_start` -1."""
+    """Reference vs current window: the estimates, the p-values, and the Bonferroni-corrected alert. From
+    `drift_monitor`: anytime-valid p-values, the current window the stretch from `stretch_start` (its first pair's
+    index) to now; from `drift_test`: single-look p-values, `stretch_start` -1."""
 
     agreement_ref: Estimate
     agreement_cur: Estimate
@@ -82,10 +75,8 @@ def time_windows(timestamps: Sequence[datetime] | ArrayLike, width: timedelta) -
 def agreement_series(
     windows: ArrayLike, judge: ArrayLike, human: ArrayLike, *, level: float = 0.95
 ) -> list[WindowStats]:
-    """Per-window exact agreement (Wilson interval) and bias (t interval), windows in sorted order.
-
-    `windows` labels each pair (e.g. from `time_windows`); pairs with a NaN side are dropped.
-    """
+    """Per-window exact agreement (Wilson interval) and bias (t interval), windows in sorted order. `windows` labels
+    each pair (e.g. from `time_windows`); pairs with a NaN side are dropped."""
     j, h = as_float_array(judge, "judge"), as_float_array(human, "human")
     labels = np.asarray(windows)
     if not (labels.shape == j.shape == h.shape):
@@ -143,10 +134,8 @@ def drift_test(
     alpha: float = 0.05,
     level: float = 0.95,
 ) -> DriftTest:
-    """Test the current window against the reference for an agreement drop or a bias shift (see module doc).
-
-    A p-value is NaN when a window has too few pairs (n = 0 for agreement, n < 2 for bias); NaN never alerts.
-    """
+    """Test the current window against the reference for an agreement drop or a bias shift (see module doc). A p-value
+    is NaN when a window has too few pairs (n = 0 for agreement, n < 2 for bias); NaN never alerts."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     agree_ref = exact_agreement(ref_judge, ref_human, level=level)

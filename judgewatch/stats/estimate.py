@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
-
-logger = logging.getLogger(__name__)
 
 MIN_LABELS = 5  # default minimum of human labels under which no interval is given (Settings.min_labels)
 SCALE_STEP = 1.0  # one point of the rubric's integer scale: the smallest disagreement a label can show
@@ -18,22 +15,13 @@ SCALE_BOUNDS = (1.0, 5.0)  # the default rubric scale (contract.rubric.Scale): a
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """A point estimate with its confidence interval and the number of units it rests on.
-
-    `low`/`high` are NaN when no interval exists (too few units, undefined statistic).
-    """
+    """A point estimate with its confidence interval and the number of units it rests on. `low`/`high` are NaN when no
+    interval exists (too few units, undefined statistic)."""
 
     estimate: float
     low: float
     high: float
     n: int
-
-    @property
-    def width(self) -> float:
-        return self.high - self.low
-
-    def covers(self, value: float) -> bool:
-        return bool(self.low <= value <= self.high)
 
 
 def z_value(level: float) -> float:
@@ -66,14 +54,9 @@ def t_quantile(df: float, level: float) -> float:
     return float(special.stdtrit(df, 0.5 + level / 2.0)) if df >= 1 else float("nan")
 
 
-def too_few_labels(n: int, need: int) -> str:
-    """What an estimate reads instead of an interval below the minimum number of labels."""
-    return f"too few labels (n={n}, need {need})"
-
-
 def interval_reason(n: int, need: int) -> str:
-    """ "" when `n` labels are enough for an interval, else the `too_few_labels` sentence."""
-    return "" if n >= need else too_few_labels(n, need)
+    """ "" when `n` labels are enough for an interval, else what the estimate reads in its place."""
+    return "" if n >= need else f"too few labels (n={n}, need {need})"
 
 
 def percentile_bounds(replicates: NDArray[np.float64], level: float) -> tuple[float, float]:
@@ -139,12 +122,10 @@ def difference_bounds(bounds: tuple[float, float]) -> tuple[float, float]:
 
 @dataclass(frozen=True, slots=True)
 class LabelPhase:
-    """The labeled part of a (prediction-powered) mean, with `pseudo_labels` added at the scale's two ends.
-
-    `rectifier`: the weighted mean residual with the pseudo-labels in; `deviations`: each real label's weight x
-    HC3-scaled deviation from it; `variance`: the sum of squared weighted deviations, pseudo-labels included;
-    `total`: the labels' weight total, pseudo-labels included (the label phase's denominator).
-    """
+    """The labeled part of a (prediction-powered) mean, with `pseudo_labels` added at the scale's two ends. `rectifier`:
+    the weighted mean residual with the pseudo-labels in; `deviations`: each real label's weight x HC3-scaled deviation
+    from it; `variance`: the sum of squared weighted deviations, pseudo-labels included; `total`: the labels' weight
+    total, pseudo-labels included (the label phase's denominator)."""
 
     rectifier: float
     deviations: NDArray[np.float64]
@@ -152,29 +133,15 @@ class LabelPhase:
     total: float
 
 
-def pseudo_labels(level: float) -> float:
-    """How many pseudo-labels the bounded interval adds: z^2, half at each end of the scale (Agresti-Coull)."""
-    return z_value(level) ** 2
-
-
 def bounded_label_phase(
-    weights: NDArray[np.float64],
-    resid: NDArray[np.float64],
-    anchor: float,
-    bounds: tuple[float, float],
-    level: float,
+    weights: NDArray[np.float64], resid: NDArray[np.float64], anchor: float, bounds: tuple[float, float], level: float
 ) -> LabelPhase:
-    """The label phase of a mean of bounded scores, as though `pseudo_labels(level)` more labels had been seen,
-    half at each bound, on items the judge scored at its mean (docs/statistics.md, "bounded scores").
-
-    weights: each label's weight; resid: label - lam * judge score; anchor: lam * the judge's mean, the judge
-    part of a pseudo-label's residual (so pseudo-labels carry no judge signal). Agresti and Coull's "add z^2/2
-    successes and z^2/2 failures" for a score in [low, high]: the interval's centre moves towards the middle of
-    the scale by z^2 / (n + z^2) and its variance counts the far end of the scale the labels may not have met,
-    so a sample whose labels all sit at one end (a rare high score unseen) still gets an interval reaching
-    towards it; for 0/1 scores with no judge it is the Agresti-Coull interval (with HC3 and a t quantile).
-    """
-    kappa = pseudo_labels(level)
+    """The label phase of a mean of bounded scores, as though z^2 more labels had been seen, half at each bound, on
+    items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2 failures" for a score in
+    [low, high] (docs/statistics.md, "Intervals that stay honest with few labels"). weights: each label's weight; resid:
+    label - lam * judge score; anchor: lam * the judge's mean, the judge part of a pseudo-label's residual (so
+    pseudo-labels carry no judge signal)."""
+    kappa = z_value(level) ** 2  # pseudo-labels, half at each end of the scale
     used = int(np.count_nonzero(weights > 0))
     each = float(weights.sum()) / max(used, 1)  # a pseudo-label weighs as an average label
     pseudo = np.array([bounds[0] - anchor, bounds[1] - anchor])
@@ -186,13 +153,21 @@ def bounded_label_phase(
     return LabelPhase(rectifier, dev, spread, total)
 
 
+def effective_labels(
+    weights: NDArray[np.float64], labels: NDArray[np.float64], se: float, scale: tuple[float, float], level: float
+) -> float:
+    """How many labels the labels-only estimate would need for standard error `se`: n x (se labels-only / se)^2,
+    the labels-only estimate taken with the same weights and pseudo-labels (inf when `se` is 0)."""
+    alone = bounded_label_phase(weights, labels, 0.0, scale, level)
+    return float(labels.size * (np.sqrt(alone.variance) / alone.total / se) ** 2) if se > 0 else float("inf")
+
+
 def bounded_t_interval(
     centre: float, se: float, df: float, level: float, n: int, bounds: tuple[float, float]
 ) -> Estimate:
-    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them).
-
-    A centre beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large)
-    is first brought to the scale's edge, so the interval is never empty nor a point."""
+    """`t_interval` around `centre`, cut to the scale's `bounds` (the mean of bounded scores lies within them). A centre
+    beyond the scale (a PPI estimate can overshoot it when the judge's error on the labels is large) is first brought to
+    the scale's edge, so the interval is never empty nor a point."""
     ci = t_interval(min(max(centre, bounds[0]), bounds[1]), se, df, level, n)
     return Estimate(float(centre), max(ci.low, bounds[0]), min(ci.high, bounds[1]), n)
 

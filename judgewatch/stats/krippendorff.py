@@ -1,21 +1,15 @@
-"""Krippendorff's alpha for several annotators with missing values, with a bootstrap interval over units.
-
-Follows Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability": values are pooled into a
-coincidence matrix (each unit's pairable values weighted by 1 / (m_u - 1)); alpha = 1 - D_o / D_e. Units with
-fewer than two values are not pairable and are ignored. The interval resamples units with replacement.
-"""
+"""Krippendorff's alpha for several annotators with missing values, with a bootstrap interval over units
+(Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability": a coincidence matrix, alpha = 1 - D_o / D_e;
+units with fewer than two values are not pairable and are ignored)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from judgewatch.stats.estimate import Estimate, percentile_bounds, z_value
-
-logger = logging.getLogger(__name__)
 
 AlphaLevel = Literal["nominal", "ordinal", "interval"]
 
@@ -73,10 +67,8 @@ def krippendorff_alpha(
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Estimate:
-    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing; `n` counts the pairable units.
-
-    `level` picks the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or interval.
-    """
+    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing; `n` counts the pairable units. `level` picks
+    the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or interval."""
     data = np.asarray(reliability_data, dtype=np.float64)
     if data.ndim != 2:
         raise ValueError(f"reliability data must be coders x units, got shape {data.shape}")

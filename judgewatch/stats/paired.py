@@ -1,7 +1,6 @@
 """Paired comparison for the release gate: candidate minus baseline on the same items, with a bootstrap interval.
 
-A release regresses on a criterion when the whole interval of (candidate - baseline) lies below -margin.
-"""
+A release regresses on a criterion when the whole interval of (candidate - baseline) lies below -margin."""
 
 from __future__ import annotations
 
@@ -26,13 +25,11 @@ _RESAMPLE_CELLS = 10_000_000  # bound on bootstrap values held in memory at once
 
 @dataclass(frozen=True, slots=True)
 class PairedDiff:
-    """Mean of candidate - baseline over items scored on both sides.
-
-    `n` pairs used, `n_dropped` pairs where either side was unscored (NaN) or missing; `method` says how the
-    interval was obtained: "BCa"/"percentile" (bootstrap), "t" (too few pairs to bootstrap), "constant"
-    (every difference equal: a zero-width interval), "none" (fewer than two pairs: no interval). `sd`: the
-    differences' standard deviation (NaN below two pairs), what the gate's power rests on (`stats.power`).
-    """
+    """Mean of candidate - baseline over items scored on both sides. `n` pairs used, `n_dropped` pairs where either side
+    was unscored (NaN) or missing; `method` says how the interval was obtained: "BCa"/"percentile" (bootstrap), "t" (too
+    few pairs to bootstrap), "constant" (every difference equal: a zero-width interval), "none" (fewer than two pairs:
+    no interval). `sd`: the differences' standard deviation (NaN below two pairs), what the gate's power rests on
+    (`stats.power`)."""
 
     estimate: float
     low: float
@@ -85,13 +82,11 @@ def paired_mean_diff(
     seed: int = 0,
     min_bootstrap_n: int = 10,
 ) -> PairedDiff:
-    """Mean difference with a seeded paired bootstrap interval (scipy.stats.bootstrap).
-
-    Inputs are aligned item by item (see `align_scores`); NaN = unscored, dropped pairwise and counted.
-    Resampling whole pairs keeps each item's candidate and baseline together, which is what makes it paired.
-    Fallbacks: BCa bounds that come out undefined are recomputed by percentile; fewer than `min_bootstrap_n`
-    pairs use a Student-t interval, since a bootstrap of a handful of values understates its own spread.
-    """
+    """Mean difference with a seeded paired bootstrap interval (scipy.stats.bootstrap). Inputs are aligned item by item
+    (see `align_scores`); NaN = unscored, dropped pairwise and counted. Resampling whole pairs keeps each item's
+    candidate and baseline together, which is what makes it paired. Fallbacks: BCa bounds that come out undefined are
+    recomputed by percentile; fewer than `min_bootstrap_n` pairs use a Student-t interval, since a bootstrap of a
+    handful of values understates its own spread."""
     x, y, dropped = paired_arrays(candidate, baseline, ("candidate", "baseline"))
     z_value(level)
     n = x.size
@@ -116,10 +111,8 @@ def paired_mean_diff(
 
 
 def regressed(diff_ci_high: float, margin: float) -> bool:
-    """True when the interval of candidate - baseline lies entirely below -margin (its upper bound is).
-
-    An undefined bound (NaN) never counts as a regression: the caller reports "could not evaluate" instead.
-    """
+    """True when the interval of candidate - baseline lies entirely below -margin (its upper bound is). An undefined
+    bound (NaN) never counts as a regression: the caller reports "could not evaluate" instead."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     return bool(diff_ci_high < -margin)

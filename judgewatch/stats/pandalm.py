@@ -1,9 +1,7 @@
 """PandaLM's human-labeled pairwise test set with two real judges' verdicts, as arrays for calibration checks.
 
 Source: WeOpenML/PandaLM (Apache-2.0), 999 pairs, 3 human annotators each; see the data folder's SOURCE.md.
-Verdict codes everywhere: 1 = response1 better, 2 = response2 better, 0 = tie, NaN = no verdict (gpt-3.5's
-"garbage"). The caller passes the folder: the library holds no data paths.
-"""
+Verdict codes: 1 = response1 better, 2 = response2 better, 0 = tie, NaN = no verdict (gpt-3.5's "garbage")."""
 
 from __future__ import annotations
 

@@ -1,17 +1,10 @@
 """The release gate's power: the smallest regression it catches with a stated probability, and how many golden
-items a margin needs (docs/statistics.md, "Gate power").
-
-The gate fails a criterion when the upper bound of the two-sided `level` interval of mean(candidate - baseline)
-lies below -margin: a one-sided test, at (1 - level) / 2, of "the drop is at most the margin". To first order the
-interval is mean +/- t sd / sqrt(n) over n paired differences of standard deviation sd (the gate's BCa
-bootstrap agrees with it to first order), so a true drop D is caught with probability `power` when
+items a margin needs (docs/statistics.md, "Gate power"):
 
     D = margin + (t_{1 - (1 - level) / 2, n - 1} + t_{power, n - 1}) * sd / sqrt(n)
 
-(the usual sample-size formula of a one-sided t-test, Student-t quantiles for small n). A drop of exactly the
-margin is caught with probability (1 - level) / 2 at any n: the margin is what the gate tolerates, the term after
-it what the golden set cannot resolve.
-"""
+the one-sided t-test's sample-size formula for the gate's rule (the upper bound of the two-sided `level`
+interval of mean(candidate - baseline) below -margin)."""
 
 from __future__ import annotations
 

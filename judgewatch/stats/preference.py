@@ -1,10 +1,8 @@
-"""Pairwise preference on the same items: the share of items where a candidate is worse, tied or better than
-a reference, each with a Wilson interval, the net preference (better - worse) with its interval, and the
-two-sided exact sign test on the items that are not tied (H0: better and worse equally likely)."""
+"""Pairwise preference on the same items: worse / tied / better shares (Wilson intervals), the net preference
+(better - worse), and the two-sided exact sign test on the items that are not tied."""
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
@@ -12,8 +10,6 @@ import numpy as np
 from scipy import stats
 
 from judgewatch.stats.estimate import Estimate, normal_interval, wilson_bounds
-
-logger = logging.getLogger(__name__)
 
 
 def sign_test(better: int, worse: int) -> float:

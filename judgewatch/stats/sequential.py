@@ -1,28 +1,15 @@
 """Anytime-valid confidence sequences, for numbers a service looks at every period (docs/statistics.md,
-"Numbers checked every period").
+"Numbers checked every period"): a sequence holds at every look at once, however often it is read.
 
-A confidence interval holds at one look; checked every hour for a month, a 95% interval misses somewhere far
-more often than 5% of the time. A confidence sequence (CS) holds at every look at once: P(the truth leaves it
-at any time) <= alpha, however often and however long it is read. Both kinds here are the asymptotic CS of
-Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas ("Time-uniform central limit theory and asymptotic confidence
-sequences", Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (Robbins 1970; one-sided form from
-Howard, Ramdas, McAuliffe and Sekhon, Ann. Statist. 2021, eq. 14) applied to a sum whose variance is estimated
-(asymptotic: valid as the count grows, like the CLT behind a t interval; `bench/monitoring.py` measures it at
-the service's label counts):
+Both kinds here are the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas
+(Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (one-sided form: Howard et al., Ann. Statist.
+2021, eq. 14) on a sum with estimated variance v, tightest at a v fixed in advance by rho (never the guarantee):
 
     |sum_{i<=t} (X_i - mu_i)| <= sqrt(2 (v rho^2 + 1) / rho^2 * log(sqrt(v rho^2 + 1) / alpha))     (two-sided)
     one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
 
-v is the sum's variance: t sigma^2 for t observations (the i.i.d. form, sigma estimated on them:
-`shift_p_values`), or the sum of the per-period standard errors squared for a running mean of per-period
-estimates (`batch_cs`, the martingale form: it covers the average of the periods' own means, with no
-stationarity assumed).
-rho is fixed in advance so that the CS is tightest at v = v* (as WS et al. choose it); it changes the width,
-never the guarantee.
-
-`drift_p_values` turns this into a drift monitor: at each look, every stretch from a window's start to now is
-compared with the windows before it, and the smallest p-value (spent over stretches) is anytime-valid.
-"""
+v is t sigma^2 for t observations (`shift_p_values`, the drift monitor), or the sum of per-period squared
+standard errors for a running mean of per-period estimates (`batch_cs`)."""
 
 from __future__ import annotations
 
@@ -62,9 +49,8 @@ class ConfidenceSequence:
 
 def batch_cs(estimates: ArrayLike, ses: ArrayLike, *, alpha: float = 0.05) -> ConfidenceSequence:
     """Two-sided CS for the running mean of per-period estimates with their standard errors (the martingale form).
-
-    Covers, at every period t together, the average of the first t periods' own means; tightest after 30 periods
-    like the first (rho is fixed by the first period alone)."""
+    Covers, at every period t together, the average of the first t periods' own means; tightest after 30 periods like
+    the first (rho is fixed by the first period alone)."""
     x, se = as_float_array(estimates, "estimates"), as_float_array(ses, "ses")
     if x.size != se.size or x.size == 0 or not (np.all(np.isfinite(x)) and np.all(se > 0)):
         raise ValueError("batch_cs needs one finite estimate and one positive standard error per period")
@@ -119,13 +105,11 @@ def shift_p_values(
     t_star: float = T_STAR,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Anytime-valid p-value, at each look (the number of values seen), that some stretch's mean moved from its
-    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable).
-
-    Stretch k alarms at level b when its reference's fixed-sample interval at b/2 (a normal interval: the
-    reference is a fixed sample once the stretch starts) and the stretch's CS at b/2 do not meet; p_k is the
-    smallest such b, and the look's p-value min_k p_k / weight_k. Under "no shift", the chance that any look's
-    p-value is ever <= alpha is at most alpha (a union over the stretches, each a CS). `t_star`: the stretch
-    length (values) where its CS is tightest."""
+    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable). Stretch k alarms at level b
+    when its reference's fixed-sample interval at b/2 (a normal interval: the reference is a fixed sample once the
+    stretch starts) and the stretch's CS at b/2 do not meet; p_k is the smallest such b, and the look's p-value min_k
+    p_k / weight_k. Under "no shift", the chance that any look's p-value is ever <= alpha is at most alpha (a union over
+    the stretches, each a CS). `t_star`: the stretch length (values) where its CS is tightest."""
     x = as_float_array(values, "values")
     n_look = np.asarray(looks, dtype=np.int64)[:, None]
     s, r = stretches.start[None, :], stretches.ref_start[None, :]

@@ -1,25 +1,19 @@
 """Unpaired comparison for the release gate: two tiers' mean scores on different items, with a Welch interval.
 
-Two tiers of a release are paired on the items both answered when those are at least `MIN_SHARED` of the items
-the larger tier answered (`shares_items`); below that they answered different items, and the gap is the
-difference of each tier's mean over its own items. Its interval is Welch's: the standard errors add in quadrature
-(`survey.difference`) and the t quantile takes the Welch-Satterthwaite degrees of freedom, valid at small n and
-with unequal variances. Items both tiers answered enter both means; their positive correlation only widens this
-interval (conservative).
-"""
+Two tiers are paired on the items both answered when those are at least `MIN_SHARED` of the larger tier's items
+(`shares_items`); below that the gap is the difference of each tier's mean over its own items, with Welch's
+interval (Welch-Satterthwaite degrees of freedom). Items both answered enter both means; their positive
+correlation only widens the interval (conservative)."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from judgewatch.stats.estimate import as_float_array, z_value
-from judgewatch.stats.survey import difference
-
-logger = logging.getLogger(__name__)
+from judgewatch.stats.ppi import difference
 
 MIN_SHARED = 0.5  # pair two tiers when the items both answered are at least this share of the larger tier's items
 
@@ -31,12 +25,10 @@ def shares_items(common: int, n_a: int, n_b: int, share: float = MIN_SHARED) -> 
 
 @dataclass(frozen=True, slots=True)
 class UnpairedDiff:
-    """Mean of candidate minus mean of baseline, each over its own scored items.
-
-    `n_dropped`: unscored values (NaN) left out on either side; `method`: "welch" (Welch t interval), "constant"
-    (every score on both sides equal within each side: a zero-width interval, as a paired "constant"), "none"
-    (fewer than two scores on a side: no interval). `n` is the smaller side, the count an interval rests on.
-    """
+    """Mean of candidate minus mean of baseline, each over its own scored items. `n_dropped`: unscored values (NaN) left
+    out on either side; `method`: "welch" (Welch t interval), "constant" (every score on both sides equal within each
+    side: a zero-width interval, as a paired "constant"), "none" (fewer than two scores on a side: no interval). `n` is
+    the smaller side, the count an interval rests on."""
 
     estimate: float
     low: float

@@ -1,13 +1,7 @@
-"""`judgewatch compare A B`: two releases, or two tiers of one release, on the items both answered.
-
-A side is `RELEASE` or `RELEASE/TIER`. Items pair on (golden set or source kind, item id), plus the tier when two
-whole releases are compared, and only under one judge series and rubric (scores of different judges are not
-comparable): the series with the most pairs unless one is named. Per criterion: the mean of B - A over pairs scored
-on both sides, with the paired bootstrap interval the gate uses (`stats.paired`). Pairs where either side is unscored
-or not applicable are listed apart with their reasons, never dropped silently. Items are listed regressions first
-(largest drop first), then improvements, each with both answers and the words that differ marked
-(`[-only in A-]`, `{+only in B+}`).
-"""
+"""`judgewatch compare A B`: two releases, or two tiers of one release (`RELEASE` or `RELEASE/TIER`), on the items
+both answered, under one judge series and rubric (the one with the most pairs unless named). Per criterion the mean
+of B - A with the gate's paired bootstrap interval; unscored pairs listed apart with their reasons; items listed
+regressions first, each answer pair with the words that differ marked (`[-only in A-]`, `{+only in B+}`)."""
 
 from __future__ import annotations
 
@@ -202,20 +196,8 @@ def compare(
             for side, row in (("a", ra), ("b", rb))
             if row.verdict.status != "scored"
         }
-        pairs.append(
-            PairRow(
-                key=key,
-                question=ra.interaction.question,
-                answer_a=ra.interaction.answer,
-                answer_b=rb.interaction.answer,
-                scores_a=sa,
-                scores_b=sb,
-                delta=delta,
-                unscored=unscored,
-                interaction_a=ra.interaction.id,
-                interaction_b=rb.interaction.id,
-            )
-        )
+        ia, ib = ra.interaction, rb.interaction
+        pairs.append(PairRow(key, ia.question, ia.answer, ib.answer, sa, sb, delta, unscored, ia.id, ib.id))
     criteria_names = sorted({c for p in pairs for c in (*p.scores_a, *p.scores_b)})
     criteria: list[CriterionDelta] = []
     for name in criteria_names:
@@ -223,20 +205,13 @@ def compare(
         xa = [float(p.scores_a[name]) for p in scored]  # type: ignore[arg-type]
         xb = [float(p.scores_b[name]) for p in scored]  # type: ignore[arg-type]
         diff = paired_mean_diff(xb, xa)
+        mean_a, mean_b = (sum(xa) / len(xa), sum(xb) / len(xb)) if xa else (math.nan, math.nan)
+        unscored_pairs = len(pairs) - len(scored)
         criteria.append(
             CriterionDelta(
-                criterion=name,
-                n=len(scored),
-                mean_a=sum(xa) / len(xa) if xa else math.nan,
-                mean_b=sum(xb) / len(xb) if xb else math.nan,
-                estimate=diff.estimate,
-                low=diff.low,
-                high=diff.high,
-                method=diff.method,
-                unscored=len(pairs) - len(scored),
+                name, len(scored), mean_a, mean_b, diff.estimate, diff.low, diff.high, diff.method, unscored_pairs
             )
         )
-    unscored_pairs = [p for p in pairs if p.unscored]
     scored_pairs = [p for p in pairs if not p.unscored]
     regressions = sorted((p for p in scored_pairs if any(d < 0 for d in p.delta.values())), key=_order)
     improvements = sorted(
@@ -254,7 +229,7 @@ def compare(
         regressions=regressions,
         improvements=improvements,
         unchanged=len(scored_pairs) - len(regressions) - len(improvements),
-        unscored=unscored_pairs,
+        unscored=[p for p in pairs if p.unscored],
     )
 
 

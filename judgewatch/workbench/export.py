@@ -1,11 +1,7 @@
-"""`judgewatch export`: verdicts with their interactions, labels and adjudications, out as Parquet, JSONL or a
-Hugging Face `datasets` Dataset saved to disk.
-
-One row per current verdict. Columns are flat and typed the same in every format: nested values (scores, labels,
-references) are JSON text, so a reader gets back exactly what was written whatever its library. What the rows rest
-on (rubric versions, judge configuration hashes, label provenance, the filter) is the export's metadata: in the
-Parquet schema, in the Dataset's description, and in a `<output>.meta.json` beside a JSONL file.
-"""
+"""`judgewatch export`: current verdicts with their interactions, labels and adjudications, as Parquet, JSONL or a
+`datasets` Dataset saved to disk. Columns are flat and typed alike in every format (nested values are JSON text);
+what the rows rest on (rubric versions, judge configurations, label provenance, the filter) is the export's
+metadata: in the Parquet schema, the Dataset's description, or `<output>.meta.json` beside a JSONL file."""
 
 from __future__ import annotations
 
@@ -74,39 +70,25 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+_FROM_INTERACTION = ("source", "release", "tier", "model", "route", "language", "question", "answer",
+                     "reference_answer")  # fmt: skip
+_FROM_VERDICT = ("item_id", "rubric_name", "rubric_version", "rubric_hash", "judge_kind", "judge_name",
+                 "judge_config_hash", "status", "unscored_reason", "overall", "reason", "score_reading")  # fmt: skip
+
+
 def row_dict(row: ItemRow) -> dict[str, Any]:
     """One export row (the columns of `COLUMNS`, in order)."""
     i, v = row.interaction, row.verdict
-    return {
+    values = {name: getattr(i, name) for name in _FROM_INTERACTION} | {name: getattr(v, name) for name in _FROM_VERDICT}
+    values |= {
         "verdict_id": v.id,
         "interaction_id": i.id,
-        "item_id": v.item_id,
-        "source": i.source,
         "dataset": row.dataset,
-        "release": i.release,
-        "tier": i.tier,
-        "model": i.model,
-        "route": i.route,
-        "language": i.language,
-        "question": i.question,
-        "answer": i.answer,
         "messages": _json(i.messages),
-        "reference_answer": i.reference_answer,
         "reference_facts": _json(list(i.reference_facts)),
         "context": _json(list(i.context)),
-        "rubric_name": v.rubric_name,
-        "rubric_version": v.rubric_version,
-        "rubric_hash": v.rubric_hash,
-        "judge_kind": v.judge_kind,
-        "judge_name": v.judge_name,
-        "judge_config_hash": v.judge_config_hash,
-        "status": v.status,
-        "unscored_reason": v.unscored_reason,
-        "overall": v.overall,
         "scores": _json(dict(v.scores)),
         "not_applicable": _json(list(v.not_applicable)),
-        "reason": v.reason,
-        "score_reading": v.score_reading,
         "prompt_tokens": int(v.prompt_tokens),
         "completion_tokens": int(v.completion_tokens),
         "latency_ms": float(v.latency_ms),
@@ -116,6 +98,7 @@ def row_dict(row: ItemRow) -> dict[str, Any]:
         "final_scores": _json(row.final_scores),
         "adjudicated_by": row.adjudicated_by,
     }
+    return {name: values[name] for name in COLUMNS}
 
 
 def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -1,9 +1,6 @@
 """The items behind a number: current verdicts with their interaction, labels and adjudication, filtered and paged.
-
-One filter (`ItemFilter`) serves `judgewatch export`, `judgewatch compare` and the review app's pages, so "the
-items of release r3, tier quantized, faithfulness <= 2, disagreed" means the same rows everywhere. Filters that are
-columns run in SQL; the label status, which needs an item's labels, is read for the page's rows only.
-"""
+One filter (`ItemFilter`) serves `judgewatch export`, `judgewatch compare` and the review app's pages, so a filter
+means the same rows everywhere; the label status, which needs an item's labels, is read for a page's rows only."""
 
 from __future__ import annotations
 
@@ -72,6 +69,11 @@ class ItemRow:
     @property
     def dataset(self) -> str | None:
         return dataset_of(self.interaction.source)
+
+
+def scores_text(scores: dict[str, Any]) -> str:
+    """A verdict's or label's scores in one line, `faithfulness 2, relevance -` (`-`: not scored)."""
+    return ", ".join(f"{c} {'-' if s is None else s}" for c, s in sorted(scores.items()))
 
 
 def dataset_of(source: str) -> str | None:
@@ -168,10 +170,9 @@ def _attach_labels(session: Session, rows: list[ItemRow]) -> None:
 def find_items(
     session: Session, filt: ItemFilter, *, offset: int = 0, limit: int | None = 50
 ) -> tuple[list[ItemRow], int | None]:
-    """One page of the current verdicts that `filt` matches, with their labels, and how many match in all.
-
-    With a label-status filter the total is not known without reading every match, so it is None and the page is
-    filled by reading on until `limit` rows of that status are found."""
+    """One page of the current verdicts that `filt` matches, with their labels, and how many match in all. With a
+    label-status filter the total is not known without reading every match, so it is None and the page is filled by
+    reading on until `limit` rows of that status are found."""
     if filt.label_status is None:
         total = session.execute(select(func.count()).select_from(_query(filt).order_by(None).subquery())).scalar_one()
         query = _query(filt).offset(offset)

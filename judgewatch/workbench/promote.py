@@ -1,12 +1,9 @@
 """`judgewatch dataset promote`: reviewed traffic items become a versioned golden set the gate can use at once.
 
-An item qualifies when people settled its scores: an adjudicator's final scores, or two or more people's labels
-(`ui` or `replay`, never synthetic or dataset-derived ones) that agree. Its answer becomes a known-good answer when
-the settled score of `--criterion` is at least `good_at`, a known-bad one at most `bad_at`, neither in between.
-Every text is scrubbed for PII again on the way out. The set's folder holds `data.jsonl` and a `README.md` card
-(licence note "internal traffic", provenance per item); promoting more items writes the next minor version with the
-union, and promoting items already in the set changes nothing.
-"""
+An item qualifies when people settled its scores (an adjudicator's, or two or more agreeing labels of people).
+Its answer is known-good when the settled score of `--criterion` is at least `good_at`, known-bad at most `bad_at`.
+Every text is scrubbed for PII again; the set's folder holds `data.jsonl` and a `README.md` card, and promoting
+more items writes the next minor version with the union."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgewatch.calibration.view_snapshot import latest_view, save_views
+from judgewatch.calibration.page_snapshots import latest_view, save_views
 from judgewatch.cli.regress_cmd import standalone_app
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.storage.db import make_engine, session_scope

@@ -14,7 +14,7 @@ import pytest
 from PIL import Image
 from sqlalchemy import Engine
 
-from judgewatch.calibration.view_snapshot import save_views
+from judgewatch.calibration.page_snapshots import save_views
 from judgewatch.contract.rubric import load_rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.review.accounts import add_reviewer, set_active

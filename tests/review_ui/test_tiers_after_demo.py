@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, select
 
-from judgewatch.calibration.view_snapshot import stored_views
+from judgewatch.calibration.page_snapshots import stored_views
 from judgewatch.review.accounts import add_reviewer
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.trust import TrustEvidence, TrustRecord

@@ -15,7 +15,8 @@ from sqlalchemy import Engine, text
 from judgewatch.alerts.check import check_alerts, check_alerts_quietly
 from judgewatch.alerts.rules import RulesDocument, parse_rules
 from judgewatch.calibration.drift import detect, store_alerts
-from judgewatch.calibration.score_frame import current_series, load_scores
+from judgewatch.calibration.judge_series import current_series
+from judgewatch.calibration.score_frame import load_scores
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.settings import ModelPrice, Settings

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine
 
 from judgewatch.calibration.drift import DriftRun, detect, open_alerts, store_alerts
-from judgewatch.calibration.score_frame import current_series, load_scores
+from judgewatch.calibration.judge_series import current_series
+from judgewatch.calibration.score_frame import load_scores
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import AlertState, get_alerts
 from judgewatch.storage.db import session_scope

@@ -19,8 +19,9 @@ from judgewatch.calibration.anchors import (
     freeze_anchor_set,
 )
 from judgewatch.calibration.drift import detect as detect_drift
+from judgewatch.calibration.judge_series import current_series
 from judgewatch.calibration.model_change import JudgeStability, judge_stability
-from judgewatch.calibration.score_frame import current_series, load_scores
+from judgewatch.calibration.score_frame import load_scores
 from judgewatch.calibration.summary import summarize
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric

@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from judges.reference import ReferenceJudge
 from judgewatch.calibration.anchors import ensure_anchor_verdicts, freeze_anchor_set
-from judgewatch.calibration.report import SECTIONS, write_report
+from judgewatch.calibration.page_snapshots import save_views
 from judgewatch.calibration.summary import summarize
-from judgewatch.calibration.view_snapshot import save_views
+from judgewatch.calibration.tiers_report import SECTIONS, write_report
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
 from judgewatch.storage.calibration import DriftAlert, upsert_alert

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 
-from judgewatch.calibration.series import default_series, tiered_series
+from judgewatch.calibration.judge_series import default_series, tiered_series
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity
 from judgewatch.storage.db import session_scope

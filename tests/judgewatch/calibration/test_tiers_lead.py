@@ -16,8 +16,8 @@ from sqlalchemy import Engine
 from typer.testing import CliRunner
 
 from judgewatch.calibration import plots
-from judgewatch.calibration.report import GATE_SECTION, blocks, fmt_n
 from judgewatch.calibration.summary import summarize
+from judgewatch.calibration.tiers_report import GATE_SECTION, blocks, fmt_n
 from judgewatch.cli.report_cmd import app
 from judgewatch.contract.rubric import Rubric
 from judgewatch.stats import Estimate, WindowStats

@@ -1,13 +1,9 @@
-"""What the Tiers and Calibration pages and `judgewatch report tiers` show, computed by the calibration flow and
-stored, so opening a page or writing the report is one read.
+"""The Tiers and Calibration pages' and `report tiers`' stored renderings (`tiers_view` snapshots), so opening a
+page or writing the report is one read instead of a scan of every verdict of the series.
 
-Computing the summary scans every verdict of the series (minutes on a store with a million verdicts); a page
-must not do that on open. The flow renders the report once per page period and judge series (every series
-with tiered verdicts, newest first, `series.MAX_SERIES` at most) and stores it as a `tiers_view` snapshot:
-the report's blocks (tables and PNG plots), its JSON document, the Calibration page's confusion matrices and
-reviewer agreement, and which series is the default and why. One row per rubric, period and series, replaced
-on every run. Without a snapshot, pages say which command makes one and the report computes (and says so).
-"""
+The calibration flow renders the report once per page period and judge series (`judge_series.MAX_SERIES`
+at most) and stores its blocks, JSON document, confusion matrices, reviewer agreement and which series is the
+default and why: one row per rubric, period and series, replaced on every run."""
 
 from __future__ import annotations
 
@@ -20,19 +16,11 @@ import pandas as pd
 from sqlalchemy import Engine, select
 
 from judgewatch.calibration.agreement import confusion_tables, reviewer_agreement
-from judgewatch.calibration.report import (
-    Block,
-    block_from_json,
-    block_to_json,
-    blocks,
-    blocks_title,
-    fmt_ci,
-    report_document,
-)
-from judgewatch.calibration.score_frame import Series, load_labels
-from judgewatch.calibration.serialize import jsonable
-from judgewatch.calibration.series import default_series, tiered_series
+from judgewatch.calibration.judge_series import Series, default_series, tiered_series
+from judgewatch.calibration.report_render import Block, block_from_json, block_to_json, jsonable
+from judgewatch.calibration.score_frame import load_labels
 from judgewatch.calibration.summary import CalibrationSummary, series_label, summarize
+from judgewatch.calibration.tiers_report import blocks, blocks_title, fmt_ci, report_document
 from judgewatch.storage.calibration import CalibrationSnapshot, save_snapshot
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.types import utcnow
@@ -218,17 +206,10 @@ def save_views(
                 n_boot=500,
             )
             payload = render_view(summary, period, default=(default, why), categories=categories, reviewers=reviewers)
-            snapshot = CalibrationSnapshot(
-                id="",
-                kind=VIEW_KIND,
-                scope=_scope(rubric_name, period, config),
-                day=LATEST,
-                rubric_name=rubric_name,
-                rubric_version=summary.series.rubric.version if summary.series else None,
-                judge_config_hash=config,
-                payload=jsonable(payload),
-                computed_at=now,
-            )
+            version = summary.series.rubric.version if summary.series else None
+            snapshot = CalibrationSnapshot(id="", kind=VIEW_KIND, scope=_scope(rubric_name, period, config), day=LATEST,
+                                           rubric_name=rubric_name, rubric_version=version, judge_config_hash=config,
+                                           payload=jsonable(payload), computed_at=now)  # fmt: skip
             with session_scope(engine, write=True) as session:
                 save_snapshot(session=session, snapshot=snapshot)
             stored += 1
@@ -237,20 +218,11 @@ def save_views(
 
 
 def _view(rubric_name: str, period: str, at: datetime, config: str | None, payload: dict[str, Any]) -> PageView:
-    series = payload.get("series") or {}
-    return PageView(
-        rubric_name,
-        period,
-        at,
-        config,
-        series.get("label", "none"),
-        list(payload.get("header", [])),
-        [block_from_json(b) for b in payload.get("blocks", [])],
-        payload.get("document", {}),
-        payload.get("title", f"judgewatch tiers: {rubric_name}"),
-        payload.get("confusion", {}),
-        payload.get("reviewers", []),
-    )
+    series, content = payload.get("series") or {}, [block_from_json(b) for b in payload.get("blocks", [])]
+    title = payload.get("title", f"judgewatch tiers: {rubric_name}")
+    return PageView(rubric_name, period, at, config, series.get("label", "none"), list(payload.get("header", [])),
+                    content, payload.get("document", {}), title, payload.get("confusion", {}),
+                    payload.get("reviewers", []))  # fmt: skip
 
 
 def stored_views(engine: Engine, *, rubric_name: str, period: str) -> StoredViews:

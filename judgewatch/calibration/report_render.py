@@ -1,17 +1,19 @@
-"""The report's format-free content (`Block`s) and its renderings: Markdown with PNG files beside it, one
-self-contained HTML file, JSON; and a block as JSON for the stored page snapshots."""
+"""A report's format-free content (`Block`s) and its renderings, for the Tiers report and `compare`: Markdown with
+PNG files beside it, one self-contained HTML file, JSON (`jsonable`); and a block as JSON for the page snapshots."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
-import logging
+import math
 from dataclasses import dataclass
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-logger = logging.getLogger(__name__)
+import numpy as np
 
 Format = Literal["md", "html", "json"]
 
@@ -24,6 +26,11 @@ class Block:
     rows: tuple[tuple[str, ...], ...] = ()
     image: bytes = b""
     name: str = ""
+
+
+def fmt_num(value: float | None, spec: str = ".2f") -> str:
+    """A number as the reports print it: "n/a" where there is none (None, NaN, inf)."""
+    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def _md_cell(text: str) -> str:
@@ -132,3 +139,24 @@ def block_from_json(data: dict[str, Any]) -> Block:
         base64.b64decode(data.get("image", "")),
         data.get("name", ""),
     )
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of `value`: dataclasses and pydantic models become dicts, non-finite floats None."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump())
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return value

@@ -1,41 +1,22 @@
-"""The model owners' Tiers report: Markdown with PNG files beside it, one self-contained HTML file, or JSON
-(rendered by `blocks`).
-
-Both are rendered from the same list of blocks (headings, paragraphs, tables, images) built from a
-`CalibrationSummary`, so the two formats never disagree. Sections: the gate's question first (which tier
-regressed, on which criterion, by how much), the judge and its trust, tier scores (raw, corrected, intervals),
-tier differences, judge-human agreement, trends, open drift alerts, the anchor set, what each number rests on,
-and the method.
-"""
+"""The Tiers report's content, built from a `CalibrationSummary` as format-free blocks (`report_render` writes
+them as Markdown, HTML or JSON, so the formats never disagree): the gate's question first, then the judge and its
+trust, tier scores, tier differences, agreement, trends, drift alerts, the anchor set, the counts, the method."""
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 from typing import Any
 
 from judgewatch.calibration import plots
 from judgewatch.calibration.agreement import weekly_agreement
-from judgewatch.calibration.blocks import (  # noqa: F401  (re-exported: the report's public surface)
-    Block,
-    Format,
-    block_from_json,
-    block_to_json,
-    render_html,
-    render_json,
-    render_markdown,
-    write_blocks,
-)
 from judgewatch.calibration.estimands import ESTIMAND_TEXT, EstimandRow, regression_rows
 from judgewatch.calibration.gate_question import HEADERS as GATE_HEADERS
 from judgewatch.calibration.gate_question import lead_line, table_rows
-from judgewatch.calibration.serialize import jsonable
+from judgewatch.calibration.report_render import Block, Format, fmt_num, jsonable, write_blocks
 from judgewatch.calibration.summary import CalibrationSummary
 from judgewatch.calibration.tier_gap import GapRow
 from judgewatch.stats import Estimate, PPIEstimate
-
-logger = logging.getLogger(__name__)
 
 GATE_SECTION = "The gate's question"
 SECTIONS = (
@@ -81,10 +62,6 @@ MONITORED = (
     "Traffic quality, monitored: the mean over the days of each day's traffic quality, with a 95% confidence "
     "sequence (asymptotic, Waudby-Smith et al. 2024) that holds at every daily look together (docs/statistics.md)."
 )
-
-
-def fmt_num(value: float | None, spec: str = ".2f") -> str:
-    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
 
 
 def fmt_ci(est: Estimate | PPIEstimate, spec: str = ".2f") -> str:
@@ -144,19 +121,12 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     out.append(Block("image", text, image=plots.agreement_png(weekly, s.agreement), name="agreement"))
     out.append(Block("h2", SECTIONS[5]))
     rows = [
-        [
-            a.tier,
-            a.criterion,
-            a.window,
-            f"{a.window_start:%Y-%m-%d}",
-            a.kind,
-            f"{fmt_num(a.agreement_ref)} → {fmt_num(a.agreement_cur)}",
-            f"{fmt_num(a.bias_ref, '+.2f')} → {fmt_num(a.bias_cur, '+.2f')}",
-            f"{a.n_ref} / {a.n_cur}",
-            a.judge_config_hash[:12],
-        ]
+        [a.tier, a.criterion, a.window, f"{a.window_start:%Y-%m-%d}", a.kind,
+         f"{fmt_num(a.agreement_ref)} → {fmt_num(a.agreement_cur)}",
+         f"{fmt_num(a.bias_ref, '+.2f')} → {fmt_num(a.bias_cur, '+.2f')}", f"{a.n_ref} / {a.n_cur}",
+         a.judge_config_hash[:12]]
         for a in s.alerts
-    ]
+    ]  # fmt: skip
     headers = ["tier", "criterion", "window", "from", "kind", "agreement", "bias", "labels ref / cur", "judge"]
     out.append(_table(headers, rows) if rows else Block("p", "No open drift alerts."))
     out.append(Block("h2", SECTIONS[6]))
@@ -169,9 +139,8 @@ def blocks(summary: CalibrationSummary) -> list[Block]:
     headers = ["tier", "scored verdicts", "labeled items", "of which synthetic", "of which dataset_annotation"]
     out.append(_table(headers, rows) if rows else Block("p", "Nothing yet."))
     if s.excluded_verdicts:
-        out.append(
-            Block("p", f"Left out: {s.excluded_verdicts} verdicts of other judge configurations or rubric versions.")
-        )
+        text = f"Left out: {s.excluded_verdicts} verdicts of other judge configurations or rubric versions."
+        out.append(Block("p", text))
     out.append(Block("h2", SECTIONS[8]))
     out.append(Block("p", METHOD))
     return out
@@ -188,19 +157,11 @@ def agreement_blocks(s: CalibrationSummary) -> list[Block]:
     """Judge-human agreement per tier and criterion, Gwet's AC1 beside kappa, and why kappa collapses where
     prevalence is extreme; below the minimum of labels every cell says so instead of an interval."""
     rows = [
-        [
-            a.tier,
-            a.criterion,
-            str(a.n),
-            fmt_noted(a.weighted_kappa, a.interval_note),
-            fmt_noted(a.ac1, a.interval_note),
-            fmt_noted(a.spearman, a.interval_note),
-            fmt_noted(a.bias, a.interval_note, "+.2f"),
-            fmt_noted(a.exact, a.interval_note),
-            a.prevalence_note,
-        ]
+        [a.tier, a.criterion, str(a.n), fmt_noted(a.weighted_kappa, a.interval_note), fmt_noted(a.ac1, a.interval_note),
+         fmt_noted(a.spearman, a.interval_note), fmt_noted(a.bias, a.interval_note, "+.2f"),
+         fmt_noted(a.exact, a.interval_note), a.prevalence_note]
         for a in s.agreement
-    ]
+    ]  # fmt: skip
     headers = ["tier", "criterion", "labels", "weighted kappa", "Gwet's AC1", "Spearman", "bias (judge − human)"]
     headers += ["exact agreement", "note"]
     if not rows:
@@ -268,19 +229,13 @@ def estimate_blocks(s: CalibrationSummary) -> list[Block]:
     out = [Block("p", f"{name}: {text}.") for name, text in ESTIMAND_TEXT.items()]
     out.append(Block("p", s.traffic_covers or "No sampled production traffic in this series."))
     rows = [
-        [
-            e.estimand,
-            f"{e.release} / {e.dataset}" if e.release else "production traffic",
-            e.tier,
-            e.criterion,
-            fmt_num(e.judge_mean),
-            fmt_noted(Estimate(e.estimate, e.low, e.high, e.n_labeled), e.interval_note),
-            fmt_noted(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled), e.interval_note),
-            *fmt_n(e.n_sampled, e.n_labeled, e.n_effective),
-            _labels_note(e.n_labeled, e.n_synthetic_labels, e.n_dataset_labels),
-        ]
+        [e.estimand, f"{e.release} / {e.dataset}" if e.release else "production traffic", e.tier, e.criterion,
+         fmt_num(e.judge_mean), fmt_noted(Estimate(e.estimate, e.low, e.high, e.n_labeled), e.interval_note),
+         fmt_noted(Estimate(e.human_only, e.human_low, e.human_high, e.n_labeled), e.interval_note),
+         *fmt_n(e.n_sampled, e.n_labeled, e.n_effective),
+         _labels_note(e.n_labeled, e.n_synthetic_labels, e.n_dataset_labels)]
         for e in [*s.traffic, *s.release]
-    ]
+    ]  # fmt: skip
     headers = ["estimand", "population", "tier", "criterion", "judge only", "corrected [95% CI]"]
     headers += ["human only [95% CI]", "n sampled", "n labeled", "n effective", "labels by"]
     if not rows:
@@ -305,19 +260,12 @@ def monitor_blocks(s: CalibrationSummary) -> list[Block]:
 def gap_blocks(s: CalibrationSummary) -> list[Block]:
     """Tier gaps on traffic (unadjusted and adjusted for the request mix) and on the same golden items."""
     rows = [
-        [
-            g.estimand,
-            g.release or "production traffic",
-            g.criterion,
-            f"{g.tier} − {g.baseline}",
-            fmt_noted(Estimate(g.estimate, g.low, g.high, g.n_labeled), g.interval_note, "+.2f"),
-            fmt_p(g.p_value),
-            fmt_num(g.judge_diff, "+.2f"),
-            *fmt_n(g.n_sampled, g.n_labeled, g.n_effective),
-            g.reference_mix or "unadjusted: each tier's own requests",
-        ]
+        [g.estimand, g.release or "production traffic", g.criterion, f"{g.tier} − {g.baseline}",
+         fmt_noted(Estimate(g.estimate, g.low, g.high, g.n_labeled), g.interval_note, "+.2f"), fmt_p(g.p_value),
+         fmt_num(g.judge_diff, "+.2f"), *fmt_n(g.n_sampled, g.n_labeled, g.n_effective),
+         g.reference_mix or "unadjusted: each tier's own requests"]
         for g in s.gaps
-    ]
+    ]  # fmt: skip
     headers = ["estimand", "population", "criterion", "difference", "corrected [95% CI]", "p-value", "judge only"]
     headers += ["n sampled", "n labeled", "n effective", "adjusted to"]
     if not rows:
@@ -332,25 +280,16 @@ def anchor_blocks(s: CalibrationSummary) -> list[Block]:
         ]
     out = []
     for comp in s.anchors:
-        out.append(
-            Block(
-                "p",
-                f"Anchor set {comp.anchor_set} ({comp.n_items} items): configuration {comp.new_config_hash[:12]} "
-                f"against the previous {comp.old_config_hash[:12]}.",
-            )
+        text = (
+            f"Anchor set {comp.anchor_set} ({comp.n_items} items): configuration {comp.new_config_hash[:12]} "
+            f"against the previous {comp.old_config_hash[:12]}."
         )
+        out.append(Block("p", text))
         rows = [
-            [
-                a.criterion,
-                str(a.n),
-                fmt_num(a.mean_old),
-                fmt_num(a.mean_new),
-                fmt_ci(a.mean_shift, "+.2f"),
-                fmt_ci(a.weighted_kappa),
-                fmt_ci(a.exact),
-            ]
+            [a.criterion, str(a.n), fmt_num(a.mean_old), fmt_num(a.mean_new), fmt_ci(a.mean_shift, "+.2f"),
+             fmt_ci(a.weighted_kappa), fmt_ci(a.exact)]
             for a in comp.criteria
-        ]
+        ]  # fmt: skip
         headers = ["criterion", "anchors", "old mean", "new mean", "mean shift [95% CI]", "weighted kappa", "exact"]
         out.append(_table(headers, rows))
     return out

@@ -1,20 +1,17 @@
-"""Which judge series the tier numbers rest on: every series that graded tiered items, and the default one.
+"""Which judge series the tier numbers rest on: one judge configuration and rubric version (`Series`).
 
-A series is one judge configuration and rubric version. The Tiers page offers each series with tiered
-verdicts; by default it shows the one the latest gate used, since that is the judge a release was decided on.
-A gate that could not judge (an untrustworthy judge refused before grading) names a judge with no tiered
-verdicts: the default then falls back to the latest gate whose judge graded tiers, and says so. A judge
-validation run has no tiers, so it never becomes the default, however recent.
-"""
+The Tiers page offers each series with tiered verdicts; by default it shows the one the latest gate used (the
+judge a release was decided on), else the latest gate's whose judge graded tiers, and says so. Verdicts of anchor
+re-judging runs never make a series, and a judge validation run has no tiers, so it never becomes the default."""
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
-from sqlalchemy import Engine, func, or_, select
+from sqlalchemy import ColumnElement, Engine, func, or_, select
 
-from judgewatch.calibration.score_frame import Series, current_series
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
 from judgewatch.storage.db import session_scope, table
 from judgewatch.storage.interactions import Interaction
@@ -22,44 +19,76 @@ from judgewatch.storage.releases import GateDecision
 from judgewatch.storage.runs import EvalRun, RunKind
 from judgewatch.storage.verdicts import VerdictRecord, is_current
 
-logger = logging.getLogger(__name__)
-
 MAX_SERIES = 5  # series offered (newest first): each costs the calibration flow one summary per period
 GATES_LOOKED_AT = 50
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesChoice:
+class SeriesChoice(NamedTuple):
     series: Series
     reason: str  # one line: why this series is the default
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """The judge configuration and rubric version a set of numbers rests on."""
+
+    judge: JudgeIdentity
+    rubric: RubricIdentity
+    last_verdict_at: datetime
+
+
+def _scored(rubric_name: str) -> tuple[ColumnElement[bool], ...]:
+    """Current scored verdicts under `rubric_name`, anchor re-judging runs left out (outer join on the run)."""
+    v, runs = table(VerdictRecord).c, table(EvalRun).c
+    return (
+        v.rubric_name == rubric_name,
+        v.status == VerdictStatus.scored.value,
+        is_current(),
+        or_(runs.kind.is_(None), runs.kind != RunKind.anchor.value),
+    )
+
+
+def current_series(
+    engine: Engine, *, rubric_name: str, rubric_version: str | None = None, judge_config_hash: str | None = None
+) -> Series | None:
+    """The judge configuration (and rubric version) with the most recent scored verdict under `rubric_name`."""
+    v, runs = table(VerdictRecord).c, table(EvalRun).c
+    query = (
+        select(v.judge_kind, v.judge_name, v.judge_endpoint, v.judge_config_hash, v.rubric_version, v.rubric_hash,
+               v.updated_at)
+        .outerjoin(table(EvalRun), runs.id == v.run_id)
+        .where(*_scored(rubric_name))
+        .order_by(v.updated_at.desc(), v.id)
+        .limit(1)
+    )  # fmt: skip
+    for column, value in ((v.rubric_version, rubric_version), (v.judge_config_hash, judge_config_hash)):
+        if value is not None:
+            query = query.where(column == value)
+    with session_scope(engine) as session:
+        row = session.execute(query).first()
+    if row is None:
+        return None
+    kind, name, endpoint, config_hash, version, rubric_hash, at = row
+    judge = JudgeIdentity(kind=kind, name=name, endpoint=endpoint, config_hash=config_hash)
+    return Series(judge, RubricIdentity(name=rubric_name, version=version, hash=rubric_hash), at)
 
 
 def tiered_series(
     engine: Engine, *, rubric_name: str, rubric_version: str | None = None, limit: int = MAX_SERIES
 ) -> list[Series]:
-    """Judge series with scored verdicts on tiered items under `rubric_name`, the most recent first.
-
-    Anchor re-judging runs do not make a series (see `score_frame.current_series`)."""
+    """Judge series with scored verdicts on tiered items under `rubric_name`, the most recent first."""
     v, i, runs = table(VerdictRecord).c, table(Interaction).c, table(EvalRun).c
     last = func.max(v.updated_at)
     query = (
-        select(
-            v.judge_config_hash,
-            v.rubric_version,
-            func.max(v.judge_kind),
-            func.max(v.judge_name),
-            func.max(v.judge_endpoint),
-            func.max(v.rubric_hash),
-            last,
-        )
+        select(v.judge_config_hash, v.rubric_version, func.max(v.judge_kind), func.max(v.judge_name),
+               func.max(v.judge_endpoint), func.max(v.rubric_hash), last)
         .join(table(Interaction), i.id == v.interaction_id)
         .outerjoin(table(EvalRun), runs.id == v.run_id)
-        .where(v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value, is_current())
-        .where(i.tier.is_not(None), or_(runs.kind.is_(None), runs.kind != RunKind.anchor.value))
+        .where(*_scored(rubric_name), i.tier.is_not(None))
         .group_by(v.judge_config_hash, v.rubric_version)
         .order_by(last.desc())
         .limit(limit)
-    )
+    )  # fmt: skip
     if rubric_version is not None:
         query = query.where(v.rubric_version == rubric_version)
     with session_scope(engine) as session:
