@@ -104,6 +104,7 @@ async def test_sampled_traffic_and_golden_sets_reach_the_tier_report_as_separate
         release="r1",
         datasets=[SET],
         answers=[f"full={answers}", f"quantized={answers}"],
+        baseline_tier="full",  # the release declares its baseline tier: the report compares with the same one
         judge="reference",
         report=str(tmp_path / "r1.md"),
         database_url=db,
