@@ -117,16 +117,7 @@ async def post_release_regression(
     Failed with the summary as its message (what a CI job triggering the deployment sees). `junit` and
     `summary_md`: paths for the decision as JUnit XML and as a pull-request comment's Markdown.
     """
-    options = GateOptions(
-        baseline=baseline,
-        margin=margin,
-        max_unscored_share=max_unscored_share,
-        gap_margin=gap_margin,
-        accept_unvalidated_judge=accept_unvalidated_judge,
-        concurrency=concurrency,
-        answer_max_tokens=answer_max_tokens,
-        baseline_tier=baseline_tier,
-    )
+    options = GateOptions.model_validate({k: v for k, v in locals().items() if k in GateOptions.model_fields})
     settings = get_settings()
     url = database_url or settings.effective_database_url
     engine = make_engine(url)

@@ -50,46 +50,31 @@ def _new_app() -> typer.Typer:
 app = _new_app()
 
 
-# Every command and group: (name, module in judgewatch.cli, attribute, its help). A Typer attribute is a group
-# (`add_typer`; help None: the group's own), a function a command; `--help` lists them in this order.
-_COMMANDS: tuple[tuple[str, str, str, str | None], ...] = (
-    ("demo", "demo_cmd", "demo", None),
-    ("judge", "judge_cmd", "judge", None),
-    ("judges", "judges_cmd", "app", "Judges: measure their trust, list what was measured."),
-    ("rubric", "rubric_cmd", "app", None),
-    ("db", "db_cmd", "app", None),
-    ("dataset", "dataset_cmd", "app", "Golden regression sets: check and list them."),
-    ("regress", "regress_cmd", "regress", None),
-    ("plan", "plan_cmd", "app", None),
-    ("baseline", "regress_cmd", "baseline_app", None),
-    ("reviewer", "review_cmd", "reviewer_app", None),
-    ("review", "review_cmd", "review_app", None),
-    ("review-ui", "review_cmd", "review_ui", None),
-    ("sample", "sample_cmd", "sample", None),
-    ("runs", "runs_cmd", "app", "Judging runs: list them with their status and counts."),
-    ("report", "report_cmd", "app", None),
-    ("calibrate", "report_cmd", "calibrate", None),
-    ("metrics", "metrics_cmd", "app", None),
-    ("alerts", "alerts_cmd", "app", None),
-    ("compare", "workbench_cmd", "compare", None),
-    ("export", "workbench_cmd", "export", None),
-    ("ingest", "ingest_cmd", "app", None),
-)
-COMMAND_NAMES = frozenset(name for name, *_ in _COMMANDS)
+# Every command and group, in `--help`'s order: its name and where it lives (module in judgewatch.cli, attribute).
+# A Typer attribute is a group (`add_typer`), a function a command.
+_COMMANDS = {
+    "demo": "demo_cmd.demo", "judge": "judge_cmd.judge", "judges": "judges_cmd.app", "rubric": "rubric_cmd.app",
+    "db": "db_cmd.app", "dataset": "dataset_cmd.app", "regress": "regress_cmd.regress", "plan": "plan_cmd.app",
+    "baseline": "regress_cmd.baseline_app", "reviewer": "review_cmd.reviewer_app", "review": "review_cmd.review_app",
+    "review-ui": "review_cmd.review_ui", "sample": "sample_cmd.sample", "runs": "runs_cmd.app",
+    "report": "report_cmd.app", "calibrate": "report_cmd.calibrate", "metrics": "metrics_cmd.app",
+    "alerts": "alerts_cmd.app", "compare": "workbench_cmd.compare", "export": "workbench_cmd.export",
+    "ingest": "ingest_cmd.app",
+}  # fmt: skip
+COMMAND_NAMES = frozenset(_COMMANDS)
 
 
 def _register(target: typer.Typer, names: Collection[str]) -> None:
     """Register the named commands and groups on `target`, importing only their modules."""
-    for name, module_name, attribute, group_help in _COMMANDS:
+    for name, where in _COMMANDS.items():
         if name not in names:
             continue
+        module_name, attribute = where.split(".")
         obj = getattr(importlib.import_module(f"judgewatch.cli.{module_name}"), attribute)
-        if not isinstance(obj, typer.Typer):
-            target.command(name)(obj)
-        elif group_help is None:
+        if isinstance(obj, typer.Typer):
             target.add_typer(obj, name=name)
         else:
-            target.add_typer(obj, name=name, help=group_help)
+            target.command(name)(obj)
 
 
 _registered = False

@@ -8,8 +8,10 @@ must say so rather than look like an empty stack.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -22,6 +24,12 @@ DatabaseUrl = Annotated[str | None, typer.Option(help="SQLAlchemy URL of the sto
 
 class CannotRun(Exception):
     """The command cannot run at all; its message is printed as `error: ...` and the exit code is 2."""
+
+
+def fail(message: object, code: int = 2) -> NoReturn:
+    """`error: <message>` on stderr, then exit `code` (2: the command could not run)."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
 
 
 def stack_env_file() -> Path:
@@ -74,5 +82,14 @@ def open_store_or_exit(url: str | None = None) -> Engine:
     try:
         return open_store(url)
     except CannotRun as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
+
+
+@contextmanager
+def store(url: str | None = None) -> Iterator[Engine]:
+    """`open_store_or_exit`, the engine disposed of when the block ends."""
+    engine = open_store_or_exit(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()

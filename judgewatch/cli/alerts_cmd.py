@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, fail, store
 
 app = typer.Typer(help="Alert rules: check them, send what fired or resolved to their webhooks.", no_args_is_help=True)
 
@@ -32,18 +32,13 @@ def check(
     settings = get_settings()
     path = rules or settings.alert_rules_file
     if path is None:
-        typer.echo("error: no alert rules: pass --rules FILE or set JUDGEWATCH_ALERT_RULES_FILE", err=True)
-        raise typer.Exit(2)
+        fail("no alert rules: pass --rules FILE or set JUDGEWATCH_ALERT_RULES_FILE")
     try:
         document = load_rules(path)
     except AlertRulesError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    engine = open_store_or_exit(database_url)
-    try:
+        fail(exc)
+    with store(database_url) as engine:
         report = check_alerts(engine, document, settings)
-    finally:
-        engine.dispose()
     for rule, observed in report.observed.items():
         if not observed:
             typer.echo(f"{rule}: nothing to observe")

@@ -8,9 +8,11 @@ from typing import Annotated
 
 import typer
 
+from judgewatch.cli._store import DatabaseUrl, fail, store, store_label
+
 logger = logging.getLogger(__name__)
 
-app = typer.Typer(help="Golden regression sets: validate and list them.", no_args_is_help=True)
+app = typer.Typer(help="Golden regression sets: check and list them.", no_args_is_help=True)
 
 DatasetsDir = Annotated[
     Path | None,
@@ -70,13 +72,10 @@ def promote(
     good_at: Annotated[int, typer.Option(help="Settled score at or above which the answer is known-good")] = 4,
     bad_at: Annotated[int, typer.Option(help="Settled score at or below which the answer is known-bad")] = 2,
     datasets_dir: DatasetsDir = None,
-    database_url: Annotated[
-        str | None, typer.Option(help="SQLAlchemy URL of the store (default: the configured one)")
-    ] = (None),
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Turn traffic items whose scores people settled (adjudicated, or two or more agreeing labels) into a
     versioned golden set, PII scrubbed again; items already in the set are not added twice."""
-    from judgewatch.cli._store import CannotRun, open_store, store_label
     from judgewatch.regression.golden import load_golden_set
     from judgewatch.settings import get_settings
     from judgewatch.storage.db import session_scope
@@ -85,23 +84,15 @@ def promote(
     from judgewatch.workbench.promote import promote as run_promote
 
     root = datasets_dir or get_settings().datasets_dir
-    try:
-        engine = open_store(database_url)
-    except CannotRun as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    try:
-        with session_scope(engine) as session:
-            filt = ItemFilter(release=release, tier=tier, stratum=stratum, source=source)
+    filt = ItemFilter(release=release, tier=tier, stratum=stratum, source=source)
+    with store(database_url) as engine, session_scope(engine) as session:
+        try:
             result = run_promote(
                 session, name, datasets_dir=root, filt=filt, interaction_ids=ids, criterion=criterion,
                 good_at=good_at, bad_at=bad_at,
             )  # fmt: skip
-    except PromoteError as exc:
-        typer.echo(f"error: {exc} (store: {store_label(database_url)})", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        engine.dispose()
+        except PromoteError as exc:
+            fail(f"{exc} (store: {store_label(database_url)})")
     left = ", ".join(f"{n} {why}" for why, n in sorted(result.skipped.items())) or "none"
     if result.version is None:
         found = f" in {store_label(database_url)}" if result.already == 0 else ""

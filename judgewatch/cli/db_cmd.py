@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl
+from judgewatch.cli._store import DatabaseUrl, fail
 
 app = typer.Typer(help="The judgewatch store: create its database, bring its schema up to date.", no_args_is_help=True)
 
@@ -29,8 +29,7 @@ def create_cmd(database_url: DatabaseUrl = None) -> None:
             if not exists:
                 conn.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as exc:
-        typer.echo(f"error: cannot create database {name!r} on {url.host}:{url.port}: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"cannot create database {name!r} on {url.host}:{url.port}: {exc}")
     finally:
         admin.dispose()
     typer.echo(f"database {name}: {'exists' if exists else 'created'}")
@@ -52,8 +51,7 @@ def migrate_cmd(database_url: DatabaseUrl = None) -> None:
         applied = migrate(engine)
     except SQLAlchemyError as exc:
         shown = make_url(url).render_as_string(hide_password=True)
-        typer.echo(f"error: cannot migrate the store {shown}: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"cannot migrate the store {shown}: {str(exc).splitlines()[0]}")
     finally:
         engine.dispose()
     typer.echo(f"migrations applied: {', '.join(applied) if applied else 'none (up to date)'}")

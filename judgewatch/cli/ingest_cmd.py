@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from judgewatch.cli._store import DatabaseUrl, fail, store
+
 app = typer.Typer(help="OTLP traces in: receive OpenTelemetry GenAI / OpenInference spans.", no_args_is_help=True)
 
 
@@ -19,12 +21,11 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on (4318 is OTLP/HTTP's).")] = 4318,
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: configured)")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Serve POST /v1/traces until interrupted; senders authenticate with JUDGEWATCH_INGEST_TOKEN as bearer."""
     import uvicorn
 
-    from judgewatch.cli._store import open_store_or_exit
     from judgewatch.ingest.server import create_app
     from judgewatch.ingest.store import SpanStore
     from judgewatch.settings import get_settings
@@ -32,28 +33,22 @@ def serve(
 
     token = get_settings().ingest_token
     if token is None or not token.get_secret_value():
-        typer.echo("error: set JUDGEWATCH_INGEST_TOKEN: the receiver does not accept unauthenticated spans", err=True)
-        raise typer.Exit(2)
+        fail("set JUDGEWATCH_INGEST_TOKEN: the receiver does not accept unauthenticated spans")
     try:
         source = load_source_config(config) if config else SourceConfig(name="otlp", kind="otlp")
     except SourceConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
     if source.kind != "otlp":
-        typer.echo(f"error: {config}: kind: the receiver needs a source of kind otlp, got {source.kind}", err=True)
-        raise typer.Exit(2)
-    engine = open_store_or_exit(database_url)
-    app_ = create_app(SpanStore(engine, source), token.get_secret_value())
-    typer.echo(f"receiving OTLP/HTTP traces on http://{host}:{port}/v1/traces as source {source.name}", err=True)
-    import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401  (every request decodes with it)
+        fail(f"{config}: kind: the receiver needs a source of kind otlp, got {source.kind}")
+    with store(database_url) as engine:
+        app_ = create_app(SpanStore(engine, source), token.get_secret_value())
+        typer.echo(f"receiving OTLP/HTTP traces on http://{host}:{port}/v1/traces as source {source.name}", err=True)
+        import opentelemetry.proto.collector.trace.v1.trace_service_pb2  # noqa: F401  (every request decodes with it)
 
-    # What is alive now (modules, the engine, the sampler) lives as long as the server: frozen, it is not walked
-    # again by every full collection, which cost 17% of the receiver's CPU (bench/README.md, issue 34).
-    gc.freeze()
-    try:
+        # What is alive now (modules, the engine, the sampler) lives as long as the server: frozen, it is not walked
+        # again by every full collection, which cost 17% of the receiver's CPU (bench/README.md).
+        gc.freeze()
         uvicorn.run(app_, host=host, port=port, log_level="warning", access_log=False)
-    finally:
-        engine.dispose()
 
 
 @app.command("judge")
@@ -63,21 +58,16 @@ def judge(
         "reference"
     ),
     rubric: Annotated[str, typer.Option(help="Rubric name (rubrics/<name>.yaml).")] = "answer_quality",
-    database_url: Annotated[str | None, typer.Option(help="SQLAlchemy URL of the store (default: configured)")] = None,
+    database_url: DatabaseUrl = None,
 ) -> None:
     """Judge the received picks not judged yet under the rubric and judge; route a share of the verdicts to review."""
     import asyncio
 
-    from judgewatch.cli._store import open_store_or_exit
     from judgewatch.ingest.judging import judge_new_picks
     from judgewatch.settings import get_settings
 
-    settings = get_settings()
-    engine = open_store_or_exit(database_url)
-    try:
-        counts = asyncio.run(judge_new_picks(engine, settings, source=source, rubric=rubric, judge=judge))
-    finally:
-        engine.dispose()
+    with store(database_url) as engine:
+        counts = asyncio.run(judge_new_picks(engine, get_settings(), source=source, rubric=rubric, judge=judge))
     judged = counts["judged"]
     total = sum(judged.values()) if isinstance(judged, dict) else 0
     typer.echo(f"source {source}: judged {total} {judged}, {counts['already_judged']} already judged, "

@@ -1,10 +1,8 @@
 """`judgewatch judges validate|list|limit|align|unalign`: measure a judge, the leaderboard of judges, a judge's shared
 budget, a judge aligned with its reviewers' labels (docs/judges.md, "Aligned with its reviewers").
 
-`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive or not probed, with
-a warning that says so),
-1 when one is measured untrustworthy, 2 when nothing could be measured (unreachable judge, unknown rubric or
-golden set, unusable store).
+`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive or not probed, with a
+warning that says so), 1 when one is measured untrustworthy, 2 when nothing could be measured.
 """
 
 from __future__ import annotations
@@ -15,17 +13,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
+from judgewatch.cli._store import DatabaseUrl, fail, store, store_label
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from judgewatch.trust.align import AlignResult
     from judgewatch.trust.policy import TrustPolicy
     from judgewatch.trust.runs import ValidationReport
 
-# The trust modules pull in scipy and HF datasets (about a second): they are imported by the commands that use
-# them, so every other `judgewatch` command (and `--help`) starts without paying for them.
-
-app = typer.Typer(help="Judges: measure their trust on known answers, list what was measured.", no_args_is_help=True)
+app = typer.Typer(help="Judges: measure their trust, list what was measured.", no_args_is_help=True)
 
 
 def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
@@ -134,20 +131,12 @@ def validate_cmd(
         rubrics = [load_rubric(name, settings.rubrics_dir) for name in (rubric or ["answer_quality"])]
         sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in dataset]
     except (RubricError, GoldenSetError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    engine = open_store_or_exit(database_url or settings.effective_database_url)
-    try:
-        under_test = judges_under_test(judge, settings, model, concurrency, engine)
-    except ValueError as exc:
-        engine.dispose()
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
     reports: list[ValidationReport] = []
     probe_count = min(probe_items, limit or probe_items) if probes else None
 
-    async def run_all() -> None:
-        for one in under_test:
+    async def run_all(engine: Engine) -> None:
+        for one in judges_under_test(judge, settings, model, concurrency, engine):
             try:
                 reports.append(
                     await validate(
@@ -157,13 +146,11 @@ def validate_cmd(
             finally:
                 await one.aclose()
 
-    try:
-        asyncio.run(run_all())
-    except (JudgeUnreachable, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        engine.dispose()
+    with store(database_url) as engine:
+        try:
+            asyncio.run(run_all(engine))
+        except (JudgeUnreachable, ValueError) as exc:
+            fail(exc)
     if as_json:
         rows = [r.model_dump(mode="json") for report in reports for r in report.records]
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -186,12 +173,8 @@ def list_cmd(
     from judgewatch.trust.leaderboard import leaderboard, table
     from judgewatch.trust.policy import policy_from_settings
 
-    settings = get_settings()
-    engine = open_store_or_exit(database_url or settings.effective_database_url)
-    try:
-        rows = leaderboard(engine, policy_from_settings(settings), rubric=rubric, judge_name=judge_name)
-    finally:
-        engine.dispose()
+    with store(database_url) as engine:
+        rows = leaderboard(engine, policy_from_settings(get_settings()), rubric=rubric, judge_name=judge_name)
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], ensure_ascii=False, indent=2))
         return
@@ -219,11 +202,9 @@ def limit_cmd(
     try:
         name = asyncio.run(set_limit(url, slots))
     except (RuntimeError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
     except Exception as exc:  # the Prefect server refused or could not be reached
-        typer.echo(f"error: could not set the limit for {url} on the Prefect server: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"could not set the limit for {url} on the Prefect server: {exc}")
     typer.echo(f"global concurrency limit {name}: {slots} slots")
 
 
@@ -300,11 +281,9 @@ def align_cmd(
         if "," in judge:
             raise ValueError(f"--judge: align one judge at a time, got {judge!r}")
     except (RubricError, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    engine = open_store_or_exit(database_url or settings.effective_database_url)
+        fail(exc)
 
-    async def run() -> AlignResult:
+    async def run(engine: Engine) -> AlignResult:
         [current] = judge_links(judge, settings, model, fallback_reference=False, rubric=rubric_obj, engine=engine)
         try:
             if not isinstance(current, AlignableJudge):
@@ -318,26 +297,19 @@ def align_cmd(
         finally:
             await current.aclose()
 
-    try:
-        result = asyncio.run(run())
-        accepted = result.comparison.accepted
-        if switch and accepted:
-            with session_scope(engine, write=True) as session:
-                switch_alignment(session=session, row_id=result.row_id)
-    except (CannotAlign, ValueError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        engine.dispose()
+    with store(database_url) as engine:
+        try:
+            result = asyncio.run(run(engine))
+            accepted = result.comparison.accepted
+            if switch and accepted:
+                with session_scope(engine, write=True) as session:
+                    switch_alignment(session=session, row_id=result.row_id)
+        except (CannotAlign, ValueError) as exc:
+            fail(exc)
     if as_json:
-        payload = {
-            "current": result.current.model_dump(mode="json"),
-            "aligned": result.aligned.model_dump(mode="json"),
-            "alignment": result.alignment.model_dump(mode="json"),
-            "comparison": result.comparison.model_dump(mode="json"),
-            "switched": switch and accepted,
-        }
-        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        parts = ("current", "aligned", "alignment", "comparison")
+        payload = {part: getattr(result, part).model_dump(mode="json") for part in parts}
+        typer.echo(json.dumps({**payload, "switched": switch and accepted}, ensure_ascii=False, indent=2))
     else:
         _print_alignment(result, holdout)
         if not accepted:
@@ -356,16 +328,11 @@ def unalign_cmd(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Stop using the alignment switched on for one judge kind under one rubric (recorded with the time)."""
-    from judgewatch.settings import get_settings
     from judgewatch.storage.alignments import end_alignment
     from judgewatch.storage.db import session_scope
 
-    engine = open_store_or_exit(database_url or get_settings().effective_database_url)
-    try:
-        with session_scope(engine, write=True) as session:
-            ended = end_alignment(session=session, rubric_name=rubric, judge_kind=kind)
-    finally:
-        engine.dispose()
+    with store(database_url) as engine, session_scope(engine, write=True) as session:
+        ended = end_alignment(session=session, rubric_name=rubric, judge_kind=kind)
     if not ended:
         typer.echo(f"no {kind} judge alignment is in use under rubric {rubric} in {store_label(database_url)}")
         raise typer.Exit(1)

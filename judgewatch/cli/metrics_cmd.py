@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, fail, store
 
 logger = logging.getLogger(__name__)
 
@@ -28,19 +28,17 @@ def serve(
     """Serve Prometheus text format at http://HOST:PORT/metrics until interrupted (Ctrl-C or SIGTERM)."""
     from judgewatch.metrics.server import start_server
 
-    engine = open_store_or_exit(database_url)
-    try:
-        server, _thread = start_server(engine, host=host, port=port, min_interval_s=min_interval)
-    except OSError as exc:
-        typer.echo(f"error: cannot listen on {host}:{port}: {exc.strerror or exc}", err=True)
-        raise typer.Exit(2) from None
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    typer.echo(f"serving metrics on http://{host}:{server.server_port}/metrics", err=True)
-    stop.wait()
-    server.shutdown()
-    engine.dispose()
+    with store(database_url) as engine:
+        try:
+            server, _thread = start_server(engine, host=host, port=port, min_interval_s=min_interval)
+        except OSError as exc:
+            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        typer.echo(f"serving metrics on http://{host}:{server.server_port}/metrics", err=True)
+        stop.wait()
+        server.shutdown()
 
 
 @app.command("show")
@@ -50,6 +48,5 @@ def show(database_url: DatabaseUrl = None) -> None:
 
     from judgewatch.metrics.collector import make_registry
 
-    engine = open_store_or_exit(database_url)
-    typer.echo(generate_latest(make_registry(engine, min_interval_s=0)).decode(), nl=False)
-    engine.dispose()
+    with store(database_url) as engine:
+        typer.echo(generate_latest(make_registry(engine, min_interval_s=0)).decode(), nl=False)

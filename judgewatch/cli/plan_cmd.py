@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, fail, store
 from judgewatch.regression.options import DEFAULTS
 
 app = typer.Typer(no_args_is_help=True, help="Plan: how many golden items a gate margin needs.")
@@ -35,35 +35,27 @@ def gate(
 
     target = 2 * margin if drop is None else drop
     if (sd is None) == (from_release is None):
-        typer.echo("error: give either --sd S or --from-release R (optionally with --dataset NAME)", err=True)
-        raise typer.Exit(2)
+        fail("give either --sd S or --from-release R (optionally with --dataset NAME)")
     if not target > margin:
-        typer.echo(f"error: --drop {target} must exceed the margin {margin}: the margin is what it tolerates", err=True)
-        raise typer.Exit(2)
+        fail(f"--drop {target} must exceed the margin {margin}: the margin is what it tolerates")
     aim = f"to catch a drop of {target:g} with {power:.0%} probability at margin {margin:g} ({level:.0%} interval)"
     if sd is not None:
         if sd == 0:
-            typer.echo("error: --sd 0: identical scores need 2 items; give the spread you expect", err=True)
-            raise typer.Exit(2)
+            fail("--sd 0: identical scores need 2 items; give the spread you expect")
         typer.echo(f"paired sd {sd:g}: {items_needed(sd, margin, target, level=level, power=power)} golden items {aim}")
         return
     assert from_release is not None
     from judgewatch.regression.scores import paired_spreads
     from judgewatch.storage.db import session_scope
 
-    engine = open_store_or_exit(database_url)
-    try:
-        with session_scope(engine) as session:
+    with store(database_url) as engine, session_scope(engine) as session:
+        try:
             spreads = paired_spreads(session=session, release=from_release, dataset=dataset)
-    except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    finally:
-        engine.dispose()
+        except ValueError as exc:
+            fail(exc)
     if not spreads:
         where = f" on golden set {dataset}" if dataset else ""
-        typer.echo(f"error: release {from_release} has no item paired with its baseline{where}", err=True)
-        raise typer.Exit(2)
+        fail(f"release {from_release} has no item paired with its baseline{where}")
     typer.echo(f"golden items {aim}:")
     for s in spreads:
         need = items_needed(s.sd, margin, target, level=level, power=power) if s.sd > 0 else 2

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from judgewatch.cli._flow import echo_result, flow_result, prefect_defaults, run_or_exit
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
+from judgewatch.cli._store import DatabaseUrl, fail, open_store_or_exit, store_label
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.url_secrets import hide_params
 
@@ -127,8 +127,8 @@ def regress(
         Path | None, typer.Option(help="Also write a short Markdown summary for a pull-request comment")
     ] = None,
     rubric: Annotated[str, typer.Option(help="Rubric name or YAML path")] = "answer_quality",
-    max_unscored: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help=_help("max_unscored_share"))
+    max_unscored_share: Annotated[
+        float, typer.Option("--max-unscored", min=0.0, max=1.0, help=_help("max_unscored_share"))
     ] = DEFAULTS.max_unscored_share,
     baseline_tier: Annotated[str | None, typer.Option(help=_help("baseline_tier"))] = DEFAULTS.baseline_tier,
     gap_margin: Annotated[float | None, typer.Option(min=0.0, help=_help("gap_margin"))] = DEFAULTS.gap_margin,
@@ -147,6 +147,7 @@ def regress(
     json_output: Annotated[bool, typer.Option("--json", help="Print the gate result as JSON")] = False,
 ) -> None:
     """The post-release gate: exit 0 pass, 1 regression, 2 could not evaluate."""
+    options = {name: value for name, value in locals().items() if name in GateOptions.model_fields}
     ci_files = {"junit": str(junit) if junit else None, "summary_md": str(summary_md) if summary_md else None}
 
     def gate() -> dict[str, Any]:
@@ -157,17 +158,10 @@ def regress(
             answers=list(answers or []),
             tiers_file=str(tiers_file) if tiers_file else None,
             judge=judge,
-            baseline=baseline,
-            margin=margin,
-            max_unscored_share=max_unscored,
             rubric=rubric,
             report=str(report) if report else None,
-            gap_margin=gap_margin,
-            baseline_tier=baseline_tier,
-            accept_unvalidated_judge=accept_unvalidated_judge,
-            concurrency=concurrency,
-            answer_max_tokens=answer_max_tokens,
             database_url=database_url,
+            **options,
             **ci_files,
         )
 
@@ -199,8 +193,7 @@ def accept(
             rows = accept_baseline(session=session, release=release, tier=tier, by=by or getpass.getuser(), note=note)
             accepted = [(r.tier, r.accepted_by) for r in rows]
     except ReleaseError as exc:
-        typer.echo(f"error: {exc} (store: {store_label(database_url)})", err=True)
-        raise typer.Exit(2) from exc
+        fail(f"{exc} (store: {store_label(database_url)})")
     for tier_name, who in accepted:
         typer.echo(f"accepted: release {release} is the baseline of tier {tier_name} (by {who})")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store, store_label
+from judgewatch.cli._store import CannotRun, DatabaseUrl, fail, store, store_label
 from judgewatch.url_secrets import hide_params
 
 if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: imported when a report is made
@@ -96,30 +96,22 @@ def tiers(
     from judgewatch.storage.types import utcnow
 
     settings = get_settings()
+    fresh = compute or baseline or score_reading is not ScoreReadingOption.integer
     try:
-        engine = open_store(database_url or settings.effective_database_url)
-        try:
-            fresh = compute or baseline or score_reading is not ScoreReadingOption.integer
+        with store(database_url) as engine:
             view = None if fresh else stored_report(engine, rubric, since, judge_config)
-            if view is not None:
-                content, document, title = view
-            else:
+            if view is None:
                 typer.echo(
                     "no calibration snapshot for this period and judge series: computing from the store now "
                     f"(slow on a large store; `{FILL_COMMAND}` stores one)",
                     err=True,
                 )
-                content, document, title = computed_report(
-                    engine, rubric, since, judge_config, baseline, settings, reading=score_reading
-                )
-        finally:
-            engine.dispose()
-        stamp = utcnow().strftime("%Y-%m-%d")
-        path = output or settings.data_dir / "reports" / f"tiers-{stamp}.{format.value}"
+                view = computed_report(engine, rubric, since, judge_config, baseline, settings, reading=score_reading)
+        content, document, title = view
+        path = output or settings.data_dir / "reports" / f"tiers-{utcnow():%Y-%m-%d}.{format.value}"
         written = write_blocks(content, document, path, format.value, title=title)
     except CannotRun as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
     for note in document.get("notes", []):
         typer.echo(f"warning: {note.splitlines()[0]}", err=True)
     if document.get("judge") is None:
@@ -230,8 +222,7 @@ def calibrate(
             )
         )
     except (RubricError, LookupError, SQLAlchemyError, OSError) as exc:
-        typer.echo(f"error: {str(exc).splitlines()[0]}", err=True)
-        raise typer.Exit(2) from None
+        fail(str(exc).splitlines()[0])
     drift, anchor = result["drift"], result["anchors"]
     typer.echo(
         f"calibration: {result['verdicts']} verdicts, {result['labeled']} labeled, tiers {', '.join(result['tiers'])}; "

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from judgewatch.cli._options import BorderlineShare, UnscoredShare
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit
+from judgewatch.cli._store import DatabaseUrl, fail, open_store_or_exit, store
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -22,11 +22,10 @@ reviewer_app = typer.Typer(help="Reviewer accounts for the review app.", no_args
 review_app = typer.Typer(
     help="Human review: route verdicts to people, replay labels, show the queue.", no_args_is_help=True
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
+ROLE_HELP = (
+    "reviewer (labels the queue), adjudicator (also settles disagreements and sees Tiers, Calibration, Judges) or "
+    "owner (everything). Default: reviewer."
+)
 
 
 @reviewer_app.command("add")
@@ -39,13 +38,7 @@ def reviewer_add(
             help="Password (else $JUDGEWATCH_REVIEWER_PASSWORD, else asked for, hidden).",
         ),
     ] = None,
-    role: Annotated[
-        str | None,
-        typer.Option(
-            help="reviewer (labels the queue), adjudicator (also settles disagreements and sees Tiers, "
-            "Calibration, Judges) or owner (everything). Default: reviewer."
-        ),
-    ] = None,
+    role: Annotated[str | None, typer.Option(help=ROLE_HELP)] = None,
     adjudicator: Annotated[bool, typer.Option(help="Same as --role adjudicator (kept for old scripts).")] = False,
     database_url: DatabaseUrl = None,
 ) -> None:
@@ -53,7 +46,7 @@ def reviewer_add(
     from judgewatch.review.accounts import add_reviewer
 
     if role is not None and adjudicator and role != "adjudicator":
-        raise _fail(f"--adjudicator contradicts --role {role}")
+        fail(f"--adjudicator contradicts --role {role}", 1)
     chosen = role or ("adjudicator" if adjudicator else "reviewer")
     if password is None:
         password = typer.prompt(f"password for {name}", hide_input=True, confirmation_prompt=True)
@@ -96,12 +89,11 @@ def _change_account(database_url: str | None, change: Callable[[Session], object
     from judgewatch.review.accounts import AccountError
     from judgewatch.storage.db import session_scope
 
-    engine = open_store_or_exit(database_url)
     try:
-        with session_scope(engine) as session:
+        with store(database_url) as engine, session_scope(engine) as session:
             change(session)
     except AccountError as exc:
-        raise _fail(str(exc)) from None
+        fail(exc, 1)
     typer.echo(done)
 
 
@@ -139,9 +131,7 @@ def reviewer_list(database_url: DatabaseUrl = None) -> None:
 
 @review_app.command("route")
 def route(
-    run_id: Annotated[
-        str | None, typer.Option(help="Only this run's verdicts (default: every stored verdict).")
-    ] = None,
+    run_id: Annotated[str | None, typer.Option(help="Only this run's verdicts (default: all stored).")] = None,
     share: Annotated[
         float | None,
         typer.Option(help="Uniform share of scored verdicts (default: settings; given, no review_budget)."),
@@ -167,7 +157,7 @@ def route(
             borderline_share=borderline_share,
         )
     except ValueError as exc:
-        raise _fail(str(exc)) from None
+        fail(exc, 1)
     with session_scope(open_store_or_exit(database_url)) as session:
         report = route_verdicts(
             session=session, policy=policy, rubrics=RubricResolver(settings.rubrics_dir), run_id=run_id
@@ -194,7 +184,7 @@ def replay(
     from judgewatch.settings import get_settings
 
     if (labels is None) == (pandalm is None):
-        raise _fail("give exactly one of --labels FILE or --pandalm DIR")
+        fail("give exactly one of --labels FILE or --pandalm DIR", 1)
     settings = get_settings()
     queue = ReviewQueue(
         open_store_or_exit(database_url), lease_seconds=settings.lease_seconds, rubrics_dir=settings.rubrics_dir
@@ -206,7 +196,7 @@ def replay(
             assert pandalm is not None
             report = replay_pandalm(queue, pandalm, limit=limit, judge=judge)
     except (OSError, ValueError) as exc:
-        raise _fail(str(exc)) from None
+        fail(exc, 1)
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(report.outcomes.items()))
     typer.echo(f"{report.rows} rows: {outcomes}")
     for problem in report.problems:
@@ -250,8 +240,7 @@ def review_ui(
     try:
         OriginPolicy.of(settings.review_allowed_origins)
     except ValueError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(exc)
     app = serve(open_store_or_exit(database_url), settings, host=host, port=port, block=False)
     typer.echo(f"review app ready: http://{host}:{port} (Ctrl+C stops it)")
     app.block_thread()

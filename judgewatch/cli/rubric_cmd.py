@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from judgewatch.cli._store import fail
+
 app = typer.Typer(help="Rubric files: validate them before they grade anything.", no_args_is_help=True)
 
 
@@ -17,12 +19,10 @@ def check(path: Path | None = typer.Argument(None, help="A rubric YAML file or a
 
     target = path or get_settings().rubrics_dir
     if not target.exists():
-        typer.echo(f"error: {target} does not exist", err=True)
-        raise typer.Exit(2)
+        fail(f"{target} does not exist")
     results = check_rubrics(target)
     if not results:
-        typer.echo(f"error: no rubric files (*.yaml) in {target}", err=True)
-        raise typer.Exit(2)
+        fail(f"no rubric files (*.yaml) in {target}")
     failed = False
     for file, problems in results.items():
         if problems:

@@ -13,12 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
-from judgewatch.cli._store import DatabaseUrl, open_store_or_exit, store_label
+from judgewatch.cli._store import DatabaseUrl, store, store_label
 from judgewatch.storage.run_states import RunKind, RunStatus
 
 logger = logging.getLogger(__name__)
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(help="Judging runs: list them with their status and counts.", no_args_is_help=True)
 
 SHOWN_COUNTS = ("items", "judged_now", "reused", "already_judged", "quarantined", "paused_items")
 
@@ -37,8 +37,7 @@ def runs_list(
     from judgewatch.storage.db import session_scope
     from judgewatch.storage.runs import expire_runs, list_runs
 
-    engine = open_store_or_exit(database_url)
-    try:
+    with store(database_url) as engine:
         with session_scope(engine, write=True) as session:
             expire_runs(session=session, expiry_s=get_settings().run_expiry_s)
         with session_scope(engine) as session:
@@ -72,8 +71,6 @@ def runs_list(
             for row in rows:
                 cost = costs.get(row["id"])
                 row["cost"] = cost.to_json() if cost else None
-    finally:
-        engine.dispose()
     if as_json:
         for row in rows:
             typer.echo(json.dumps(row))

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store, store_label
+from judgewatch.cli._store import DatabaseUrl, fail, store, store_label
 from judgewatch.cli.report_cmd import ReportFormat
 
 Opt = typer.Option
@@ -18,11 +18,6 @@ class ExportFormatOption(StrEnum):
     parquet = "parquet"
     jsonl = "jsonl"
     hf = "hf"
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(2)
 
 
 def export(
@@ -52,35 +47,16 @@ def export(
     from judgewatch.workbench.export import ExportFormat, collect, write_export
     from judgewatch.workbench.items import ItemFilter
 
+    options = {name: value for name, value in locals().items() if name in ItemFilter.model_fields}
     try:
-        filt = ItemFilter(
-            release=release,
-            tier=tier,
-            dataset=dataset,
-            stratum=stratum,
-            rubric=rubric,
-            criterion=criterion,
-            score_min=score_min,
-            score_max=score_max,
-            unscored_reason=unscored_reason,
-            label_status=label_status,  # type: ignore[arg-type]
-            judge_series=judge_series,
-            text=text,
-        )
+        filt = ItemFilter.model_validate(options)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _fail(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}") from None
-    try:
-        engine = open_store(database_url)
-    except CannotRun as exc:
-        raise _fail(str(exc)) from None
-    try:
-        with session_scope(engine) as session:
-            rows, meta = collect(session, filt)
-    finally:
-        engine.dispose()
+        fail(f"--{'-'.join(str(p) for p in first['loc']).replace('_', '-')}: {first['msg']}")
+    with store(database_url) as engine, session_scope(engine) as session:
+        rows, meta = collect(session, filt)
     if not rows:
-        raise _fail(f"nothing in {store_label(database_url)} matches the filter: no file written")
+        fail(f"nothing in {store_label(database_url)} matches the filter: no file written")
     written = write_export(rows, meta, ExportFormat(format.value), output)
     typer.echo(f"exported {len(rows)} verdicts to {written[0]}" + (f" (metadata {written[1]})" if written[1:] else ""))
 
@@ -106,16 +82,13 @@ def compare(
 
     try:
         side_a, side_b = Side.parse(a), Side.parse(b)
-        engine = open_store(database_url)
-    except (CompareError, CannotRun) as exc:
-        raise _fail(str(exc)) from None
-    try:
-        with session_scope(engine) as session:
-            comparison = run_compare(session, side_a, side_b, rubric=rubric, judge_series=judge_series)
     except CompareError as exc:
-        raise _fail(f"{exc} (store: {store_label(database_url)})") from None
-    finally:
-        engine.dispose()
+        fail(exc)
+    with store(database_url) as engine, session_scope(engine) as session:
+        try:
+            comparison = run_compare(session, side_a, side_b, rubric=rubric, judge_series=judge_series)
+        except CompareError as exc:
+            fail(f"{exc} (store: {store_label(database_url)})")
     safe = f"{side_a}-{side_b}".replace("/", "_")
     path = output or get_settings().data_dir / "reports" / f"compare-{safe}.{format.value}"
     written = write_comparison(comparison, path, format.value)

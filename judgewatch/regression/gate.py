@@ -114,8 +114,6 @@ def compare_scores(
     candidate_label: str,
     baseline_label: str,
     level: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
 ) -> list[Comparison]:
     """Per criterion: mean of candidate - baseline over the items scored on both sides, with a paired interval."""
     comparisons = []
@@ -124,7 +122,7 @@ def compare_scores(
             {k: s.get(criterion) for k, s in candidate.items()}, {k: s.get(criterion) for k, s in baseline.items()}
         )
         both = ~(np.isnan(x) | np.isnan(y))
-        diff = paired_mean_diff(x, y, level=level, n_resamples=n_resamples, seed=seed)
+        diff = paired_mean_diff(x, y, level=level)
         means = (float(x[both].mean()), float(y[both].mean())) if both.any() else (math.nan, math.nan)
         comparisons.append(Comparison(criterion, candidate_label, baseline_label, means[0], means[1], diff))
     return comparisons

@@ -1,15 +1,8 @@
-"""The within-release tier gap: each tier minus the baseline tier on the release's golden items, per criterion.
+"""The within-release tier gap: each tier minus the baseline tier on the golden items each answered, per criterion.
 
-Tiers may answer different items (an answers file covering part of a set, by design or not). The rule, one per
-tier pair over every golden set under test, from the items each tier answered (those with a verdict):
-- the items both answered are at least `MIN_SHARED` (half) of the items the larger tier answered: the gap is
-  paired on those common items (`tier_gap_same_items`, the gate's paired bootstrap); the items only one tier
-  answered are outside the gap, counted and shown beside it;
-- below that share the tiers answered different items: the gap is unpaired (`tier_gap_release_unpaired`), each
-  tier's mean over all the items it answered and their difference with a Welch interval (`stats.unpaired`),
-  worded "different items (n_a, n_b)", never "the same golden items".
-Items a tier did not answer are never scored for it. The Tiers report's release gap uses the same labels and
-share (`calibration.tier_gap`).
+Paired on the common items when they are at least half of what the larger tier answered (`tier_gap_same_items`),
+else unpaired with a Welch interval (`tier_gap_release_unpaired`): docs/release_gate.md, "Tiers that answered
+different items". The Tiers report's release gap uses the same labels and share (`calibration.tier_gap`).
 """
 
 from __future__ import annotations
@@ -40,17 +33,15 @@ def _mean(values: NDArray[np.float64]) -> float:
 
 
 def tier_gaps(
-    candidate: ItemScores,
-    baseline: ItemScores,
-    criteria: Sequence[str],
-    *,
-    candidate_label: str,
-    baseline_label: str,
-    level: float = 0.95,
+    candidate: ItemScores, baseline: ItemScores, criteria: Sequence[str], *, candidate_label: str, baseline_label: str
 ) -> list[Comparison]:
     """`candidate - baseline` per criterion, paired on the common items or unpaired (module docstring)."""
     common = sorted(candidate.keys() & baseline.keys())
-    only_c, only_b = len(candidate) - len(common), len(baseline) - len(common)
+
+    def counted(gap: Comparison, estimand: str) -> Comparison:
+        only_c, only_b = len(candidate) - len(common), len(baseline) - len(common)
+        return replace(gap, estimand=estimand, common=len(common), only_candidate=only_c, only_baseline=only_b)
+
     if shares_items(len(common), len(candidate), len(baseline)):
         paired = compare_scores(
             {k: candidate[k] for k in common},
@@ -58,36 +49,15 @@ def tier_gaps(
             criteria,
             candidate_label=candidate_label,
             baseline_label=baseline_label,
-            level=level,
         )
-        return [
-            replace(c, estimand=GAP_SAME_ITEMS, common=len(common), only_candidate=only_c, only_baseline=only_b)
-            for c in paired
-        ]
+        return [counted(c, GAP_SAME_ITEMS) for c in paired]
     logger.info(
         "%s vs %s: %d items in common of %d and %d answered: unpaired gap",
-        candidate_label,
-        baseline_label,
-        len(common),
-        len(candidate),
-        len(baseline),
-    )
-    out = []
+        candidate_label, baseline_label, len(common), len(candidate), len(baseline),
+    )  # fmt: skip
+    gaps = []
     for criterion in criteria:
         x, y = _column(candidate, criterion), _column(baseline, criterion)
-        diff = welch_mean_diff(x, y, level=level)
-        out.append(
-            Comparison(
-                criterion,
-                candidate_label,
-                baseline_label,
-                _mean(x),
-                _mean(y),
-                diff,
-                estimand=GAP_RELEASE_UNPAIRED,
-                common=len(common),
-                only_candidate=only_c,
-                only_baseline=only_b,
-            )
-        )
-    return out
+        gap = Comparison(criterion, candidate_label, baseline_label, _mean(x), _mean(y), welch_mean_diff(x, y))
+        gaps.append(counted(gap, GAP_RELEASE_UNPAIRED))
+    return gaps

@@ -11,8 +11,6 @@ from pydantic import ValidationError
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.settings import REPO_ROOT
 
-CLI_NAMES = {"max_unscored_share": "max_unscored"}  # the command's spelling where it differs
-
 
 def test_prefect_yaml_deployment_parameters_match_the_gate_options() -> None:
     document = yaml.safe_load((REPO_ROOT / "prefect.yaml").read_text(encoding="utf-8"))
@@ -32,7 +30,7 @@ def test_the_flow_and_the_command_take_their_defaults_from_the_gate_options() ->
     command = inspect.signature(regress).parameters
     for name in GateOptions.model_fields:
         assert flow[name].default == getattr(DEFAULTS, name), name
-        assert command[CLI_NAMES.get(name, name)].default == getattr(DEFAULTS, name), name
+        assert command[name].default == getattr(DEFAULTS, name), name
 
 
 def test_gate_options_refuse_what_no_gate_can_use() -> None:
