@@ -191,7 +191,7 @@ async def _evaluate(
     for spec, gen in zip(live, generations, strict=True):
         base = baselines.get(spec.name)
         run_ids = []
-        answered, unanswered = inputs.answered(spec.name), inputs.unanswered.get(spec.name)
+        answered = inputs.answered(spec.name)
         for golden in inputs.golden:
             force = gen[golden.name].changed
             routing = RoutingPolicy.from_settings(settings)
@@ -201,9 +201,7 @@ async def _evaluate(
             run_ids += [run_id] if run_id else []
             if base is not None:
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
-        section, scores[spec.name] = evaluate_tier(
-            engine, release, spec, base, inputs.golden, inputs.rubric, identity, unanswered
-        )
+        section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs, identity.config_hash)
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
         section.config = _tier_config(spec, options, settings)
         notes += _config_notes(engine, spec.name, base, section.config)

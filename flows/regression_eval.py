@@ -14,6 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import Engine
 
+from flows.regression_tasks import Inputs
 from judges.base import Judge
 from judges.checks import CheckJudge
 from judgewatch.contract.rubric import Rubric
@@ -75,24 +76,9 @@ async def measure_trust(
 
 @task(name="evaluate-tier", cache_policy=NO_CACHE)
 def evaluate_tier(
-    engine: Engine,
-    release: str,
-    spec: TierSpec,
-    baseline: str | None,
-    golden: Sequence[GoldenSet],
-    rubric: Rubric,
-    identity: JudgeIdentity,
-    unanswered: dict[str, list[str]] | None = None,
+    engine: Engine, release: str, spec: TierSpec, baseline: str | None, inputs: Inputs, judge_config_hash: str
 ) -> tuple[TierSection, dict[str, dict[str, float | None]]]:
     """One tier's section of the report and its scores: see `tier_section`."""
+    golden, rubric, unanswered = inputs.golden, inputs.rubric, inputs.unanswered.get(spec.name)
     with session_scope(engine) as session:
-        return tier_section(
-            session=session,
-            release=release,
-            spec=spec,
-            baseline=baseline,
-            golden=golden,
-            rubric=rubric,
-            judge_config_hash=identity.config_hash,
-            unanswered=unanswered,
-        )
+        return tier_section(session, release, spec, baseline, golden, rubric, judge_config_hash, unanswered)

@@ -1,13 +1,10 @@
 """What an answer claims, and the reference judge's faithfulness-model inputs computed from it.
 
-`own_words` drops what an answer quotes of the references (pasting the references next to a wrong claim earns
-nothing); `makes_claim` tells small talk ("i agree!", "hello") from a claim; `claims` keeps the sentences of an
-answer that make a supported claim of their own (filler and restated questions are left out, so padding cannot
-raise completeness or recall); `features` (every language but Chinese: sentence support, stance against short
-references, whether it asserts) and `unsegmented_features` (Chinese: support, polarity, recall of the reference
-texts) are the inputs of judges/reference_model.py's two models. `item_features` and `item_unsegmented` compute
-them from an item alone, as judges/reference.coverage does, for scripts/fit_reference_judge.py. `word_recall` is
-the plain baseline the fitted model is measured against.
+`own_words` drops what an answer quotes of the references (pasting them next to a wrong claim earns nothing);
+`makes_claim` tells small talk from a claim; `claims` keeps the sentences that make a supported claim of their own
+(so padding cannot raise recall); `features` and `unsegmented_features` are the inputs of `reference_model`'s two
+models (`item_features`, `item_unsegmented`: from an item alone, for the refit); `word_recall` is the plain
+baseline the fitted model is measured against.
 """
 
 from __future__ import annotations

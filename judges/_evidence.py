@@ -1,18 +1,9 @@
-"""Where in the references an answer is supported: one sentence per source, in its own word order, with its stance.
+"""Where in the references an answer is supported: one sentence per source, with its stance.
 
-Word overlap with the references taken as one bag cannot see an entity swap: "Stanford University is located
-in Chestnut Hill" is fully supported when the facts name Stanford in one sentence and Chestnut Hill in
-another. A claim is supported when one sentence of a source says it, so the judge also measures:
-- sentence support: the weighted share of the answer's content tokens found in the best sentence of each
-  reference text, those best sentences pooled (independent sources may corroborate each other; two sentences
-  of one passage do not make a claim);
-- order: in the sentence that supports the answer best, the share of links between consecutive answer words
-  that the sentence has in the same order, at most SPAN_GAP content words apart ("Lake Erie State Park"
-  against "...state park ... Lake Erie": 2 of 3); Latin-script words only (Chinese bigrams are tokens already);
-- stance: whether the answer says no / refuses as the short references (one sentence each: answer-like) do;
-  a long passage has no stance on the question.
-A preamble that qualifies the answer without asserting anything ("I am not certain, but", "As is well
-established,") is left out first: a hedge is not a negation, and confidence is not evidence.
+Overlap with the references as one bag cannot see an entity swap ("Stanford is in Chestnut Hill" when the facts
+name each in another sentence), so support is measured in the best sentence of each reference text, those pooled;
+stance is whether the answer says no as the short (answer-like) references do. A leading hedge ("I am not certain,
+but") is left out first: a hedge is not a negation, and confidence is not evidence.
 """
 
 from __future__ import annotations
@@ -95,11 +86,8 @@ class Evidence:
     """How one answer is supported by its references, sentence by sentence."""
 
     sentence_support: float  # share of the answer in the pooled best sentence of each reference text
-    span_support: float  # `order` of the answer's words in the sentence that supports it best
     consistency: float  # 1 - |answer says no - share of the short references saying no|; 1 without short references
-    shared_negation: float  # answer says no x share of the short references saying no (a premise both reject)
-    best_sentence: str  # the sentence that supports the most of the answer (for the reason)
-    answer_negates: bool
+    best_sentence: str  # the sentence that supports the most of the answer, then in its word order (for the reason)
 
 
 def _pool(parts: Sequence[Tokens]) -> Tokens:
@@ -111,7 +99,7 @@ def _pool(parts: Sequence[Tokens]) -> Tokens:
 
 
 def evidence(answer: str, claim_text: str, references: Sequence[str]) -> Evidence:
-    """Sentence support, word order and stance of `answer` (its claims: `claim_text`) against `references`."""
+    """Sentence support and stance of `answer` (its claims: `claim_text`) against `references`."""
     tokens = tokenize(answer)
     words = latin_words(answer)
     best_per_text: list[Tokens] = []
@@ -130,11 +118,7 @@ def evidence(answer: str, claim_text: str, references: Sequence[str]) -> Evidenc
             best_per_text.append(text_best)
     # Without content words ("No.") there is nothing to find: the stance alone speaks.
     sentence_support = (share(tokens, _pool(best_per_text)) or 0.0) if tokens and best_per_text else 1.0
-    span_support = best[1] if best[1] >= 0 else 1.0
-
     says_no = negated(claim_text)
     short = [text for text in references if len(sentences(text)) <= 1]
     negating = sum(1 for text in short if negated(text)) / len(short) if short else float(says_no)
-    consistency = 1.0 - abs(says_no - negating)
-    shared = says_no * negating if short else 0.0
-    return Evidence(sentence_support, span_support, consistency, shared, best_sentence, says_no)
+    return Evidence(sentence_support, 1.0 - abs(says_no - negating), best_sentence)

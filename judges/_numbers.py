@@ -15,25 +15,13 @@ from functools import lru_cache
 
 MONTHS = {
     name: number
-    for number, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
+    for number, names in enumerate((
+        ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+        ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+        ("december", "dec"),
+    ), start=1)
     for name in names
-}
+}  # fmt: skip
 _ONES = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
 _ONES += "seventeen eighteen nineteen"
 WORD_VALUES = {word: float(i) for i, word in enumerate(_ONES.split())}
@@ -77,20 +65,7 @@ UNITS = {written: key for key, names in _UNIT_TABLE.items() for written in names
 _UNIT_RE = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 RELATIVE_TOLERANCE = 0.01  # two measures in different units agree when they differ by less than this share
 
-_CN_DIGITS = {
-    "零": 0,
-    "〇": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
+_CN_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
 _CN_UNITS = {"十": 10, "百": 100, "千": 1000}
 _CN_BIG = {"万": 1e4, "亿": 1e8}
 _CN_CHARS = "".join(_CN_DIGITS) + "".join(_CN_UNITS) + "".join(_CN_BIG)
@@ -262,20 +237,10 @@ def quantities(text: str) -> tuple[Quantity, ...]:
 # Unit words as judges._text normalizes them (lowercase, plural stripped) -> one spelling; "" = carries nothing
 # beside its number ("5%" and "5 percent" are the same tokens).
 UNIT_WORDS = {
-    "km": "kilometre",
-    "kilometer": "kilometre",
-    "meter": "metre",
-    "centimeter": "centimetre",
-    "cm": "centimetre",
-    "millimeter": "millimetre",
-    "mm": "millimetre",
-    "mi": "mile",
-    "ft": "feet",
-    "foot": "feet",
-    "kg": "kilogram",
-    "lb": "pound",
-    "percent": "",
-}
+    "km": "kilometre", "kilometer": "kilometre", "meter": "metre", "centimeter": "centimetre", "cm": "centimetre",
+    "millimeter": "millimetre", "mm": "millimetre", "mi": "mile", "ft": "feet", "foot": "feet", "kg": "kilogram",
+    "lb": "pound", "percent": "",
+}  # fmt: skip
 _MONTH_CAP = r"(?:" + "|".join(sorted((m.capitalize() for m in MONTHS), key=len, reverse=True)) + r")\.?"
 _DATE_RE = re.compile(
     r"\b(?P<iso>\d{4})-(?P<iso_m>\d{1,2})-(?P<iso_d>\d{1,2})\b"

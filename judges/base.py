@@ -95,6 +95,18 @@ def run_checks(rubric: Rubric, item: JudgeItem) -> Checked:
     return checked
 
 
+def unscored(
+    item: JudgeItem, rubric: Rubric, identity: JudgeIdentity, reason: UnscoredReason, detail: str | None, **kw: object
+) -> Verdict:
+    """`item` unscored under `rubric` by the judge `identity`, for `reason` (`detail`: in words)."""
+    return Verdict.unscored(item.id, reason, judge=identity, rubric=rubric.identity, detail=detail, **kw)
+
+
+def none_scored(rubric: Rubric) -> dict[str, object]:
+    """The fields of a verdict that scored no criterion of `rubric` (each one not applicable)."""
+    return {"not_applicable": [c.name for c in rubric.criteria], "scores": {c.name: None for c in rubric.criteria}}
+
+
 def no_reference_verdict(item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
     """Every judge criterion needs references and the item has none: unscored, not guessed.
 
@@ -104,15 +116,8 @@ def no_reference_verdict(item: JudgeItem, rubric: Rubric, identity: JudgeIdentit
         _, not_applicable = plan(rubric, item)
         if run_checks(rubric, item).scores:
             return scored_verdict(item, rubric, identity, {}, not_applicable, "")
-    return Verdict.unscored(
-        item.id,
-        UnscoredReason.no_reference,
-        judge=identity,
-        rubric=rubric.identity,
-        detail="every criterion needs reference material and the item has none",
-        not_applicable=[c.name for c in rubric.criteria],
-        scores={c.name: None for c in rubric.criteria},
-    )
+    detail = "every criterion needs reference material and the item has none"
+    return unscored(item, rubric, identity, UnscoredReason.no_reference, detail, **none_scored(rubric))
 
 
 def scored_verdict(

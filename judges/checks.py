@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from judges.base import config_hash, run_checks, scored_verdict
+from judges.base import config_hash, none_scored, run_checks, scored_verdict, unscored
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict
@@ -45,15 +45,8 @@ class CheckJudge:
         if checked.scores:
             verdict = scored_verdict(item, rubric, identity, {}, [], "")
         else:
-            verdict = Verdict.unscored(
-                item.id,
-                UnscoredReason.not_applicable,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=checked.reason,
-                not_applicable=checked.not_applicable,
-                scores={c.name: None for c in rubric.criteria},
-            )
+            fields = {**none_scored(rubric), "not_applicable": checked.not_applicable}
+            verdict = unscored(item, rubric, identity, UnscoredReason.not_applicable, checked.reason, **fields)
         verdict.latency_ms = (time.perf_counter() - start) * 1000.0
         return verdict
 

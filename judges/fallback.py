@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from judges.base import Judge, fit_item_ids
+from judges.base import Judge, fit_item_ids, unscored
 from judges.errors import is_endpoint_failure
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -137,15 +137,9 @@ class FallbackJudge:
         if last is not None:
             return last
         final = self._links[-1]
-        return Verdict.unscored(
-            item.id,
-            UnscoredReason.endpoint_down,
-            judge=final.judge.identity(rubric),
-            rubric=rubric.identity,
-            detail="circuit open: the endpoint failed repeatedly (every link of the chain); no call was made",
-            fallback_from=before[:-1],
-            attempts=0,
-        )
+        detail = "circuit open: the endpoint failed repeatedly (every link of the chain); no call was made"
+        down, identity = UnscoredReason.endpoint_down, final.judge.identity(rubric)
+        return unscored(item, rubric, identity, down, detail, fallback_from=before[:-1], attempts=0)
 
     def _admit(self, link: _Link) -> bool:
         state = link.stats.state

@@ -267,17 +267,10 @@ def _prompt_trim(
 ) -> PromptTrim:
     """What fitting left out: turns dropped, reference passages kept whole or in part, tokens before and after."""
     return PromptTrim(
-        passages_given=given,
-        passages_kept=kept,
-        passages_partial=partial,
-        prompt_tokens_full=full,
-        prompt_tokens_sent=sent,
-        window=window.size,
-        reply_tokens=window.reply_tokens,
-        exact=window.exact,
-        turns_given=turns_given,
-        turns_dropped=turns_dropped,
-    )
+        passages_given=given, passages_kept=kept, passages_partial=partial, prompt_tokens_full=full,
+        prompt_tokens_sent=sent, window=window.size, reply_tokens=window.reply_tokens, exact=window.exact,
+        turns_given=turns_given, turns_dropped=turns_dropped,
+    )  # fmt: skip
 
 
 async def _choose(

@@ -16,7 +16,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion
 
 from judges.alignment import Alignment, for_rubric
-from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
+from judges.base import config_hash, no_reference_verdict, plan, scored_verdict, unscored
 from judges.chat_client import ChatClient, ChatResult
 from judges.config import EndpointConfig
 from judges.errors import CallError
@@ -123,15 +123,8 @@ class OpenAIJudge:
             return no_reference_verdict(item, rubric, identity)
         fitted = await self._fit(item, rubric, to_score)
         if isinstance(fitted, TooLong):
-            return Verdict.unscored(
-                item.id,
-                UnscoredReason.too_long,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=fitted.detail,
-                not_applicable=not_applicable,
-                attempts=0,  # nothing was sent
-            )
+            too_long = UnscoredReason.too_long  # nothing was sent
+            return unscored(item, rubric, identity, too_long, fitted.detail, not_applicable=not_applicable, attempts=0)
         response_format = self._response_format(rubric, to_score)
         spent = _Spent()  # of the requests before a repair
         for repair in range(PARSE_REPAIRS + 1):
@@ -140,17 +133,11 @@ class OpenAIJudge:
                     fitted.messages, response_format=response_format, top_logprobs=self._top_logprobs()
                 )
             except CallError as exc:
-                return Verdict.unscored(
-                    item.id,
-                    exc.failure.reason,
-                    judge=identity,
-                    rubric=rubric.identity,
-                    detail=exc.failure.detail,
-                    not_applicable=not_applicable,
-                    latency_ms=spent.latency_ms + exc.latency_ms,
-                    attempts=spent.attempts + exc.attempts,
+                return unscored(
+                    item, rubric, identity, exc.failure.reason, exc.failure.detail, not_applicable=not_applicable,
+                    latency_ms=spent.latency_ms + exc.latency_ms, attempts=spent.attempts + exc.attempts,
                     tokens=spent.tokens,
-                )
+                )  # fmt: skip
             verdict = self._verdict(item, rubric, identity, to_score, not_applicable, result, spent)
             if verdict.unscored_reason is not UnscoredReason.parse_error or repair == PARSE_REPAIRS:
                 break
@@ -185,9 +172,7 @@ class OpenAIJudge:
         }
         outcome = read_reply(result, lambda text, finish: parse_reply(rubric, to_score, text, finish_reason=finish))
         if isinstance(outcome, Unusable):
-            return Verdict.unscored(
-                item.id, outcome.reason, judge=identity, rubric=rubric.identity, detail=outcome.detail, **cost
-            )
+            return unscored(item, rubric, identity, outcome.reason, outcome.detail, **cost)
         scores, reason = outcome
         cost.pop("not_applicable")
         cost.update(self._reading(rubric, scores, result))

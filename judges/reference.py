@@ -1,34 +1,11 @@
 """The offline reference judge: scores from where the references support the answer's words, and how.
 
-No language model and no I/O but its coefficients, read once: deterministic, thousands of verdicts a second on
-one core. It is the last link of the fallback chain when the vLLM judge is down and the fast judge of the
-tests. Its quality is measured, not assumed: see bench/reference_judge_quality.py and bench/README.md.
-
-Raw scores (continuous, in [0, 1]):
-- faithfulness: the probability that the answer is faithful to the references, from a logistic regression
-  (judges/reference_model.py, coefficients in reference_model.json, fitted on four domains: HaluEval QA,
-  HalluQA, BEGIN CMU-DoG and BEGIN TopicalChat, each measured left out against plain word recall) over two
-  inputs: the share of its content tokens found in one sentence per reference text (judges/_evidence.py), and
-  whether it asserts rather than asks (judges/_claims.py). For UNSEGMENTED_LANGUAGES (Chinese), a second
-  fitted model (2.2.0) over the weighted share of its content tokens found anywhere in the references, whether
-  its polarity (says no/not or not) agrees with the reference answer's, and how much of each reference answer
-  and fact its claims recall. Token weights: numbers 3, capitalized names 2, words 1 (CJK bigrams 1, unigrams
-  0.5). The question is not evidence (it may carry a false premise). A leading hedge or confidence formula ("I
-  am not certain, but") is not part of the claim, and neither are its quotes of the references when the answer
-  says something of its own (pasting the references next to a wrong claim earns nothing: judges/_claims.py
-  `own_words`). Small talk ("i agree!", "hello") makes no factual claim: faithfulness is not applicable.
-- completeness: weighted share of the reference answer's content tokens, minus those the question already
-  contains, found in the answer (recall), with the same polarity factor; without a reference answer, the mean
-  of that recall over the reference facts; with context only, not applicable (nothing says what is required).
-  Only the answer's claim sentences count: a sentence of a longer answer that mostly restates the question, or
-  that the references mostly do not support ("I hope this answer helps."), adds nothing (recall only grows
-  with more words, so filler sharing a word with the reference would otherwise raise it: see
-  judgewatch/trust/probes.py).
-- relevance: share of the question's content tokens found in the answer's claim sentences (half of them is
-  enough for 1.0; a sentence restating the question is no answer to it, and padding with one must not pay),
-  floored at 0.6 x the answer's support when the references are on-topic (they share >= 20% of the question's
-  content tokens): a short right answer ("Delhi") repeats nothing of the question but is on-topic.
-Integer scores: `CUTS` below, documented per criterion.
+No language model and no I/O but its fitted coefficients, read once: deterministic, thousands of verdicts a second
+on one core; the last link of every fallback chain and the tests' fast judge. Raw scores in [0, 1]: faithfulness,
+the fitted models' probability (`reference_model`, over `_evidence` and `_claims` inputs); completeness, the claim
+sentences' weighted recall of the reference answer (or facts); relevance, the share of the question's content
+words they repeat, floored when the references are on-topic. Integer levels through `CUTS`. What it sees and what
+it cannot see, measured: docs/judges.md, section 1, and bench/README.md.
 """
 
 from __future__ import annotations
@@ -53,7 +30,7 @@ from judges._evidence import Evidence, evidence
 from judges._text import is_bare_yes_no, negated, tokenize, union
 from judges._text import share as _share
 from judges.alignment import Alignment, for_rubric
-from judges.base import config_hash, no_reference_verdict, plan, scored_verdict
+from judges.base import config_hash, no_reference_verdict, none_scored, plan, scored_verdict, unscored
 from judges.reference_model import FaithfulnessModels, load_models
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -309,29 +286,18 @@ class ReferenceJudge:
             verdict = self._verdict(item, rubric, identity)
         except Exception as exc:  # the last link of the fallback chain must still return a stored verdict
             logger.exception("reference judge failed on item %s", item.id)
-            verdict = Verdict.unscored(
-                item.id,
-                UnscoredReason.judge_error,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=f"{type(exc).__name__}: {exc}",
-            )
+            verdict = unscored(item, rubric, identity, UnscoredReason.judge_error, f"{type(exc).__name__}: {exc}")
         verdict.latency_ms = (time.perf_counter() - start) * 1000.0
         return verdict
 
     def _verdict(self, item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
         unknown = [c.name for c in rubric.criteria if c.name not in CRITERIA and c.check is None]
         if unknown:
-            return Verdict.unscored(
-                item.id,
-                UnscoredReason.judge_error,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=(
-                    f"the reference judge cannot grade criterion {', '.join(repr(n) for n in unknown)} "
-                    f"of rubric '{rubric.name}' (it grades {', '.join(CRITERIA)})"
-                ),
+            detail = (
+                f"the reference judge cannot grade criterion {', '.join(repr(n) for n in unknown)} "
+                f"of rubric '{rubric.name}' (it grades {', '.join(CRITERIA)})"
             )
+            return unscored(item, rubric, identity, UnscoredReason.judge_error, detail)
         to_score, not_applicable = plan(rubric, item)
         if not to_score:
             return no_reference_verdict(item, rubric, identity)
@@ -339,15 +305,8 @@ class ReferenceJudge:
         raw = cov.raw()
         measurable = [name for name in to_score if name in raw]
         if not measurable:
-            return Verdict.unscored(
-                item.id,
-                UnscoredReason.no_reference,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=f"{', '.join(to_score)}: needs a reference answer or reference facts; the item has only context",
-                not_applicable=[c.name for c in rubric.criteria],
-                scores={c.name: None for c in rubric.criteria},
-            )
+            detail = f"{', '.join(to_score)}: needs a reference answer or reference facts; the item has only context"
+            return unscored(item, rubric, identity, UnscoredReason.no_reference, detail, **none_scored(rubric))
         low, high = rubric.scale.min, rubric.scale.max
         scores = {name: to_level(raw[name], CUTS[name], low, high) for name in measurable}
         not_applicable = not_applicable + [name for name in to_score if name not in raw]

@@ -141,15 +141,8 @@ class Verdict(BaseModel):
         detail: str | None = None,
         **extra: object,
     ) -> Verdict:
-        return cls(
-            item_id=item_id,
-            status=VerdictStatus.unscored,
-            unscored_reason=reason,
-            detail=detail,
-            judge=judge,
-            rubric=rubric,
-            **extra,  # type: ignore[arg-type]
-        )
+        extra.update(status=VerdictStatus.unscored, unscored_reason=reason, detail=detail)
+        return cls(item_id=item_id, judge=judge, rubric=rubric, **extra)  # type: ignore[arg-type]
 
     def output_row(self) -> dict[str, object]:
         """The row `judgewatch judge --output` writes."""

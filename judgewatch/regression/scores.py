@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from sqlmodel import Session
@@ -176,7 +177,6 @@ def worst_items(candidate: TierScores, baseline: TierScores | None, n: int = WOR
 
 
 def tier_section(
-    *,
     session: Session,
     release: str,
     spec: TierSpec,
@@ -193,19 +193,11 @@ def tier_section(
     missing = {name: list(ids) for name, ids in (unanswered or {}).items() if ids}
     skipped = {item_id for ids in missing.values() for item_id in ids}
 
-    def scores_of(of_release: str, answered: Collection[str] | None = None) -> TierScores:
-        return read_scores(
-            session=session,
-            release=of_release,
-            tier=spec.name,
-            golden=golden,
-            rubric=rubric,
-            judge_config_hash=judge_config_hash,
-            answered=answered,
-        )
-
+    scores_of = partial(
+        read_scores, session=session, tier=spec.name, golden=golden, rubric=rubric, judge_config_hash=judge_config_hash
+    )
     under_test = {item.id for g in golden for item in g.items}
-    candidate = scores_of(release, under_test - skipped if skipped else None)
+    candidate = scores_of(release=release, answered=under_test - skipped if skipped else None)
     evaluation = TierEvaluation(
         tier=spec.name,
         baseline_release=baseline,
@@ -216,7 +208,7 @@ def tier_section(
     )
     base = None
     if baseline is not None:
-        base = scores_of(baseline)
+        base = scores_of(release=baseline)
         evaluation.comparisons = compare_scores(
             candidate.scores,
             base.scores,

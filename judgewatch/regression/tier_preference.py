@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlmodel import Session
 
-from judges.base import Judge
+from judges.base import Judge, unscored
 from judges.pairwise import OpenAIPairwiseJudge, PairwiseJudge, ReferencePairwiseJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
@@ -139,22 +139,13 @@ class TierPairJudge:
         second = self.second_answers.get(item.id)
         if second is None:
             detail = f"no second answer for item {item.id!r}"
-            return Verdict.unscored(
-                item.id, UnscoredReason.judge_error, judge=identity, rubric=rubric.identity, detail=detail
-            )
+            return unscored(item, rubric, identity, UnscoredReason.judge_error, detail)
         (outcome,) = await compare_pairs(self.inner, rubric, [(item, item.answer, second)])
         latency = outcome.forward.latency_ms + (outcome.backward.latency_ms if outcome.backward else 0.0)
         if outcome.winner is None:
             failed = next(c for c in (outcome.forward, outcome.backward) if c is not None and c.winner is None)
-            return Verdict.unscored(
-                item.id,
-                failed.unscored_reason or UnscoredReason.judge_error,
-                judge=identity,
-                rubric=rubric.identity,
-                detail=failed.detail,
-                latency_ms=latency,
-                attempts=2,
-            )
+            why = failed.unscored_reason or UnscoredReason.judge_error
+            return unscored(item, rubric, identity, why, failed.detail, latency_ms=latency, attempts=2)
         score = SCORE[outcome.winner]
         backward = outcome.backward.winner if outcome.backward else None
         orders = f"candidate shown first: {outcome.forward.winner}; shown second: {backward}"

@@ -1,22 +1,9 @@
 """`judgewatch judges align`: a judge configuration built from reviewers' labels, measured where it was not built.
 
-1. The reviewers' labels of one rubric (`trust.align_labels`), split by a hash of the question.
-2. The current judge (the configuration in use, with its alignment if one is switched on) scores every item.
-3. Built from the items not held out, only:
-   - an LLM judge: the items where its score is more than the reviewers' tolerance (`review.labels.TOLERANCE`,
-     one point) from their label on some criterion become few-shot examples, the largest disagreement first,
-     ties by a hash of the interaction id; at most `max_examples`; PII-scrubbed (`contract.pii`, every kind)
-     before they are stored or sent.
-   - the offline reference judge: its faithfulness combiners refitted on the labels (`judges.reference_fit`):
-     a label above the scale's middle is faithful, one below it unfaithful, the middle left out of the fit.
-4. The aligned judge (a config hash of its own) scores the held-out items, and the two are compared there, per
-   criterion: quadratic weighted kappa with the reviewers' labels, each item weighted by 1/p of its routing
-   probability, and the paired bootstrap interval of the difference (`stats.agreement.compare_kappas`).
-5. Accepted when, on every criterion with at least the trust policy's minimum of held-out items (effective, under
-   the weights), the aligned judge's kappa is at least the current one's (point estimates), and it scored some
-   held-out item otherwise.
-   Both measurements are stored as trust records under their config hashes, the alignment and its comparison in
-   the store. Nothing is switched here: `storage.alignments.switch_alignment` is the explicit step.
+The labels are split by a hash of the question; the current judge's disagreements on one side become an LLM
+judge's few-shot examples, or refit the reference judge's combiners; both configurations are compared on the
+held-out side (weighted kappa with the reviewers, 1/p weights) and the aligned one accepted only where it agrees
+at least as well. Nothing is switched here (`storage.alignments.switch_alignment`). docs/judges.md, section 5.
 """
 
 from __future__ import annotations
@@ -25,6 +12,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -206,7 +194,8 @@ def _figures(
 
 
 def decide(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, str]:
-    """(accepted?, the sentence that says why): see the module doc, step 5."""
+    """(accepted?, why): on every decisive criterion the aligned kappa is at least the current one's, and it changed
+    some held-out score."""
     decisive = {name: f for name, f in figures.items() if f.decisive}
     if not decisive:
         return False, f"no criterion has {min_items} held-out items both judges scored: the comparison decides nothing"
@@ -221,13 +210,7 @@ def decide(figures: dict[str, CriterionFigures], min_items: int) -> tuple[bool, 
 
 
 async def align_judge(
-    engine: Engine,
-    rubric: Rubric,
-    current: AlignableJudge,
-    *,
-    policy: TrustPolicy,
-    holdout: float = 0.5,
-    max_examples: int = 8,
+    engine: Engine, rubric: Rubric, current: AlignableJudge, *, policy: TrustPolicy, holdout: float, max_examples: int
 ) -> AlignResult:
     """Build, measure and store an aligned configuration of `current` under `rubric` (see the module doc)."""
     labels: ReviewerLabels = reviewer_labels(engine, rubric)
@@ -270,18 +253,11 @@ async def align_judge(
 
 def _store(engine: Engine, rubric: Rubric, result: AlignResult, policy: TrustPolicy) -> None:
     """Each configuration's held-out kappas, as printed, as a trust record (by config hash); the alignment as a row."""
-    figures = result.comparison.criteria
-    for identity, aligned in ((result.current, False), (result.aligned, True)):
-        kappas = {name: f.kappa(aligned=aligned) for name, f in figures.items()}
-        record_tier_agreement(
-            engine,
-            judge=identity,
-            rubric=rubric.identity,
-            tier=ALL_TIERS,
-            kappas=kappas,
-            source=EVIDENCE_SOURCE,
-            policy=policy,
-        )
+    record = partial(
+        record_tier_agreement, engine, rubric=rubric.identity, tier=ALL_TIERS, source=EVIDENCE_SOURCE, policy=policy
+    )
+    for judge, aligned in ((result.current, False), (result.aligned, True)):
+        record(judge=judge, kappas={name: f.kappa(aligned=aligned) for name, f in result.comparison.criteria.items()})
     alignment = result.alignment
     row = JudgeAlignment(
         id="",

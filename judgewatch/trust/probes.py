@@ -32,14 +32,12 @@ from judges.base import Judge
 from judges.errors import is_endpoint_failure
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
-from judgewatch.judging.run import JudgingRun
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import paired_mean_diff
-from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import FILLER, INJECTIONS, ProbeItems, probe_items, reordered
-from judgewatch.trust.validate import KnownPairs, pairs_record
+from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
 
 logger = logging.getLogger(__name__)
 
@@ -214,37 +212,20 @@ def probe_figures(
 
 
 async def _judge_probes(
-    judge: Judge,
-    rubric: Rubric,
-    items: ProbeItems,
-    engine: Engine | None,
-    dataset: str,
-    revision: str,
-    scrub_pii: bool | None = None,
+    judge: Judge, rubric: Rubric, items: ProbeItems, engine: Engine | None, pairs: KnownPairs
 ) -> tuple[list[Verdict], list[Verdict], dict[str, Any]]:
     """Two runs: every probe under the rubric as written, then the consistency items with the criteria shuffled."""
-    identity = judge.identity(rubric)
-    name = f"probe {identity.kind}:{identity.name} on {dataset}"
     verdicts: list[list[Verdict]] = []
     cost: dict[str, Any] = {"wall_s": 0.0, "calls": 0, "run_ids": []}
-    for suffix, run_rubric, run_items in (
-        ("", rubric, items.first_run()),
-        (" shuffled", reordered(rubric), items.shuffled),
+    for probe, run_rubric, run_items in (
+        (" probes", rubric, items.first_run()),
+        (" probes shuffled", reordered(rubric), items.shuffled),
     ):
-        with JudgingRun(
-            engine,
-            kind=RunKind.validation,
-            name=name + suffix,
-            identity=f"{dataset}@{revision} probes{suffix}",
-            rubric=run_rubric,
-            judge=judge,
-            scrub_pii=scrub_pii,
-        ) as run:
-            judged = await run.judge_new(run_items, source=f"probe:{dataset}")
+        judged, run_id = await validation_run(judge, run_rubric, run_items, engine, pairs, probe)
         verdicts.append(judged.verdicts)
         cost["wall_s"] = round(cost["wall_s"] + judged.summary.wall_s, 3)
         cost["calls"] += judged.summary.items
-        cost["run_ids"].append(run.run_id)
+        cost["run_ids"].append(run_id)
     return verdicts[0], verdicts[1], cost
 
 
@@ -259,9 +240,7 @@ async def probe_judge(
     probe = probe_items(pairs.good, pairs.bad, rubric)
     identity = judge.identity(rubric)
     logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
-    first, shuffled, cost = await _judge_probes(
-        judge, rubric, probe, engine, pairs.dataset, pairs.revision, pairs.scrub_pii
-    )
+    first, shuffled, cost = await _judge_probes(judge, rubric, probe, engine, pairs)
     unscored: dict[str, int] = {}
     for verdict in [*first, *shuffled]:
         if verdict.unscored_reason is not None:

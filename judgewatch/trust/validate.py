@@ -23,6 +23,7 @@ from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
+from judgewatch.judging.pipeline import JudgingResult
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
@@ -128,28 +129,19 @@ def measurable_pairs(golden: GoldenSet, limit: int | None, fit_items: frozenset[
     return pairs
 
 
-async def _judge_all(
-    judge: Judge,
-    rubric: Rubric,
-    items: list[JudgeItem],
-    engine: Engine | None,
-    dataset: str,
-    revision: str,
-    scrub_pii: bool | None = None,
-) -> tuple[list[Verdict], dict[str, Any]]:
-    identity = judge.identity(rubric)
+async def validation_run(
+    judge: Judge, rubric: Rubric, items: list[JudgeItem], engine: Engine | None, pairs: KnownPairs, probe: str = ""
+) -> tuple[JudgingResult, str | None]:
+    """One validation `JudgingRun` over `items` made from `pairs`: the known answers, or with `probe` (" probes",
+    " probes shuffled") the bias probes. Its result and run id."""
+    me, dataset, pii = judge.identity(rubric), pairs.dataset, pairs.scrub_pii
+    name = f"{'probe' if probe else 'validate'} {me.kind}:{me.name} on {dataset}{probe.removeprefix(' probes')}"
+    identity = f"{dataset}@{pairs.revision}{probe}"
     with JudgingRun(
-        engine,
-        kind=RunKind.validation,
-        name=f"validate {identity.kind}:{identity.name} on {dataset}",
-        identity=f"{dataset}@{revision}",
-        rubric=rubric,
-        judge=judge,
-        scrub_pii=scrub_pii,
+        engine, kind=RunKind.validation, name=name, identity=identity, rubric=rubric, judge=judge, scrub_pii=pii
     ) as run:
-        judged = await run.judge_new(items, source=f"golden:{dataset}")
-    cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run.run_id}
-    return judged.verdicts, cost
+        judged = await run.judge_new(items, source=f"{'probe' if probe else 'golden'}:{dataset}")
+    return judged, run.run_id
 
 
 async def measure_judge(
@@ -192,9 +184,9 @@ async def _pointwise_figures(
     judge: Judge, rubric: Rubric, pairs: KnownPairs, engine: Engine | None, resamples: int, seed: int
 ) -> dict[str, Any]:
     """Each good and bad answer graded in one judging run: AUROC, gap and unscored rate, and the reference judge."""
-    verdicts, cost = await _judge_all(
-        judge, rubric, pairs.good + pairs.bad, engine, pairs.dataset, pairs.revision, pairs.scrub_pii
-    )
+    judged, run_id = await validation_run(judge, rubric, pairs.good + pairs.bad, engine, pairs)
+    verdicts = judged.verdicts
+    cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run_id}
     n = len(pairs.good)
     good = list(zip(pairs.good, verdicts[:n], strict=True))
     bad = list(zip(pairs.bad, verdicts[n:], strict=True))
