@@ -1,9 +1,7 @@
 """Content tokens of English, Chinese and mixed text for the reference judge: no model, no jieba.
 
-English: lowercase words minus a small stopword list, possessives and plurals stripped crudely, numbers kept
-(and weighted: a wrong number is the typical hallucination), capitalized words weighted as names.
-Chinese: CJK character unigrams and bigrams, split at a small set of function characters.
-Tokenized texts are cached, so a reference shared by many answers is tokenized once.
+English: lowercase words minus stopwords, crude plurals and possessives, numbers weighted (a wrong number is the
+typical hallucination), capitalized words weighted as names. Chinese: character unigrams and bigrams. Cached.
 """
 
 from __future__ import annotations
@@ -46,19 +44,8 @@ ENGLISH_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
 # "yes"/"no" carry polarity, not content: `negated` compares it with the reference answer. "not"/"never" stay
 # content words, so a negation the references lack counts as unsupported.
 
-_NUMBER_WORDS = {
-    "two": "2",
-    "three": "3",
-    "four": "4",
-    "five": "5",
-    "six": "6",
-    "seven": "7",
-    "eight": "8",
-    "nine": "9",
-    "ten": "10",
-    "eleven": "11",
-    "twelve": "12",
-}
+_NUMBER_NAMES = ("two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_NUMBER_WORDS = {word: str(n) for n, word in enumerate(_NUMBER_NAMES, start=2)}
 
 # Function characters that carry no content alone; Chinese runs are split at them before making bigrams.
 CHINESE_STOP_CHARS = frozenset(

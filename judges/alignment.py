@@ -1,13 +1,8 @@
 """An aligned judge configuration (`judgewatch judges align`): what reviewers' labels add to a judge, for one rubric.
 
-An LLM judge's alignment is few-shot examples: labelled items where the judge's score was far from the
-reviewers', each shown as the rubric's own user message followed by the reply the reviewers' scores make. They
-are chat turns between the rubric's system message and the judged item, the same for every item, so vLLM's
-prefix cache keeps them; the context-window fitter drops them, last first, before any of the item's own content
-(`judges.fit`). The offline reference judge's alignment is its faithfulness combiners refitted on the labels
-(`judges.reference_fit`). Either is part of the judge's configuration: its digest is in the config hash, so an
-aligned judge is a new series, measured before anything rests on it. It applies under the rubric content it was
-built from only.
+An LLM judge's alignment is few-shot examples (chat turns after the rubric, dropped last-first by `judges.fit`
+before any of the item), the reference judge's its refitted combiners. Its digest is in the config hash, and it
+applies only under the rubric content it was built from. docs/judges.md, section 5.
 """
 
 from __future__ import annotations

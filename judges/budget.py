@@ -1,10 +1,7 @@
-"""One judge budget across every flow run: a Prefect global concurrency limit per judge endpoint.
+"""One judge budget across every flow run: a Prefect global concurrency limit `judge:<host>:<port>` per endpoint.
 
-Inside one process the chat client's semaphore bounds concurrent calls; across flow runs on several workers only
-the Prefect server can. Every call to an endpoint takes a slot from the global concurrency limit named
-`judge:<host>:<port>` (created by `judgewatch judges limit URL N` or `make stack-up`) for as long as the request
-runs. Without a Prefect API (the CLI alone, Prefect's ephemeral mode) or without that limit, calls go straight
-through: the budget is an operator's choice, never a requirement.
+Every call holds a slot of it while the request runs. Without a Prefect API or without that limit (created by
+`judgewatch judges limit URL N` or `make stack-up`), calls go straight through: the budget is an operator's choice.
 """
 
 from __future__ import annotations

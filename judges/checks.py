@@ -1,10 +1,6 @@
-"""The check judge: scores a rubric's deterministic check criteria (regex, JSON / JSON Schema, reference match,
-length, refusal) with no model, no endpoint and no judge capacity (docs/checks.md).
-
-A rubric whose criteria are all checks is judged by this judge whatever `--judge` says (`judges.factory`).
-In a rubric that mixes checks and judged criteria, the judge is not asked the checks: `judges.base.plan`
-leaves them out and `scored_verdict` merges their scores into the judge's verdict.
-"""
+"""The check judge: a rubric's deterministic check criteria (regex, JSON / JSON Schema, reference match, length,
+refusal), no model and no endpoint (docs/checks.md). Rubrics of checks only are judged by it alone; in a mixed
+rubric `judges.base.plan` keeps the checks from the judge and `scored_verdict` adds their scores."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """One OpenAI-compatible chat endpoint's configuration, built from the settings in one place.
 
-`ChatClient`, `OpenAIJudge` and `OpenAIPairwiseJudge` all take an `EndpointConfig`, so a new client knob
-(an API-key variable, extra headers, a logprobs switch) is one field here and, when the settings set it, one
-name in `_FROM_SETTINGS`.
-`base_url` is always masked (`judgewatch.url_secrets.hide`): a password in it never reaches a verdict, a record
-or a log; only the chat client's connection sees it.
-The fields that can change a judge's scores are named by `scoring_params` and go into its configuration hash;
-the transport fields (URL, key, concurrency, timeouts, retries) do not, so replicas of one model are one series.
+`base_url` is always masked (`url_secrets.hide`); only the chat client's connection sees the credential. The
+fields that can change a judge's scores (`scoring_params`) go into its config hash; the transport ones do not, so
+replicas of one model are one series.
 """
 
 from __future__ import annotations
@@ -107,17 +103,9 @@ class EndpointConfig:
 # The fields `judge_endpoint` takes from the settings as they are, each from `judge_<field>`
 # (JUDGEWATCH_JUDGE_<FIELD>); the URL, model and concurrency have per-run overrides.
 _FROM_SETTINGS = (
-    "api_key",
-    "timeout_s",
-    "max_retries",
-    "max_tokens",
-    "seed",
-    "fit_prompt",
-    "context_window",
-    "chars_per_token",
-    "logprobs",
-    "top_logprobs",
-)
+    "api_key", "timeout_s", "max_retries", "max_tokens", "seed", "fit_prompt", "context_window", "chars_per_token",
+    "logprobs", "top_logprobs",
+)  # fmt: skip
 
 
 def judge_endpoint(

@@ -1,8 +1,7 @@
 """Which failures of an OpenAI-compatible call are worth retrying, and what unscored reason each one becomes.
 
-Transient: 429 (except quota exhaustion), 408/409, 5xx, timeouts, connection errors. Everything else
-(400/401/403/404/422, content filter, an unexpected exception) is permanent and tried once. A 400/413 that
-says the prompt exceeds the model's context window is `too_long`, not `refused`: the judge did not decline.
+Transient: 429 (but quota exhaustion), 408, 409, 5xx, timeouts, connection errors; anything else is tried once. A
+400/413 over the context window is `too_long`, not `refused`: the judge did not decline.
 """
 
 from __future__ import annotations

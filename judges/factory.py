@@ -1,11 +1,8 @@
 """`--judge` to a judge: "reference", an OpenAI-compatible URL, or a comma-separated chain of them.
 
-A rubric whose criteria are all deterministic checks is judged by the check judge whatever `--judge` says
-(docs/checks.md): it needs no endpoint.
-
-By default the offline reference judge is appended as the last link, so an endpoint outage degrades to
-reference verdicts (labeled as such on every verdict) instead of stopping the run. Given the store, each link
-uses the alignment switched on for its kind (`judgewatch judges align --switch`), per rubric.
+The offline reference judge is appended as the last link by default, so an outage degrades to labelled reference
+verdicts; a rubric of check criteria only gets the check judge; with the store, each link uses the alignment
+switched on for its kind.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The fallback chain: try judges in order, moving on only when an endpoint fails, never when a judge answers.
 
-A link's own results (parse_error, refused, truncated, scored) are kept: another judge never silently
-replaces what this one said. Endpoint-level failures (down, timeout, rate limited after the retries) move to
-the next link, and a circuit breaker per link skips a dead endpoint for a cooldown so an outage costs a few
-timeouts, not one per item. Each verdict names the link that produced it; `fallback_from` the links before.
+Endpoint failures (down, timeout, rate limited) move to the next link, behind a circuit breaker per link; any other
+result of a link is kept. Each verdict names its link; `fallback_from` the links before it.
 """
 
 from __future__ import annotations

@@ -1,13 +1,9 @@
 """Fit one item's prompt to the judge's context window instead of losing its verdict.
 
-A conversation first loses its oldest turns (the system prompt and earlier exchanges), as few as make it fit;
-the last user turn (the question), the tool calls and results after it and the answer are never dropped.
-The rubric, the question and the answer are kept whole: if they alone do not fit, the item is `too_long` and
-nothing is sent. The rest of the window is filled with the reference material (reference answer, facts,
-context passages), the reference answer first (completeness is graded against it), then the passages most
-relevant to the answer: lexical overlap as the offline reference judge computes it (`judges._text.share`).
-Whole passages first, then the best sentences of those left out. The kept passages stay in their given order.
-The final prompt is counted again exactly, and pieces are dropped from the least relevant end until it fits.
+A conversation loses its oldest turns first; rubric, question, tool use and answer are kept whole (else `too_long`,
+nothing sent). The rest of the window takes the reference material, the reference answer first, then the passages
+most relevant to the answer (`judges._text.share`), whole, then their best sentences; the final prompt is counted
+exactly and trimmed from the least relevant end until it fits.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """The OpenAI-compatible (vLLM) judge: rubric prompt -> json_schema-constrained reply -> validated Verdict.
 
-Every outcome becomes a Verdict: a failed call, a malformed or cut-off reply, a refusal are stored as
-unscored with their reason, never raised and never a silent 0. Prompts are fitted to the endpoint's context
-window first (`judges.fit`): trimmed reference material is recorded on the verdict, an item that cannot fit
-is `too_long` without a request.
+Every failure is an unscored verdict with its reason, never raised and never a silent 0; prompts are fitted to
+the context window first (`judges.fit`).
 """
 
 from __future__ import annotations

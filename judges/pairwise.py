@@ -1,9 +1,7 @@
 """Pairwise judges: given one question, its references and two answers, name the better one ("A", "B", "tie").
 
-One call judges one order only; `judgewatch.trust.pairwise` asks in both orders and reconciles them. The
-vLLM judge answers `{"winner": "A"|"B"|"tie", "reason": ...}` under the json_schema and parser of
-`judgewatch.contract.reply` (winner first, so a reply cut by max_tokens still carries it); every failure is
-an unscored call with its reason.
+One call judges one order only; `judgewatch.trust.pairwise` asks in both orders and reconciles them. Every failure
+is an unscored call with its reason.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Fitting the reference judge's faithfulness combiners: weighted logistic regression, every coefficient >= 0.
 
-`fit_balanced` is the fit `scripts/fit_reference_judge.py` writes (each data set weighs the same, whatever its
-size; `bench/reference_domains.py` measures it domain by domain). `refit` is `judgewatch judges align`'s: the
-current combiners refitted on reviewers' labels, the L2 penalty pulling the coefficients towards the current ones
-instead of towards zero (the current model is the prior), so a few labels move it a little and many move it far;
-faithful and unfaithful labels weigh the same (`class_weights`). The intercept is never penalized.
-Deterministic: the same labels give the same coefficients.
+`fit_balanced` is `scripts/fit_reference_judge.py`'s fit (each data set weighs the same); `refit` is `judges
+align`'s: an L2 penalty towards the current coefficients (the current model is the prior), faithful and unfaithful
+labels weighing the same, the intercept unpenalized. Deterministic.
 """
 
 from __future__ import annotations

@@ -1,13 +1,8 @@
 """The reference judge's faithfulness combiners: logistic regressions over its evidence features, read from JSON.
 
-The coefficients live in `reference_model.json` beside this module, written by `scripts/fit_reference_judge.py`
-from the development halves of the golden sets in the repository and measured on the other halves by
-`bench/reference_judge_quality.py`. One model per feature set: `default` (every language but Chinese, fitted on
-four domains: sentence support, whether the answer asserts) and `zh`
-(Chinese, no word boundaries: 1.1.0's coverage and polarity as inputs, plus how much of the reference texts the
-answer recalls). The file's version and a digest of every coefficient are part of the judge's config hash, so a
-refit is a new judge. The file also names every item it was fit on (`fit_items`: per data set, the ids of the
-golden-set or upstream items), so trust validation can tell in-sample items from held-out ones.
+`reference_model.json` (written by `scripts/fit_reference_judge.py`, measured by `bench/reference_judge_quality.py`)
+holds one model per feature set, `default` and `zh` (Chinese), the items they were fit on (so validation can leave
+them out), and a version; the version and a digest of every coefficient are in the judge's config hash.
 """
 
 from __future__ import annotations

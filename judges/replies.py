@@ -1,9 +1,5 @@
-"""From a chat completion to a judge's parsed reply, or the unscored reason there is none.
-
-The pointwise and the pairwise judge read their completions the same way: no choices is a judge error, a
-content filter or a bare refusal is `refused`, and a reply the contract's parser rejects is `truncated` or
-`parse_error`, its detail carrying an excerpt of what the model wrote.
-"""
+"""From a chat completion to a judge's parsed reply, or the unscored reason there is none (no choices: judge error;
+content filter or bare refusal: `refused`; rejected by the parser: `truncated` or `parse_error`, with an excerpt)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,9 @@
 """Probability-weighted scores: each criterion's expected value over the scale's tokens at its score position.
 
-A judge asked for token log-probabilities (`logprobs=True, top_logprobs=K`) gets, for every token it wrote, the
-K most likely tokens at that position. The score of criterion `c` is the digit after `"c":` in the JSON reply;
-the token that holds it is found by laying the reply's tokens end to end, and its alternatives that spell
-another level of the scale (with the same text before the digit, e.g. `":3` beside `":4`) give a distribution
-over the levels. Its mean is the G-Eval weighting (Liu et al. 2023, "G-Eval", EMNLP, section 2): a float that
-keeps what the argmax throws away. The integer the judge wrote stays the verdict's score.
-
-vLLM applies the structured-output grammar's mask to the logits before it computes log-probabilities, so at a
-score position the scale's digits carry (nearly) all the mass and masked tokens come back at -9999; both are
-handled here, and the mass the levels carried is returned beside the mean. Only one-digit scales (0-9) are
-read: on a 1-10 scale the token "1" could be the start of "10".
+The score digit is found among the reply's tokens (laid end to end); its top-K alternatives that spell another
+level (with the same text before the digit) give a distribution over the levels, whose mean is the G-Eval weighting
+(Liu et al. 2023, "G-Eval", EMNLP, section 2). vLLM masks the grammar's logits first: masked tokens come back at
+-9999. Only one-digit scales are read. docs/judges.md, "Probability-weighted verdicts".
 """
 
 from __future__ import annotations

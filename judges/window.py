@@ -1,9 +1,7 @@
 """The judge's context window and its token counts, learned from the endpoint.
 
-vLLM reports its window in GET /v1/models (`max_model_len`) and counts tokens for the served model at
-POST /tokenize (the chat template applied, as the chat request will be). Other OpenAI-compatible servers get
-the endpoint configuration's window and a conservative estimate (`chars_per_token`, one token per non-ASCII
-character). Counts are cached per text, so a rubric prefix or a passage shared by many items is counted once.
+vLLM reports its window at GET /v1/models (`max_model_len`) and counts tokens at POST /tokenize; other servers get
+the configured window and a conservative estimate. Counts are cached per text.
 """
 
 from __future__ import annotations
