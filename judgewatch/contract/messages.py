@@ -1,10 +1,7 @@
-"""A conversation's turns: one `ChatMessage` per turn, read from the OpenAI chat format users already log.
-
-Roles are system, user, assistant and tool (OpenAI's `developer` reads as system, its older `function` as
-tool). An assistant turn may call tools (`tool_calls`: name and arguments, the arguments kept as the JSON text
-OpenAI sends); a tool turn carries the result and the id of the call it answers. Content given as OpenAI content
-parts is read as its text parts. What an item's turns mean to a judge: `conversation_parts` splits them into the
-earlier turns, the last user turn (the question) and the steps between it and the answer.
+"""A conversation's turns: one `ChatMessage` per turn, read from the OpenAI chat format users already log
+(docs/conversations.md): roles system, user, assistant, tool (`developer` reads as system, `function` as tool),
+tool calls with their JSON arguments as text, content parts as their text. `conversation_parts` splits an item's
+turns into the earlier turns, the question (the last user turn) and the steps before the answer.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
-"""PII scrubbing: replace e-mails, phones, Chinese ID numbers, cards, secrets, US SSNs, IP addresses, IBANs,
-street addresses and personal names with typed placeholders.
+"""PII scrubbing: e-mails, phones, Chinese ID numbers, cards, secrets, US SSNs, IP addresses, IBANs, street
+addresses and personal names replaced with typed placeholders.
 
-Numbers are validated (ID checksum and birth date, Luhn and card prefix, IBAN check digits, SSN ranges, IP
-octets) so order numbers, timestamps, ISBNs, versions and random digit runs survive. Patterns are ASCII-bounded
-so Chinese text and full-width punctuation around the PII stay in place. The kinds added later (SSN, IP, IBAN,
-address, name) live in `pii_more`, with what their patterns cannot find; docs/pii.md lists the limits.
+Numbers are validated (ID checksum and birth date, Luhn and card prefix, IBAN check digits, SSN ranges, IP octets)
+so order numbers, timestamps and versions survive; patterns are ASCII-bounded so Chinese text around them stays.
+`pii_more` holds the SSN, IP, IBAN, address and name recognizers; docs/pii.md lists what they cannot find.
 """
 
 from __future__ import annotations
@@ -36,34 +35,15 @@ class PiiKind(StrEnum):
     name = "name"
 
 
-PLACEHOLDERS: dict[PiiKind, str] = {
-    PiiKind.email: "[EMAIL]",
-    PiiKind.phone: "[PHONE]",
-    PiiKind.cn_id: "[CN_ID]",
-    PiiKind.card: "[CARD]",
-    PiiKind.secret: "[SECRET]",
-    PiiKind.ssn: "[SSN]",
-    PiiKind.ip: "[IP]",
-    PiiKind.iban: "[IBAN]",
-    PiiKind.address: "[ADDRESS]",
-    PiiKind.name: "[NAME]",
-}
+PLACEHOLDERS = {kind: f"[{kind.value.upper()}]" for kind in PiiKind}  # [EMAIL], [CN_ID], ...
 
 # Secrets first (keys contain digit runs and '@'), then e-mail, then IDs before cards and phones (an ID is
 # 18 digits that could also pass Luhn or contain a mobile number); an IBAN before the numbers inside it; an
 # address before the names (a street may be named after a person) and after the numbers.
 ORDER = (
-    PiiKind.secret,
-    PiiKind.email,
-    PiiKind.iban,
-    PiiKind.cn_id,
-    PiiKind.card,
-    PiiKind.ssn,
-    PiiKind.ip,
-    PiiKind.phone,
-    PiiKind.address,
-    PiiKind.name,
-)
+    PiiKind.secret, PiiKind.email, PiiKind.iban, PiiKind.cn_id, PiiKind.card, PiiKind.ssn, PiiKind.ip, PiiKind.phone,
+    PiiKind.address, PiiKind.name,
+)  # fmt: skip
 
 _NOT_WORD_BEFORE = r"(?<![A-Za-z0-9_])"
 _NOT_WORD_AFTER = r"(?![A-Za-z0-9_])"

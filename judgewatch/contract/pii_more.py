@@ -1,22 +1,9 @@
 """The PII kinds beyond contact details and secrets: US SSNs, IP addresses, IBANs, personal names, addresses.
 
-Each recognizer is a `(text, counts) -> text` substituter for `pii.Scrubber`, with a cheap `may_hold` test so
-text that cannot hold the kind is not scanned.
-
-- SSN: `123-45-6789` (or spaced), area not 000/666/9xx, group not 00, serial not 0000; nine bare digits only
-  after "SSN" / "social security (number)".
-- IP: IPv4 dotted quads and IPv6 addresses, validated by `ipaddress`; a quad right after "v", "version" or
-  "版本", or inside a longer dotted run (1.2.3.4.5), is a version, not an address.
-- IBAN: validated by python-stdnum (country format and the ISO 7064 mod 97 check digits).
-- Addresses: US, Canadian and British street addresses by pyap2 (a maintained offline recognizer: regular
-  expressions, no model); Chinese ones by pattern: an administrative area or a road (路, 街, 道, 巷, 弄, 胡同)
-  followed by a house number with 号, optionally building, unit and room (its start may take a word or two
-  before the address with it, except the common 寄到 / 住在 / 位于 ... which are kept).
-- Names: no maintained recognizer runs offline without downloading a model (spaCy's and GLiNER's models come
-  from outside PyPI), so names are found by documented patterns only: a title (Mr, Mrs, Ms, Dr, Prof) or an
-  introduction ("my name is", "name:", "signed") before capitalized words; Chinese: a common surname after
-  我叫 / 姓名 / 联系人 / 收件人 / 收货人 / 本人, or before 先生 / 女士 / 小姐. A name mentioned without such a
-  cue ("Alice told Bob") is NOT found; see docs/pii.md.
+Each is a `(text, counts) -> text` substituter for `pii.Scrubber` with a cheap `may_hold_*` test. IPs are validated
+by `ipaddress` (a dotted quad after "v"/"version" is a version), IBANs by python-stdnum, US/CA/GB addresses found by
+pyap2 (offline regular expressions), Chinese ones by pattern; names only after a cue (a title, "my name is", 我叫,
+先生...): no offline recognizer works without downloading a model. docs/pii.md lists the limits.
 """
 
 from __future__ import annotations
@@ -24,11 +11,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
-
-Substituter = Callable[[str, Counter[str]], str]
 
 _SSN = re.compile(
     r"(?<![0-9A-Za-z\-])(?!000|666|9[0-9]{2})[0-9]{3}([- ])(?!00)[0-9]{2}\1(?!0000)[0-9]{4}(?![0-9A-Za-z]|-[0-9])"

@@ -1,12 +1,9 @@
 """Rubric + item -> chat messages, through one sandboxed Jinja2 environment with StrictUndefined.
 
-Templates are data, not code: they render in Jinja's immutable sandbox with no globals but the variables
-judgewatch passes, so a template cannot reach `__globals__`, `os` or mutate what it is given, and with resource
-limits (`contract.sandbox`): no operation builds a value over MAX_VALUE_CHARS and no prompt is longer than
-MAX_PROMPT_CHARS. Any failure while rendering is a RubricError naming the file and field.
-
-The rubric's instructions form the system message (identical for every item of a language, so vLLM's
-prefix cache reuses it); the judged content comes last, in the user message, delimited and neutralized.
+Templates render in the bounded immutable sandbox (`contract.sandbox`) with no globals but the variables passed,
+and no prompt longer than MAX_PROMPT_CHARS; any failure is a RubricError naming file and field. The rubric's
+instructions are the system message (the same for every item: vLLM's prefix cache reuses it); the judged content
+comes last, in the user message, delimited and neutralized.
 """
 
 from __future__ import annotations
@@ -31,23 +28,10 @@ SYSTEM_BLOCK = "system"
 USER_BLOCK = "user"
 
 # The only names a template may use; `judgewatch rubric check` rejects any other.
-TEMPLATE_VARIABLES = frozenset(
-    {
-        "rubric",
-        "criteria",
-        "scale",
-        "reason_max_chars",
-        "question",
-        "answer",
-        "reference_answer",
-        "reference_facts",
-        "context",
-        "to_score",
-        "not_applicable",
-        "turns",
-        "steps",
-    }
-)
+TEMPLATE_VARIABLES = frozenset({
+    "rubric", "criteria", "scale", "reason_max_chars", "question", "answer", "reference_answer", "reference_facts",
+    "context", "to_score", "not_applicable", "turns", "steps",
+})  # fmt: skip
 
 # A pairwise rubric's templates also get the two answers to compare (and `answer` is empty).
 PAIRWISE_VARIABLES = TEMPLATE_VARIABLES | {"answer_a", "answer_b"}
@@ -57,11 +41,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """The one Jinja environment: sandboxed and immutable, StrictUndefined, no autoescape (a prompt, not HTML).
-
-    Jinja's default globals (`lipsum`, `cycler`, `joiner`, `namespace`, `range`, `dict`) are removed: a
-    template sees only the variables judgewatch renders it with.
-    """
+    """The one Jinja environment: sandboxed and immutable, StrictUndefined, no autoescape (a prompt, not HTML), and
+    without Jinja's default globals (`range`, `dict`, `cycler`...): a template sees only what it is rendered with."""
     env = BoundedSandbox(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -186,10 +167,7 @@ def _render(rubric: Rubric, item: JudgeItem, to_score: list[str], extra: dict[st
         raise RubricError(f"{where}: {exc}") from exc
     except Exception as exc:  # templates are data: whatever fails while rendering is the template's error
         raise RubricError(f"{where}: template failed to render: {type(exc).__name__}: {exc}") from exc
-    return [
-        {"role": "system", "content": parts[SYSTEM_BLOCK]},
-        {"role": "user", "content": parts[USER_BLOCK]},
-    ]
+    return [{"role": "system", "content": parts[SYSTEM_BLOCK]}, {"role": "user", "content": parts[USER_BLOCK]}]
 
 
 def _render_blocks(template: jinja2.Template, context: dict[str, object]) -> dict[str, str]:

@@ -1,9 +1,7 @@
 """Guards every row reader applies before a row becomes an item: file sniffing, JSON depth, NUL, field size.
 
-One bad row never costs a run: each guard either makes the row storable (NUL characters removed, the change
-reported) or says why the row must be quarantined (too deeply nested, a field over the size limit). A file that
-cannot be read as JSONL at all (UTF-16, CR-only line endings, empty) gets one file-level message instead of a
-message per line. The JSONL readers of `judgewatch judge --input`, traffic sources and golden sets share these.
+Each guard makes a row storable (NUL removed, the change reported) or says why it is quarantined (too deep, a field
+over the limit); a file that is not JSONL at all (UTF-16, CR-only, binary, empty) gets one message for the file.
 """
 
 from __future__ import annotations

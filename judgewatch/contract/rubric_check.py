@@ -21,15 +21,11 @@ from judgewatch.contract.prompt import (
 )
 from judgewatch.contract.rubric import Rubric, RubricError, load_rubric
 
+# fmt: off
 _SAMPLES = (
     JudgeItem(
-        id="check-en",
-        question="What is the capital of France?",
-        answer="Paris.",
-        reference_answer="Paris",
-        reference_facts=["Paris is the capital of France."],
-        context=["France's capital city is Paris."],
-        language="en",
+        id="check-en", question="What is the capital of France?", answer="Paris.", reference_answer="Paris",
+        reference_facts=["Paris is the capital of France."], context=["France's capital city is Paris."], language="en",
     ),
     JudgeItem(id="check-zh", question="法国的首都是哪里？", answer="巴黎。", language="zh"),
     JudgeItem.model_validate(  # a conversation with a tool call: `turns` and `steps` render too
@@ -46,6 +42,7 @@ _SAMPLES = (
         }
     ),
 )
+# fmt: on
 
 
 def rubric_files(path: Path) -> list[Path]:

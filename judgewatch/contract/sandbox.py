@@ -1,23 +1,11 @@
 """The Jinja sandbox rubric templates render in, with resource limits on what a template can build.
 
-Jinja's `ImmutableSandboxedEnvironment` keeps a template away from Python's internals but not from memory:
-`{{ 'x' * 200000000 }}` builds a 200 MB string and `[1] * 10**10` exhausts memory before any check. Here
-every operation that can multiply its input is checked *before* it runs, against MAX_VALUE_CHARS (the length
-of any string or sequence a template builds):
-
-- the operators `*` (repetition), `**` (exponent at most MAX_EXPONENT), `%` (formatting widths) and `+`;
-- the string methods that pad, repeat or substitute (`ljust`, `rjust`, `center`, `zfill`, `expandtabs`,
-  `replace`, `join`, `format`, `format_map`) and integer arguments of any other call;
-- the filters that do the same (`center`, `indent`, `wordwrap`, `replace`, `join`, `format`);
-- string concatenation with `~`.
-
-Constructs that build a value out of captured output, where no operation can be checked (`{% set %}` blocks,
-`{% filter %}` blocks, macros, `{% call %}`, `self.<block>()`), and those that load other files
-(`{% include %}`, `{% import %}`, `{% extends %}`: there is no loader) are refused when the template compiles.
-
-The prompt as a whole is bounded by the renderer (`prompt.MAX_PROMPT_CHARS`). Not bounded: time. A template
-that loops over a long string inside another such loop, printing nothing, runs for a long time; templates are
-reviewed files in the rubric folder, and `rubric check` renders them before any run.
+Jinja's immutable sandbox keeps a template from Python's internals, not from memory (`{{ 'x' * 200000000 }}`).
+Every operation that can multiply its input (`*`, `**`, `%`, `+`, `~`, the padding, replacing, joining and
+formatting string methods and filters, integer arguments of any call) is checked *before* it runs against
+MAX_VALUE_CHARS. Constructs whose captured output no operation bounds (`{% set %}` and `{% filter %}` blocks,
+macros, `{% call %}`, `self`) and those that load files are refused when the template compiles. Not bounded: time
+(templates are reviewed files, rendered by `rubric check` before any run).
 """
 
 from __future__ import annotations
@@ -37,7 +25,6 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, SecurityError
 MAX_VALUE_CHARS = 2_000_000
 MAX_EXPONENT = 256
 _DIGITS = re.compile(r"\d+")
-_PADDING_METHODS = frozenset({"ljust", "rjust", "center", "zfill"})
 
 
 class TooLargeError(SecurityError):
@@ -203,8 +190,7 @@ def _check_str_method(owner: str, name: str, args: tuple[Any, ...], kwargs: dict
         parts = _sequence(args[0])
         if _join_size(owner, parts) > MAX_VALUE_CHARS:
             raise _refuse(what, _join_size(owner, parts))
-    elif name in _PADDING_METHODS:
-        pass  # their one width is an integer argument, checked by the caller
+    # ljust, rjust, center, zfill: their one width is an integer argument, checked by the caller
 
 
 # A filter's guard: the size its result could have, from (value, positional args, keyword args).
@@ -272,10 +258,5 @@ def _format(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 
 
 _FILTER_GUARDS: dict[str, Guard] = {
-    "center": _center,
-    "indent": _indent,
-    "wordwrap": _wordwrap,
-    "replace": _replace,
-    "join": _join,
-    "format": _format,
-}
+    "center": _center, "indent": _indent, "wordwrap": _wordwrap, "replace": _replace, "join": _join, "format": _format
+}  # fmt: skip
