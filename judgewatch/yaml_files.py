@@ -4,12 +4,16 @@ environment variable's name such files refer to secrets by."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def read_yaml(path: Path, error: type[Exception], what: str) -> object:
@@ -28,3 +32,11 @@ def error_line(origin: str, where: str, loc: Sequence[str | int], message: str) 
     """`FILE: ENTRY: field 'a.b': message`, from a validation error's location (within the entry) and message."""
     field = ".".join(str(part) for part in loc)
     return f"{origin}: {where}" + (f"field '{field}': " if field else "") + message.removeprefix("Value error, ")
+
+
+def validated(model: type[Model], data: object, error: type[Exception], line: Callable[[ErrorDetails], str]) -> Model:
+    """`data` as `model`, or `error` with one line per validation error (`line`: how an error reads)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise error("\n".join(line(err) for err in exc.errors())) from None

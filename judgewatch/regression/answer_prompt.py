@@ -1,11 +1,8 @@
 """The prompt a live tier answers a golden question with: the built-in one, or the product's own Jinja template.
 
-A release is only regressed faithfully when the tier receives the prompt the product sends, so a tier may name
-a template file. It is rendered in a sandbox (`ImmutableSandboxedEnvironment`, as rubric templates are) with
-StrictUndefined, and may use only `question`, `reference_facts`, `context` and `language`. A template with
-`{% block system %}` and `{% block user %}` gives a system and a user message; a template without blocks is
-the user message alone. Golden data is trusted input: it is passed as is, unlike the judged answers a rubric
-template neutralizes.
+A template renders in Jinja's immutable sandbox with StrictUndefined and only `question`, `reference_facts`,
+`context` and `language`; `{% block system %}` and `{% block user %}` give the two messages, no blocks the user
+message alone. Golden data is trusted: passed as is, not neutralized.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
-"""The release gate's decision: per-tier paired comparisons in, an exit code with its reasons out. Pure.
+"""The release gate's decision: per-tier comparisons in, an exit code with its reasons out. Pure.
 
-- exit 0: no criterion on any tier regressed beyond the margin (no interval of candidate - baseline lies
-  entirely below -margin); a tier's first release has no baseline and passes with a note. With a gap margin,
-  no tier trails the baseline tier beyond it either; the summary names the kind of tier gap it rests on
-  (paired on the same items, or unpaired on different items: `regression.tier_gap`).
-- exit 1: a regression; each reason names tier, criterion, estimate and interval.
-- exit 2: could not evaluate: an endpoint unreachable, an input invalid, more than the allowed share of verdicts
-  unscored, an interval that cannot be computed, a judge measured untrustworthy ("judge not trustworthy") or
-  not measured ("judge not measured"). Never a silent pass.
-An untrustworthy or unmeasured judge cannot pass or fail a release, so it wins over everything; otherwise a
-regression found on what could be evaluated wins over what could not (both are listed). Only a trust verdict
-accepted on purpose (`--accept-unvalidated-judge`) gets past, and `GateResult.accepted_unvalidated` then
-carries the line every reader of the result must show first (report) or last (CLI).
+- exit 0: no criterion of any tier regressed beyond the margin (and, with a gap margin, no tier trails the
+  baseline tier beyond it); a tier's first release passes with a note.
+- exit 1: a regression: the whole interval of candidate - baseline lies below -margin.
+- exit 2: could not evaluate (endpoint down, invalid input, too many unscored verdicts, no interval) or the judge
+  is untrustworthy or unmeasured. Never a silent pass.
+An untrustworthy or unmeasured judge wins over everything, then a regression over what could not be evaluated;
+a judge accepted on purpose (`--accept-unvalidated-judge`) passes with `GateResult.accepted_unvalidated` said
+first (report) or last (CLI). docs/release_gate.md.
 """
 
 from __future__ import annotations

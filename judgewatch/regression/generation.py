@@ -1,10 +1,8 @@
 """How a live tier is asked for its answers: the effective request, its identity, the client, the endpoint check.
 
-`TierRequest` joins a tier's configuration (prompt template, params, headers) with the gate's defaults. Its
-`config_hash` covers what shapes an answer (model, template content, effective params, header templates) and
-never the key, and `summary()` is what the report shows, with secrets masked. Both go into the store with every
-generated answer, so a changed prompt template is a different release configuration and a re-run with the
-same configuration reuses the stored answers.
+`TierRequest.config_hash` covers what shapes an answer (model, template content, effective params, header
+templates; never the key) and is stored with every generated answer, so a re-run with the same configuration
+reuses them; `summary()` is what the report shows, secrets masked.
 """
 
 from __future__ import annotations

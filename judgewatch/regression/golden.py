@@ -331,10 +331,8 @@ def _load_hub(hub_id: str, split: str) -> GoldenSet:
 
 
 def _hf_rows(path: str, *, quiet: bool, **kwargs: Any) -> list[dict[str, Any]]:
-    """Rows read through HF `datasets`, imported only here: it is slow to import and only loading needs it.
-
-    Imported by name because type checkers run from the repo root resolve `datasets` to our data folder.
-    """
+    """Rows read through HF `datasets` (slow to import: imported here, by name, as type checkers run from the repo
+    root resolve `datasets` to our data folder)."""
     hf = _import_datasets()
     hide_bars = quiet and hf.is_progress_bar_enabled()
     if hide_bars:
@@ -350,12 +348,8 @@ def _hf_rows(path: str, *, quiet: bool, **kwargs: Any) -> list[dict[str, Any]]:
 
 
 def _import_datasets() -> Any:
-    """HF `datasets`, kept from pinging S3 on every load (local files included) to count a download.
-
-    The ping is datasets' only network call for a local JSON file; offline machines would wait on it. The
-    setting is read when `datasets` is first imported, so it is applied to its config too in case something
-    imported it earlier. Set HF_UPDATE_DOWNLOAD_COUNTS=1 to keep the ping. Hub ids still load online.
-    """
+    """HF `datasets`, kept from pinging S3 to count a download on every load, local files included (offline
+    machines would wait on it); set HF_UPDATE_DOWNLOAD_COUNTS=1 to keep the ping. Hub ids still load online."""
     os.environ.setdefault(_DOWNLOAD_COUNTS, "0")
     hf = importlib.import_module("datasets")
     hf.config.HF_UPDATE_DOWNLOAD_COUNTS = (

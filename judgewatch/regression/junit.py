@@ -1,13 +1,9 @@
 """The gate's decision as JUnit XML, for a release pipeline's test-results view (`regress --junit`).
 
-One test case per comparison the gate decided: each tier x criterion against the tier's baseline release (over the
-golden sets under test together, as the gate decides it; the case names them) and each tier gap x criterion. A
-case fails when the gate found it regressed, errors when the gate could not evaluate it or its tier, is skipped
-when there was nothing to decide (no paired scores, a tier's first release, a tier gap reported but not gated),
-and passes otherwise. A reason the gate could not evaluate that belongs to no case (an untrustworthy judge, an
-unreachable endpoint, an invalid input) is an errored case of its own: the file is never green when the gate
-exited 2. The suite's properties name the release, the judge and its measured trust, the baseline tier and
-releases. Built with xml.etree from the report's one record (`regression.report.RegressionReport`).
+One test case per tier x criterion against its baseline release and per tier gap x criterion: failed when the gate
+found it regressed, errored when it could not evaluate it, skipped when there was nothing to decide, passed
+otherwise. A reason belonging to no case (untrustworthy judge, invalid input) is an errored case of its own: the
+file is never green when the gate exited 2. Built with xml.etree from the report's record.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""How the release gate decides and how it produces answers: one typed model, the single source of the defaults.
-
-`judgewatch regress`'s options, the `post-release-regression` flow's parameters and `prefect.yaml`'s deployment
-parameters all take their defaults from `GateOptions` (a test checks `prefect.yaml` against it).
-"""
+"""The gate's options and their defaults, one typed model: `judgewatch regress`'s options, the regression flow's
+parameters and `prefect.yaml`'s deployment parameters take their defaults from `GateOptions` (a test checks)."""
 
 from __future__ import annotations
 

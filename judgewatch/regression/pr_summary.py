@@ -1,10 +1,6 @@
-"""The gate's decision as a short Markdown summary for a pull-request comment (`regress --summary-md`).
-
-From the report's one record (`regression.report.RegressionReport`), nothing computed again: the verdict line
-with its exit code, one table of every tier x criterion compared (candidate - baseline, its interval, the margin,
-the verdict, the smallest drop the gate detects with 80% probability), the judge and its measured trust, the
-judge's cost, and the worst items linked to the review app's Items page. The full report says the rest.
-"""
+"""The gate's decision as a short Markdown summary for a pull-request comment (`regress --summary-md`): the
+verdict line, one table of every tier x criterion compared, the judge and its trust, the cost, the worst items
+linked to the review app; all from the report's record, nothing computed again."""
 
 from __future__ import annotations
 

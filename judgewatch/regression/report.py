@@ -1,9 +1,6 @@
-"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record.
-
-Per tier and criterion: baseline, candidate, difference with its interval, unscored counts, the golden items the
-tier did not answer; the judge and rubric the scores rest on and the judge's measured trust; each tier's gap to
-the baseline tier with its estimand (paired on the same items, or unpaired on different items); the worst items.
-"""
+"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record (per tier and
+criterion: means, difference and interval, unscored and unanswered counts, the judge, rubric and trust, the tier
+gaps with their estimand, the tier preference, the worst items)."""
 
 from __future__ import annotations
 

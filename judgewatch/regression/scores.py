@@ -1,8 +1,5 @@
 """A release tier's scores as judged, read from the store: baselines, per-item scores, unscored counts, worst items.
-
-Plain functions over a session: the regression flow's tasks are thin wrappers around them. Only verdicts of one
-rubric and one judge configuration are read, so the two sides of a comparison always share one series.
-"""
+Only verdicts of one rubric and one judge configuration are read, so both sides of a comparison share one series."""
 
 from __future__ import annotations
 

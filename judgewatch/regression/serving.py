@@ -1,13 +1,8 @@
-"""Serving tiers of a release: a live OpenAI-compatible endpoint or a file of recorded answers.
+"""Serving tiers of a release: a live OpenAI-compatible endpoint (`NAME=URL#MODEL`, or a tiers file:
+`tier_config`) or a JSONL file of recorded answers (`{"id", "answer"}` per golden item it answered).
 
-A live tier is given on the command line (`full=URL#MODEL`: the built-in prompt, no key) or in a tiers file
-(`tier_config.py`: its key's variable, headers, prompt template and generation parameters).
-
-Recorded answers are JSONL, one `{"id": ..., "answer": ...}` per golden item the tier answered. A malformed line,
-a duplicate or an unknown id is an error naming the file, the line and the id. A file may answer only some items:
-`answer_coverage` names the ones it lacks, which the report lists and the tier is never scored on (tiers that
-answered different items are compared unpaired: `tier_gap`); a file answering no item of a golden set is an error
-naming the file and the set.
+A malformed line, a duplicate or an unknown id is an error naming file, line and id; the items a file does not
+answer are listed and never scored for its tier (docs/release_gate.md, "Tiers that answered different items").
 """
 
 from __future__ import annotations
@@ -27,8 +22,6 @@ from judgewatch.regression.answer_prompt import AnswerTemplate
 from judgewatch.url_secrets import hide
 
 logger = logging.getLogger(__name__)
-
-_MAX_LISTED = 5
 
 
 class TierError(ValueError):
@@ -170,12 +163,6 @@ def parse_tiers(
             "(flow parameters: tiers_file or tiers_variable, tiers, answers)"
         )
     return specs
-
-
-def _fmt_ids(ids: Iterable[str]) -> str:
-    listed = sorted(ids)
-    more = f" (and {len(listed) - _MAX_LISTED} more)" if len(listed) > _MAX_LISTED else ""
-    return ", ".join(listed[:_MAX_LISTED]) + more
 
 
 def load_recorded_answers(path: Path, expected_ids: Collection[str] | None = None) -> dict[str, str]:

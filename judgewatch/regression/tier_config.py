@@ -1,19 +1,8 @@
-"""A tiers file: the serving tiers of a release as the product runs them (`judgewatch regress --tiers FILE`).
+"""A tiers file: the serving tiers of a release as the product runs them (`judgewatch regress --tiers FILE`;
+docs/release_gate.md, "Serving tiers as the product runs them", and examples/tiers.yaml).
 
-    tiers:
-    - name: full
-      base_url: https://gateway.example/v1
-      model: acme-chat
-      api_key_env: GATEWAY_KEY            # the variable's name; the key never appears in the file
-      headers: {X-Route: full, X-Tenant: "${TENANT}"}
-      prompt_template: prompts/support.j2  # relative to this file; default: judgewatch's built-in prompt
-      params: {temperature: 0.2, max_tokens: 200, stop: ["\\n\\n"], extra_body: {top_k: 20}}
-      concurrency: 4
-      baseline: true                        # the tier the release's other tiers are compared with
-
-A bare list of tiers is accepted too. Validation is strict (unknown fields are errors, as in simonw/llm's
-templates) and every error names the file, the tier and the field. Environment variables are read only when a
-tier is called (`credentials`), so a file can be checked anywhere, and a missing variable is named.
+Validation is strict (unknown fields are errors) and every error names the file, the tier and the field; a tier's
+environment variables (its key, `${VAR}` in headers) are read only when it is called (`credentials`).
 """
 
 from __future__ import annotations
@@ -27,11 +16,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import ErrorDetails
 
 from judgewatch.regression.answer_prompt import AnswerTemplate, TemplateError
 from judgewatch.regression.serving import TierError, TierParams, TierSpec
-from judgewatch.yaml_files import ENV_NAME, error_line, read_yaml
+from judgewatch.yaml_files import ENV_NAME, error_line, read_yaml, validated
 
 logger = logging.getLogger(__name__)
 
@@ -87,37 +77,26 @@ class TiersDocument(BaseModel):
     tiers: list[TierEntry] = Field(min_length=1)
 
 
-def _tier_label(data: object, index: int) -> str:
-    tiers = data.get("tiers") if isinstance(data, dict) else None
-    entry = tiers[index] if isinstance(tiers, list) and index < len(tiers) else None
-    name = entry.get("name") if isinstance(entry, dict) else None
-    return f"tier {name!r} (tiers[{index}])" if isinstance(name, str) else f"tiers[{index}]"
-
-
-def _format_errors(exc: ValidationError, data: object, origin: str) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = list(err["loc"])
-        where = ""
-        if len(loc) >= 2 and loc[0] == "tiers" and isinstance(loc[1], int):
-            where = _tier_label(data, loc[1]) + ": "
-            loc = loc[2:]
-        elif loc[:1] == ["tiers"]:
-            loc = ["tiers"]
-        lines.append(error_line(origin, where, loc, err["msg"]))
-    return "\n".join(lines)
+def _error_line(err: ErrorDetails, tiers: list[Any], origin: str) -> str:
+    """One validation error as `FILE: tier 'x' (tiers[2]): field 'a.b': message`."""
+    loc, where = list(err["loc"]), ""
+    if len(loc) >= 2 and loc[0] == "tiers" and isinstance(index := loc[1], int):
+        entry = tiers[index] if index < len(tiers) else None
+        name = entry.get("name") if isinstance(entry, dict) else None
+        where = (f"tier {name!r} (tiers[{index}])" if isinstance(name, str) else f"tiers[{index}]") + ": "
+        loc = loc[2:]
+    elif loc[:1] == ["tiers"]:
+        loc = ["tiers"]
+    return error_line(origin, where, loc, err["msg"])
 
 
 def parse_tiers_document(data: object, *, origin: str, base_dir: Path) -> list[TierSpec]:
     """Validate a tiers document (a mapping with `tiers`, or a bare list); template paths resolve from `base_dir`."""
-    if isinstance(data, list):
-        data = {"tiers": data}
+    data = {"tiers": data} if isinstance(data, list) else data
     if not isinstance(data, dict):
         raise TierError(f"{origin}: expected a list of tiers, or a mapping with 'tiers', at the top level")
-    try:
-        document = TiersDocument.model_validate(data)
-    except ValidationError as exc:
-        raise TierError(_format_errors(exc, data, origin)) from None
+    tiers = found if isinstance(found := data.get("tiers"), list) else []
+    document = validated(TiersDocument, data, TierError, lambda err: _error_line(err, tiers, origin))
     specs: list[TierSpec] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(document.tiers):
@@ -132,21 +111,8 @@ def parse_tiers_document(data: object, *, origin: str, base_dir: Path) -> list[T
                 template = AnswerTemplate.load(path if path.is_absolute() else base_dir / path)
             except TemplateError as exc:
                 raise TierError(f"{label}: field 'prompt_template': {exc}") from None
-        specs.append(
-            TierSpec(
-                name=entry.name,
-                kind="live",
-                base_url=entry.base_url,
-                model=entry.model,
-                api_key_env=entry.api_key_env,
-                headers=dict(entry.headers),
-                template=template,
-                params=entry.params,
-                concurrency=entry.concurrency,
-                origin=origin,
-                baseline=entry.baseline,
-            )
-        )
+        fields = entry.model_dump(exclude={"prompt_template"})
+        specs.append(TierSpec(kind="live", template=template, origin=origin, **fields))
     marked = [f"{s.name!r} (tiers[{k}])" for k, s in enumerate(specs) if s.baseline]
     if len(marked) > 1:
         raise TierError(f"{origin}: field 'baseline': only one tier can be the baseline, got {', '.join(marked)}")

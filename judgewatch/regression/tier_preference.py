@@ -1,14 +1,9 @@
-"""Tier gap on the same items: the pairwise judge compares two tiers' answers to every golden item of a release
-both answered (`pair_items`: tiers that answered different items are compared on their common items only, and
-the report says how many, and how many only one tier answered).
+"""Tier preference on the same items: the pairwise judge compares two tiers' answers to every golden item both
+answered (`pair_items`), in both orders (disagreeing orders are a tie: `trust.pairwise`).
 
-Each pair (candidate tier's answer, reference tier's answer, e.g. quantized vs full) is asked in both orders;
-the orders agreeing give the winner, disagreeing ones a tie (`judgewatch.trust.pairwise`). The pair is an
-interaction of its own, source `pairwise:<release>/<candidate>~<reference>/<dataset>` (neither traffic nor a
-tier's golden answers, so it enters no pointwise estimate), and its verdict is stored through the judging
-pipeline under the pairwise rubric with one score per criterion: -1 candidate worse, 0 tied, +1 candidate
-better. Per release and golden set the report gives the worse / tied / better shares with intervals and the
-sign test (`stats.preference`).
+A pair is an interaction of its own (source `pairwise:<release>/<candidate>~<reference>/<dataset>`, in no pointwise
+estimate) judged under the pairwise rubric, one score per criterion: -1 candidate worse, 0 tied, +1 better. The
+report gives the worse / tied / better shares with intervals and the sign test (`stats.preference`).
 """
 
 from __future__ import annotations
