@@ -1,10 +1,8 @@
 """Calibration tables: drift alerts, frozen anchor sets, and daily snapshots of the computed calibration.
 
-`DriftAlert` is one alert per (judge configuration, rubric version, tier, criterion, window width, window
-start): computing the same window again updates its numbers but keeps its state, so a re-run never alerts
-twice (alert rules send them to webhooks: `judgewatch.alerts`). `AnchorSet`/`AnchorItem` hold a frozen list of
-interactions that every new judge configuration re-judges. `CalibrationSnapshot` keeps what the daily flow
-computed (tier estimates, drift series, anchor comparisons) as JSON, one row per kind, scope and day.
+A drift alert is one per series and window: computing the window again updates its numbers and keeps its state,
+so a re-run never alerts twice. An anchor set is a frozen list of interactions every new judge configuration
+re-judges; a snapshot is what the daily flow computed, as JSON, one row per kind, scope and day.
 """
 
 from __future__ import annotations
@@ -30,22 +28,6 @@ class AlertState(StrEnum):
 
 class AnchorSetFrozen(ValueError):
     """An anchor set with this name exists with other items: anchor sets never change once stored."""
-
-
-def drift_alert_id(
-    judge_config_hash: str,
-    rubric_name: str,
-    rubric_version: str,
-    tier: str,
-    criterion: str,
-    window: str,
-    start: datetime,
-    *extra: str,
-) -> str:
-    """`extra`: what else separates series (a release, the served-model-change family); none for older alerts."""
-    return stable_id(
-        "drift_alert", judge_config_hash, rubric_name, rubric_version, tier, criterion, window, start, *extra
-    )
 
 
 SERVED_MODEL_CHANGE = "served_model_change"  # DriftAlert.kind of a served-model change, not judge drift
@@ -110,10 +92,6 @@ class AnchorItem(SQLModel, table=True):
     position: int
 
 
-def snapshot_id(kind: str, scope: str, day: str) -> str:
-    return stable_id("calibration_snapshot", kind, scope, day)
-
-
 class CalibrationSnapshot(SQLModel, table=True):
     __tablename__ = "calibration_snapshot"
 
@@ -135,17 +113,12 @@ _ALERT_KEEP = ("id", "state", "created_at", "resolved_at", "resolved_by", "resol
 
 def upsert_alert(*, session: Session, alert: DriftAlert) -> tuple[DriftAlert, bool]:
     """Store an alert by its id; an existing one gets the new numbers but keeps its state. (row, created?)."""
-    alert.id = drift_alert_id(
-        alert.judge_config_hash,
-        alert.rubric_name,
-        alert.rubric_version,
-        alert.tier,
-        alert.criterion,
-        alert.window,
-        alert.window_start,
-        *([f"release={alert.release}"] if alert.release is not None else []),
-        *([SERVED_MODEL_CHANGE] if alert.kind == SERVED_MODEL_CHANGE else []),
-    )
+    # One alert per series and window; a release and the served-model-change family also separate series (an
+    # older alert has neither in its id).
+    series = (alert.judge_config_hash, alert.rubric_name, alert.rubric_version, alert.tier, alert.criterion)
+    extra = [f"release={alert.release}"] if alert.release is not None else []
+    extra += [SERVED_MODEL_CHANGE] if alert.kind == SERVED_MODEL_CHANGE else []
+    alert.id = stable_id("drift_alert", *series, alert.window, alert.window_start, *extra)
     existing = session.get(DriftAlert, alert.id, populate_existing=True)
     if existing is None:
         session.add(alert)
@@ -235,7 +208,7 @@ def anchor_interaction_ids(*, session: Session, name: str) -> list[str]:
 def save_snapshot(*, session: Session, snapshot: CalibrationSnapshot) -> CalibrationSnapshot:
     """Insert or replace the snapshot of this kind and scope for its day."""
     snapshot.day = snapshot.day or snapshot.computed_at.date().isoformat()
-    snapshot.id = snapshot_id(snapshot.kind, snapshot.scope, snapshot.day)
+    snapshot.id = stable_id("calibration_snapshot", snapshot.kind, snapshot.scope, snapshot.day)
     merged = session.merge(snapshot)
     session.flush()
     return merged

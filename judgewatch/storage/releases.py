@@ -1,10 +1,8 @@
 """Releases, baselines and gate decisions: what the post-release regression gate compares and what it decided.
 
-`ReleaseTier` is one tier of one release (its answers' source, the runs that judged them) and, once someone
-accepts it, the baseline later releases of that tier are compared with: the accepted row with the latest
-`accepted_at` wins. `GateDecision` stores each gate outcome, so a pipeline (or a test) can read what was
-decided without the report file. A tier's answers to golden items are ordinary interactions whose `source`
-is `regression_source(release, tier, dataset)`.
+`ReleaseTier` is one tier of one release and, once accepted, the baseline its later releases are compared with
+(the latest accepted wins); `GateDecision` stores each gate outcome. A tier's answers to golden items are
+interactions of source `regression_source(release, tier, dataset)`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Human review tables: reviewer accounts, review items routed from verdicts, and the labels people give.
 
-A `ReviewItem` is one stored verdict sent to people, with the probability it had of being sent (so statistics
-can weight it back) and a server-side lease: `state`, `lease_owner`, `lease_expires_at`. A `ReviewLabel` is
-one reviewer's answer for one item (scores, or a skip/flag), at most one per (item, reviewer). The partial
-indexes keep "lease the next item" an index probe at millions of items on PostgreSQL and SQLite alike.
+A `ReviewItem` carries the probability it had of being routed (for 1/p weights) and a server-side lease; a
+`ReviewLabel` is one reviewer's answer for one item. The partial indexes keep "lease the next item" an index probe
+at millions of items on both backends.
 """
 
 from __future__ import annotations
@@ -50,6 +49,12 @@ def review_item_id(verdict_id: str) -> str:
     return stable_id("review_item", verdict_id)
 
 
+def _partial(name: str, *columns: str, state: str) -> Index:
+    """An index of the items in one state only, on both backends."""
+    where = text(f"state = '{state}'")
+    return Index(name, *columns, postgresql_where=where, sqlite_where=where)
+
+
 class Reviewer(SQLModel, table=True):
     __tablename__ = "reviewer"
 
@@ -66,26 +71,10 @@ class ReviewItem(SQLModel, table=True):
     __tablename__ = "review_item"
     __table_args__ = (
         # "next available item, oldest first": a partial index read in order, first row wins.
-        Index(
-            "ix_review_item_available",
-            "created_at",
-            "id",
-            postgresql_where=text("state = 'available'"),
-            sqlite_where=text("state = 'available'"),
-        ),
+        _partial("ix_review_item_available", "created_at", "id", state="available"),
         # "leases that have run out" and "the lease I hold": only leased rows are indexed.
-        Index(
-            "ix_review_item_lease_expiry",
-            "lease_expires_at",
-            postgresql_where=text("state = 'leased'"),
-            sqlite_where=text("state = 'leased'"),
-        ),
-        Index(
-            "ix_review_item_lease_owner",
-            "lease_owner",
-            postgresql_where=text("state = 'leased'"),
-            sqlite_where=text("state = 'leased'"),
-        ),
+        _partial("ix_review_item_lease_expiry", "lease_expires_at", state="leased"),
+        _partial("ix_review_item_lease_owner", "lease_owner", state="leased"),
         Index("ix_review_item_state", "state"),
     )
 

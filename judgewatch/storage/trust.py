@@ -1,10 +1,8 @@
 """Trust records: how well one judge configuration did on one body of evidence, when it was measured.
 
-One row per (judge configuration hash, rubric name/version/hash, evidence kind, dataset and its revision,
-tier): measuring again on the same evidence replaces the row, a new dataset revision, rubric version or judge
-configuration is a new row. `figures` holds the per-criterion numbers (AUROC and its interval, mean gap,
-unscored rate, position consistency, agreement with humans...) as JSON; `n_items` and `evidence` say what
-the record rests on.
+Measuring again on the same evidence replaces the record; a new dataset revision, rubric version or judge
+configuration is a new one. `figures` holds the per-criterion numbers as JSON; `n_items` and `evidence` say
+what the record rests on.
 """
 
 from __future__ import annotations
@@ -39,20 +37,6 @@ class TrustBasis(BaseModel):
     n_items: int = 0
 
 
-def trust_record_id(
-    judge_config_hash: str,
-    rubric_hash: str,
-    evidence: str,
-    dataset: str | None,
-    dataset_revision: str | None,
-    tier: str | None,
-) -> str:
-    """Same judge configuration, rubric, evidence, data revision and tier -> same record (re-measuring replaces)."""
-    return stable_id(
-        "trust", judge_config_hash, rubric_hash, evidence, dataset or "", dataset_revision or "", tier or ""
-    )
-
-
 class TrustRecord(SQLModel, table=True):
     __tablename__ = "trust_record"
 
@@ -81,15 +65,10 @@ class TrustRecord(SQLModel, table=True):
 
 
 def save_trust_record(*, session: Session, record: TrustRecord) -> TrustRecord:
-    """Insert or replace the record with the same identity (its id is derived, never taken from the caller)."""
-    record.id = trust_record_id(
-        record.judge_config_hash,
-        record.rubric_hash,
-        record.evidence,
-        record.dataset,
-        record.dataset_revision,
-        record.tier,
-    )
+    """Insert or replace the record with the same judge configuration, rubric, evidence, data revision and tier
+    (its id is derived from them, never taken from the caller)."""
+    basis = (record.evidence, record.dataset or "", record.dataset_revision or "", record.tier or "")
+    record.id = stable_id("trust", record.judge_config_hash, record.rubric_hash, *basis)
     merged = session.merge(record)
     session.flush()
     return merged

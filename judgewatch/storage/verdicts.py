@@ -1,17 +1,10 @@
 """Stored verdicts: one row per (interaction, rubric, judge configuration), plus one row per criterion.
 
-The verdict row keeps `scores` as JSON so a stored verdict reads back as the exact `Verdict` in one query.
-`CriterionScore` repeats each criterion's score as a plain row so per-criterion statistics are ordinary SQL
-(`GROUP BY criterion`, joins on tier) on SQLite and PostgreSQL alike, without dialect-specific JSON
-operators. Both are written in the same transaction by `upsert_verdicts`, the only writer.
-`judged_interactions` answers "already judged?" for a judging run.
-
-Current verdicts: a verdict made by a fallback judge, or left unscored because the endpoint failed, is *weak*;
-once the same interaction has a verdict of a judge working normally under the same rubric (say the configured
-judge, when a run is resumed after an outage), the weak ones get `superseded_by` that verdict's id and stay as
-history. Readers that estimate or route use `is_current` rows only, so nothing is counted twice.
-`refresh_current` keeps this up to date; `upsert_verdicts` calls it for every batch, and keeps the verdict counts
-(`judgewatch.storage.verdict_counts`) in the same transaction.
+`scores` is JSON so a verdict reads back whole in one query; `CriterionScore` repeats each score as a plain row so
+per-criterion statistics are ordinary SQL on both backends. `upsert_verdicts`, the only writer, writes both, the
+verdict counts and the current marks in one transaction. A weak verdict (a fallback judge's, or unscored because
+the endpoint failed) is `superseded_by` a normal verdict of the same interaction and rubric once there is one;
+readers that estimate or route read `is_current` rows only, so nothing is counted twice.
 """
 
 from __future__ import annotations
