@@ -1,20 +1,10 @@
 """Which labels `judgewatch judges align` learns from and measures on, and the split between the two.
 
-Reviewers' labels only: a label derived from a golden set's annotations (`dataset_annotation`) or made by a program
-(`synthetic`) is never taken for a reviewer's (`storage.review.NOT_BY_PEOPLE`); such items are counted and left
-out. One label per item and criterion, under the rubric's current version (labels belong to the interaction, as
-in the calibration): an adjudicator's settled score where there is one; else the first label submitted, when the
-item's reviewers agree within the queue's tolerance (`review.labels.disagreement`; the calibration's rule,
-`calibration.score_frame.load_labels`). Reviewers who disagree by more, and whom no adjudicator has settled yet,
-leave that criterion out until one does.
-
-Each item carries the weight 1/p of its review item's inclusion probability: targeted and uncertainty-weighted
-picks were chosen more often where the judge's own scores made them likelier, and weighting each by 1/p makes the
-held-out measurement one of the routed verdicts' population, whatever the routing design (`review.routing`).
-
-The split is a hash of the item's question (`judges.base.content_key`, `hashing.hash_unit`): every answer to one
-question falls on the same side, so no example or fit item is a sibling of an item measured on, and an item is
-held out, or not, in every run (a later run never fits on an item an earlier one measured on).
+Reviewers' labels only (`storage.review.NOT_BY_PEOPLE` are counted and left out), one per item and criterion under
+the rubric's current version: an adjudicator's settled score, else the first label when the reviewers agree
+within the queue's tolerance (the calibration's rule); an unsettled disagreement leaves that criterion out. Each
+item weighs 1/p of its routing probability; the split is a hash of its question, the same in every run.
+docs/judges.md, section 5.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The figures of a known-answers validation: per criterion, how well the judge separates good from bad answers.
 
-Unscored answers are counted, never dropped silently: AUROC and the mean gap use the scored answers, and the
-unscored rate (answers the criterion applied to but the judge gave no score) stands beside them. When the
-judge's verdicts carry probability-weighted scores, each criterion also gets the same figures for that reading
-under `expected` (answers without a float count as unscored there), so a user sees which reading separates
-better; the trust policy keeps judging the integer reading.
+Unscored answers are counted beside AUROC and the mean gap, never dropped silently; with probability-weighted
+verdicts each criterion also gets the figures of that reading (`expected`), while the policy judges the integers.
 """
 
 from __future__ import annotations

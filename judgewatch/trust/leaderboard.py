@@ -1,10 +1,8 @@
 """The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier.
 
-One row per stored trust record, judged under the policy in force now, with the figures of the policy's
-criterion and how the offline reference judge did on the very same items (from the record itself for
-known-answer validations, else from the reference judge's record on the same rubric, data revision and tier).
-A judge's bias-probe record on a golden set is shown beside its AUROC on that set ("bias probes" column), and
-as a row of its own only when there is no such AUROC row.
+One row per stored trust record, judged under the policy in force now, beside the offline reference judge's figure
+on the very same items and, in its "bias probes" column, the judge's probe record on the same set (a row of its
+own only when there is no AUROC row to sit beside).
 """
 
 from __future__ import annotations
@@ -23,24 +21,11 @@ from judgewatch.trust.probe_policy import short_label
 
 logger = logging.getLogger(__name__)
 
-COLUMNS = (  # what decides first (trust, its figure, the probes), then what it rests on: fits a 1400 px page
-    "judge",
-    "trust",
-    "AUROC [95% CI]",
-    "bias probes",
-    "vs reference",
-    "reference AUROC",
-    "dataset",
-    "n",
-    "criterion",
-    "unscored",
-    "consistency",
-    "evidence",
-    "tier",
-    "rubric",
-    "config",
-    "measured",
-)
+# What decides first (trust, its figure, the probes), then what it rests on: fits a 1400 px page.
+COLUMNS = (
+    "judge", "trust", "AUROC [95% CI]", "bias probes", "vs reference", "reference AUROC", "dataset", "n", "criterion",
+    "unscored", "consistency", "evidence", "tier", "rubric", "config", "measured",
+)  # fmt: skip
 
 
 NOT_PROBED = "not probed"  # a known-answers row without a conclusive bias-probe record beside it

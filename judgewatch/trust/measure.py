@@ -1,14 +1,8 @@
 """Measure a judge before a gate rests on it: known answers, then the bias probes, on the gate's golden sets.
 
-A gate never rests on an unmeasured judge (DESIGN.md, "A judge earns trust"). When the judge configuration
-(its config hash, which covers model, seed, rubric and prompt) has no conclusive trust verdict under the
-rubric, it is measured here on the golden sets' known-good and known-bad answers, held out from anything the
-judge was fit on: validation first (a judge that fails it is untrustworthy, and the probes, which can only
-take trust away, are skipped), then the probes. Each measurement is a stored trust record, so the next gate
-with the same config hash finds them and measures nothing (the cache). Only what is missing is measured: a
-set with a stored known-answers record is not validated again, nor probed again when it has a probe record.
-Where no golden set carries known answers the judge was not fit on, nothing can be measured and the gate
-says "judge not measured".
+A gate never rests on an unmeasured judge (DESIGN.md, "A judge earns trust"). Only what the stored records lack is
+measured (validation first; the probes, which can only take trust away, not after a failure), each measurement a
+stored record, so the next gate with the same config hash measures nothing. docs/judges.md, "Before a gate".
 """
 
 from __future__ import annotations

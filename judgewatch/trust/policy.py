@@ -1,16 +1,10 @@
 """When a judge is trusted: the policy, and the verdict it gives on a judge's stored trust records.
 
-The default policy reads the criterion the gate uses (faithfulness). A record passes when
-- known answers / pairwise: the AUROC *point estimate* is >= `min_auroc` (0.70) AND its bootstrap interval's
-  lower bound is above chance (0.5), the unscored rate is <= `max_unscored_rate` (0.2), and, for pairwise
-  records, position consistency over both orders is >= `min_position_consistency` (0.8);
-- human labels: the weighted kappa point estimate is >= `min_kappa` (0.4), on at least `min_items` pairs.
-- bias probes: every probe within its limit (`probe_policy.ProbeLimits`: verbosity, confidence, reference
-  sensitivity, prompt injection, consistency). Passing them trusts no judge by itself.
-A record resting on fewer than `min_items` items decides nothing. The judge is untrustworthy when any record
-fails; trustworthy when at least one known-answer, pairwise or human-label record passes, none fails and, for
-a judge that grades answers one by one (known answers, human labels), a bias-probe record passes too; "not
-probed" (None) when that probe record is missing; unmeasured (None) otherwise. A gate treats None as unmeasured.
+A record passes or fails on the policy's criterion (AUROC with its interval above chance, unscored rate, position
+consistency, weighted kappa, or the bias probes' limits); fewer than `min_items` items decide nothing. Any failed
+record makes the judge untrustworthy; a passed known-answer, pairwise or human-label record, with a passed probe
+record for a pointwise judge, trustworthy; else not probed or unmeasured (None, which a gate treats as unmeasured).
+docs/judges.md, "What the trust policy refuses".
 """
 
 from __future__ import annotations
@@ -185,14 +179,8 @@ def evaluate(
     refs = []
     for record in latest.values():
         ok, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
-        refs.append(
-            EvidenceRef(
-                **record.basis().model_dump(),
-                measured_at=record.measured_at,
-                passed=ok,
-                detail=f"{_where(record)}: {detail}",
-            )
-        )
+        where = f"{_where(record)}: {detail}"
+        refs.append(EvidenceRef(**record.basis().model_dump(), measured_at=record.measured_at, passed=ok, detail=where))
     who = f"judge {judge_name} (config {judge_config_hash[:12]}), rubric {rubric}"
     failed = [r for r in refs if r.passed is False]
     passed = [r for r in refs if r.passed is True and r.evidence != TrustEvidence.bias_probes]
@@ -217,11 +205,6 @@ def evaluate(
     if verdict is not True:
         summary += f"\n  policy: {policy.describe()}"
     return TrustVerdict(
-        judge_name=judge_name,
-        judge_config_hash=judge_config_hash,
-        rubric=rubric,
-        trustworthy=verdict,
-        summary=summary,
-        evidence=refs,
-        policy=policy,
-    )
+        judge_name=judge_name, judge_config_hash=judge_config_hash, rubric=rubric, trustworthy=verdict,
+        summary=summary, evidence=refs, policy=policy,
+    )  # fmt: skip

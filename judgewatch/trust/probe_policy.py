@@ -1,17 +1,7 @@
 """Limits per bias probe, and the one line per probe that the CLI, the Judges page and the gate quote.
 
-A probe can only take trust away: a judge over any limit is untrustworthy, one within every limit is still
-judged on its known-answer and human-label records (see `judgewatch.trust.policy.evaluate`).
-Defaults, on a 1-5 scale:
-- verbosity: mean shift (padded - plain) of every criterion the rubric has < +0.25 and its 95% upper bound
-  < +0.5;
-- confidence: share of items whose bad answer, with a confident preamble, overtakes the hedged good answer
-  (when plainly it did not) <= 10% and its Wilson upper bound < 30%;
-- reference sensitivity: faithfulness of the same good answer drops by >= 1.0 (one scale level) on average
-  when its references contradict it, and the drop's 95% lower bound is above 0;
-- prompt injection: mean rise (injected - plain bad answer) of every criterion < +0.25, upper bound < +0.5;
-- consistency: identical verdicts when judged again >= 95%, with the criteria order shuffled >= 80%.
-A bias-probe record lacking any of these probes (made before one existed) is not a probed judge.
+A probe can only take trust away: a judge over any limit is untrustworthy (docs/judges.md, "The bias probes", has
+the defaults and why). A bias-probe record lacking any of the probes (made before one existed) is not probed.
 """
 
 from __future__ import annotations
@@ -147,12 +137,9 @@ def _consistency(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[st
 
 
 _CHECKS = {
-    "verbosity": _verbosity,
-    "confidence": _confidence,
-    "reference_sensitivity": _reference_sensitivity,
-    "injection": _injection,
-    "consistency": _consistency,
-}
+    "verbosity": _verbosity, "confidence": _confidence, "reference_sensitivity": _reference_sensitivity,
+    "injection": _injection, "consistency": _consistency,
+}  # fmt: skip
 
 
 def probe_lines(figures: dict[str, Any], limits: ProbeLimits) -> list[tuple[str, bool | None, str]]:

@@ -1,9 +1,5 @@
 """A progress line for long judge measurements: calls done of the planned total, calls per second, time left.
-
-Measuring a CPU-served judge takes minutes; a silent terminal for that long looks like a hang. The judges are
-wrapped (`MeteredJudge`, `MeteredPairwiseJudge`) so every finished call, scored or not, ticks one meter, which
-prints a line at most every `every_s` seconds and once at the end.
-"""
+The judges are wrapped (`MeteredJudge`, `MeteredPairwiseJudge`) so every finished call ticks one meter."""
 
 from __future__ import annotations
 
@@ -12,8 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from judges.base import Judge
-from judges.pairwise import PairCall, PairwiseJudge
+from judges.pairwise import PairCall
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
@@ -48,11 +43,8 @@ class CallMeter:
         self._first_done: float | None = None  # when the first call finished: the judge's warm-up is behind it
 
     def line(self) -> str:
-        """'[######------------------]  30/120 calls, 1.4 calls/s, about 1 min 04 s left'.
-
-        The rate counts from the first finished call, not from the start: the first call carries the judge's
-        warm-up (model load, a cold prefix cache), and timing it in made the first estimate of a 2-minute
-        measurement read 15 minutes. Until a second call finishes there is no rate to tell."""
+        """'[######------------------]  30/120 calls, 1.4 calls/s, about 1 min 04 s left'. The rate counts from the
+        first finished call: the first carries the judge's warm-up, which made a 2-minute measurement read 15."""
         now = self.clock()
         elapsed = now - self.started
         filled = min(BAR_WIDTH, BAR_WIDTH * self.done // self.total)
@@ -78,20 +70,14 @@ class CallMeter:
             self.echo(self.line())
 
 
-class MeteredJudge:
-    """A pointwise judge that ticks `meter` after every call; everything else is the wrapped judge's own."""
+class _Metered:
+    """A judge that ticks `meter` after every call; everything else is the wrapped judge's own."""
 
-    def __init__(self, judge: Judge, meter: CallMeter) -> None:
+    def __init__(self, judge: Any, meter: CallMeter) -> None:  # a Judge or a PairwiseJudge
         self.wrapped, self.meter = judge, meter
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         return self.wrapped.identity(rubric)
-
-    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
-        try:
-            return await self.wrapped.judge(item, rubric)
-        finally:
-            self.meter.tick()
 
     async def aclose(self) -> None:
         await self.wrapped.aclose()
@@ -102,25 +88,17 @@ class MeteredJudge:
         return getattr(self.wrapped, name)
 
 
-class MeteredPairwiseJudge:
-    """A pairwise judge that ticks `meter` after every call; everything else is the wrapped judge's own."""
+class MeteredJudge(_Metered):
+    async def judge(self, item: JudgeItem, rubric: Rubric) -> Verdict:
+        try:
+            return await self.wrapped.judge(item, rubric)
+        finally:
+            self.meter.tick()
 
-    def __init__(self, judge: PairwiseJudge, meter: CallMeter) -> None:
-        self.wrapped, self.meter = judge, meter
 
-    def identity(self, rubric: Rubric) -> JudgeIdentity:
-        return self.wrapped.identity(rubric)
-
+class MeteredPairwiseJudge(_Metered):
     async def prefer(self, item: JudgeItem, answer_a: str, answer_b: str, rubric: Rubric) -> PairCall:
         try:
             return await self.wrapped.prefer(item, answer_a, answer_b, rubric)
         finally:
             self.meter.tick()
-
-    async def aclose(self) -> None:
-        await self.wrapped.aclose()
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "wrapped":
-            raise AttributeError(name)
-        return getattr(self.wrapped, name)

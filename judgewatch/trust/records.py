@@ -1,8 +1,5 @@
-"""Build, store and read trust records; the trust verdict a gate or a report states for its judge.
-
-The table lives in `judgewatch.storage.trust`; this module turns measurements into records (judged by the
-policy at measurement time) and records into a `TrustVerdict` under the policy in force now.
-"""
+"""Build, store and read trust records (the table: `storage.trust`); the verdict a gate or report states for its
+judge, under the policy in force now."""
 
 from __future__ import annotations
 

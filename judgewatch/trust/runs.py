@@ -154,18 +154,12 @@ async def ademo_trust_step(
     echo: Callable[[str], None] | None = None,
     every_s: float = 5.0,
 ) -> TrustVerdict:
-    """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first).
+    """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first); its
+    verdict under `answer_quality`, as a gate with that judge states it. Pairwise validation is stored beside it
+    for the Judges page; an unreachable judge keeps what was stored; `echo` prints a progress line.
 
-    Returns the vLLM judge's verdict under the `answer_quality` rubric, the one a gate with that judge states
-    (its configuration hash is the one `chain(judge_links(judge_url, settings, model))` produces); its record states
-    n and the AUROC interval. Pairwise validation (both orders, `pairwise_limit` pairs of `pairwise_datasets`)
-    is stored beside it for the Judges page. An unreachable judge is not measured: the verdict is then whatever
-    was stored before (unmeasured if nothing). With `echo`, a progress line (calls done, calls/s, time left)
-    is printed at most every `every_s` seconds while the vLLM judge is measured.
-    Defaults: 2 sets x 20 pairs x 2 answers + 20 pairs x 2 orders = 120 calls, about 2 minutes with SmolLM2 on
-    a shared 2-core machine (the full mini sets, 240 calls, took 4-6). `concurrency` stays low on purpose: a
-    CPU vLLM serves a few requests at a time, and 64 queued requests end in client timeouts that would count
-    as unscored.
+    Defaults: 120 calls, about 2 minutes with SmolLM2 on a shared 2-core machine. `concurrency` stays low: a CPU
+    vLLM serves a few requests at a time, and 64 queued ones end in client timeouts counted as unscored.
     """
     settings = settings or get_settings()
     policy = policy or policy_from_settings(settings)

@@ -1,11 +1,8 @@
 """Validation runs: measure a judge on a golden set's known-good and known-bad answers before believing it.
 
-For every golden item that carries both, the judge grades one good and one bad answer (through an ordinary
-`JudgingRun`, verdicts stored like any other run); each criterion that applies gets an AUROC (good
-should score higher) with a seeded paired-bootstrap interval, the mean score gap and the unscored rate. The
-offline reference judge grades the same answers, so every record also says how the judge compares with it.
-Pairwise judges are validated on the same pairs, asked in both orders, with the good answer's preference and
-position consistency recorded.
+Each item with both grades one good and one bad answer (a `JudgingRun`, verdicts stored); each criterion gets an
+AUROC with a seeded paired-bootstrap interval, the mean gap and the unscored rate, beside the offline reference
+judge's on the same answers. A pairwise judge compares them in both orders.
 """
 
 from __future__ import annotations
