@@ -1,15 +1,10 @@
 """The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set.
 
-For the latest judge configuration and rubric version: store the day's tier snapshot (traffic and release
-estimands, tier gaps, agreement, label counts) and the Tiers page's rendering per period (the page reads it),
-store per-tier agreement with human labels as trust records, test every tier and criterion for drift and
-store alerts, and make sure the
-configured judge has re-judged the anchor set, comparing it with the previous configuration; when the judge
-endpoint's fingerprint changed (other weights or server under the same configuration) every anchor is
-re-judged at once and compared with its scores from before. Then alert on served-model changes: a tier's
-scores moving within a release while the judge is stable on the anchors (`calibration.model_change`). Every step is
-safe to run again the same day: snapshots and alerts are keyed by day and window, anchors are judged once per
-configuration. Retries live in the judge client only; no task has Prefect retries.
+For the latest judge configuration and rubric version: the day's tier snapshot and the Tiers page's views, per-tier
+agreement with people's labels as trust records, drift alerts per tier and criterion, the anchor set re-judged by
+the configured judge (all of it again when the endpoint's fingerprint changed or the last judging is old) and
+compared, then alerts on served-model changes (`calibration.model_change`). Every step is safe to run again the same
+day: snapshots and alerts are keyed by day and window, anchors judged once per configuration.
 """
 
 from __future__ import annotations
@@ -57,6 +52,11 @@ from judgewatch.trust.records import record_human_agreement
 logger = logging.getLogger(__name__)
 
 FLOW_NAME = "calibration"
+# What the day's tier snapshot keeps of the summary, by name.
+_TIER_FIELDS = (
+    "estimates", "differences", "traffic", "traffic_monitor", "release", "gaps", "traffic_covers", "agreement",
+    "label_counts", "excluded_verdicts",
+)  # fmt: skip
 
 
 def _scope(summary: CalibrationSummary) -> str:
@@ -66,20 +66,12 @@ def _scope(summary: CalibrationSummary) -> str:
 
 def _snapshot(engine: Engine, kind: str, scope: str, summary: CalibrationSummary | None, payload: Any) -> None:
     series = summary.series if summary is not None else None
+    snapshot = CalibrationSnapshot(id="", kind=kind, scope=scope, day="", payload=jsonable(payload))
+    if series is not None:
+        snapshot.rubric_name, snapshot.rubric_version = series.rubric.name, series.rubric.version
+        snapshot.judge_config_hash = series.judge.config_hash
     with session_scope(engine, write=True) as session:
-        save_snapshot(
-            session=session,
-            snapshot=CalibrationSnapshot(
-                id="",
-                kind=kind,
-                scope=scope,
-                day="",
-                rubric_name=series.rubric.name if series else None,
-                rubric_version=series.rubric.version if series else None,
-                judge_config_hash=series.judge.config_hash if series else None,
-                payload=jsonable(payload),
-            ),
-        )
+        save_snapshot(session=session, snapshot=snapshot)
 
 
 @task(name="tier-estimates", cache_policy=NO_CACHE)
@@ -90,21 +82,8 @@ def tier_snapshot(engine: Engine, rubric: Rubric, lookback_days: int) -> Calibra
     if summary.series is None:
         logger.warning("calibration: no scored verdicts under %s in the last %d days", rubric.name, lookback_days)
         return summary
-    payload = {
-        "since": since,
-        "judge": summary.series.judge,
-        "rubric": summary.series.rubric,
-        "estimates": summary.estimates,
-        "differences": summary.differences,
-        "traffic": summary.traffic,
-        "traffic_monitor": summary.traffic_monitor,
-        "release": summary.release,
-        "gaps": summary.gaps,
-        "traffic_covers": summary.traffic_covers,
-        "agreement": summary.agreement,
-        "label_counts": summary.label_counts,
-        "excluded_verdicts": summary.excluded_verdicts,
-    }
+    payload = {"since": since, "judge": summary.series.judge, "rubric": summary.series.rubric}
+    payload |= {name: getattr(summary, name) for name in _TIER_FIELDS}
     _snapshot(engine, "tiers", _scope(summary), summary, payload)
     return summary
 
@@ -226,13 +205,9 @@ async def anchors(
     comparison = None
     if new_hash is not None and before is not None and not before.empty:
         after = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
+        before_label, after_label = labels
         comparison = compare_before_after(
-            name,
-            before,
-            after,
-            before_label=labels[0],
-            after_label=labels[1],
-            categories=rubric.scale.levels,
+            name, before, after, before_label=before_label, after_label=after_label, categories=rubric.scale.levels
         )
     elif new_hash is not None:
         comparison = compare_on_anchors(

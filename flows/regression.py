@@ -1,12 +1,9 @@
 """The `post-release-regression` flow: did answer quality regress on any serving tier of a release?
 
-For a release, golden sets and tiers (live endpoints or recorded answers): produce every tier's answers, judge
-them, compare each tier with its baseline release item by item (paired bootstrap per criterion), compare every
-tier with the baseline tier (the tiers file's `baseline: true` or `baseline_tier`; pointwise, paired on the same
-items or unpaired when the tiers answered different items: `regression.tier_gap`; and pairwise on the items both
-answered: `flows.regression_pairwise`),
-apply the gate, write the report and store the decision. `judgewatch regress`
-runs it in-process (Prefect ephemeral mode); `prefect.yaml` deploys it for `run_deployment`.
+Produce every tier's answers (live endpoints or recorded answers), judge them, compare each tier with its baseline
+release item by item and with the release's baseline tier (`regression.tier_gap`, and pairwise:
+`flows.regression_pairwise`), apply the gate, write the report and store the decision. `judgewatch regress` runs
+it in-process; `prefect.yaml` deploys it. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -15,8 +12,9 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +41,7 @@ from flows.serving import serve_declared, serve_main
 from judges.base import Judge
 from judges.factory import chain, judge_links
 from judgewatch.judging.costs import release_cost
-from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation, TrustLike, decide
+from judgewatch.regression.gate import GateResult, TierEvaluation, decide
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.options import DEFAULTS, GateOptions
 from judgewatch.regression.report import RegressionReport, write_report
@@ -160,6 +158,9 @@ async def _evaluate(
         release, utcnow(), {}, GateResult(2, "error", ""), options.margin, options.max_unscored_share
     )
     report.accept_unvalidated_judge, report.gap_margin = options.accept_unvalidated_judge, options.gap_margin
+    gate = partial(
+        decide, margin=options.margin, max_unscored_share=options.max_unscored_share, gap_margin=options.gap_margin
+    )
     if inputs is None or judge is None:
         report.gate = decide([], margin=options.margin, problems=problems)
         return report
@@ -182,7 +183,7 @@ async def _evaluate(
     report.trust_summary, report.trustworthy = trust.summary, trust.trustworthy
     refused = trust.trustworthy is not True and not trust.accepted_on_purpose
     if refused or problems:  # nothing to learn from judging: say why now, in seconds
-        report.gate = _decide(report, [], [], trust, problems, notes, options)
+        report.gate = gate([], trust=trust, problems=problems, notes=notes)
         return report
     live = [t for t in inputs.tiers if t.name not in down]
     generations = await asyncio.gather(*(_produce(engine, release, t, inputs, options, settings) for t in live))
@@ -222,29 +223,8 @@ async def _evaluate(
             report.preferences += found.rows
             report.preference_items += [found.items] if found.items else []
     report.cost, report.review_url = release_cost(engine, release, settings), settings.review_url
-    report.gate = _decide(report, evaluations, report.gaps, trust, problems, notes, options)
+    report.gate = gate(evaluations, gaps=report.gaps, trust=trust, problems=problems, notes=notes)
     return report
-
-
-def _decide(
-    report: RegressionReport,
-    evaluations: Sequence[TierEvaluation],
-    gaps: Sequence[Comparison],
-    trust: TrustLike,
-    problems: Sequence[str],
-    notes: Sequence[str],
-    options: GateOptions,
-) -> GateResult:
-    return decide(
-        evaluations,
-        margin=report.margin,
-        max_unscored_share=options.max_unscored_share,
-        trust=trust,
-        gaps=gaps,
-        gap_margin=options.gap_margin,
-        problems=problems,
-        notes=notes,
-    )
 
 
 async def _produce(

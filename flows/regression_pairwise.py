@@ -1,9 +1,8 @@
-"""The regression flow's pairwise step: the tier gap on the same items (see `judgewatch.regression.tier_preference`).
+"""The regression flow's pairwise step: the tier preference on the same items (`regression.tier_preference`).
 
-After both tiers' answers are judged, the pairwise counterpart of the gate's judge (the offline reference
-pairwise judge for `--judge reference`, the same endpoint under the pairwise rubric otherwise) compares the
-candidate tier's and the reference tier's answer to every golden item in both orders. Pairs are stored as
-interactions and judged through a `JudgingRun`, so a re-run judges only pairs whose answers changed.
+The gate judge's pairwise counterpart compares the candidate and reference tiers' answers to every golden item both
+answered, in both orders; pairs are interactions judged through a `JudgingRun`, so a re-run judges only pairs
+whose answers changed.
 """
 
 from __future__ import annotations

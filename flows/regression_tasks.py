@@ -1,9 +1,7 @@
 """Tasks of the post-release regression flow: load inputs, check endpoints, store or generate answers, judge.
 
-Each task is one step and safe to run again: answers and verdicts are upserted under deterministic ids, a stored
-answer is reused and a stored verdict is not judged again, so re-running a release resumes and stores nothing
-twice. Retries live in one layer, the chat client (429, 5xx, timeouts, with backoff) that both the judge and
-answer generation use; no task has Prefect retries, so no call is ever retried at two layers.
+Each task is safe to run again: answers and verdicts are upserted under deterministic ids and a stored one is
+reused, so a re-run resumes. Retries live in one layer, the chat client; no task has Prefect retries.
 """
 
 from __future__ import annotations
@@ -182,12 +180,8 @@ async def generate_answers(
     concurrency: int,
     settings: Settings,
 ) -> Generation:
-    """Ask a live tier every golden question not answered yet (stored per release, tier and item).
-
-    The tier's prompt template (default: the question with the reference facts as context) and params
-    (default: temperature 0, a fixed seed), with its key and headers. A call that fails for good (after the
-    client's own retries) is counted, not stored, so a re-run asks again.
-    """
+    """Ask a live tier (its template, params, key and headers) every golden question not answered yet under its
+    configuration; a call that fails for good is counted, not stored, so a re-run asks again."""
     request = TierRequest(spec, max_tokens=max_tokens, seed=settings.judge_seed)
     with session_scope(engine) as session:
         stored = tier_answers(session=session, release=release, tier=spec.name, dataset=golden.name)

@@ -1,16 +1,11 @@
 """`judgewatch demo`: the post-release gate's three outcomes on the embedded defaults, then the vLLM judge measured.
 
-Two tiers (full, quantized) answer the shipped golden sets (HaluEval QA, HalluQA) with RECORDED answers built
-from the real data: no model generates them. r1 (known-good answers everywhere) is the first release and
-becomes the baseline; r2 (the same good answers, a few swapped for another correct answer) passes (exit 0);
-r3 (the quantized tier answers a good share of items with the datasets' known-bad, hallucinated or wrong
-answers) regresses (exit 1); r4's quantized endpoint is down, so the gate cannot evaluate it (exit 2). The
-offline reference judge grades them: it is measured on the mini sets first (seconds), so every report states
-its trust. These outcomes come first, in well under two minutes. Then the releases' routed verdicts get labels
-derived from the golden sets' own annotations (`review.dataset_labels`, label_via=dataset_annotation, never a
-reviewer's). Because it is slow on a CPU, the SmolLM2 vLLM judge is measured next, on fewer items with a progress
-line, and the gate refuses to rest on it (exit 2). Last, the calibration flow stores the Tiers page snapshots,
-so the page opens populated.
+Two tiers (full, quantized) answer the shipped golden sets with RECORDED answers built from the real data (no model
+generates them): r1 known-good everywhere (passes, becomes the baseline), r2 a few swapped for another correct answer
+(passes), r3 a share of the quantized tier's answers known-bad (regresses), r4 a quantized endpoint that is down
+(cannot evaluate). The offline reference judge, measured first on the mini sets, grades them. Then labels derived
+from the golden sets' annotations, the SmolLM2 vLLM judge measured (the gate refuses to rest on it), and the
+calibration flow's Tiers page snapshots.
 """
 
 from __future__ import annotations
@@ -23,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,13 +103,9 @@ def say(echo: Echo, text: str, indent: str = "   ") -> None:
     never cut)."""
     for line in text.splitlines() or [""]:
         wrapped = textwrap.wrap(
-            line,
-            WIDTH,
-            initial_indent=indent,
-            subsequent_indent=indent + "  ",
-            break_long_words=False,
+            line, WIDTH, initial_indent=indent, subsequent_indent=indent + "  ", break_long_words=False,
             break_on_hyphens=False,
-        )
+        )  # fmt: skip
         for part in wrapped or [""]:
             echo(part)
 
@@ -167,21 +159,14 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def endpoint_down_step(files: dict[str, Path], datasets: tuple[str, ...], run_gate: RunGate) -> Outcome:
+def endpoint_down_step(files: dict[str, Path], gate: RunGate) -> Outcome:
     """r4: the full tier's recorded answers are fine, but the quantized tier is a live endpoint that is down.
 
     The gate must say it could not evaluate (exit 2) instead of passing on the one tier it could judge.
     """
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    down = f"quantized=http://127.0.0.1:{_closed_port()}/v1#quantized"
     started = time.monotonic()
-    result = run_gate(
-        release="r4",
-        datasets=list(datasets),
-        answers=[f"full={files['good']}"],
-        tiers=[f"quantized={url}#quantized"],
-        judge="reference",
-        baseline_tier=DEMO_BASELINE_TIER,
-    )
+    result = gate(release="r4", answers=[f"full={files['good']}"], tiers=[down], judge="reference")
     return Outcome("r4", "reference judge", 2, result, time.monotonic() - started)
 
 
@@ -203,22 +188,11 @@ def wait_for_judge(healthy: Callable[[], bool], *, wait_s: float, echo: Echo, po
 
 
 def demo_judge_trust_step(
-    engine: Engine,
-    settings: Settings,
-    files: dict[str, Path],
-    datasets: tuple[str, ...],
-    run_gate: RunGate,
-    echo: Echo,
-    *,
-    judge_wait_s: float = 0.0,
+    engine: Engine, settings: Settings, files: dict[str, Path], gate: RunGate, echo: Echo, *, judge_wait_s: float = 0.0
 ) -> Outcome | None:
-    """HOOK (judge trust): measure the SmolLM2 vLLM judge, then ask the gate to rest on it: it must refuse (exit 2).
-
-    Skipped, with the reason, when the judge at `settings.judge_url` does not answer (within `judge_wait_s`, for a
-    judge that `make demo` started beside the gate steps). The gate runs only when
-    the measurement says "not trustworthy" (it then exits before judging): judging 1,900 answers with SmolLM2
-    would take a quarter of an hour on 2 cores.
-    """
+    """Measure the SmolLM2 vLLM judge, then ask the gate to rest on it: it must refuse (exit 2). Skipped, with the
+    reason, when the judge does not answer within `judge_wait_s`; the gate runs only on a judge measured "not
+    trustworthy" (it then exits before judging: 1,900 answers with SmolLM2 take a quarter of an hour on 2 cores)."""
     from judgewatch.trust.runs import ademo_trust_step
 
     where = mask_url(settings.judge_url)
@@ -238,13 +212,9 @@ def demo_judge_trust_step(
         return None
     started = time.monotonic()
     trust_step = ademo_trust_step(
-        engine,
-        settings.judge_url,
-        settings.judge_model,
-        settings=settings,
-        include_reference=False,  # measured at the start
+        engine, settings.judge_url, settings.judge_model, settings=settings, include_reference=False,  # measured first
         echo=lambda line: say(echo, line),
-    )
+    )  # fmt: skip
     with said_here("judgewatch.trust.runs"):  # the step logs its verdict; the demo prints it just below
         verdict = asyncio.run(trust_step)
     say(echo, verdict.summary + f"\n(measured in {time.monotonic() - started:.0f} s)")
@@ -254,14 +224,7 @@ def demo_judge_trust_step(
         return None
     started = time.monotonic()
     report = settings.data_dir / "reports" / "regression-r3-vllm-judge.md"
-    result = run_gate(
-        release="r3",
-        datasets=list(datasets),
-        answers=_tiers(files, "r3"),
-        judge=settings.judge_url,
-        report=str(report),
-        baseline_tier=DEMO_BASELINE_TIER,
-    )
+    result = gate(release="r3", answers=_tiers(files, "r3"), judge=settings.judge_url, report=str(report))
     return Outcome("r3", f"judge {settings.judge_model}", 2, result, time.monotonic() - started)
 
 
@@ -300,6 +263,7 @@ def run_demo(
 ) -> list[Outcome]:
     """The demo's releases in order; each Outcome says whether the gate did what the demo expects."""
     datasets = MINI_DATASETS if quick else DATASETS
+    gate = partial(run_gate, datasets=list(datasets), baseline_tier=DEMO_BASELINE_TIER)
     started = time.monotonic()
     folder = settings.data_dir / "demo" / "answers"
     files = build_answer_files(folder, datasets, settings)
@@ -318,28 +282,19 @@ def run_demo(
     echo("\n== the gate on releases r1 to r4 (the first run also waits for Prefect's local server to start)")
     for release, expected in (("r1", 0), ("r2", 0), ("r3", 1)):
         step = time.monotonic()
-        answers = _tiers(files, release)
-        result = run_gate(
-            release=release,
-            datasets=list(datasets),
-            answers=answers,
-            judge="reference",
-            baseline_tier=DEMO_BASELINE_TIER,
-        )
+        result = gate(release=release, answers=_tiers(files, release), judge="reference")
         outcomes.append(Outcome(release, "reference judge", expected, result, time.monotonic() - step))
         _show(echo, outcomes[-1], seen)
         if release == "r1" and result["exit_code"] == 0:
             with session_scope(engine, write=True) as session:
                 accept_baseline(session=session, release="r1", by="demo", note="judgewatch demo: the first release")
             echo("   accepted r1 as the baseline of both tiers (`judgewatch baseline accept --release r1`)")
-    outcomes.append(endpoint_down_step(files, datasets, run_gate))
+    outcomes.append(endpoint_down_step(files, gate))
     _show(echo, outcomes[-1], seen)
     echo(f"\nthe gate's three outcomes (pass 0, regression 1, cannot evaluate 2) in {time.monotonic() - started:.0f} s")
     annotation_labels_step(engine, settings, echo)
     if judge_trust:
-        trust_outcome = demo_judge_trust_step(
-            engine, settings, files, datasets, run_gate, echo, judge_wait_s=judge_wait_s
-        )
+        trust_outcome = demo_judge_trust_step(engine, settings, files, gate, echo, judge_wait_s=judge_wait_s)
         if trust_outcome is not None:
             outcomes.append(trust_outcome)
             _show(echo, trust_outcome, seen)
