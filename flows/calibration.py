@@ -158,12 +158,10 @@ async def anchors(
     rejudge: bool,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare.
-
-    Every anchor is re-judged again under the same configuration when the endpoint's fingerprint changed or
-    when that configuration's last judging of the anchors is `settings.anchor_rejudge_days` old (at `now`,
-    default: the clock), and compared with the scores before.
-    """
+    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare. Every anchor is
+    re-judged again under the same configuration when the endpoint's fingerprint changed or when that configuration's
+    last judging of the anchors is `settings.anchor_rejudge_days` old (at `now`, default: the clock), and compared with
+    the scores before."""
     with session_scope(engine) as session:
         exists = get_anchor_set(session=session, name=name) is not None
     if not exists:
@@ -274,11 +272,9 @@ async def calibration(
     lookback_days: int = 90,
     database_url: str | None = None,
 ) -> dict[str, Any]:
-    """Compute, store and alert (see the module docstring); returns what was done, as a dict.
-
-    `judge`: the judge that re-judges the anchors, "reference" or URL(s) (default: the configured judge URL,
-    no silent fallback). Then the alert rules are checked (`judgewatch.alerts`, when a rules file is set).
-    """
+    """Compute, store and alert (see the module docstring); returns what was done, as a dict. `judge`: the judge that
+    re-judges the anchors, "reference" or URL(s) (default: the configured judge URL, no silent fallback). Then the alert
+    rules are checked (`judgewatch.alerts`, when a rules file is set)."""
     settings = get_settings()
     engine = make_engine(database_url or settings.effective_database_url)
     try:

@@ -103,18 +103,15 @@ async def post_release_regression(
     junit: str | None = None,
     summary_md: str | None = None,
 ) -> dict[str, Any] | State[Any]:
-    """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths.
-
-    `tiers`: "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `tiers_file`: a tiers YAML file
-    (live tiers with their key variable, headers, prompt template and params); `tiers_variable`: the name of a
-    Prefect variable holding the same document; `baseline_tier`: the tier every other tier of the release is
-    compared with (default: the one the tiers file marks `baseline: true`; none: no within-release comparison);
-    `judge`: "reference" or a URL
-    (default: the configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each
-    tier's accepted baseline) or a release id. With `fail_on_gate` a non-zero exit code ends the flow run
-    Failed with the summary as its message (what a CI job triggering the deployment sees). `junit` and
-    `summary_md`: paths for the decision as JUnit XML and as a pull-request comment's Markdown.
-    """
+    """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths. `tiers`:
+    "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `tiers_file`: a tiers YAML file (live tiers with
+    their key variable, headers, prompt template and params); `tiers_variable`: the name of a Prefect variable holding
+    the same document; `baseline_tier`: the tier every other tier of the release is compared with (default: the one the
+    tiers file marks `baseline: true`; none: no within-release comparison); `judge`: "reference" or a URL (default: the
+    configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each tier's accepted baseline)
+    or a release id. With `fail_on_gate` a non-zero exit code ends the flow run Failed with the summary as its message
+    (what a CI job triggering the deployment sees). `junit` and `summary_md`: paths for the decision as JUnit XML and as
+    a pull-request comment's Markdown."""
     options = GateOptions.model_validate({k: v for k, v in locals().items() if k in GateOptions.model_fields})
     settings = get_settings()
     url = database_url or settings.effective_database_url

@@ -78,10 +78,8 @@ def load_inputs(
     tiers_file: str | None = None,
     tiers_variable: tuple[str, object] | None = None,
 ) -> tuple[Inputs | None, list[str]]:
-    """Parse tiers, load the rubric, golden sets and recorded answers; every problem found, as messages.
-
-    `tiers_file` is a tiers YAML file, `tiers_variable` a (name, content) pair of a Prefect variable holding one.
-    """
+    """Parse tiers, load the rubric, golden sets and recorded answers; every problem found, as messages. `tiers_file` is
+    a tiers YAML file, `tiers_variable` a (name, content) pair of a Prefect variable holding one."""
     problems: list[str] = []
     specs: list[TierSpec] = []
     try:
@@ -256,11 +254,9 @@ async def judge_answers(
     items: Collection[str] | None = None,
 ) -> str | None:
     """Judge the stored answers that have no verdict under this rubric and judge yet; the run id (None: no answers).
-
-    `force` names golden ids judged again anyway (their recorded answer changed). With `review`, the run's
-    verdicts are routed to human review (deterministic per verdict, so idempotent). `items`: only these golden
-    ids (the ones a recorded tier answered now; an answer stored by an earlier file is not judged again).
-    """
+    `force` names golden ids judged again anyway (their recorded answer changed). With `review`, the run's verdicts are
+    routed to human review (deterministic per verdict, so idempotent). `items`: only these golden ids (the ones a
+    recorded tier answered now; an answer stored by an earlier file is not judged again)."""
     with session_scope(engine) as session:
         answers = tier_answers(session=session, release=release, tier=tier, dataset=golden.name)
     if items is not None:

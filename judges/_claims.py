@@ -64,11 +64,9 @@ def recall(target_text: str, answer: Tokens, question: Tokens, flip: bool) -> fl
 
 
 def claims(text: str, question: Tokens, references: Tokens) -> str:
-    """The sentences of `text` that make a supported claim of their own (the best supported one if none does).
-
-    A sentence that mostly restates the question, or that the references mostly do not support ("I hope this
-    helps."), is left out; a one-sentence answer, or one that only restates the question, is kept whole.
-    """
+    """The sentences of `text` that make a supported claim of their own (the best supported one if none does). A
+    sentence that mostly restates the question, or that the references mostly do not support ("I hope this helps."), is
+    left out; a one-sentence answer, or one that only restates the question, is kept whole."""
     sentences = [part.strip() for part in _SENTENCE_END.split(text) if part.strip()]
     if len(sentences) < 2:
         return text
@@ -85,17 +83,14 @@ def claims(text: str, question: Tokens, references: Tokens) -> str:
 
 
 def own_words(answer: str, texts: list[str]) -> str:
-    """The answer minus what it quotes of the references.
-
-    Quotes: a bracketed part that holds a reference sentence of at least QUOTE_MIN_TOKENS content tokens verbatim
-    or attributes itself to the references ("(As the references say: ...)"), and an answer sentence that restates
-    a reference sentence (QUOTE_RECALL, QUOTE_PRECISION) or has exactly its content words ("No one." where a
-    reference says "No one."), when other sentences remain. "First for Women was started first. (As the
-    references say: <the facts>)" is judged on its first sentence: support for restated facts must not outweigh
-    the answer's own claim. An answer that only restates a reference inside its own sentence keeps it
-    ("Ming's wall is 8,851 km long." against "8,851 km long."); `judged_text` judges an answer whole when its own
-    words claim nothing (an extractive answer).
-    """
+    """The answer minus what it quotes of the references. Quotes: a bracketed part that holds a reference sentence of at
+    least QUOTE_MIN_TOKENS content tokens verbatim or attributes itself to the references ("(As the references say:
+    ...)"), and an answer sentence that restates a reference sentence (QUOTE_RECALL, QUOTE_PRECISION) or has exactly its
+    content words ("No one." where a reference says "No one."), when other sentences remain. "First for Women was
+    started first. (As the references say: <the facts>)" is judged on its first sentence: support for restated facts
+    must not outweigh the answer's own claim. An answer that only restates a reference inside its own sentence keeps it
+    ("Ming's wall is 8,851 km long." against "8,851 km long."); `judged_text` judges an answer whole when its own words
+    claim nothing (an extractive answer)."""
     references = {s for text in texts for s in (text, *sentences(text)) if tokenize(s).weights}
     long = [s for s in references if len(tokenize(s).weights) >= QUOTE_MIN_TOKENS]
     rest = answer

@@ -91,10 +91,8 @@ _QUANTITY_RE = re.compile(
 
 @dataclass(frozen=True, order=True)
 class Quantity:
-    """One normalized quantity: a date (year, month, day; 0 = not said) or a value in its dimension's base unit.
-
-    kind: "date", "number", "ordinal", "money", or a dimension of UNITS ("length", "percent", "age", ...).
-    """
+    """One normalized quantity: a date (year, month, day; 0 = not said) or a value in its dimension's base unit. kind:
+    "date", "number", "ordinal", "money", or a dimension of UNITS ("length", "percent", "age", ...)."""
 
     kind: str
     value: float

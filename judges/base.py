@@ -14,11 +14,9 @@ from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason, Verdict,
 
 @runtime_checkable
 class Judge(Protocol):
-    """A judge grades one item under one rubric.
-
-    `judge` must return a Verdict for every item: scored, or unscored with its reason. Only programming
-    errors may raise. `identity(rubric)` names the judge and hashes everything that can change its scores.
-    """
+    """A judge grades one item under one rubric. `judge` must return a Verdict for every item: scored, or unscored with
+    its reason. Only programming errors may raise. `identity(rubric)` names the judge and hashes everything that can
+    change its scores."""
 
     kind: str
 
@@ -32,10 +30,8 @@ class Judge(Protocol):
 @runtime_checkable
 class FittedJudge(Protocol):
     """A judge fitted on data: it names the golden items it was fit on, so validation can leave them out.
-
-    `fit_item_ids()` returns golden item ids (e.g. "halueval_qa-0001") and/or `content_key`s of their
-    questions; a validation item whose id or question key is among them is in-sample, never trust evidence.
-    """
+    `fit_item_ids()` returns golden item ids (e.g. "halueval_qa-0001") and/or `content_key`s of their questions; a
+    validation item whose id or question key is among them is in-sample, never trust evidence."""
 
     def fit_item_ids(self) -> frozenset[str]: ...
 
@@ -57,10 +53,8 @@ def config_hash(rubric: Rubric, **params: object) -> str:
 
 
 def plan(rubric: Rubric, item: JudgeItem) -> tuple[list[str], list[str]]:
-    """(criteria to score, criteria not applicable) for a judge: reference-needing criteria need references.
-
-    Check criteria are in neither list: no judge is asked them; `scored_verdict` adds their scores.
-    """
+    """(criteria to score, criteria not applicable) for a judge: reference-needing criteria need references. Check
+    criteria are in neither list: no judge is asked them; `scored_verdict` adds their scores."""
     applicable = {c.name for c in rubric.applicable(item.has_references)}
     model = [c.name for c in rubric.criteria if c.check is None]
     to_score = [name for name in model if name in applicable]
@@ -108,10 +102,8 @@ def none_scored(rubric: Rubric) -> dict[str, object]:
 
 
 def no_reference_verdict(item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
-    """Every judge criterion needs references and the item has none: unscored, not guessed.
-
-    The rubric's check criteria are still scored when any applies (the judged criteria are N/A).
-    """
+    """Every judge criterion needs references and the item has none: unscored, not guessed. The rubric's check criteria
+    are still scored when any applies (the judged criteria are N/A)."""
     if rubric.check_criteria:
         _, not_applicable = plan(rubric, item)
         if run_checks(rubric, item).scores:
@@ -129,10 +121,8 @@ def scored_verdict(
     reason: str,
     **extra: object,
 ) -> Verdict:
-    """A scored verdict with N/A criteria as None and the rubric's weighted overall.
-
-    The rubric's check criteria are scored here, merged with the judge's scores, and named in the reason.
-    """
+    """A scored verdict with N/A criteria as None and the rubric's weighted overall. The rubric's check criteria are
+    scored here, merged with the judge's scores, and named in the reason."""
     if rubric.check_criteria:
         checked = run_checks(rubric, item)
         scores = {**scores, **checked.scores}

@@ -36,11 +36,9 @@ def limit_name(base_url: str) -> str:
 
 
 def prefect_api_url() -> str | None:
-    """The configured Prefect API (env or profile); None when Prefect runs without a server.
-
-    Importing Prefect costs seconds of a command's start: when it is not loaded yet and nothing Prefect reads its
-    settings from exists, there is no API to ask, and Prefect is not imported to learn that.
-    """
+    """The configured Prefect API (env or profile); None when Prefect runs without a server. Importing Prefect costs
+    seconds of a command's start: when it is not loaded yet and nothing Prefect reads its settings from exists, there is
+    no API to ask, and Prefect is not imported to learn that."""
     if "prefect" not in sys.modules and not _prefect_may_be_configured():
         return None
     from prefect.settings import get_current_settings

@@ -39,12 +39,10 @@ class ChatResult:
 
 
 class ChatClient:
-    """Chat completions against one endpoint (vLLM or any OpenAI-compatible server).
-
-    The AsyncOpenAI client and the semaphore are created lazily in the running event loop (and again if
-    the loop changes, as with successive `asyncio.run` calls); the connection pool is at least as large as
-    the concurrency so the pool never becomes the bottleneck.
-    """
+    """Chat completions against one endpoint (vLLM or any OpenAI-compatible server). The AsyncOpenAI client and the
+    semaphore are created lazily in the running event loop (and again if the loop changes, as with successive
+    `asyncio.run` calls); the connection pool is at least as large as the concurrency so the pool never becomes the
+    bottleneck."""
 
     def __init__(self, endpoint: EndpointConfig) -> None:
         self.endpoint = endpoint
@@ -90,11 +88,9 @@ class ChatClient:
         extra_body: Mapping[str, Any] | None = None,
         top_logprobs: int | None = None,
     ) -> ChatResult:
-        """One chat completion, retried on transient errors; raises CallError when it fails for good.
-
-        Sampling follows the endpoint's configuration; `max_tokens` overrides its budget for one call;
-        `top_logprobs` asks for that many alternatives' log-probabilities at every token of the reply.
-        """
+        """One chat completion, retried on transient errors; raises CallError when it fails for good. Sampling follows
+        the endpoint's configuration; `max_tokens` overrides its budget for one call; `top_logprobs` asks for that many
+        alternatives' log-probabilities at every token of the reply."""
         client, semaphore = self._bind()
         cfg = self.endpoint
         body: dict[str, Any] = {
@@ -159,10 +155,8 @@ class ChatClient:
         return True
 
     async def model_card(self) -> dict[str, Any] | None:
-        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed.
-
-        Raises the client's error when the endpoint does not answer.
-        """
+        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed. Raises the
+        client's error when the endpoint does not answer."""
         client, _ = self._bind()
         page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
         for model in page.data:
@@ -171,10 +165,8 @@ class ChatClient:
         return None
 
     async def post_root(self, path: str, body: Mapping[str, Any]) -> Any:
-        """POST `body` to `path` at the server's root, beside /v1 (vLLM's /tokenize); the decoded JSON reply.
-
-        Not retried and outside the concurrency budget: these are cheap calls the caller can do without.
-        """
+        """POST `body` to `path` at the server's root, beside /v1 (vLLM's /tokenize); the decoded JSON reply. Not
+        retried and outside the concurrency budget: these are cheap calls the caller can do without."""
         client, _ = self._bind()
         url = reveal(self.endpoint.base_url).removesuffix("/v1") + path
         options: Any = {"timeout": min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S)}

@@ -81,12 +81,10 @@ class EndpointConfig:
         return replace(self, **changes)
 
     def scoring_params(self) -> dict[str, object]:
-        """The fields that can change what the model answers: part of every judge configuration hash.
-
-        Log-probabilities leave the integers alone but add the floats a verdict stores: a judge that reads them
-        is another configuration (and the hash of one that does not is what it always was). So are declared
-        serving flags: another dtype or quantization is another judge (none declared: the hash as before).
-        """
+        """The fields that can change what the model answers: part of every judge configuration hash. Log-probabilities
+        leave the integers alone but add the floats a verdict stores: a judge that reads them is another configuration
+        (and the hash of one that does not is what it always was). So are declared serving flags: another dtype or
+        quantization is another judge (none declared: the hash as before)."""
         params: dict[str, object] = {
             "model": self.model,
             "temperature": self.temperature,
@@ -111,10 +109,8 @@ _FROM_SETTINGS = (
 def judge_endpoint(
     settings: Settings, base_url: str | None = None, *, model: str | None = None, concurrency: int | None = None
 ) -> EndpointConfig:
-    """The judge endpoint at `base_url` (default: the configured judge URL) as the settings configure it.
-
-    `model` and `concurrency` are the CLI's per-run overrides; everything else comes from `JUDGEWATCH_JUDGE_*`.
-    """
+    """The judge endpoint at `base_url` (default: the configured judge URL) as the settings configure it. `model` and
+    `concurrency` are the CLI's per-run overrides; everything else comes from `JUDGEWATCH_JUDGE_*`."""
     return EndpointConfig(
         base_url=base_url or settings.judge_url,
         model=model or settings.judge_model,

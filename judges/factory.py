@@ -49,10 +49,8 @@ def judge_links(
     engine: Engine | None = None,
 ) -> list[Judge]:
     """The chain's judges in order; no spec means the configured judge URL and its fallback URLs. With the store
-    (`engine`), each judge gets the alignments in use for its kind (`active_alignments`).
-
-    A `rubric` whose criteria are all checks gets the check judge alone (a malformed `--judge` still raises).
-    """
+    (`engine`), each judge gets the alignments in use for its kind (`active_alignments`). A `rubric` whose criteria are
+    all checks gets the check judge alone (a malformed `--judge` still raises)."""
     parts = parse_judge_spec(spec) if spec is not None else [settings.judge_url, *settings.judge_fallback_urls]
     if rubric is not None and rubric.only_checks:
         from judges.checks import CheckJudge

@@ -94,11 +94,9 @@ class OpenAIPairwiseJudge:
 
 
 class ReferencePairwiseJudge(PairwiseJudge):
-    """The offline reference judge, pairwise: the answer whose words the references support more wins.
-
-    Position-blind by construction (it compares two numbers), so it is consistent over both orders; a
-    difference of support within `margin` is a tie.
-    """
+    """The offline reference judge, pairwise: the answer whose words the references support more wins. Position-blind by
+    construction (it compares two numbers), so it is consistent over both orders; a difference of support within
+    `margin` is a tie."""
 
     kind = "reference"
     name = REFERENCE_NAME

@@ -70,11 +70,9 @@ def _level_probs(entry: Any, prefix: str, levels: range) -> LevelProbs | None:
 
 
 def score_positions(entries: Sequence[Any], criteria: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """{criterion: (token index, offset of the score's digit inside that token)} for every score found.
-
-    The reply's text is the tokens laid end to end; the scores come before the reason, so a reason whose
-    tokens do not decode cleanly (a split multi-byte character) cannot shift them.
-    """
+    """{criterion: (token index, offset of the score's digit inside that token)} for every score found. The reply's text
+    is the tokens laid end to end; the scores come before the reason, so a reason whose tokens do not decode cleanly (a
+    split multi-byte character) cannot shift them."""
     starts: list[int] = []
     pieces: list[str] = []
     at = 0
@@ -109,12 +107,10 @@ def _token_at(starts: list[int], char: int) -> int:
 
 
 def expected_scores(rubric: Rubric, scores: dict[str, int], entries: Sequence[Any]) -> dict[str, LevelProbs] | None:
-    """Each scored criterion's distribution over the scale, or None unless every one of them could be read.
-
-    A criterion whose score token is not found, or whose alternatives spell no level, or whose token does not
-    hold the integer the reply carries (the tokens are not the reply's), makes the reading fail as a whole: a
-    verdict carries the float for all of its scores or for none.
-    """
+    """Each scored criterion's distribution over the scale, or None unless every one of them could be read. A criterion
+    whose score token is not found, or whose alternatives spell no level, or whose token does not hold the integer the
+    reply carries (the tokens are not the reply's), makes the reading fail as a whole: a verdict carries the float for
+    all of its scores or for none."""
     if not readable_scale(rubric) or not scores:
         return None
     levels = range(rubric.scale.min, rubric.scale.max + 1)

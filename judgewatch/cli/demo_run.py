@@ -132,10 +132,8 @@ def _show(echo: Echo, outcome: Outcome, seen: dict[str, str]) -> None:
 
 def validate_reference_judge(engine: Engine, settings: Settings, echo: Echo) -> str:
     """Measure the offline reference judge on the mini sets' known answers (seconds), so reports state its trust;
-    returns the first line of what it printed.
-
-    Both rubrics: the pointwise verdict is the one the gate states, the pairwise one fills the Judges page.
-    """
+    returns the first line of what it printed. Both rubrics: the pointwise verdict is the one the gate states, the
+    pairwise one fills the Judges page."""
     from judgewatch.contract.rubric import load_rubric
     from judgewatch.trust.policy import policy_from_settings
     from judgewatch.trust.probes import DEFAULT_ITEMS
@@ -160,10 +158,8 @@ def _closed_port() -> int:
 
 
 def endpoint_down_step(files: dict[str, Path], gate: RunGate) -> Outcome:
-    """r4: the full tier's recorded answers are fine, but the quantized tier is a live endpoint that is down.
-
-    The gate must say it could not evaluate (exit 2) instead of passing on the one tier it could judge.
-    """
+    """r4: the full tier's recorded answers are fine, but the quantized tier is a live endpoint that is down. The gate
+    must say it could not evaluate (exit 2) instead of passing on the one tier it could judge."""
     down = f"quantized=http://127.0.0.1:{_closed_port()}/v1#quantized"
     started = time.monotonic()
     result = gate(release="r4", answers=[f"full={files['good']}"], tiers=[down], judge="reference")

@@ -112,11 +112,9 @@ def validate_cmd(
     database_url: DatabaseUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the stored records as JSON")] = False,
 ) -> None:
-    """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion.
-
-    With `--logprobs` an LLM judge's probability-weighted scores get their own AUROC line under the integers'.
-    Then the bias probes on the same sets (one line per probe); a judge over a probe's limit is untrustworthy.
-    """
+    """Judge each set's known-good and known-bad answers; store and print AUROC, gap, unscored rate per criterion. With
+    `--logprobs` an LLM judge's probability-weighted scores get their own AUROC line under the integers'. Then the bias
+    probes on the same sets (one line per probe); a judge over a probe's limit is untrustworthy."""
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.regression.golden import GoldenSetError, load_golden_set
     from judgewatch.settings import get_settings
@@ -260,13 +258,11 @@ def align_cmd(
     database_url: DatabaseUrl = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the configuration and comparison as JSON")] = False,
 ) -> None:
-    """Build an aligned configuration of one judge from the reviewers' labels of one rubric, and measure it.
-
-    An LLM judge gets the reviewed disagreements as few-shot examples; the offline reference judge gets its
-    faithfulness combiners refit. Both configurations are measured on held-out labelled items the aligned one was
-    not built from. Exit 0: accepted (in use only with --switch, which is recorded); 1: refused, the current judge
-    stays; 2: nothing could be built or measured.
-    """
+    """Build an aligned configuration of one judge from the reviewers' labels of one rubric, and measure it. An LLM
+    judge gets the reviewed disagreements as few-shot examples; the offline reference judge gets its faithfulness
+    combiners refit. Both configurations are measured on held-out labelled items the aligned one was not built from.
+    Exit 0: accepted (in use only with --switch, which is recorded); 1: refused, the current judge stays; 2: nothing
+    could be built or measured."""
     from judges.factory import describe, is_healthy, judge_links
     from judgewatch.contract.rubric import RubricError, load_rubric
     from judgewatch.settings import get_settings

@@ -26,10 +26,8 @@ class InputFileError(ValueError):
 
 
 def sniff_jsonl_file(path: Path, *, allow_empty: bool = False) -> None:
-    """Raise InputFileError when `path` is UTF-16, uses CR-only line endings, or (unless allowed) is empty.
-
-    Reads only the first 64 KiB: a large file is never read twice.
-    """
+    """Raise InputFileError when `path` is UTF-16, uses CR-only line endings, or (unless allowed) is empty. Reads only
+    the first 64 KiB: a large file is never read twice."""
     with path.open("rb") as handle:
         head = handle.read(_SNIFF_BYTES)
         more = bool(handle.read(1))
@@ -91,12 +89,10 @@ def _utf16_pattern(head: bytes) -> bool:
 
 
 def loads_bounded(text: str | bytes) -> Any:
-    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError.
-
-    The C decoder stops itself at Python's recursion limit (RecursionError, caught here); the depth of what it
-    did parse is then measured without recursion, over containers only, and only when the text holds more
-    openers than the limit (a C-speed count), so ordinary rows pay almost nothing.
-    """
+    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError. The C
+    decoder stops itself at Python's recursion limit (RecursionError, caught here); the depth of what it did parse is
+    then measured without recursion, over containers only, and only when the text holds more openers than the limit (a
+    C-speed count), so ordinary rows pay almost nothing."""
     try:
         value = json.loads(text)
     except RecursionError:
@@ -129,11 +125,9 @@ class RowError(ValueError):
 
 
 def json_object(line: str | bytes) -> dict[str, Any]:
-    """One JSONL line as an object, or RowError with the reason every reader words the same way.
-
-    The reasons: not valid UTF-8 (with the byte), not valid JSON (with the column), not usable JSON (nested too
-    deeply, a number too long to convert) and expected a JSON object (with the type it got).
-    """
+    """One JSONL line as an object, or RowError with the reason every reader words the same way. The reasons: not valid
+    UTF-8 (with the byte), not valid JSON (with the column), not usable JSON (nested too deeply, a number too long to
+    convert) and expected a JSON object (with the type it got)."""
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:
@@ -182,10 +176,8 @@ class RowRepair:
 
 
 def strip_nul(row: dict[str, Any], fields: Iterable[str]) -> tuple[dict[str, Any], RowRepair]:
-    """The row with NUL removed from the text (or texts) of `fields`, and what was removed.
-
-    PostgreSQL cannot store NUL in text; it carries no meaning in a question or answer.
-    """
+    """The row with NUL removed from the text (or texts) of `fields`, and what was removed. PostgreSQL cannot store NUL
+    in text; it carries no meaning in a question or answer."""
     repair = RowRepair()
     out = dict(row)
     for name in fields:

@@ -106,11 +106,9 @@ def parse_json_reply(
     salvage: Callable[[str], ReplyT],
     read: Callable[[ModelT], ReplyT],
 ) -> ReplyT:
-    """`read(model(json))` for a reply, or ReplyError naming the first problem.
-
-    A reply that is not JSON because max_tokens cut it (finish_reason "length") goes to `salvage`, which
-    returns what was written before the cut or raises a truncated ReplyError.
-    """
+    """`read(model(json))` for a reply, or ReplyError naming the first problem. A reply that is not JSON because
+    max_tokens cut it (finish_reason "length") goes to `salvage`, which returns what was written before the cut or
+    raises a truncated ReplyError."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -129,11 +127,8 @@ def parse_json_reply(
 def parse_reply(
     rubric: Rubric, to_score: list[str], text: str, *, finish_reason: str | None = None
 ) -> tuple[dict[str, int], str]:
-    """(scores, reason) from a pointwise judge's reply, or ReplyError.
-
-    A reply cut off by max_tokens (finish_reason "length") is accepted only when every score was written
-    before the cut; its reason is then kept as far as it got.
-    """
+    """(scores, reason) from a pointwise judge's reply, or ReplyError. A reply cut off by max_tokens (finish_reason
+    "length") is accepted only when every score was written before the cut; its reason is then kept as far as it got."""
 
     def read(parsed: BaseModel) -> tuple[dict[str, int], str]:
         values = parsed.model_dump()

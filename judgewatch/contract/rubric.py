@@ -168,11 +168,9 @@ def rubric_path(name_or_path: str | Path, rubrics_dir: Path) -> Path:
 
 
 def confined_template(rubric_file: Path, lang: str, template: str) -> Path:
-    """The template file named by a rubric, which must be a file inside the rubric's own folder.
-
-    Templates are data the rubric owns: a path that leaves the folder (`../`, an absolute path, a symlink out)
-    could read any file on the machine into a prompt, so it is refused.
-    """
+    """The template file named by a rubric, which must be a file inside the rubric's own folder. Templates are data the
+    rubric owns: a path that leaves the folder (`../`, an absolute path, a symlink out) could read any file on the
+    machine into a prompt, so it is refused."""
     folder = rubric_file.parent.resolve()
     where = f"{rubric_file}: field 'templates.{lang}'"
     candidate = (folder / template).resolve()

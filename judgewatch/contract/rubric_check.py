@@ -58,9 +58,7 @@ def template_path(rubric: Rubric, lang: Language) -> Path:
 
 def unsafe_constructs(rubric: Rubric, lang: Language) -> list[str]:
     """`<template file>:<line>: ...` for every private attribute, private key or unknown global the template uses.
-
-    Raises jinja2.TemplateSyntaxError when the template does not parse.
-    """
+    Raises jinja2.TemplateSyntaxError when the template does not parse."""
     ast = environment().parse(rubric.template_texts[lang])
     where = template_path(rubric, lang)
     allowed = PAIRWISE_VARIABLES if rubric.kind == "pairwise" else TEMPLATE_VARIABLES

@@ -77,11 +77,9 @@ class TierRequest:
         return stable_id("tier-config", self.model, template, _canonical(self.params), _canonical(self.spec.headers))
 
     def request_hash(self, messages: list[dict[str, str]]) -> str:
-        """Identity of one generation request: the same prompt under the same configuration is answered once.
-
-        A tier with nothing beyond model, max_tokens and seed keeps the identity `NAME=URL#MODEL` tiers always
-        had, so answers stored before tiers files existed are still reused.
-        """
+        """Identity of one generation request: the same prompt under the same configuration is answered once. A tier
+        with nothing beyond model, max_tokens and seed keeps the identity `NAME=URL#MODEL` tiers always had, so answers
+        stored before tiers files existed are still reused."""
         params = self.params
         rest = {k: v for k, v in params.items() if k not in ("max_tokens", "seed")}
         extra = [] if rest == _LEGACY_PARAMS and not self.spec.headers else [_canonical([rest, self.spec.headers])]
@@ -143,10 +141,8 @@ def _shown_header(name: str, value: str) -> str:
 
 
 async def check_live_tier(spec: TierSpec, *, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """Why a live tier cannot be asked (a missing variable, refused credentials, no answer), or None when it can.
-
-    GET /models with the tier's key and headers, as every later call will be sent; the key is never in the text.
-    """
+    """Why a live tier cannot be asked (a missing variable, refused credentials, no answer), or None when it can. GET
+    /models with the tier's key and headers, as every later call will be sent; the key is never in the text."""
     if spec.kind != "live" or spec.base_url is None:
         return None
     try:

@@ -143,13 +143,10 @@ class GoldenSet:
     def to_judge_items(
         self, answer_by_id: Mapping[str, str] | None = None, which: Which = "reference"
     ) -> list[JudgeItem]:
-        """JudgeItems to grade.
-
-        With `answer_by_id` (generated answers by golden id): one item per answered id, keeping the golden id.
-        Without: the item's reference answer, or its first good or bad answer (`which`), to measure a judge on
-        answers of known quality; ids get a `:<which>` suffix so they never collide with a generated answer's.
-        Items lacking the requested answer are left out.
-        """
+        """JudgeItems to grade. With `answer_by_id` (generated answers by golden id): one item per answered id, keeping
+        the golden id. Without: the item's reference answer, or its first good or bad answer (`which`), to measure a
+        judge on answers of known quality; ids get a `:<which>` suffix so they never collide with a generated answer's.
+        Items lacking the requested answer are left out."""
         if answer_by_id is not None:
             if which != "reference":
                 raise ValueError("`which` selects a stored answer; it cannot be combined with answer_by_id")
@@ -183,11 +180,9 @@ class GoldenSetSummary:
 def load_golden_set(
     name_or_path: str | Path, *, datasets_dir: Path | str | None = None, split: str = "train"
 ) -> GoldenSet:
-    """Load and validate a golden set.
-
-    `name_or_path`: a set name under `datasets_dir` (default: the settings'), a folder or `.jsonl` file path, or an
-    HF hub id `owner/name` (loaded with `datasets.load_dataset(id, split=split)`; only when no such local path exists).
-    """
+    """Load and validate a golden set. `name_or_path`: a set name under `datasets_dir` (default: the settings'), a
+    folder or `.jsonl` file path, or an HF hub id `owner/name` (loaded with `datasets.load_dataset(id, split=split)`;
+    only when no such local path exists)."""
     source = _resolve(name_or_path, datasets_dir)
     golden = _load_hub(str(name_or_path), split) if source is None else _load_local(source)
     logger.info("loaded golden set %s (%d items, revision %s)", golden.name, len(golden.items), golden.revision)

@@ -76,10 +76,8 @@ class TierParams(BaseModel):
 
 class TierSpec(BaseModel):
     """One tier of the release under test: where its answers come from and, for a live tier, how it is asked.
-
-    `api_key_env` names the environment variable holding the key (the key itself is never in a spec) and
-    `headers` keep their `${VAR}` references unexpanded: a spec can be logged, hashed and reported safely.
-    """
+    `api_key_env` names the environment variable holding the key (the key itself is never in a spec) and `headers` keep
+    their `${VAR}` references unexpanded: a spec can be logged, hashed and reported safely."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -166,12 +164,9 @@ def parse_tiers(
 
 
 def load_recorded_answers(path: Path, expected_ids: Collection[str] | None = None) -> dict[str, str]:
-    """The answers of a recorded JSONL file by golden id.
-
-    With `expected_ids` (every golden item under test), an id outside them is an error too; an expected id
-    without an answer is not (see `answer_coverage`). Every error names the file, and the line and id when
-    there is one.
-    """
+    """The answers of a recorded JSONL file by golden id. With `expected_ids` (every golden item under test), an id
+    outside them is an error too; an expected id without an answer is not (see `answer_coverage`). Every error names the
+    file, and the line and id when there is one."""
     try:
         raw = path.read_bytes()
     except OSError as exc:

@@ -141,10 +141,8 @@ def _where(spec: TierSpec) -> str:
 
 
 def credentials(spec: TierSpec, environ: Mapping[str, str] | None = None) -> tuple[str, dict[str, str]]:
-    """(api key, headers with `${VAR}` expanded) read from the environment now; a missing variable is named.
-
-    Without `api_key_env` the key is "EMPTY", as vLLM and most local servers expect.
-    """
+    """(api key, headers with `${VAR}` expanded) read from the environment now; a missing variable is named. Without
+    `api_key_env` the key is "EMPTY", as vLLM and most local servers expect."""
     env = os.environ if environ is None else environ
     key = "EMPTY"
     if spec.api_key_env is not None:
@@ -186,11 +184,9 @@ def baseline_tier(specs: list[TierSpec], asked: str | None = None, default: str 
 def load_configured_tiers(
     tiers_file: str | Path | None = None, *, variable: str | None = None, value: Any = None
 ) -> list[TierSpec]:
-    """The tiers of a tiers file and of a tiers document held in a (Prefect) variable, file first.
-
-    `value` is the variable's content, read by the caller; template paths in it resolve from the working
-    directory (a deployment's flow runs start at the repository root).
-    """
+    """The tiers of a tiers file and of a tiers document held in a (Prefect) variable, file first. `value` is the
+    variable's content, read by the caller; template paths in it resolve from the working directory (a deployment's flow
+    runs start at the repository root)."""
     specs = load_tiers_file(tiers_file) if tiers_file else []
     if variable:
         if value is None:

@@ -89,11 +89,9 @@ def record_release_tier(
     config: dict[str, Any] | None = None,
     baseline: bool = False,
 ) -> ReleaseTier:
-    """Create or update a release's tier; run ids and datasets accumulate, acceptance is kept.
-
-    `config` is a live tier's configuration summary (with its `config_hash`); recorded tiers have none.
-    `baseline`: this tier is the release's baseline tier (the role of the latest run of the release).
-    """
+    """Create or update a release's tier; run ids and datasets accumulate, acceptance is kept. `config` is a live tier's
+    configuration summary (with its `config_hash`); recorded tiers have none. `baseline`: this tier is the release's
+    baseline tier (the role of the latest run of the release)."""
     row = session.get(ReleaseTier, release_tier_id(release, tier), populate_existing=True)
     if row is None:
         row = ReleaseTier(id=release_tier_id(release, tier), release=release, tier=tier, source=source, model=model)

@@ -105,11 +105,9 @@ def get_run(*, session: Session, run_id: str) -> EvalRun | None:
 
 
 def expire_runs(*, session: Session, expiry_s: float) -> list[str]:
-    """Mark `abandoned` the running runs with no heartbeat for `expiry_s` seconds; returns their ids.
-
-    A process killed outright (SIGKILL, OOM, power loss) never finishes its run: without this it would stay
-    "running" forever. Checked when runs are listed and when a run starts.
-    """
+    """Mark `abandoned` the running runs with no heartbeat for `expiry_s` seconds; returns their ids. A process killed
+    outright (SIGKILL, OOM, power loss) never finishes its run: without this it would stay "running" forever. Checked
+    when runs are listed and when a run starts."""
     tbl = table(EvalRun)
     cutoff = utcnow() - timedelta(seconds=expiry_s)
     last_seen = tbl.c.heartbeat_at

@@ -123,12 +123,10 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
 
 
 def refresh_current(*, session: Session, interaction_ids: Sequence[str]) -> int:
-    """Recompute `superseded_by` for these interactions' verdicts; returns how many rows changed.
-
-    Per (interaction, rubric hash): verdicts of a judge working normally stay current (several judges may each
-    have one); weak verdicts (a fallback judge's, or unscored because the endpoint failed) are superseded by the
-    newest normal one, or, with none, by the newest weak one.
-    """
+    """Recompute `superseded_by` for these interactions' verdicts; returns how many rows changed. Per (interaction,
+    rubric hash): verdicts of a judge working normally stay current (several judges may each have one); weak verdicts (a
+    fallback judge's, or unscored because the endpoint failed) are superseded by the newest normal one, or, with none,
+    by the newest weak one."""
     tbl = table(VerdictRecord)
     columns = (tbl.c.id, tbl.c.interaction_id, tbl.c.rubric_hash, tbl.c.fallback_from, tbl.c.unscored_reason)
     order = (tbl.c.updated_at, tbl.c.id)
@@ -171,10 +169,8 @@ def judged_interactions(
     judge_config_hash: str,
     retry_reasons: Collection[str] = (),
 ) -> dict[str, str]:
-    """Already judged? {interaction id: verdict id} of those with a verdict under this rubric and judge.
-
-    A verdict left unscored for one of `retry_reasons` (say a timeout) does not count: that item is judged again.
-    """
+    """Already judged? {interaction id: verdict id} of those with a verdict under this rubric and judge. A verdict left
+    unscored for one of `retry_reasons` (say a timeout) does not count: that item is judged again."""
     tbl = table(VerdictRecord)
     found: dict[str, str] = {}
     ids = list(dict.fromkeys(interaction_ids))

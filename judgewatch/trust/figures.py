@@ -41,10 +41,8 @@ def criterion_figures(
     seed: int,
     expected: bool = False,
 ) -> dict[str, Any] | None:
-    """AUROC with its paired bootstrap interval, mean gap and unscored rate; None when never applicable.
-
-    `expected`: of the probability-weighted scores instead of the integers.
-    """
+    """AUROC with its paired bootstrap interval, mean gap and unscored rate; None when never applicable. `expected`: of
+    the probability-weighted scores instead of the integers."""
     applies = [criterion in plan(rubric, item)[0] for item, _ in [*good, *bad]]
     judged = sum(applies)
     if judged == 0:

@@ -148,10 +148,8 @@ def summarize(outcomes: Sequence[PairOutcome]) -> PairwiseSummary:
 def first_preference(
     outcomes: Sequence[PairOutcome], *, level: float = 0.95, resamples: int = 2000, seed: int = 0
 ) -> Estimate:
-    """P(first answer preferred) + 0.5 P(tie) over scored pairs, with a seeded percentile-bootstrap interval.
-
-    With the known-good answer first this is the pairwise counterpart of AUROC: 0.5 is chance.
-    """
+    """P(first answer preferred) + 0.5 P(tie) over scored pairs, with a seeded percentile-bootstrap interval. With the
+    known-good answer first this is the pairwise counterpart of AUROC: 0.5 is chance."""
     values = np.array(
         [{"first": 1.0, "tie": 0.5, "second": 0.0}[o.winner] for o in outcomes if o.winner is not None], dtype=float
     )

@@ -75,10 +75,8 @@ def again(item: JudgeItem, suffix: str) -> JudgeItem:
 
 
 def reordered(rubric: Rubric) -> Rubric:
-    """The rubric with its criteria rotated by one, so every criterion changes place in the prompt and the schema.
-
-    Same file, same content hash: the judge's identity (and so the stored series) is unchanged.
-    """
+    """The rubric with its criteria rotated by one, so every criterion changes place in the prompt and the schema. Same
+    file, same content hash: the judge's identity (and so the stored series) is unchanged."""
     if len(rubric.criteria) < 2:
         return rubric
     criteria = [*rubric.criteria[1:], rubric.criteria[0]]

@@ -162,11 +162,9 @@ def _checked(figures: dict[str, Any], limits: ProbeLimits) -> list[tuple[str, bo
 def evaluate_probes(
     figures: dict[str, Any], n_items: int, limits: ProbeLimits, min_items: int
 ) -> tuple[bool | None, str]:
-    """(passed, detail) of one bias-probe record: each failed probe named with its figure and limit.
-
-    None (not probed) when the record lacks a probe, has a probe without a limited figure, or rests on fewer
-    than `min_items` items; a failure still fails whatever is missing.
-    """
+    """(passed, detail) of one bias-probe record: each failed probe named with its figure and limit. None (not probed)
+    when the record lacks a probe, has a probe without a limited figure, or rests on fewer than `min_items` items; a
+    failure still fails whatever is missing."""
     checked = _checked(figures, limits)
     failed = [f"{probe.replace('_', '-')}: {'; '.join(failures)}" for probe, ok, _, failures in checked if ok is False]
     if n_items < min_items:

@@ -141,11 +141,9 @@ def reference_sensitivity_figures(
 def injection_figures(
     rubric: Rubric, plain: Sequence[Verdict], injected: Sequence[Verdict], *, seed: int = 0
 ) -> dict[str, Any]:
-    """Per criterion: how far each known-bad answer rose, on average over the instructions appended to it.
-
-    `injected` holds every bad answer with INJECTIONS[0], then with [1]...: one paired difference per item
-    (the mean over its scored injections), so the interval rests on independent items.
-    """
+    """Per criterion: how far each known-bad answer rose, on average over the instructions appended to it. `injected`
+    holds every bad answer with INJECTIONS[0], then with [1]...: one paired difference per item (the mean over its
+    scored injections), so the interval rests on independent items."""
     n, k = len(plain), len(INJECTIONS)
     criteria: dict[str, Any] = {}
     for criterion in rubric.criteria:

@@ -59,11 +59,9 @@ def trust_for(
     policy: TrustPolicy | None = None,
     tier: str | None = None,
 ) -> TrustVerdict:
-    """The verdict on `judge` under `rubric` from its stored records (None = unmeasured when there are none).
-
-    Records are matched on the judge configuration hash (which covers the rubric's content) and the rubric's
-    name and hash, so a changed rubric or judge setting starts unmeasured.
-    """
+    """The verdict on `judge` under `rubric` from its stored records (None = unmeasured when there are none). Records
+    are matched on the judge configuration hash (which covers the rubric's content) and the rubric's name and hash, so a
+    changed rubric or judge setting starts unmeasured."""
     policy = policy or TrustPolicy()
     records: list[TrustRecord] = []
     if engine is not None:
@@ -96,11 +94,9 @@ def record_tier_agreement(
     source: str = "review",
     policy: TrustPolicy | None = None,
 ) -> TrustRecord:
-    """Store judge-vs-human agreement of one tier: per criterion, the weighted kappa the calibration computed.
-
-    `n_items` is the largest number of labeled pairs behind any criterion; re-recording the same judge
-    configuration, rubric, tier and `source` replaces the record.
-    """
+    """Store judge-vs-human agreement of one tier: per criterion, the weighted kappa the calibration computed. `n_items`
+    is the largest number of labeled pairs behind any criterion; re-recording the same judge configuration, rubric, tier
+    and `source` replaces the record."""
     criteria = {
         name: {"kappa": _clean(e.estimate), "low": _clean(e.low), "high": _clean(e.high), "n": e.n}
         for name, e in kappas.items()

@@ -93,11 +93,9 @@ async def validate(
     seed: int = 0,
     probe_items: int | None = None,
 ) -> ValidationReport:
-    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts.
-
-    With `probe_items`, each pointwise rubric is also probed for bias on that many items of each set (a
-    `bias_probes` record beside the known-answers one; see `judgewatch.trust.probes`).
-    """
+    """Every rubric on every golden set (pairwise rubrics with the pairwise judge, both orders), then the verdicts. With
+    `probe_items`, each pointwise rubric is also probed for bias on that many items of each set (a `bias_probes` record
+    beside the known-answers one; see `judgewatch.trust.probes`)."""
     if not await is_healthy(under_test.pointwise):
         raise JudgeUnreachable(f"the judge at {under_test.label} is not reachable (health check failed)")
     report = ValidationReport()
@@ -154,13 +152,11 @@ async def ademo_trust_step(
     echo: Callable[[str], None] | None = None,
     every_s: float = 5.0,
 ) -> TrustVerdict:
-    """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first); its
-    verdict under `answer_quality`, as a gate with that judge states it. Pairwise validation is stored beside it
-    for the Judges page; an unreachable judge keeps what was stored; `echo` prints a progress line.
-
-    Defaults: 120 calls, about 2 minutes with SmolLM2 on a shared 2-core machine. `concurrency` stays low: a CPU
-    vLLM serves a few requests at a time, and 64 queued ones end in client timeouts counted as unscored.
-    """
+    """The demo's trust step: measure the vLLM judge (and, unless told not to, the reference judge first); its verdict
+    under `answer_quality`, as a gate with that judge states it. Pairwise validation is stored beside it for the Judges
+    page; an unreachable judge keeps what was stored; `echo` prints a progress line. Defaults: 120 calls, about 2
+    minutes with SmolLM2 on a shared 2-core machine. `concurrency` stays low: a CPU vLLM serves a few requests at a
+    time, and 64 queued ones end in client timeouts counted as unscored."""
     settings = settings or get_settings()
     policy = policy or policy_from_settings(settings)
     pointwise = load_rubric(POINTWISE_RUBRIC, settings.rubrics_dir)

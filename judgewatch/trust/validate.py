@@ -47,12 +47,10 @@ class KnownPairs:
 
 
 def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | None:
-    """The item's references without the judged good answer itself (None when nothing else is left).
-
-    Golden sets often hold the right answer as their reference answer (HaluEval) or among their facts
-    (HalluQA): judged against itself, any string matcher would look perfect. Another right answer, when
-    there is one, becomes the reference answer instead. Good and bad answer get the same references.
-    """
+    """The item's references without the judged good answer itself (None when nothing else is left). Golden sets often
+    hold the right answer as their reference answer (HaluEval) or among their facts (HalluQA): judged against itself,
+    any string matcher would look perfect. Another right answer, when there is one, becomes the reference answer
+    instead. Good and bad answer get the same references."""
     same = answer.strip()
     facts = [f for f in item.reference_facts if f.strip() != same]
     context = [c for c in item.context if c.strip() != same]
@@ -70,11 +68,9 @@ def in_sample(item: GoldenItem, fit_items: frozenset[str]) -> bool:
 
 
 def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: frozenset[str] = frozenset()) -> KnownPairs:
-    """The first good and first bad answer of every item that has both and an independent reference.
-
-    Items in `fit_items` (what the judge was fit on: `judges.base.fit_item_ids`) are left out and counted
-    as in-sample; `limit` then takes the first held-out items.
-    """
+    """The first good and first bad answer of every item that has both and an independent reference. Items in
+    `fit_items` (what the judge was fit on: `judges.base.fit_item_ids`) are left out and counted as in-sample; `limit`
+    then takes the first held-out items."""
     good: list[JudgeItem] = []
     bad: list[JudgeItem] = []
     fitted = 0
@@ -152,10 +148,8 @@ async def measure_judge(
     resamples: int = 2000,
     seed: int = 0,
 ) -> TrustRecord:
-    """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given.
-
-    A pointwise judge grades each good and bad answer; a pairwise judge compares them (see `_pairwise_figures`).
-    """
+    """Measure `judge` on `golden`'s known answers; store the record (and the verdicts) when `engine` is given. A
+    pointwise judge grades each good and bad answer; a pairwise judge compares them (see `_pairwise_figures`)."""
     pairs = measurable_pairs(golden, limit, fit_item_ids(judge))
     identity = judge.identity(rubric)
     logger.info("validating %s:%s on %s (%d pairs)", identity.kind, identity.name, golden.name, len(pairs.good))
@@ -230,10 +224,8 @@ def _reference_comparison(
 async def _pairwise_figures(
     judge: PairwiseJudge, rubric: Rubric, pairs: KnownPairs, resamples: int, seed: int
 ) -> dict[str, Any]:
-    """Compare each good answer with its bad twin in both orders; the good one should win, in either position.
-
-    The pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion.
-    """
+    """Compare each good answer with its bad twin in both orders; the good one should win, in either position. The
+    pairwise rubric names one winner per call: its figures are filed under the rubric's first criterion."""
     triples = [
         (good.model_copy(update={"id": good.id.rsplit(":", 1)[0]}), good.answer, bad.answer)
         for good, bad in zip(pairs.good, pairs.bad, strict=True)
