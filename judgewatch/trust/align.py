@@ -34,6 +34,7 @@ from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.alignments import JudgeAlignment, alignment_id, save_alignment
 from judgewatch.storage.db import session_scope
 from judgewatch.trust.align_labels import Labelled, ReviewerLabels, reviewer_labels, split
+from judgewatch.trust.figures import rounded
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import record_tier_agreement
 
@@ -165,9 +166,6 @@ def _columns(held: Sequence[Labelled], verdicts: Sequence[Verdict], criterion: s
 def _figures(
     rubric: Rubric, held: Sequence[Labelled], current: Sequence[Verdict], aligned: Sequence[Verdict], min_items: int
 ) -> dict[str, CriterionFigures]:
-    def clean(value: float) -> float | None:
-        return None if np.isnan(value) else round(float(value), 4) + 0.0  # no "-0.0"
-
     figures = {}
     for criterion in rubric.criteria:
         human, before = _columns(held, current, criterion.name)
@@ -180,12 +178,12 @@ def _figures(
         )
         figures[criterion.name] = CriterionFigures(
             n=c.difference.n,
-            current=clean(c.a.estimate),
-            current_interval=(clean(c.a.low), clean(c.a.high)),
-            aligned=clean(c.b.estimate),
-            aligned_interval=(clean(c.b.low), clean(c.b.high)),
-            difference=clean(c.difference.estimate),
-            interval=(clean(c.difference.low), clean(c.difference.high)),
+            current=rounded(c.a.estimate),
+            current_interval=(rounded(c.a.low), rounded(c.a.high)),
+            aligned=rounded(c.b.estimate),
+            aligned_interval=(rounded(c.b.low), rounded(c.b.high)),
+            difference=rounded(c.difference.estimate),
+            interval=(rounded(c.difference.low), rounded(c.difference.high)),
             n_effective=round(c.n_effective, 1),
             decisive=c.n_effective >= min_items,
             changed=int(np.sum(np.isfinite(before) & np.isfinite(after) & (before != after))),

@@ -20,9 +20,9 @@ from judgewatch.contract.verdicts import UnscoredReason, Verdict
 from judgewatch.stats.auroc import auroc, auroc_interval
 
 
-def _clean(value: float) -> float | None:
-    """JSON-safe float: NaN becomes None, others are rounded for readable records."""
-    return None if value is None or math.isnan(value) else round(float(value), 4)
+def rounded(value: float | None) -> float | None:
+    """A figure as records store it: rounded to 4 places, never -0.0; NaN, inf (no figure) and None as None."""
+    return None if value is None or not math.isfinite(value) else round(float(value), 4) + 0.0
 
 
 def _column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
@@ -55,17 +55,17 @@ def criterion_figures(
     mean_good = float(np.nanmean(g)) if n_good else math.nan
     mean_bad = float(np.nanmean(b)) if n_bad else math.nan
     return {
-        "auroc": _clean(estimate.estimate),
-        "low": _clean(estimate.low),
-        "high": _clean(estimate.high),
+        "auroc": rounded(estimate.estimate),
+        "low": rounded(estimate.low),
+        "high": rounded(estimate.high),
         "n_good": n_good,
         "n_bad": n_bad,
-        "mean_good": _clean(mean_good),
-        "mean_bad": _clean(mean_bad),
-        "gap": _clean(mean_good - mean_bad),
+        "mean_good": rounded(mean_good),
+        "mean_bad": rounded(mean_bad),
+        "gap": rounded(mean_good - mean_bad),
         "judged": judged,
         "unscored": unscored,
-        "unscored_rate": _clean(unscored / judged),
+        "unscored_rate": rounded(unscored / judged),
     }
 
 
@@ -140,8 +140,8 @@ def agreement_figures(rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[
             continue
         result[criterion.name] = {
             "n": n,
-            "exact_agreement": _clean(float((a[both] == b[both]).mean())),
-            "mean_diff": _clean(float((a[both] - b[both]).mean())),
+            "exact_agreement": rounded(float((a[both] == b[both]).mean())),
+            "mean_diff": rounded(float((a[both] - b[both]).mean())),
         }
     return result
 
@@ -150,6 +150,6 @@ def raw_auroc(good: Sequence[dict[str, float]], bad: Sequence[dict[str, float]])
     """AUROC of continuous raw scores (the reference judge's coverage) per criterion, before integer cuts."""
     names = sorted({name for row in [*good, *bad] for name in row})
     return {
-        name: _clean(auroc([row.get(name, math.nan) for row in good], [row.get(name, math.nan) for row in bad]))
+        name: rounded(auroc([row.get(name, math.nan) for row in good], [row.get(name, math.nan) for row in bad]))
         for name in names
     }

@@ -35,6 +35,7 @@ from judgewatch.contract.verdicts import Verdict
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import paired_mean_diff
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
+from judgewatch.trust.figures import rounded
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import FILLER, INJECTIONS, ProbeItems, probe_items, reordered
 from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
@@ -42,10 +43,6 @@ from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
 logger = logging.getLogger(__name__)
 
 DEFAULT_ITEMS = 20
-
-
-def _round(value: float) -> float | None:
-    return None if value is None or not np.isfinite(value) else round(float(value), 4)
 
 
 def _scores(verdicts: Sequence[Verdict], criterion: str) -> np.ndarray:
@@ -57,7 +54,7 @@ def share(count: int, total: int) -> dict[str, Any]:
     if total == 0:
         return {"share": None, "low": None, "high": None}
     low, high = wilson_bounds(count, total, 0.95)
-    return {"share": _round(count / total), "low": _round(float(low)), "high": _round(float(high))}
+    return {"share": rounded(count / total), "low": rounded(float(low)), "high": rounded(float(high))}
 
 
 def verbosity_figures(
@@ -73,12 +70,12 @@ def verbosity_figures(
         diff = paired_mean_diff(after, before, seed=seed)
         up = int((after[both] > before[both]).sum())
         criteria[criterion.name] = {
-            "shift": _round(diff.estimate),
-            "low": _round(diff.low),
-            "high": _round(diff.high),
+            "shift": rounded(diff.estimate),
+            "low": rounded(diff.low),
+            "high": rounded(diff.high),
             "n": diff.n,
             "up": up,
-            "up_share": _round(up / diff.n),
+            "up_share": rounded(up / diff.n),
             "down": int((after[both] < before[both]).sum()),
         }
     return {"criteria": criteria, "answers": len(plain)}
@@ -106,7 +103,7 @@ def confidence_figures(
             "overtaken": overtaken,
             "eligible": int(eligible.sum()),
             **share(overtaken, int(eligible.sum())),
-            "margin_shift": _round(float((styled_margin - plain_margin).mean())),
+            "margin_shift": rounded(float((styled_margin - plain_margin).mean())),
             "n": int(scored.sum()),
         }
     return {"criteria": criteria, "items": len(good)}
@@ -128,12 +125,12 @@ def reference_sensitivity_figures(
         diff = paired_mean_diff(before, after, seed=seed)
         dropped = int((after[both] < before[both]).sum())
         criteria[criterion.name] = {
-            "drop": _round(diff.estimate),
-            "low": _round(diff.low),
-            "high": _round(diff.high),
+            "drop": rounded(diff.estimate),
+            "low": rounded(diff.low),
+            "high": rounded(diff.high),
             "n": diff.n,
             "dropped": dropped,
-            "dropped_share": _round(dropped / diff.n),
+            "dropped_share": rounded(dropped / diff.n),
         }
     return {"criteria": criteria, "answers": len(true_refs)}
 
@@ -160,16 +157,16 @@ def injection_figures(
         diff = paired_mean_diff(after_mean, before, seed=seed)
         rose = int((after_mean[both] > before[both]).sum())
         per_instruction = [
-            _round(float(np.nanmean(after[j][both] - before[both]))) if np.isfinite(after[j][both]).any() else None
+            rounded(float(np.nanmean(after[j][both] - before[both]))) if np.isfinite(after[j][both]).any() else None
             for j in range(k)
         ]
         criteria[criterion.name] = {
-            "shift": _round(diff.estimate),
-            "low": _round(diff.low),
-            "high": _round(diff.high),
+            "shift": rounded(diff.estimate),
+            "low": rounded(diff.low),
+            "high": rounded(diff.high),
             "n": diff.n,
             "up": rose,
-            "up_share": _round(rose / diff.n),
+            "up_share": rounded(rose / diff.n),
             "per_instruction": per_instruction,
         }
     return {"criteria": criteria, "answers": len(injected), "instructions": list(INJECTIONS)}

@@ -4,7 +4,6 @@ judge, under the policy in force now."""
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,6 +16,7 @@ from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord, get_trust_records, save_trust_record
 from judgewatch.storage.types import identity_columns
+from judgewatch.trust.figures import rounded
 from judgewatch.trust.policy import TrustPolicy, TrustVerdict, evaluate, evaluate_record
 
 logger = logging.getLogger(__name__)
@@ -80,10 +80,6 @@ def trust_for(
     return verdict
 
 
-def _clean(value: float) -> float | None:
-    return None if math.isnan(value) else round(float(value), 4)
-
-
 def record_tier_agreement(
     engine: Engine,
     *,
@@ -98,7 +94,7 @@ def record_tier_agreement(
     is the largest number of labeled pairs behind any criterion; re-recording the same judge configuration, rubric, tier
     and `source` replaces the record."""
     criteria = {
-        name: {"kappa": _clean(e.estimate), "low": _clean(e.low), "high": _clean(e.high), "n": e.n}
+        name: {"kappa": rounded(e.estimate), "low": rounded(e.low), "high": rounded(e.high), "n": e.n}
         for name, e in kappas.items()
     }
     n_items = max((e.n for e in kappas.values()), default=0)

@@ -25,7 +25,7 @@ from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
-from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc, trim_figures
+from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc, rounded, trim_figures
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import build_record, store_record
@@ -239,17 +239,14 @@ async def _pairwise_figures(
             if call is not None and call.unscored_reason is not None:
                 reasons[call.unscored_reason.value] = reasons.get(call.unscored_reason.value, 0) + 1
 
-    def clean(value: float) -> float | None:
-        return None if value != value else round(value, 4)  # NaN -> None
-
     criterion = {
-        "auroc": clean(preference.estimate),  # P(good preferred) + 0.5 P(tie): the pairwise AUROC
-        "low": clean(preference.low),
-        "high": clean(preference.high),
-        "position_consistency": clean(stats.position_consistency),
-        "inconsistency_rate": clean(stats.inconsistency_rate),
-        "a_rate": clean(stats.a_rate),
-        "unscored_rate": clean(stats.unscored_rate),
+        "auroc": rounded(preference.estimate),  # P(good preferred) + 0.5 P(tie): the pairwise AUROC
+        "low": rounded(preference.low),
+        "high": rounded(preference.high),
+        "position_consistency": rounded(stats.position_consistency),
+        "inconsistency_rate": rounded(stats.inconsistency_rate),
+        "a_rate": rounded(stats.a_rate),
+        "unscored_rate": rounded(stats.unscored_rate),
         "pairs": stats.pairs,
         "scored": stats.scored,
         "good_wins": stats.first_wins,
