@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,7 +27,7 @@ app = typer.Typer(help="Judges: measure their trust, list what was measured.", n
 
 def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
     from judgewatch.trust.policy import dataset_label
-    from judgewatch.trust.probe_policy import probe_lines
+    from judgewatch.trust.probe_policy import fmt, probe_lines
 
     for record in report.records:
         where = dataset_label(record.dataset, record.dataset_revision)
@@ -39,21 +39,22 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
             typer.echo(f"  probe {line}  [{ {True: 'ok', False: 'FAILED', None: 'no figure'}[passed] }]")
         reference = record.figures.get("reference", {}).get("criteria", {})
         for name, fig in record.figures.get("criteria", {}).items():
-            line = f"  {name:<13} AUROC {_num(fig.get('auroc'))} [{_num(fig.get('low'))}, {_num(fig.get('high'))}]"
+            line = f"  {name:<13} AUROC {fmt(fig.get('auroc'))} [{fmt(fig.get('low'))}, {fmt(fig.get('high'))}]"
             if fig.get("gap") is not None:
                 line += f"  gap {fig['gap']:+.2f}"
             if fig.get("position_consistency") is not None:
-                line += f"  position consistency {fig['position_consistency']:.0%} (A chosen {_pct(fig.get('a_rate'))})"
-            line += f"  unscored {_pct(fig.get('unscored_rate'))}"
+                a_rate = fmt(fig.get("a_rate"), ".0%")
+                line += f"  position consistency {fig['position_consistency']:.0%} (A chosen {a_rate})"
+            line += f"  unscored {fmt(fig.get('unscored_rate'), '.0%')}"
             if name in reference and record.judge_kind != "reference":
-                line += f"  | reference judge AUROC {_num(reference[name].get('auroc'))}"
+                line += f"  | reference judge AUROC {fmt(reference[name].get('auroc'))}"
             typer.echo(line)
             weighted = fig.get("expected")
             if weighted:
                 typer.echo(
-                    f"  {'':<13} AUROC {_num(weighted.get('auroc'))} [{_num(weighted.get('low'))}, "
-                    f"{_num(weighted.get('high'))}] probability-weighted  gap {_signed(weighted.get('gap'))}  "
-                    f"without a float {_pct(weighted.get('unscored_rate'))}"
+                    f"  {'':<13} AUROC {fmt(weighted.get('auroc'))} [{fmt(weighted.get('low'))}, "
+                    f"{fmt(weighted.get('high'))}] probability-weighted  gap {fmt(weighted.get('gap'), '+.2f')}  "
+                    f"without a float {fmt(weighted.get('unscored_rate'), '.0%')}"
                 )
         reasons = record.figures.get("unscored_reasons") or {}
         if reasons:
@@ -66,18 +67,6 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
             )
     for verdict in report.verdicts:
         typer.echo(("" if verdict.trustworthy else "WARNING: ") + verdict.summary)
-
-
-def _num(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
-
-
-def _signed(value: Any) -> str:
-    return "n/a" if value is None else f"{value:+.2f}"
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
 
 
 @app.command("validate")
@@ -207,6 +196,8 @@ def limit_cmd(
 
 
 def _print_alignment(result: AlignResult, holdout: float) -> None:
+    from judgewatch.trust.probe_policy import fmt
+
     comparison = result.comparison
     typer.echo(f"labels: {comparison.labels}")
     typer.echo(
@@ -222,9 +213,9 @@ def _print_alignment(result: AlignResult, holdout: float) -> None:
         low, high = fig.interval
         note = f"  scores differ on {fig.changed}" if fig.decisive else "  (too few items to decide)"
         typer.echo(
-            f"  {name:<13} n {_n(fig.n, fig.n_effective):<4} current {_num(fig.current)} "
-            f"{_pair(fig.current_interval)}  aligned {_num(fig.aligned)} {_pair(fig.aligned_interval)}  "
-            f"difference {_signed(fig.difference)} [{_signed(low)}, {_signed(high)}]{note}"
+            f"  {name:<13} n {_n(fig.n, fig.n_effective):<4} current {fmt(fig.current)} "
+            f"{_pair(fig.current_interval)}  aligned {fmt(fig.aligned)} {_pair(fig.aligned_interval)}  "
+            f"difference {fmt(fig.difference, '+.2f')} [{fmt(low, '+.2f')}, {fmt(high, '+.2f')}]{note}"
         )
     dropped = comparison.examples_dropped_on
     typer.echo(
@@ -240,7 +231,9 @@ def _n(n: int, effective: float) -> str:
 
 
 def _pair(interval: tuple[float | None, float | None]) -> str:
-    return f"[{_num(interval[0])}, {_num(interval[1])}]"
+    from judgewatch.trust.probe_policy import fmt
+
+    return f"[{fmt(interval[0])}, {fmt(interval[1])}]"
 
 
 @app.command("align")

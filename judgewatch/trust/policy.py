@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
-from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes
+from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes, fmt
 
 logger = logging.getLogger(__name__)
 
@@ -88,37 +88,33 @@ class TrustVerdict(BaseModel):
         return self.model_copy(update={"trustworthy": None, "summary": summary, "accepted_on_purpose": True})
 
 
-def _fmt(value: Any, spec: str = ".2f") -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
-
-
 def _auroc_checks(figures: dict[str, Any], policy: TrustPolicy, pairwise: bool) -> tuple[bool, list[str]]:
     auroc, low = figures.get("auroc"), figures.get("low")
     unscored = figures.get("unscored_rate")
     failures: list[str] = []
     if auroc is None or math.isnan(auroc) or auroc < policy.min_auroc:
-        failures.append(f"AUROC {_fmt(auroc)} < {policy.min_auroc:.2f}")
+        failures.append(f"AUROC {fmt(auroc)} < {policy.min_auroc:.2f}")
     if policy.require_above_chance and (low is None or math.isnan(low) or low <= 0.5):
-        failures.append(f"interval lower bound {_fmt(low)} not above chance 0.50")
+        failures.append(f"interval lower bound {fmt(low)} not above chance 0.50")
     if unscored is not None and unscored > policy.max_unscored_rate:
         failures.append(f"unscored {unscored:.0%} > {policy.max_unscored_rate:.0%}")
     if pairwise:
         consistency = figures.get("position_consistency")
         if consistency is None or consistency < policy.min_position_consistency:
-            failures.append(f"position consistency {_fmt(consistency, '.0%')} < {policy.min_position_consistency:.0%}")
+            failures.append(f"position consistency {fmt(consistency, '.0%')} < {policy.min_position_consistency:.0%}")
     return not failures, failures
 
 
 def describe_figures(evidence: str, figures: dict[str, Any]) -> str:
     """One criterion's figures in one line, e.g. 'AUROC 0.52 [0.41, 0.63], gap +0.1, unscored 51%'."""
     if evidence == TrustEvidence.human_labels:
-        return f"weighted kappa {_fmt(figures.get('kappa'))} [{_fmt(figures.get('low'))}, {_fmt(figures.get('high'))}]"
-    text = f"AUROC {_fmt(figures.get('auroc'))} [{_fmt(figures.get('low'))}, {_fmt(figures.get('high'))}]"
+        return f"weighted kappa {fmt(figures.get('kappa'))} [{fmt(figures.get('low'))}, {fmt(figures.get('high'))}]"
+    text = f"AUROC {fmt(figures.get('auroc'))} [{fmt(figures.get('low'))}, {fmt(figures.get('high'))}]"
     if figures.get("gap") is not None:
-        text += f", gap {_fmt(figures.get('gap'), '+.2f')}"
+        text += f", gap {fmt(figures.get('gap'), '+.2f')}"
     if figures.get("position_consistency") is not None:
-        text += f", position consistency {_fmt(figures.get('position_consistency'), '.0%')}"
-    return text + f", unscored {_fmt(figures.get('unscored_rate'), '.0%')}"
+        text += f", position consistency {fmt(figures.get('position_consistency'), '.0%')}"
+    return text + f", unscored {fmt(figures.get('unscored_rate'), '.0%')}"
 
 
 def evaluate_record(

@@ -6,9 +6,16 @@ the defaults and why). A bias-probe record lacking any of the probes (made befor
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+def fmt(value: Any, spec: str = ".2f") -> str:
+    """A figure as lines quote it: "n/a" when there is none (None or NaN)."""
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, spec)
+
 
 PROBES = ("verbosity", "confidence", "reference_sensitivity", "injection", "consistency")
 
@@ -47,14 +54,10 @@ class ProbeLimits(BaseModel):
         )
 
 
-def _num(value: Any, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def _share(fig: dict[str, Any], count: str, total: str) -> str:
     return (
-        f"{fig.get(count, 0)}/{fig.get(total, 0)} ({_num(fig.get('share'), '.0%')} "
-        f"[{_num(fig.get('low'), '.0%')}, {_num(fig.get('high'), '.0%')}])"
+        f"{fig.get(count, 0)}/{fig.get(total, 0)} ({fmt(fig.get('share'), '.0%')} "
+        f"[{fmt(fig.get('low'), '.0%')}, {fmt(fig.get('high'), '.0%')}])"
     )
 
 
@@ -65,14 +68,14 @@ def _rise(
     parts, failures, measured = [], [], False
     for name, c in fig.get("criteria", {}).items():
         shift, high = c.get("shift"), c.get("high")
-        figure = f"{name} shift {_num(shift, '+.2f')} [{_num(c.get('low'), '+.2f')}, {_num(high, '+.2f')}]"
-        parts.append(f"{figure}, up on {_num(c.get('up_share'), '.0%')} of {c.get('n', 0)}")
+        figure = f"{name} shift {fmt(shift, '+.2f')} [{fmt(c.get('low'), '+.2f')}, {fmt(high, '+.2f')}]"
+        parts.append(f"{figure}, up on {fmt(c.get('up_share'), '.0%')} of {c.get('n', 0)}")
         if (criteria is not None and name not in criteria) or shift is None:
             continue
         measured = True
         if shift >= max_shift or high is None or high >= max_upper:
             failures.append(
-                f"{figure}, up on {_num(c.get('up_share'), '.0%')} (limit < {max_shift:+.2f}, "
+                f"{figure}, up on {fmt(c.get('up_share'), '.0%')} (limit < {max_shift:+.2f}, "
                 f"upper bound < {max_upper:+.2f})"
             )
     return "; ".join(parts) or "nothing scored", failures, measured
@@ -90,7 +93,7 @@ def _confidence(fig: dict[str, Any], limits: ProbeLimits) -> tuple[str, list[str
     parts, failures, measured = [], [], False
     for name, c in fig.get("criteria", {}).items():
         figure = f"{name}: confident bad overtook hedged good on {_share(c, 'overtaken', 'eligible')}"
-        parts.append(f"{figure}, margin shift {_num(c.get('margin_shift'), '+.2f')}")
+        parts.append(f"{figure}, margin shift {fmt(c.get('margin_shift'), '+.2f')}")
         share, high = c.get("share"), c.get("high")
         if name not in limits.confidence_criteria or share is None:
             continue
@@ -107,8 +110,8 @@ def _reference_sensitivity(fig: dict[str, Any], limits: ProbeLimits) -> tuple[st
     for name, c in fig.get("criteria", {}).items():
         drop, low = c.get("drop"), c.get("low")
         figure = (
-            f"{name} drop against contradicting references {_num(drop, '+.2f')} [{_num(low, '+.2f')}, "
-            f"{_num(c.get('high'), '+.2f')}], down on {_num(c.get('dropped_share'), '.0%')} of {c.get('n', 0)}"
+            f"{name} drop against contradicting references {fmt(drop, '+.2f')} [{fmt(low, '+.2f')}, "
+            f"{fmt(c.get('high'), '+.2f')}], down on {fmt(c.get('dropped_share'), '.0%')} of {c.get('n', 0)}"
         )
         parts.append(figure)
         if name not in limits.reference_criteria or drop is None:
@@ -188,15 +191,15 @@ def short_label(figures: dict[str, Any], limits: ProbeLimits) -> str:
         if probe in ("verbosity", "injection"):
             chosen = limits.verbosity_criteria if probe == "verbosity" else limits.injection_criteria
             shifts = [c.get("shift") for k, c in fig.get("criteria", {}).items() if chosen is None or k in chosen]
-            value = _num(max((s for s in shifts if s is not None), default=None), "+.2f")
+            value = fmt(max((s for s in shifts if s is not None), default=None), "+.2f")
         elif probe == "confidence":
             shares = [c.get("share") for k, c in fig.get("criteria", {}).items() if k in limits.confidence_criteria]
-            value = _num(max((s for s in shares if s is not None), default=None), ".0%")
+            value = fmt(max((s for s in shares if s is not None), default=None), ".0%")
         elif probe == "reference_sensitivity":
             drops = [c.get("drop") for k, c in fig.get("criteria", {}).items() if k in limits.reference_criteria]
-            value = _num(min((d for d in drops if d is not None), default=None), "+.2f")
+            value = fmt(min((d for d in drops if d is not None), default=None), "+.2f")
         else:
-            value = "/".join(_num(fig.get(k, {}).get("share"), ".0%") for k in ("repeat", "shuffled"))
+            value = "/".join(fmt(fig.get(k, {}).get("share"), ".0%") for k in ("repeat", "shuffled"))
         mark = {True: "ok", False: "FAIL", None: "?"}[ok]
         cells.append(f"{probe.replace('_', '-')} {value} {mark}")
     return ", ".join(cells)
