@@ -18,7 +18,7 @@ from jinja2.sandbox import SecurityError
 from judgewatch.contract.items import JudgeItem, Language
 from judgewatch.contract.messages import ChatMessage, conversation_parts
 from judgewatch.contract.rubric import Criterion, Rubric, RubricError
-from judgewatch.contract.sandbox import BoundedSandbox
+from judgewatch.contract.sandbox import TEMPLATE_OPTIONS, BoundedSandbox
 
 # A rendered prompt (system and user message together) longer than this is refused: judged fields are at most
 # 256 KiB each by default, and no judge's context window comes near a few million characters.
@@ -43,13 +43,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 def environment() -> jinja2.Environment:
     """The one Jinja environment: sandboxed and immutable, StrictUndefined, no autoescape (a prompt, not HTML), and
     without Jinja's default globals (`range`, `dict`, `cycler`...): a template sees only what it is rendered with."""
-    env = BoundedSandbox(
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
+    env = BoundedSandbox(**TEMPLATE_OPTIONS)
     env.globals.clear()
     return env
 

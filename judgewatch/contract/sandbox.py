@@ -27,6 +27,13 @@ MAX_EXPONENT = 256
 _DIGITS = re.compile(r"\d+")
 
 
+# How every judgewatch template renders: StrictUndefined, no autoescape (a prompt, not HTML), blocks trimmed.
+TEMPLATE_OPTIONS: dict[str, Any] = {
+    "undefined": jinja2.StrictUndefined, "autoescape": False, "trim_blocks": True, "lstrip_blocks": True,
+    "keep_trailing_newline": False,
+}  # fmt: skip
+
+
 class TooLargeError(SecurityError):
     """A template operation that would build a value over the limit (refused before it runs)."""
 

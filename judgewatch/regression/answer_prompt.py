@@ -18,6 +18,8 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from judgewatch.contract.sandbox import TEMPLATE_OPTIONS
+
 logger = logging.getLogger(__name__)
 
 TEMPLATE_VARIABLES = frozenset({"question", "reference_facts", "context", "language"})
@@ -51,13 +53,7 @@ def answer_messages(question: str, facts: Sequence[str], language: str) -> list[
 @lru_cache(maxsize=1)
 def environment() -> ImmutableSandboxedEnvironment:
     """The sandbox tier templates render in: no attribute tricks, no mutation of the values passed in."""
-    return ImmutableSandboxedEnvironment(
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=False,
-    )
+    return ImmutableSandboxedEnvironment(**TEMPLATE_OPTIONS)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from judges.errors import is_endpoint_failure
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import Verdict
 from judgewatch.stats.estimate import wilson_bounds
-from judgewatch.stats.paired import paired_mean_diff
+from judgewatch.stats.paired import PairedDiff, paired_mean_diff
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
 from judgewatch.trust.figures import rounded
 from judgewatch.trust.policy import TrustPolicy
@@ -57,6 +57,13 @@ def share(count: int, total: int) -> dict[str, Any]:
     return {"share": rounded(count / total), "low": rounded(float(low)), "high": rounded(float(high))}
 
 
+def _moved(diff: PairedDiff, mean: str, count: int, counted: str) -> dict[str, Any]:
+    """A paired difference's figures: its mean (named `mean`) with the interval and n, and how many answers moved
+    that way (named `counted`) with their share."""
+    figures = {mean: rounded(diff.estimate), "low": rounded(diff.low), "high": rounded(diff.high), "n": diff.n}
+    return {**figures, counted: count, f"{counted}_share": rounded(count / diff.n)}
+
+
 def verbosity_figures(
     rubric: Rubric, plain: Sequence[Verdict], padded: Sequence[Verdict], *, seed: int = 0
 ) -> dict[str, Any]:
@@ -69,15 +76,7 @@ def verbosity_figures(
             continue
         diff = paired_mean_diff(after, before, seed=seed)
         up = int((after[both] > before[both]).sum())
-        criteria[criterion.name] = {
-            "shift": rounded(diff.estimate),
-            "low": rounded(diff.low),
-            "high": rounded(diff.high),
-            "n": diff.n,
-            "up": up,
-            "up_share": rounded(up / diff.n),
-            "down": int((after[both] < before[both]).sum()),
-        }
+        criteria[criterion.name] = {**_moved(diff, "shift", up, "up"), "down": int((after[both] < before[both]).sum())}
     return {"criteria": criteria, "answers": len(plain)}
 
 
@@ -124,14 +123,7 @@ def reference_sensitivity_figures(
             continue
         diff = paired_mean_diff(before, after, seed=seed)
         dropped = int((after[both] < before[both]).sum())
-        criteria[criterion.name] = {
-            "drop": rounded(diff.estimate),
-            "low": rounded(diff.low),
-            "high": rounded(diff.high),
-            "n": diff.n,
-            "dropped": dropped,
-            "dropped_share": rounded(dropped / diff.n),
-        }
+        criteria[criterion.name] = _moved(diff, "drop", dropped, "dropped")
     return {"criteria": criteria, "answers": len(true_refs)}
 
 
@@ -160,15 +152,7 @@ def injection_figures(
             rounded(float(np.nanmean(after[j][both] - before[both]))) if np.isfinite(after[j][both]).any() else None
             for j in range(k)
         ]
-        criteria[criterion.name] = {
-            "shift": rounded(diff.estimate),
-            "low": rounded(diff.low),
-            "high": rounded(diff.high),
-            "n": diff.n,
-            "up": rose,
-            "up_share": rounded(rose / diff.n),
-            "per_instruction": per_instruction,
-        }
+        criteria[criterion.name] = {**_moved(diff, "shift", rose, "up"), "per_instruction": per_instruction}
     return {"criteria": criteria, "answers": len(injected), "instructions": list(INJECTIONS)}
 
 
@@ -248,13 +232,4 @@ async def probe_judge(
         "unscored_reasons": unscored,
         "filler": {lang: list(sentences) for lang, sentences in FILLER.items()},
     }
-    return pairs_record(
-        engine,
-        pairs,
-        judge=identity,
-        rubric=rubric,
-        evidence=TrustEvidence.bias_probes,
-        figures=figures,
-        n_items=probe.n,
-        policy=policy,
-    )
+    return pairs_record(engine, pairs, judge, rubric, TrustEvidence.bias_probes, figures, policy)

@@ -19,7 +19,7 @@ from judges.pairwise import PairwiseJudge
 from judges.reference import ReferenceJudge
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, Verdict
+from judgewatch.contract.verdicts import Verdict
 from judgewatch.judging.pipeline import JudgingResult
 from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
@@ -95,17 +95,19 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: froze
 def pairs_record(
     engine: Engine | None,
     pairs: KnownPairs,
-    *,
-    judge: JudgeIdentity,
+    judge: Judge | PairwiseJudge,
     rubric: Rubric,
     evidence: TrustEvidence,
     figures: dict[str, Any],
-    n_items: int,
     policy: TrustPolicy,
 ) -> TrustRecord:
-    """The record of one measurement on `pairs` (its set and revision), stored when `engine` is given."""
-    basis = TrustBasis(evidence=evidence.value, dataset=pairs.dataset, dataset_revision=pairs.revision, n_items=n_items)
-    record = build_record(judge=judge, rubric=rubric.identity, basis=basis, figures=figures, policy=policy)
+    """The record of one measurement of `judge` on `pairs` (its set and revision, `figures["items"]` of its items),
+    stored when `engine` is given."""
+    basis = TrustBasis(
+        evidence=evidence.value, dataset=pairs.dataset, dataset_revision=pairs.revision, n_items=figures["items"]
+    )
+    identity = judge.identity(rubric)
+    record = build_record(judge=identity, rubric=rubric.identity, basis=basis, figures=figures, policy=policy)
     return store_record(engine, record) if engine is not None else record
 
 
@@ -159,16 +161,7 @@ async def measure_judge(
     else:
         evidence = TrustEvidence.known_answers
         figures = await _pointwise_figures(judge, rubric, pairs, engine, resamples, seed)
-    return pairs_record(
-        engine,
-        pairs,
-        judge=identity,
-        rubric=rubric,
-        evidence=evidence,
-        figures=figures,
-        n_items=figures["items"],
-        policy=policy or TrustPolicy(),
-    )
+    return pairs_record(engine, pairs, judge, rubric, evidence, figures, policy or TrustPolicy())
 
 
 async def _pointwise_figures(
