@@ -1,11 +1,9 @@
 """Logging for entry points (the CLI, `python -m flows.* serve`): text or JSON lines, credentials masked.
 
-`configure_logging()` is called once by an entry point, never by library code. With
-`JUDGEWATCH_LOG_FORMAT=json` every record is one JSON object on one line (time, level, logger, message, and
-run id, flow, flow run, judge and counts when the record or the Prefect run context carries them), which log
-stacks (Loki, Elasticsearch, Cloud Logging) ingest without parsing rules. In both formats, passwords in URLs
-(`scheme://user:pass@host`) and secret query parameters are replaced by `***`: the masking happens when a
-record is created, so every handler sees the masked text, Prefect's own included.
+`configure_logging()` is called once by an entry point, never by library code. `JUDGEWATCH_LOG_FORMAT=json` writes
+one JSON object a line (with run id, flow, judge and counts when the record or the Prefect context has them). In
+both formats URL passwords and secret query parameters are masked when a record is created, so every handler,
+Prefect's included, sees the masked text.
 """
 
 from __future__ import annotations

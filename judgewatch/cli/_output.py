@@ -1,9 +1,5 @@
-"""A command's output file: one writer at a time, written beside it under a name of its own, then moved in place.
-
-Two runs given the same `--output` used to share `<output>.partial`: one exited 0 with the other's rows plus a
-torn line, the other crashed. Now the output is locked for the whole run (a second run stops at once with one
-line naming the lock), and each run writes its own temporary file, renamed over the output only when complete.
-"""
+"""A command's output file: one writer at a time (`<output>.lock`, a second run stops at once naming it), written
+through a temporary file of its own beside it and moved in place only when complete."""
 
 from __future__ import annotations
 

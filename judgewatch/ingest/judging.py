@@ -1,10 +1,9 @@
 """Judging what the receiver stored: the picks of an `otlp` source not judged yet under a rubric and judge, in
-keyset batches, each batch's verdicts routed to review by the same policy as the sampling flow's.
+keyset batches, each batch's verdicts routed to review as the sampling flow's are.
 
-The receiver answers exporters as soon as spans are stored; judging runs apart (`judgewatch ingest judge`, or the
-`ingest-judging` deployment every few minutes: flows/ingest_judging.py), so a slow or down judge never makes
-exporters retry or drop spans. Once the day's judge spend reaches the daily cap (`judging.spend_cap`) a run stops
-and finishes `paused`; the picks it left are found again by the first run of the next UTC day.
+It runs apart from the receiver (`judgewatch ingest judge`, or the `ingest-judging` deployment), so a slow or down
+judge never makes exporters retry; at the daily spend cap a run stops `paused`, and the next UTC day's first run
+finds what it left.
 """
 
 from __future__ import annotations

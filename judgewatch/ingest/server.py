@@ -1,9 +1,8 @@
 """The OTLP/HTTP trace receiver: `POST /v1/traces` (protobuf or JSON, gzip or not), bearer-token auth.
 
-Answers as OTLP/HTTP asks: 200 with an `ExportTraceServiceResponse` in the request's encoding once every span is
-stored (spans the mapping rejected are quarantined and reported as `partial_success.rejected_spans`); 400 with
-a `google.rpc.Status` naming the reason for a payload that does not decode (kept in quarantine too, never
-retried by exporters); 401 without the token; 415 for another content type. `GET /healthz` gives the counts.
+As OTLP/HTTP asks: 200 with an `ExportTraceServiceResponse` once every span is stored (rejected spans quarantined and
+reported as `partial_success`); 400 with a `google.rpc.Status` for a payload that does not decode (quarantined too);
+401 without the token; 415 for another content type. `GET /healthz` gives the counts.
 """
 
 from __future__ import annotations

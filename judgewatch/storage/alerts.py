@@ -1,10 +1,8 @@
 """Alert incidents: one row per time a rule's condition held for one subject, from when it fired until it cleared.
 
-An incident is sent once when it opens and once when it resolves, whatever the number of processes checking the
-rules: opening is an insert keyed by (rule, subject, incident number), which only one of two racing checks wins;
-resolving and each retry of a failed delivery are compare-and-set updates, which only one wins. A delivery that
-failed stays due (`sent` is behind `state`) and is tried again by the next check; one claimed and never recorded
-(its process died while sending) is tried again after `IN_FLIGHT`.
+Each is sent once when it opens and once when it resolves, whatever the number of processes checking: opening is
+an insert keyed by (rule, subject, number) only one check wins, resolving and each retry compare-and-set updates.
+A failed delivery stays due and is tried again by the next check; one claimed and never recorded, after `IN_FLIGHT`.
 """
 
 from __future__ import annotations

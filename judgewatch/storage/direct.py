@@ -1,12 +1,9 @@
 """psycopg straight, for the few statements run on every key press: no ORM, no SQLAlchemy compilation, no
 pool pre-ping, no BEGIN/COMMIT round trips.
 
-Each PostgreSQL engine gets one small pool of autocommit connections, opened on demand from the engine's URL
-(at most `DIRECT_POOL_SIZE` in use at once, callers served in arrival order; closed with `engine.dispose()`).
-A statement run here is its own transaction, so a write of several rows must be one statement (a
-data-modifying CTE). Without a pre-ping a connection the server dropped is found out by the statement itself:
-it is thrown away, and the statement is run again once on a new connection when the caller says repeating it
-is harmless (`repeatable`).
+Each PostgreSQL engine gets a small pool of autocommit connections (at most `DIRECT_POOL_SIZE` in use, callers
+served in arrival order, closed with `engine.dispose()`). A statement is its own transaction, so a write of several
+rows must be one statement; a connection the server dropped is thrown away and a `repeatable` statement run again.
 """
 
 from __future__ import annotations

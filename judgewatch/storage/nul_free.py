@@ -1,11 +1,8 @@
 """Text and JSON without NUL, whatever their source, at the one place every value enters the database.
 
-PostgreSQL refuses NUL (U+0000) in `text` and in `jsonb` strings, so one judge reply or reviewer comment that
-carries it would abort the whole write. Input rows have NUL removed (and the repair recorded) by
-`contract.raw_rows`; this module covers everything else: judge replies, reviewer comments, error details, JSON
-payloads. On PostgreSQL the connection's own adapters drop NUL from every `str` parameter and every JSON document
-(the SQLAlchemy engine's connections and the review queue's direct ones alike); on SQLite, which could store
-NUL, the same rule is applied to the statement's parameters, so both back ends read back the same text.
+PostgreSQL refuses NUL in `text` and `jsonb`, so one reply or comment carrying it would abort a whole write. Input
+rows are repaired by `contract.raw_rows`; everything else passes here: on PostgreSQL the connection's adapters drop
+NUL from every string and JSON document, on SQLite the statement's parameters, so both back ends read back the same.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """Review counts kept by the database itself, so a metrics scrape reads a few rows instead of every item and label.
 
-One `review_count` row per (kind, value):
-- kind `label`, value the labeled interaction's tier ('none' without one): scoring labels written (skips and
-  bare flags excluded). Labels are insert-only, so the figure only grows (a counter).
-- kind `queue`, value a queue bucket: review items in it now (a gauge). The bucket is the item's state, except
-  that `available` and `leased` share the bucket `open`: leasing an item (the queue's hot path, one statement
-  per key press under `FOR UPDATE SKIP LOCKED`) then changes no count and never waits on a counter row. How
-  many open items are leased, and whose lease ran out, is read from the partial lease index at scrape time.
-
-Triggers keep the rows, in the writing statement's transaction, whoever writes: the queue, routing, the
-adjudication, bulk COPY loaders and tests alike. On PostgreSQL inserts and deletes are counted once per
-statement from its transition table (a COPY of a million items is one counter update, not a million); an
-item moving between buckets is counted per row, and only when its bucket changes (a lease fires nothing).
-`recount` computes the same rows from the tables (migration m016's backfill, the tests' oracle).
+One `review_count` row per (kind, value): kind `label`, per tier, the scoring labels written (a counter); kind
+`queue`, per bucket, the review items in it now (a gauge). `available` and `leased` share the bucket `open`, so a
+lease (one statement per key press) changes no count. Triggers keep the rows in the writing statement's
+transaction, whoever writes; on PostgreSQL inserts and deletes are counted once per statement from its transition
+table. `recount` computes the same rows from the tables (m016's backfill, the tests' oracle).
 """
 
 from __future__ import annotations
