@@ -1,10 +1,8 @@
 """Aligned judge configurations (`judgewatch judges align`): each one built, how it measured, which one is in use.
 
-One row per alignment (judge kind, rubric, digest of the examples or coefficients): the configuration itself, the
-config hash it was measured under, the current configuration's hash it was compared with, the comparison, and
-whether it was accepted. At most one row per (rubric, judge kind) is `active`: the judges built with the store
-(`judges.factory.judge_links`) use it. Switching to one is an explicit step (`judges align --switch`), and
-ending one (`judges unalign`) too; both are recorded with their time.
+One row per alignment (judge kind, rubric, digest): the configuration, its measured config hash and comparison, and
+whether it was accepted. At most one per (rubric, judge kind) is `active`, and the judges built with the store use
+it; switching one on (`judges align --switch`) and ending it (`judges unalign`) are explicit, recorded steps.
 """
 
 from __future__ import annotations

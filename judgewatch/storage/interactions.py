@@ -51,20 +51,9 @@ class Interaction(SQLModel, table=True):
 
 def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
     """The full `interaction` table row of a judged item, as a plain dict for bulk upserts (no ORM object)."""
-    return {
-        "id": interaction_id(source, item.id),
-        "source": source,
-        "source_id": item.id,
-        **judged_content(item),
-        "language": item.lang,
-        "tier": None,
-        "model": None,
-        "release": None,
-        "route": None,
-        "department": None,
-        "created_at": now,
-        "metadata": {},
-    }
+    row = {"id": interaction_id(source, item.id), "source": source, "source_id": item.id, **judged_content(item)}
+    unknown = dict.fromkeys(("tier", "model", "release", "route", "department"))  # what an item does not say
+    return {**row, "language": item.lang, **unknown, "created_at": now, "metadata": {}}
 
 
 # Columns a judged item carries; judging an item updates only these, never tier/model/release metadata.

@@ -10,16 +10,7 @@ from typing import Any
 
 from sqlmodel import Field, SQLModel
 
-from judgewatch.contract.verdicts import (
-    JudgeIdentity,
-    PromptTrim,
-    RubricIdentity,
-    ScoreReading,
-    TokenUsage,
-    UnscoredReason,
-    Verdict,
-    VerdictStatus,
-)
+from judgewatch.contract.verdicts import ScoreReading, Verdict
 from judgewatch.storage.types import JSONValue, UTCDateTime, stable_id, utcnow
 
 
@@ -66,30 +57,18 @@ class VerdictRecord(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)  # last (re)judged
 
     def to_verdict(self) -> Verdict:
-        return Verdict(
-            item_id=self.item_id,
-            status=VerdictStatus(self.status),
-            scores=dict(self.scores),
-            expected_scores=dict(self.expected_scores or {}),
-            score_reading=ScoreReading(self.score_reading or ScoreReading.integer.value),
-            not_applicable=list(self.not_applicable),
-            overall=self.overall,
-            reason=self.reason,
-            unscored_reason=UnscoredReason(self.unscored_reason) if self.unscored_reason else None,
-            detail=self.detail,
-            judge=JudgeIdentity(
-                kind=self.judge_kind,
-                name=self.judge_name,
-                endpoint=self.judge_endpoint,
-                config_hash=self.judge_config_hash,
-            ),
-            rubric=RubricIdentity(name=self.rubric_name, version=self.rubric_version, hash=self.rubric_hash),
-            latency_ms=self.latency_ms,
-            tokens=TokenUsage(prompt=self.prompt_tokens, completion=self.completion_tokens, cached=self.cached_tokens),
-            attempts=self.attempts,
-            fallback_from=list(self.fallback_from),
-            trimmed=PromptTrim.model_validate(self.trimmed) if self.trimmed else None,
-        )
+        judge = {"kind": self.judge_kind, "name": self.judge_name, "endpoint": self.judge_endpoint}
+        tokens = {"prompt": self.prompt_tokens, "completion": self.completion_tokens, "cached": self.cached_tokens}
+        return Verdict.model_validate({
+            "item_id": self.item_id, "status": self.status, "scores": dict(self.scores),
+            "expected_scores": dict(self.expected_scores or {}),
+            "score_reading": self.score_reading or ScoreReading.integer, "not_applicable": list(self.not_applicable),
+            "overall": self.overall, "reason": self.reason, "unscored_reason": self.unscored_reason,
+            "detail": self.detail, "judge": {**judge, "config_hash": self.judge_config_hash},
+            "rubric": {"name": self.rubric_name, "version": self.rubric_version, "hash": self.rubric_hash},
+            "latency_ms": self.latency_ms, "attempts": self.attempts, "fallback_from": list(self.fallback_from),
+            "tokens": tokens, "trimmed": self.trimmed,
+        })  # fmt: skip
 
 
 class CriterionScore(SQLModel, table=True):

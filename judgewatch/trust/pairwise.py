@@ -67,15 +67,10 @@ class PairOutcome:
 
     def row(self) -> dict[str, Any]:
         """A compact JSON row for the stored trust figures."""
-        return {
-            "id": self.item_id,
-            "forward": self.forward.winner,
-            "backward": self.backward.winner if self.backward else None,
-            "winner": self.winner,
-            "unscored_reason": next(
-                (c.unscored_reason.value for c in (self.forward, self.backward) if c and c.unscored_reason), None
-            ),
-        }
+        failed = next((c.unscored_reason.value for c in (self.forward, self.backward) if c and c.unscored_reason), None)
+        backward = self.backward.winner if self.backward else None
+        row = {"id": self.item_id, "forward": self.forward.winner, "backward": backward, "winner": self.winner}
+        return {**row, "unscored_reason": failed}
 
 
 async def compare_pairs(
