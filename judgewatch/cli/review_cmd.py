@@ -68,9 +68,7 @@ def reviewer_role(
     from judgewatch.review.accounts import set_role
 
     _change_account(
-        database_url,
-        lambda session: set_role(session=session, name=name, role=role),
-        f"reviewer {name} is now {role}",
+        database_url, lambda session: set_role(session=session, name=name, role=role), f"reviewer {name} is now {role}"
     )
 
 

@@ -42,10 +42,7 @@ def runs_list(
             expire_runs(session=session, expiry_s=get_settings().run_expiry_s)
         with session_scope(engine) as session:
             runs = list_runs(
-                session=session,
-                kind=kind.value if kind else None,
-                status=status.value if status else None,
-                limit=limit,
+                session=session, kind=kind.value if kind else None, status=status.value if status else None, limit=limit
             )
             rows: list[dict[str, Any]] = [
                 {

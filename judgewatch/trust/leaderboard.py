@@ -168,11 +168,7 @@ def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRe
 
 
 def leaderboard(
-    engine: Engine,
-    policy: TrustPolicy | None = None,
-    *,
-    rubric: str | None = None,
-    judge_name: str | None = None,
+    engine: Engine, policy: TrustPolicy | None = None, *, rubric: str | None = None, judge_name: str | None = None
 ) -> list[LeaderboardRow]:
     """Rows sorted by rubric, evidence, dataset, tier, then best AUROC first."""
     policy = policy or TrustPolicy()

@@ -74,11 +74,7 @@ class PairOutcome:
 
 
 async def compare_pairs(
-    judge: PairwiseJudge,
-    rubric: Rubric,
-    pairs: Sequence[tuple[JudgeItem, str, str]],
-    *,
-    both_orders: bool = True,
+    judge: PairwiseJudge, rubric: Rubric, pairs: Sequence[tuple[JudgeItem, str, str]], *, both_orders: bool = True
 ) -> list[PairOutcome]:
     """Judge (item, first answer, second answer) pairs; the judge's own client bounds the concurrency."""
     if rubric.kind != "pairwise":

@@ -23,12 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 def build_record(
-    *,
-    judge: JudgeIdentity,
-    rubric: RubricIdentity,
-    basis: TrustBasis,
-    figures: dict[str, Any],
-    policy: TrustPolicy,
+    *, judge: JudgeIdentity, rubric: RubricIdentity, basis: TrustBasis, figures: dict[str, Any], policy: TrustPolicy
 ) -> TrustRecord:
     """A record carrying its figures and the policy's verdict on it at measurement time."""
     passed, detail = evaluate_record(basis.evidence, figures, basis.n_items, policy)
