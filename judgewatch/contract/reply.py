@@ -1,9 +1,8 @@
 """The JSON schemas a judge must answer in, generated from the rubric, and the one parser of its replies.
 
-Pointwise replies carry one integer per criterion, then a reason; pairwise replies carry the winner ("A",
-"B" or "tie"), then a reason. What is decisive comes first, so a reply cut by max_tokens still carries it;
-the reason is bounded so the whole object fits in the judge's token budget. Both kinds go through
-`parse_json_reply`: JSON, then the pydantic model, then (only for a reply cut by max_tokens) a salvage.
+The decisive part comes first (each score, or the winner), so a reply cut by max_tokens still carries it, and the
+reason is bounded. Both kinds go through `parse_json_reply`: JSON, the pydantic model, then (only for a reply cut
+by max_tokens) a salvage.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """Bias probes: change one thing the rubric says must not matter, judge both versions, measure the shift.
 
-A judge can separate a golden set's good from bad answers (AUROC) and still be paid by length, confidence or
-fluency: the set's confounds are measured with it. The probes (built in `probe_items`) go through an ordinary
-`JudgingRun`, so their verdicts are stored like any other, and one `bias_probes` trust record per golden set
-carries the figures; `probe_policy` holds the limits.
-
-Size. `n` golden items (default `DEFAULT_ITEMS` = 20, the policy's minimum per measurement) give 11n calls:
-plain good and bad, padded good and bad, hedged good, confident bad, good against contradicting references,
-bad with each of three instructions to the judge appended, good again; and n more with the criteria shuffled.
-Why 20: the verbosity shift is a mean over 2n = 40 paired answers; with a per-answer spread of up to 1.2
-points its 95% interval is about +-0.37 wide, so a judge that does not move ends below the +0.5 upper limit
-and one that moves by half a point cannot pass. Shares over 20 items have a
-Wilson upper bound of 16% when nothing happened, below the confidence limit of 30%, and a single overtake out
-of 20 still passes while two (10%, upper bound 30%) do not. The injection shift is one paired difference per
-item (its three injections averaged), so its interval rests on n independent items. The reference-sensitivity
-drop is one difference per good answer; a judge that reads the references moves a good answer judged against
-a contradicting reference by several levels (the reference judge: +3.4 on halueval_qa_mini, +3.6 on
-halluqa_mini), a reference-blind one by none.
+A judge can separate a golden set's good from bad answers and still be paid by length, confidence or fluency. The
+probes (`probe_items`) are judged in ordinary `JudgingRun`s and one `bias_probes` trust record per golden set
+carries their figures (limits: `probe_policy`; docs/judges.md, "The bias probes"). Why n = 20 items (11n + n
+calls): the verbosity shift's 95% interval over 2n answers is about +-0.37 wide, so a judge that does not move ends
+below the +0.5 limit and one that moves half a point cannot pass; a share over 20 items has a Wilson upper bound of
+16% when nothing happened, below the 30% limit, and one overtake of 20 passes while two do not.
 """
 
 from __future__ import annotations
