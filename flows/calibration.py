@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -317,12 +316,7 @@ async def calibration(
     return result
 
 
-def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
-    """Serve the deployment as `prefect.yaml` declares it (its daily schedule), without a work pool."""
-    serve_declared(calibration, deployment, prefect_yaml)
+if __name__ == "__main__":  # `python -m flows.calibration serve`: serves the deployment as prefect.yaml declares it
+    from flows.calibration import calibration as declared  # the importable module's flow, not __main__'s
 
-
-if __name__ == "__main__":  # `python -m flows.calibration serve`
-    from flows.calibration import serve as serve_deployment  # the importable module's flow, not __main__'s
-
-    serve_main("flows.calibration", serve_deployment)
+    serve_main("flows.calibration", lambda: serve_declared(declared, FLOW_NAME, REPO_ROOT / "prefect.yaml"))

@@ -342,12 +342,7 @@ def conclude(
     }
 
 
-def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
-    """Serve a deployment as `prefect.yaml` declares it, without a work pool: this process runs its flow runs."""
-    serve_declared(post_release_regression, deployment, prefect_yaml)
+if __name__ == "__main__":  # `python -m flows.regression serve`: serves the deployment as prefect.yaml declares it
+    from flows.regression import post_release_regression as declared  # the importable module's flow, not __main__'s
 
-
-if __name__ == "__main__":  # `python -m flows.regression serve`
-    from flows.regression import serve as serve_deployment  # the importable module's flow, not __main__'s
-
-    serve_main("flows.regression", serve_deployment)
+    serve_main("flows.regression", lambda: serve_declared(declared, FLOW_NAME, REPO_ROOT / "prefect.yaml"))

@@ -111,7 +111,3 @@ def _open_review_items(engine: Any) -> int:
 
     with session_scope(engine) as session:
         return int(session.execute(select(func.count()).select_from(ReviewItem)).scalar_one())
-
-
-if __name__ == "__main__":
-    typer.run(demo)

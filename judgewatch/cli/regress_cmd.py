@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import getpass
 import logging
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -225,16 +224,3 @@ def list_releases(
     typer.echo(f"  {'release':<16} {'tier':<12} {'baseline':<38} {'last gate':<28} answers")
     for line in lines:
         typer.echo(line)
-
-
-def standalone_app() -> typer.Typer:
-    """`regress` and `baseline` alone (for `python -m judgewatch.cli.regress_cmd` and tests)."""
-    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-    app.command("regress")(regress)
-    app.add_typer(baseline_app, name="baseline")
-    return app
-
-
-if __name__ == "__main__":
-    logging.basicConfig(level=os.environ.get("JUDGEWATCH_LOG_LEVEL", "WARNING").upper())
-    standalone_app()()
