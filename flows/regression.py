@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -61,8 +60,6 @@ from judgewatch.storage.releases import (
     record_release_tier,
 )
 from judgewatch.storage.types import utcnow
-
-logger = logging.getLogger(__name__)
 
 FLOW_NAME = "post-release-regression"
 NO_BASELINE_TIER = (

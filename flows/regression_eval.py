@@ -7,7 +7,6 @@ are compared, and a baseline judged by another judge is judged again by this one
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 from prefect import task
@@ -28,8 +27,6 @@ from judgewatch.storage.db import session_scope
 from judgewatch.trust.measure import GateTrust, measure_for_gate
 from judgewatch.trust.policy import TrustVerdict, policy_from_settings
 from judgewatch.trust.records import trust_for
-
-logger = logging.getLogger(__name__)
 
 
 @task(name="resolve-baselines", cache_policy=NO_CACHE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,8 +11,6 @@ import yaml
 from prefect import Flow
 
 from judgewatch.logs import configure_logging
-
-logger = logging.getLogger(__name__)
 
 
 def serve_declared(flow: Flow[..., Any], deployment: str, prefect_yaml: Path) -> None:

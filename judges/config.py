@@ -7,15 +7,11 @@ replicas of one model are one series.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from judgewatch.settings import Settings
 from judgewatch.url_secrets import hide, reveal
-
-logger = logging.getLogger(__name__)
-
 
 # The numeric fields' smallest allowed value, and whether that value itself is allowed.
 _LOWER_BOUNDS: dict[str, tuple[float, bool]] = {

@@ -6,7 +6,6 @@ is an unscored call with its reason.
 
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -26,8 +25,6 @@ from judgewatch.contract.prompt import render_pair_messages
 from judgewatch.contract.reply import Winner, pair_response_format, parse_pair_reply
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, UnscoredReason
-
-logger = logging.getLogger(__name__)
 
 PAIRWISE_FORMAT = "chat:system-rubric+user-pair;json_schema{winner,reason};v1"
 # A pairwise reply is a winner and a short reason: its own token budget, whatever the endpoint's pointwise one.

@@ -3,7 +3,6 @@ content filter or bare refusal: `refused`; rejected by the parser: `truncated` o
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -12,8 +11,6 @@ from judges.chat_client import ChatResult
 from judges.errors import excerpt
 from judgewatch.contract.reply import ReplyError
 from judgewatch.contract.verdicts import UnscoredReason
-
-logger = logging.getLogger(__name__)
 
 ParsedT = TypeVar("ParsedT")
 _EXCERPT_CHARS = 200

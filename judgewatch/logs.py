@@ -17,8 +17,6 @@ from typing import Any
 
 from judgewatch.redact import mask_urls_in
 
-logger = logging.getLogger(__name__)
-
 # Attributes a record may carry (via `extra=`) that the JSON format lifts into top-level fields.
 CONTEXT_FIELDS = ("run_id", "flow", "flow_run_id", "judge", "rubric", "release", "tier", "source", "counts")
 _STANDARD_ATTRS = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}

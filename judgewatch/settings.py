@@ -60,8 +60,7 @@ class Settings(BaseSettings):
     judge_max_retries: int = 2
     judge_max_tokens: int = 160
     judge_seed: int = 1234
-    # Fitting prompts to the judge's context window: vLLM reports its window (/v1/models max_model_len) and
-    # counts tokens exactly (/tokenize); for other OpenAI-compatible servers these settings give the estimate.
+    # vLLM reports its context window and counts tokens; for other servers the next two settings give the estimate.
     judge_fit_prompt: bool = Field(default=True, description="Trim reference material so prompts fit the window")
     judge_context_window: int = Field(
         default=4096, gt=0, description="Context window in tokens when the endpoint does not report max_model_len"
@@ -69,13 +68,11 @@ class Settings(BaseSettings):
     judge_chars_per_token: float = Field(
         default=3.0, gt=0, description="Characters per token of the estimate when the endpoint cannot count tokens"
     )
-    # Probability-weighted verdicts: ask the judge for token log-probabilities and store each score's expected
-    # value over the scale beside the integer (judges.score_logprobs). Off: verdicts are read as integers only.
+    # judges.score_logprobs: each score's expected value over the scale, stored beside the integer.
     judge_logprobs: bool = Field(default=False, description="Store probability-weighted scores beside the integers")
     judge_top_logprobs: int = Field(default=20, ge=1, le=20, description="Alternatives asked for per token position")
-    # How the operator serves the judge model, as declared (JSON: JUDGEWATCH_JUDGE_SERVING='{"dtype": "float32"}';
-    # scripts/judge_serve.sh writes its choice to .judge/server-<port>.serving.json). Part of the judge
-    # configuration hash: a declared change of dtype or quantization starts a new judge series. Empty: not declared.
+    # JSON, e.g. '{"dtype": "float32"}' (scripts/judge_serve.sh writes its choice to .judge/server-<port>.serving.json);
+    # in the judge's config hash: another dtype or quantization is another judge series.
     judge_serving: dict[str, str] = Field(
         default_factory=dict, description="Declared serving flags of the judge model (dtype, quantization, ...)"
     )
@@ -91,10 +88,7 @@ class Settings(BaseSettings):
     )
     run_expiry_s: float = Field(default=300.0, gt=0, description="A running run silent this long is abandoned")
     run_min_judged_share: float = Field(
-        default=0.5,
-        ge=0,
-        le=1,
-        description="A run that scores less than this share of the rows it read (quarantined rows included) fails",
+        default=0.5, ge=0, le=1, description="A run scoring less than this share of the rows it read fails"
     )
 
     # PII: question, answer and references are scrubbed (judgewatch.contract.pii, every kind) before a judge or

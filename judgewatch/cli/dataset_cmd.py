@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, fail, store, store_label
-
-logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Golden regression sets: check and list them.", no_args_is_help=True)
 

@@ -33,8 +33,6 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.releases import accept_baseline
 from judgewatch.url_secrets import hide
 
-logger = logging.getLogger(__name__)
-
 DATASETS = ("halueval_qa", "halluqa")
 MINI_DATASETS = ("halueval_qa_mini", "halluqa_mini")
 BAD_SHARE = 0.4  # r3 quantized: share of items answered with a known-bad answer

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import threading
 from typing import Annotated
@@ -10,8 +9,6 @@ from typing import Annotated
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, fail, store
-
-logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Prometheus metrics read from the store: serve them, or print them once.", no_args_is_help=True)
 

@@ -9,7 +9,6 @@ gate never passes silently. With `--accept-unvalidated-judge` the last line prin
 from __future__ import annotations
 
 import getpass
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,8 +21,6 @@ from judgewatch.url_secrets import hide_params
 
 if TYPE_CHECKING:
     from judgewatch.regression.report import RegressionReport
-
-logger = logging.getLogger(__name__)
 
 baseline_app = typer.Typer(
     help="Release baselines: the release each tier's next releases are compared with.", no_args_is_help=True

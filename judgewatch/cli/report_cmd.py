@@ -9,7 +9,6 @@ Prefect's ephemeral mode. Both exit 2 with a one-line message when they cannot r
 from __future__ import annotations
 
 import asyncio
-import logging
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,8 +24,6 @@ if TYPE_CHECKING:  # the calibration modules load matplotlib and pandas: importe
     from judgewatch.calibration.report_render import Block
 
 FILL_COMMAND = "judgewatch calibrate"
-
-logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Reports for people: the tier comparison model owners read.", no_args_is_help=True)
 

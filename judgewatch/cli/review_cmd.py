@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -15,8 +14,6 @@ from judgewatch.cli._store import DatabaseUrl, fail, open_store_or_exit, store
 if TYPE_CHECKING:
     from sqlmodel import Session
 
-
-logger = logging.getLogger(__name__)
 
 reviewer_app = typer.Typer(help="Reviewer accounts for the review app.", no_args_is_help=True)
 review_app = typer.Typer(

@@ -8,15 +8,12 @@ and until when on the line below it (its picks are stored and judged by the next
 from __future__ import annotations
 
 import json
-import logging
 from typing import Annotated, Any
 
 import typer
 
 from judgewatch.cli._store import DatabaseUrl, store, store_label
 from judgewatch.storage.run_states import RunKind, RunStatus
-
-logger = logging.getLogger(__name__)
 
 app = typer.Typer(help="Judging runs: list them with their status and counts.", no_args_is_help=True)
 

@@ -7,7 +7,6 @@ are serialized by a lock (the sampler's window is order-dependent); memory is th
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import Counter
 from typing import TYPE_CHECKING
@@ -27,8 +26,6 @@ from judgewatch.traffic.sampling import Pick, Sampler
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from sqlalchemy import Engine
-
-logger = logging.getLogger(__name__)
 
 
 class Accepted:

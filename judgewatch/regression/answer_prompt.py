@@ -8,7 +8,6 @@ message alone. Golden data is trusted: passed as is, not neutralized.
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -19,8 +18,6 @@ from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from judgewatch.contract.sandbox import TEMPLATE_OPTIONS
-
-logger = logging.getLogger(__name__)
 
 TEMPLATE_VARIABLES = frozenset({"question", "reference_facts", "context", "language"})
 SYSTEM_BLOCK = "system"

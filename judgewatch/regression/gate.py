@@ -12,7 +12,6 @@ first (report) or last (CLI). docs/release_gate.md.
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -23,8 +22,6 @@ import numpy as np
 from judgewatch.stats.paired import PairedDiff, align_scores, paired_mean_diff, regressed
 from judgewatch.stats.power import POWER, detectable_drop
 from judgewatch.stats.unpaired import UnpairedDiff
-
-logger = logging.getLogger(__name__)
 
 ItemScores = Mapping[str, Mapping[str, float | None]]  # item key -> criterion -> score (None = not scored)
 Outcome = Literal["pass", "regression", "error"]

@@ -59,8 +59,7 @@ def cases(report: RegressionReport) -> list[Case]:
             first = "first release of this tier: no baseline to compare with"
             out.append(Case(f"{SUITE}.{section.tier}", f"baseline release on {sets}", "skipped", first))
         out += [case(section.tier, c, report.margin, True) for c in section.evaluation.comparisons]
-    gated = report.gap_margin is not None
-    margin = report.gap_margin if report.gap_margin is not None else report.margin
+    margin, gated = report.gap_rule
     out += [case(gap_name(c), c, margin, gated) for c in report.gaps]
     for (tier, criterion), reasons in blocked.items():
         if (tier, criterion) not in used:

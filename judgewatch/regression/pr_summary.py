@@ -12,8 +12,7 @@ OUTCOME = {0: "PASS", 1: "REGRESSION", 2: "COULD NOT EVALUATE"}
 
 
 def _rows(report: RegressionReport) -> list[str]:
-    gated = report.gap_margin is not None
-    gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
+    gap_margin, gated = report.gap_rule
     found: list[tuple[str, Comparison, float, bool]] = [
         (s.tier, c, report.margin, True) for s in report.tiers for c in s.evaluation.comparisons
     ]

@@ -90,6 +90,12 @@ class RegressionReport:
     cost: dict[str, Any] | None = None  # the judge's cost for this release (judging.costs.Cost.to_json + "text")
     review_url: str | None = None  # the review app's address: worst items link to its Items page
 
+    @property
+    def gap_rule(self) -> tuple[float, bool]:
+        """(the margin a tier gap is read against, whether the gate applies it): --gap-margin, else the gate's
+        margin, reported only."""
+        return (self.gap_margin, True) if self.gap_margin is not None else (self.margin, False)
+
     def trust_headline(self) -> str:
         """The judge's measured trust in one line: trustworthy, not trustworthy or unmeasured, and its figures."""
         word = {True: "trustworthy", False: "not trustworthy", None: "unmeasured"}[self.trustworthy]
@@ -293,8 +299,7 @@ def _preference_lines(report: RegressionReport) -> list[str]:
 
 def _gap_lines(report: RegressionReport) -> list[str]:
     """Each tier's gap to the baseline tier, one section per pair: its estimand and the items it rests on."""
-    gated = report.gap_margin is not None
-    gap_margin = report.gap_margin if report.gap_margin is not None else report.margin
+    gap_margin, gated = report.gap_rule
     how = f"gated at --gap-margin {report.gap_margin}" if gated else "reported, not gated (no --gap-margin)"
     lines: list[str] = []
     pairs: dict[tuple[str, str], list[Comparison]] = {}

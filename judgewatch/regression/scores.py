@@ -3,7 +3,6 @@ Only verdicts of one rubric and one judge configuration are read, so both sides 
 
 from __future__ import annotations
 
-import logging
 import math
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
@@ -30,8 +29,6 @@ from judgewatch.storage.releases import (
     tier_answers,
     tier_verdicts,
 )
-
-logger = logging.getLogger(__name__)
 
 WORST_ITEMS = 5
 FALLBACK_ONLY = "other_judge_only"  # judged only by another judge than the gate's (a fallback): not comparable

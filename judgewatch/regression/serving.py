@@ -8,7 +8,6 @@ answer are listed and never scored for its tier (docs/release_gate.md, "Tiers th
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -20,8 +19,6 @@ from judgewatch.contract.raw_rows import RowError, json_object
 from judgewatch.redact import mask_url, mask_urls_in
 from judgewatch.regression.answer_prompt import AnswerTemplate
 from judgewatch.url_secrets import hide
-
-logger = logging.getLogger(__name__)
 
 
 class TierError(ValueError):

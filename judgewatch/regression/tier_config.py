@@ -7,7 +7,6 @@ environment variables (its key, `${VAR}` in headers) are read only when it is ca
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Mapping
@@ -22,8 +21,6 @@ from pydantic_core import ErrorDetails
 from judgewatch.regression.answer_prompt import AnswerTemplate, TemplateError
 from judgewatch.regression.serving import TierError, TierParams, TierSpec
 from judgewatch.yaml_files import ENV_NAME, error_line, read_yaml, validated
-
-logger = logging.getLogger(__name__)
 
 ENV_REFERENCE = re.compile(r"\$\{(" + ENV_NAME + r")\}")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")

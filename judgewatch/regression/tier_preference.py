@@ -9,7 +9,6 @@ report gives the worse / tied / better shares with intervals and the sign test (
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
@@ -27,8 +26,6 @@ from judgewatch.storage.db import table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.verdicts import VerdictRecord, is_current
 from judgewatch.trust.pairwise import compare_pairs
-
-logger = logging.getLogger(__name__)
 
 PREFERENCE = "tier_preference_same_items"  # the estimand: shares of a release's golden items, candidate vs reference
 SCORE = {"first": 1, "tie": 0, "second": -1}  # the candidate's answer is always shown first in the forward order

@@ -7,7 +7,6 @@ own only when there is no AUROC row to sit beside).
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 from typing import Any
 
@@ -18,8 +17,6 @@ from judgewatch.storage.db import session_scope
 from judgewatch.storage.trust import TrustEvidence, TrustRecord, get_trust_records
 from judgewatch.trust.policy import TrustPolicy, dataset_label, evaluate_record
 from judgewatch.trust.probe_policy import short_label
-
-logger = logging.getLogger(__name__)
 
 # What decides first (trust, its figure, the probes), then what it rests on: fits a 1400 px page.
 COLUMNS = (

@@ -9,7 +9,6 @@ of pairs whose orders disagreed is the inconsistency rate. A pair with an unscor
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,8 +20,6 @@ from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.reply import Winner
 from judgewatch.contract.rubric import Rubric
 from judgewatch.stats.estimate import Estimate, percentile_bounds
-
-logger = logging.getLogger(__name__)
 
 Preferred = Literal["first", "second", "tie"]
 

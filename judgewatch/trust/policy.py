@@ -9,7 +9,6 @@ docs/judges.md, "What the trust policy refuses".
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Sequence
 from datetime import datetime
@@ -20,8 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from judgewatch.settings import Settings
 from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
 from judgewatch.trust.probe_policy import ProbeLimits, evaluate_probes, fmt
-
-logger = logging.getLogger(__name__)
 
 
 class TrustPolicy(BaseModel):

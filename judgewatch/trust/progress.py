@@ -3,7 +3,6 @@ The judges are wrapped (`MeteredJudge`, `MeteredPairwiseJudge`) so every finishe
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -12,8 +11,6 @@ from judges.pairwise import PairCall
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
 from judgewatch.contract.verdicts import JudgeIdentity, Verdict
-
-logger = logging.getLogger(__name__)
 
 BAR_WIDTH = 24
 
