@@ -298,20 +298,14 @@ async def calibration(
     finally:
         engine.dispose()
     series = summary.series
+    counts = summary.label_counts
     result = {
-        "rubric": rubric,
-        "judge_config_hash": series.judge.config_hash if series else None,
-        "rubric_version": series.rubric.version if series else None,
-        "tiers": [c.tier for c in summary.label_counts],
-        "verdicts": sum(c.verdicts for c in summary.label_counts),
-        "labeled": sum(c.labeled_items for c in summary.label_counts),
-        "trust_records": trust_records,
-        "page_views": views,
-        "drift": drift,
-        "anchors": anchor,
-        "served_model_change": model,
-        "alerts": alerts,
-    }
+        "rubric": rubric, "judge_config_hash": series.judge.config_hash if series else None,
+        "rubric_version": series.rubric.version if series else None, "tiers": [c.tier for c in counts],
+        "verdicts": sum(c.verdicts for c in counts), "labeled": sum(c.labeled_items for c in counts),
+        "trust_records": trust_records, "page_views": views, "drift": drift, "anchors": anchor,
+        "served_model_change": model, "alerts": alerts,
+    }  # fmt: skip
     logger.info("calibration: %s", result)
     return result
 

@@ -221,3 +221,11 @@ def list_releases(
     typer.echo(f"  {'release':<16} {'tier':<12} {'baseline':<38} {'last gate':<28} answers")
     for line in lines:
         typer.echo(line)
+
+
+def standalone_app() -> typer.Typer:
+    """`regress` and `baseline` alone (for tests)."""
+    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
+    app.command("regress")(regress)
+    app.add_typer(baseline_app, name="baseline")
+    return app

@@ -72,19 +72,10 @@ def open_incident(
 ) -> AlertIncident | None:
     """Open incident `seq` of the subject; None when another check opened it first (it is theirs to send)."""
     row: dict[str, Any] = {
-        "id": incident_id(rule, subject, seq),
-        "rule": rule,
-        "subject": subject,
-        "seq": seq,
-        "state": IncidentState.open.value,
-        "opened_at": utcnow(),
-        "value": value,
-        "message": message,
-        "sent": "",
-        "attempts": 1,
-        "attempted_at": utcnow(),
-        "webhook": webhook,
-    }
+        "id": incident_id(rule, subject, seq), "rule": rule, "subject": subject, "seq": seq,
+        "state": IncidentState.open.value, "opened_at": utcnow(), "value": value, "message": message, "sent": "",
+        "attempts": 1, "attempted_at": utcnow(), "webhook": webhook,
+    }  # fmt: skip
     if not upsert(session, table(AlertIncident), [row], update_columns=None, returning_new=True):
         return None
     return session.get(AlertIncident, row["id"], populate_existing=True)

@@ -59,20 +59,11 @@ def start_run(
     rid = run_id(kind, identity, rubric.hash if rubric else "", judge_config_hash or "")
     now = utcnow()
     row: dict[str, Any] = {
-        "id": rid,
-        "kind": kind,
-        "name": name,
-        "identity": identity,
-        "rubric_name": rubric.name if rubric else None,
-        "rubric_hash": rubric.hash if rubric else None,
-        "judge_config_hash": judge_config_hash,
-        "status": RunStatus.running.value,
-        "started_at": now,
-        "finished_at": None,
-        "heartbeat_at": now,
-        "counts": {},
+        "id": rid, "kind": kind, "name": name, "identity": identity, "rubric_name": rubric.name if rubric else None,
+        "rubric_hash": rubric.hash if rubric else None, "judge_config_hash": judge_config_hash,
+        "status": RunStatus.running.value, "started_at": now, "finished_at": None, "heartbeat_at": now, "counts": {},
         "params": params or {},
-    }
+    }  # fmt: skip
     upsert(session, table(EvalRun), [row], update_columns=[c for c in row if c != "id"])
     session.flush()
     run = session.get(EvalRun, rid, populate_existing=True)
