@@ -293,50 +293,24 @@ def conclude(
     tiers = sorted(s.tier for s in report.tiers)
     key = json.dumps([sorted(report.datasets), tiers, rubric_hash, judge_hash, baseline])
     with session_scope(engine, write=True) as session:
-        for section in report.tiers:
+        for s in report.tiers:
             record_release_tier(
-                session=session,
-                release=release,
-                tier=section.tier,
-                source=section.source,
-                model=section.source.partition("#")[2] if section.source.startswith("live:") else None,
-                datasets=report.datasets,
-                run_ids=section.run_ids,
-                config=section.config or None,
-                baseline=section.tier == report.baseline_tier,
-            )
+                session=session, release=release, tier=s.tier, source=s.source, datasets=report.datasets,
+                model=s.source.partition("#")[2] if s.source.startswith("live:") else None, run_ids=s.run_ids,
+                config=s.config or None, baseline=s.tier == report.baseline_tier,
+            )  # fmt: skip
+        detail = {"regressions": [r.__dict__ for r in gate.regressions], "power": [asdict(p) for p in gate.power]}
         decision = GateDecision(
-            id=gate_decision_id(release, key),
-            release=release,
-            exit_code=gate.exit_code,
-            outcome=gate.outcome,
-            summary=gate.summary,
-            reasons=gate.reasons,
-            notes=[f"WARNING: {w}" for w in gate.warnings] + gate.notes,
-            baselines={s.tier: s.evaluation.baseline_release for s in report.tiers},
-            run_ids=run_ids,
-            rubric_hash=rubric_hash,
-            judge_config_hash=judge_hash,
-            report_path=str(md_path),
-            flow_run_id=report.flow_run_id,
-            detail={
-                "regressions": [r.__dict__ for r in gate.regressions],
-                "power": [asdict(p) for p in gate.power],
-                "datasets": report.datasets,
-                "margin": report.margin,
-            },
-        )
+            id=gate_decision_id(release, key), release=release, exit_code=gate.exit_code, outcome=gate.outcome,
+            summary=gate.summary, reasons=gate.reasons, notes=[f"WARNING: {w}" for w in gate.warnings] + gate.notes,
+            baselines={s.tier: s.evaluation.baseline_release for s in report.tiers}, run_ids=run_ids,
+            rubric_hash=rubric_hash, judge_config_hash=judge_hash, report_path=str(md_path),
+            flow_run_id=report.flow_run_id, detail={**detail, "datasets": report.datasets, "margin": report.margin},
+        )  # fmt: skip
         record_gate_decision(session=session, decision=decision)
-    return {
-        **gate.to_dict(),
-        "release": release,
-        "report": str(md_path),
-        "report_json": str(json_path),
-        "run_ids": run_ids,
-        "database": database,
-        **written,
-        "cost": report.cost,  # the judge's cost of the release so far: gates are never paused by the spend cap
-    }
+    paths = {"report": str(md_path), "report_json": str(json_path), "run_ids": run_ids, "database": database}
+    # the judge's cost of the release so far: gates are never paused by the spend cap
+    return {**gate.to_dict(), "release": release, **paths, **written, "cost": report.cost}
 
 
 if __name__ == "__main__":  # `python -m flows.regression serve`: serves the deployment as prefect.yaml declares it

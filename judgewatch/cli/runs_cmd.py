@@ -43,25 +43,19 @@ def runs_list(
             )
             rows: list[dict[str, Any]] = [
                 {
-                    "id": run.id,
-                    "kind": run.kind,
-                    "status": run.status,
-                    "name": run.name,
+                    "id": run.id, "kind": run.kind, "status": run.status, "name": run.name,
                     "started_at": run.started_at.isoformat(timespec="seconds"),
                     "heartbeat_at": run.heartbeat_at.isoformat(timespec="seconds") if run.heartbeat_at else None,
                     "counts": {k: run.counts[k] for k in SHOWN_COUNTS if k in run.counts},
                     "note": run.counts.get("paused"),
                 }
                 for run in runs
-            ]
+            ]  # fmt: skip
             settings = get_settings()
             costs = judge_costs(
-                session,
-                by="run",
-                prices=settings.judge_prices,
-                currency=settings.cost_currency,
+                session, by="run", prices=settings.judge_prices, currency=settings.cost_currency,
                 run_ids=[row["id"] for row in rows],
-            )
+            )  # fmt: skip
             for row in rows:
                 cost = costs.get(row["id"])
                 row["cost"] = cost.to_json() if cost else None
