@@ -150,21 +150,10 @@ def coverage(item: JudgeItem, models: FaithfulnessModels | None = None) -> Cover
         relevance = max(relevance, ON_TOPIC_FLOOR)
 
     return Coverage(
-        relevance=relevance,
-        faithfulness=faithfulness,
-        completeness=completeness,
-        unsupported_numbers=numbers,
-        unsupported_names=names,
-        polarity_flip=flip,
-        empty_answer=empty,
-        bare_yes_no=bare,
-        no_claim=not claim,
-        completeness_target=target,
-        support=support,
-        evidence=ev,
-        costs=costs,
-        inputs=values,
-    )
+        relevance=relevance, faithfulness=faithfulness, completeness=completeness, unsupported_numbers=numbers,
+        unsupported_names=names, polarity_flip=flip, empty_answer=empty, bare_yes_no=bare, no_claim=not claim,
+        completeness_target=target, support=support, evidence=ev, costs=costs, inputs=values,
+    )  # fmt: skip
 
 
 def to_level(raw: float, cuts: tuple[float, ...], low: int, high: int) -> int:

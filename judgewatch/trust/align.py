@@ -177,17 +177,12 @@ def _figures(
             human, before, after, categories=[float(x) for x in rubric.scale.levels], item_weights=weights
         )
         figures[criterion.name] = CriterionFigures(
-            n=c.difference.n,
-            current=rounded(c.a.estimate),
-            current_interval=(rounded(c.a.low), rounded(c.a.high)),
-            aligned=rounded(c.b.estimate),
-            aligned_interval=(rounded(c.b.low), rounded(c.b.high)),
-            difference=rounded(c.difference.estimate),
-            interval=(rounded(c.difference.low), rounded(c.difference.high)),
-            n_effective=round(c.n_effective, 1),
-            decisive=c.n_effective >= min_items,
+            n=c.difference.n, current=rounded(c.a.estimate), current_interval=(rounded(c.a.low), rounded(c.a.high)),
+            aligned=rounded(c.b.estimate), aligned_interval=(rounded(c.b.low), rounded(c.b.high)),
+            difference=rounded(c.difference.estimate), interval=(rounded(c.difference.low), rounded(c.difference.high)),
+            n_effective=round(c.n_effective, 1), decisive=c.n_effective >= min_items,
             changed=int(np.sum(np.isfinite(before) & np.isfinite(after) & (before != after))),
-        )
+        )  # fmt: skip
     return figures
 
 
@@ -228,20 +223,13 @@ async def align_judge(
     before = before[len(fit) :]
     figures = _figures(rubric, held, before, after, policy.min_items)
     accepted, reason = decide(figures, policy.min_items)
+    judged = (("current", before), ("aligned", after))
+    unscored = {name: sum(v.unscored_reason is not None for v in vs) for name, vs in judged}
     comparison = Comparison(
-        labels=labels.describe(),
-        built=built,
-        fit_items=len(fit),
-        held_out_items=len(held),
-        criteria=figures,
-        unscored={
-            name: sum(v.unscored_reason is not None for v in vs)
-            for name, vs in (("current", before), ("aligned", after))
-        },
-        examples_dropped_on=sum(bool(v.trimmed and v.trimmed.examples_dropped) for v in after),
-        accepted=accepted,
-        reason=reason,
-    )
+        labels=labels.describe(), built=built, fit_items=len(fit), held_out_items=len(held), criteria=figures,
+        unscored=unscored, examples_dropped_on=sum(bool(v.trimmed and v.trimmed.examples_dropped) for v in after),
+        accepted=accepted, reason=reason,
+    )  # fmt: skip
     row_id = alignment_id(alignment.kind, rubric.name, alignment.digest)
     result = AlignResult(alignment, current.identity(rubric), twin.identity(rubric), comparison, row_id)
     _store(engine, rubric, result, policy)
@@ -258,16 +246,10 @@ def _store(engine: Engine, rubric: Rubric, result: AlignResult, policy: TrustPol
         record(judge=judge, kappas={name: f.kappa(aligned=aligned) for name, f in result.comparison.criteria.items()})
     alignment = result.alignment
     row = JudgeAlignment(
-        id="",
-        rubric_name=rubric.name,
-        rubric_hash=rubric.content_hash,
-        judge_kind=alignment.kind,
-        digest=alignment.digest,
-        config_hash=result.aligned.config_hash,
-        based_on=result.current.config_hash,
-        alignment=alignment.model_dump(mode="json"),
-        comparison=result.comparison.model_dump(mode="json"),
+        id="", rubric_name=rubric.name, rubric_hash=rubric.content_hash, judge_kind=alignment.kind,
+        digest=alignment.digest, config_hash=result.aligned.config_hash, based_on=result.current.config_hash,
+        alignment=alignment.model_dump(mode="json"), comparison=result.comparison.model_dump(mode="json"),
         accepted=result.comparison.accepted,
-    )
+    )  # fmt: skip
     with session_scope(engine, write=True) as session:
         save_alignment(session=session, row=row)

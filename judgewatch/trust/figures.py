@@ -25,6 +25,11 @@ def rounded(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else round(float(value), 4) + 0.0
 
 
+def bounded(estimate: Any, name: str) -> dict[str, float | None]:
+    """An estimate (with `estimate`, `low` and `high`) as records store it: the point as `name`, its bounds."""
+    return {name: rounded(estimate.estimate), "low": rounded(estimate.low), "high": rounded(estimate.high)}
+
+
 def _column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
     """The criterion's scores (the probability-weighted ones with `expected`), NaN where there is none."""
     values = [(v.expected_scores if expected else v.scores).get(criterion) for v in verdicts]
@@ -55,18 +60,10 @@ def criterion_figures(
     mean_good = float(np.nanmean(g)) if n_good else math.nan
     mean_bad = float(np.nanmean(b)) if n_bad else math.nan
     return {
-        "auroc": rounded(estimate.estimate),
-        "low": rounded(estimate.low),
-        "high": rounded(estimate.high),
-        "n_good": n_good,
-        "n_bad": n_bad,
-        "mean_good": rounded(mean_good),
-        "mean_bad": rounded(mean_bad),
-        "gap": rounded(mean_good - mean_bad),
-        "judged": judged,
-        "unscored": unscored,
+        **bounded(estimate, "auroc"), "n_good": n_good, "n_bad": n_bad, "mean_good": rounded(mean_good),
+        "mean_bad": rounded(mean_bad), "gap": rounded(mean_good - mean_bad), "judged": judged, "unscored": unscored,
         "unscored_rate": rounded(unscored / judged),
-    }
+    }  # fmt: skip
 
 
 def known_answer_figures(

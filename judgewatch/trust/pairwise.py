@@ -121,16 +121,12 @@ def summarize(outcomes: Sequence[PairOutcome]) -> PairwiseSummary:
     winners = [o.winner for o in outcomes]
     calls = [c for o in outcomes for c in (o.forward, o.backward) if c is not None and c.winner is not None]
     return PairwiseSummary(
-        pairs=len(outcomes),
-        scored=sum(w is not None for w in winners),
-        first_wins=winners.count("first"),
-        second_wins=winners.count("second"),
-        ties=winners.count("tie"),
+        pairs=len(outcomes), scored=sum(w is not None for w in winners), first_wins=winners.count("first"),
+        second_wins=winners.count("second"), ties=winners.count("tie"),
         consistent=sum(o.consistent is True for o in outcomes),
-        both_scored=sum(o.consistent is not None for o in outcomes),
-        a_calls=sum(c.winner == "A" for c in calls),
+        both_scored=sum(o.consistent is not None for o in outcomes), a_calls=sum(c.winner == "A" for c in calls),
         scored_calls=len(calls),
-    )
+    )  # fmt: skip
 
 
 def first_preference(

@@ -24,7 +24,7 @@ from judgewatch.contract.verdicts import Verdict
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import PairedDiff, paired_mean_diff
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.trust.figures import rounded
+from judgewatch.trust.figures import bounded, rounded
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import FILLER, INJECTIONS, ProbeItems, probe_items, reordered
 from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
@@ -49,8 +49,7 @@ def share(count: int, total: int) -> dict[str, Any]:
 def _moved(diff: PairedDiff, mean: str, count: int, counted: str) -> dict[str, Any]:
     """A paired difference's figures: its mean (named `mean`) with the interval and n, and how many answers moved
     that way (named `counted`) with their share."""
-    figures = {mean: rounded(diff.estimate), "low": rounded(diff.low), "high": rounded(diff.high), "n": diff.n}
-    return {**figures, counted: count, f"{counted}_share": rounded(count / diff.n)}
+    return {**bounded(diff, mean), "n": diff.n, counted: count, f"{counted}_share": rounded(count / diff.n)}
 
 
 def verbosity_figures(

@@ -25,7 +25,7 @@ from judgewatch.judging.run import JudgingRun
 from judgewatch.regression.golden import GoldenItem, GoldenSet
 from judgewatch.storage.runs import RunKind
 from judgewatch.storage.trust import TrustBasis, TrustEvidence, TrustRecord
-from judgewatch.trust.figures import agreement_figures, known_answer_figures, raw_auroc, rounded, trim_figures
+from judgewatch.trust.figures import agreement_figures, bounded, known_answer_figures, raw_auroc, rounded, trim_figures
 from judgewatch.trust.pairwise import compare_pairs, first_preference, summarize
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import build_record, store_record
@@ -232,20 +232,13 @@ async def _pairwise_figures(
             if call is not None and call.unscored_reason is not None:
                 reasons[call.unscored_reason.value] = reasons.get(call.unscored_reason.value, 0) + 1
 
+    rates = ("position_consistency", "inconsistency_rate", "a_rate", "unscored_rate")
     criterion = {
-        "auroc": rounded(preference.estimate),  # P(good preferred) + 0.5 P(tie): the pairwise AUROC
-        "low": rounded(preference.low),
-        "high": rounded(preference.high),
-        "position_consistency": rounded(stats.position_consistency),
-        "inconsistency_rate": rounded(stats.inconsistency_rate),
-        "a_rate": rounded(stats.a_rate),
-        "unscored_rate": rounded(stats.unscored_rate),
-        "pairs": stats.pairs,
-        "scored": stats.scored,
-        "good_wins": stats.first_wins,
-        "bad_wins": stats.second_wins,
+        **bounded(preference, "auroc"),  # P(good preferred) + 0.5 P(tie): the pairwise AUROC
+        **{rate: rounded(getattr(stats, rate)) for rate in rates},
+        "pairs": stats.pairs, "scored": stats.scored, "good_wins": stats.first_wins, "bad_wins": stats.second_wins,
         "ties": stats.ties,
-    }
+    }  # fmt: skip
     return {
         "criteria": {rubric.criteria[0].name: criterion},
         "in_sample_items": pairs.in_sample,
