@@ -109,16 +109,11 @@ def record_trust(engine: Engine, summary: CalibrationSummary, rubric: Rubric) ->
     stored = 0
     for tier, group in people.groupby("tier", sort=True):
         wide = group.pivot_table(index="verdict_id", columns="criterion", values=["judge", "human"], aggfunc="first")
+        judge, human = ({str(c): wide[k][c].to_numpy(dtype=float) for c in wide[k].columns} for k in ("judge", "human"))
         record_human_agreement(
-            engine,
-            judge=summary.series.judge,
-            rubric=summary.series.rubric,
-            tier=str(tier),
-            judge_scores={str(c): wide["judge"][c].to_numpy(dtype=float) for c in wide["judge"].columns},
-            human_scores={str(c): wide["human"][c].to_numpy(dtype=float) for c in wide["human"].columns},
-            categories=np.asarray(rubric.scale.levels, dtype=float),
-            source="review",
-        )
+            engine, judge=summary.series.judge, rubric=summary.series.rubric, tier=str(tier), judge_scores=judge,
+            human_scores=human, categories=np.asarray(rubric.scale.levels, dtype=float), source="review",
+        )  # fmt: skip
         stored += 1
     return stored
 

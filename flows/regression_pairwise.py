@@ -129,13 +129,7 @@ async def tier_preference(
         await pairwise.aclose()
     with session_scope(engine) as session:
         out.rows = read_preferences(
-            session=session,
-            release=release,
-            candidate=candidate,
-            reference=reference,
-            datasets=[g.name for g in golden],
-            rubric=rubric,
-            judge_config_hash=identity.config_hash,
-            items=items,
-        )
+            session=session, release=release, candidate=candidate, reference=reference,
+            datasets=[g.name for g in golden], rubric=rubric, judge_config_hash=identity.config_hash, items=items,
+        )  # fmt: skip
     return out

@@ -230,15 +230,9 @@ def regression_run(
 ) -> JudgingRun:
     """The judging run of one regression step over one golden set; its identity pins the set's revision."""
     return JudgingRun(
-        engine,
-        kind=RunKind.regression,
-        name=name,
-        identity=f"{name}@{golden.revision}",
-        rubric=rubric,
-        judge=judge,
-        params=params,
-        scrub_pii=golden.scrub_pii,
-    )
+        engine, kind=RunKind.regression, name=name, identity=f"{name}@{golden.revision}", rubric=rubric, judge=judge,
+        params=params, scrub_pii=golden.scrub_pii,
+    )  # fmt: skip
 
 
 @task(name="judge-answers", cache_policy=NO_CACHE)

@@ -130,13 +130,7 @@ def scored_verdict(
         reason = f"{reason} | {checked.reason}" if reason else checked.reason
     all_scores: dict[str, int | None] = {c.name: scores.get(c.name) for c in rubric.criteria}
     return Verdict(
-        item_id=item.id,
-        status=VerdictStatus.scored,
-        scores=all_scores,
-        not_applicable=not_applicable,
-        overall=rubric.overall(all_scores),
-        reason=reason,
-        judge=identity,
-        rubric=rubric.identity,
+        item_id=item.id, status=VerdictStatus.scored, scores=all_scores, not_applicable=not_applicable,
+        overall=rubric.overall(all_scores), reason=reason, judge=identity, rubric=rubric.identity,
         **extra,  # type: ignore[arg-type]
-    )
+    )  # fmt: skip

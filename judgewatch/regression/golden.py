@@ -110,15 +110,10 @@ class GoldenItem(BaseModel):
 
     def to_judge_item(self, answer: str, *, item_id: str | None = None) -> JudgeItem:
         return JudgeItem(
-            id=item_id or self.id,
-            question=self.question,
-            answer=answer,
-            messages=self.messages,
-            reference_answer=self.reference_answer,
-            reference_facts=self.reference_facts,
-            context=self.context,
+            id=item_id or self.id, question=self.question, answer=answer, messages=self.messages,
+            reference_answer=self.reference_answer, reference_facts=self.reference_facts, context=self.context,
             language=self.language,
-        )
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)

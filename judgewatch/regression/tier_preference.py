@@ -144,16 +144,10 @@ class TierPairJudge:
         agree = "" if outcome.consistent is not False else " (the orders disagree: a tie)"
         reason = f"{OUTCOME[score]}{agree}; {orders}; {outcome.forward.reason}"
         return Verdict(
-            item_id=item.id,
-            status=VerdictStatus.scored,
-            scores={c.name: score for c in rubric.criteria},
-            overall=float(score),
-            reason=reason[:500],
-            judge=identity,
-            rubric=rubric.identity,
-            latency_ms=latency,
+            item_id=item.id, status=VerdictStatus.scored, scores={c.name: score for c in rubric.criteria},
+            overall=float(score), reason=reason[:500], judge=identity, rubric=rubric.identity, latency_ms=latency,
             attempts=2,
-        )
+        )  # fmt: skip
 
     async def aclose(self) -> None:
         await self.inner.aclose()
