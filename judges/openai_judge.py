@@ -92,12 +92,8 @@ class OpenAIJudge:
             aligned = for_rubric(self.alignments, rubric)
             examples = {"examples": aligned.digest} if aligned else {}  # unaligned: the hash it always had
             params = {**self.endpoint.scoring_params(), "prompt_format": PROMPT_FORMAT, **examples}
-            identity = JudgeIdentity(
-                kind=self.kind,
-                name=self.model,
-                endpoint=mask_url(self.base_url),
-                config_hash=config_hash(rubric, **params),
-            )
+            digest, endpoint = config_hash(rubric, **params), mask_url(self.base_url)
+            identity = JudgeIdentity(kind=self.kind, name=self.model, endpoint=endpoint, config_hash=digest)
             self._shots[rubric.content_hash] = aligned.shots(rubric) if aligned else []
             self._identities[rubric.content_hash] = identity
         return identity

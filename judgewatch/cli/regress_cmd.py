@@ -144,22 +144,16 @@ def regress(
 ) -> None:
     """The post-release gate: exit 0 pass, 1 regression, 2 could not evaluate."""
     options = {name: value for name, value in locals().items() if name in GateOptions.model_fields}
-    ci_files = {"junit": str(junit) if junit else None, "summary_md": str(summary_md) if summary_md else None}
+    paths = {"tiers_file": tiers_file, "report": report, "junit": junit, "summary_md": summary_md}
+    files = {name: str(path) if path else None for name, path in paths.items()}
+    ci_files = {"junit": files["junit"], "summary_md": files["summary_md"]}
 
     def gate() -> dict[str, Any]:
+        tiers = {"tiers": list(tier or []), "answers": list(answers or [])}
         return run_regression(
-            release=release,
-            datasets=list(dataset),
-            tiers=list(tier or []),
-            answers=list(answers or []),
-            tiers_file=str(tiers_file) if tiers_file else None,
-            judge=judge,
-            rubric=rubric,
-            report=str(report) if report else None,
-            database_url=database_url,
-            **options,
-            **ci_files,
-        )
+            release=release, datasets=list(dataset), judge=judge, rubric=rubric, database_url=database_url, **tiers,
+            **options, **files,
+        )  # fmt: skip
 
     def failure(exc: Exception) -> str:
         return _could_not_evaluate(exc, release, margin, ci_files)

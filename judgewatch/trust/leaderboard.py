@@ -149,19 +149,12 @@ def _row(record: TrustRecord, policy: TrustPolicy, references: dict[Any, TrustRe
     figures: dict[str, Any] = criteria.get(name, {})
     passed, detail = evaluate_record(record.evidence, record.figures, record.n_items, policy)
     return LeaderboardRow(
-        judge=f"{record.judge_kind}:{record.judge_name}",
-        endpoint=record.judge_endpoint,
-        config_hash=record.judge_config_hash,
-        rubric=f"{record.rubric_name} {record.rubric_version}",
-        **record.basis().model_dump(),
-        criterion=name,
-        **_criterion_figures(figures),
-        trustworthy=passed,
-        detail=detail,
-        **_against_reference(record, name, references),
-        measured_at=record.measured_at,
+        judge=f"{record.judge_kind}:{record.judge_name}", endpoint=record.judge_endpoint,
+        config_hash=record.judge_config_hash, rubric=f"{record.rubric_name} {record.rubric_version}",
+        **record.basis().model_dump(), criterion=name, **_criterion_figures(figures), trustworthy=passed, detail=detail,
+        **_against_reference(record, name, references), measured_at=record.measured_at,
         other_criteria={k: v.get("auroc", v.get("kappa")) for k, v in criteria.items() if k != name},
-    )
+    )  # fmt: skip
 
 
 def leaderboard(
