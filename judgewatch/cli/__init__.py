@@ -35,14 +35,10 @@ def _root(
 
 def _new_app() -> typer.Typer:
     """The root app without commands."""
-    new = typer.Typer(
-        name="judgewatch",
-        help="Continuous quality evaluation for LLM applications: a measured judge, stored verdicts, release gates.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=False,
+    new = typer.Typer(  # its help: `_root`'s docstring
+        name="judgewatch", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
         rich_markup_mode=None,  # click's plain help: whole option names at any width, and no rich import
-    )
+    )  # fmt: skip
     new.callback()(_root)
     return new
 

@@ -87,11 +87,7 @@ async def judge_received(
         run.extra = {"routed": dict(routed), "review_items_created": created}
     summary = run.summary
     return {
-        "run_id": run.run_id,
-        "judged": dict(summary.by_status),
-        "unscored_reasons": dict(summary.by_unscored_reason),
-        "already_judged": run.already_judged,
-        "routed": dict(routed),
-        "review_items_created": created,
+        "run_id": run.run_id, "judged": dict(summary.by_status), "unscored_reasons": dict(summary.by_unscored_reason),
+        "already_judged": run.already_judged, "routed": dict(routed), "review_items_created": created,
         "paused": run.paused,
-    }
+    }  # fmt: skip

@@ -157,16 +157,12 @@ def worst_items(candidate: TierScores, baseline: TierScores | None, n: int = WOR
         before = baseline.texts.get(key) if baseline is not None else None
         items.append(
             WorstItem(
-                key=key,
-                question=question,
-                reference_answer=reference,
-                candidate_answer=answer,
-                candidate_overall=candidate.overall.get(key),
-                baseline_answer=before[2] if before else None,
+                key=key, question=question, reference_answer=reference, candidate_answer=answer,
+                candidate_overall=candidate.overall.get(key), baseline_answer=before[2] if before else None,
                 baseline_overall=baseline.overall.get(key) if baseline is not None else None,
                 reason=candidate.reasons.get(key, ""),
             )
-        )
+        )  # fmt: skip
     return [w for w in items if baseline is None or w.delta is None or w.delta < 0]
 
 

@@ -46,31 +46,18 @@ def verdict_row(interaction_id: str, verdict: Verdict, *, run_id: str | None, no
         detail = detail[: DETAIL_MAX_CHARS - 3] + "..."
     judge, rubric, tokens = verdict.judge, verdict.rubric, verdict.tokens
     return {
-        "id": verdict_id(interaction_id, rubric.hash, judge.config_hash),
-        "interaction_id": interaction_id,
-        "item_id": verdict.item_id,
-        "run_id": run_id,
-        "status": verdict.status.value,
-        "unscored_reason": verdict.unscored_reason.value if verdict.unscored_reason else None,
-        "detail": detail,
-        "overall": verdict.overall,
-        "reason": verdict.reason,
-        "scores": verdict.scores,
-        "expected_scores": verdict.expected_scores or None,
-        "score_reading": verdict.score_reading.value,
-        "not_applicable": verdict.not_applicable,
-        **identity_columns(judge, rubric),
-        "latency_ms": verdict.latency_ms,
-        "prompt_tokens": tokens.prompt,
-        "completion_tokens": tokens.completion,
-        "cached_tokens": tokens.cached,
-        "attempts": verdict.attempts,
-        "fallback_from": verdict.fallback_from,
+        "id": verdict_id(interaction_id, rubric.hash, judge.config_hash), "interaction_id": interaction_id,
+        "item_id": verdict.item_id, "run_id": run_id, "status": verdict.status.value,
+        "unscored_reason": verdict.unscored_reason.value if verdict.unscored_reason else None, "detail": detail,
+        "overall": verdict.overall, "reason": verdict.reason, "scores": verdict.scores,
+        "expected_scores": verdict.expected_scores or None, "score_reading": verdict.score_reading.value,
+        "not_applicable": verdict.not_applicable, **identity_columns(judge, rubric), "latency_ms": verdict.latency_ms,
+        "prompt_tokens": tokens.prompt, "completion_tokens": tokens.completion, "cached_tokens": tokens.cached,
+        "attempts": verdict.attempts, "fallback_from": verdict.fallback_from,
         "trimmed": verdict.trimmed.model_dump() if verdict.trimmed else None,
         "superseded_by": None,  # `refresh_current` decides, right after the upsert
-        "created_at": now,
-        "updated_at": now,
-    }
+        "created_at": now, "updated_at": now,
+    }  # fmt: skip
 
 
 def criterion_rows(verdict_row_id: str, verdict: Verdict) -> list[dict[str, Any]]:
@@ -78,14 +65,11 @@ def criterion_rows(verdict_row_id: str, verdict: Verdict) -> list[dict[str, Any]
     names = list(verdict.scores) + [n for n in verdict.not_applicable if n not in verdict.scores]
     return [
         {
-            "verdict_id": verdict_row_id,
-            "criterion": name,
-            "score": verdict.scores.get(name),
-            "expected": verdict.expected_scores.get(name),
-            "not_applicable": name in not_applicable,
+            "verdict_id": verdict_row_id, "criterion": name, "score": verdict.scores.get(name),
+            "expected": verdict.expected_scores.get(name), "not_applicable": name in not_applicable,
         }
         for name in names
-    ]
+    ]  # fmt: skip
 
 
 def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[tuple[str, Verdict]]) -> int:
