@@ -144,13 +144,8 @@ def route(
 
     settings = get_settings()
     try:
-        policy = RoutingPolicy.from_settings(
-            settings,
-            review_share=share,
-            double_label_share=double_share,
-            unscored_share=unscored_share,
-            borderline_share=borderline_share,
-        )
+        shares = {"unscored_share": unscored_share, "borderline_share": borderline_share}
+        policy = RoutingPolicy.from_settings(settings, review_share=share, double_label_share=double_share, **shares)
     except ValueError as exc:
         fail(exc, 1)
     with session_scope(open_store_or_exit(database_url)) as session:
