@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine, Table, create_engine, event
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 from sqlmodel import Session, SQLModel, select
@@ -37,6 +35,17 @@ CHUNK = 1000  # rows per statement: well under SQLite's and PostgreSQL's bound-p
 # PostgreSQL connections one process keeps (opened on demand): the review UI serves 20 reviewers at once, and a
 # reviewer waiting for a pooled connection waits behind the others' key presses.
 PG_POOL_SIZE = 20
+
+
+def dialect_insert(session: Session, tbl: Table) -> Any:
+    """The dialect's INSERT (with ON CONFLICT) for `tbl`; PostgreSQL's module loads only for a PostgreSQL store."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(tbl)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(tbl)
 
 
 def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
@@ -170,12 +179,9 @@ def upsert(
     key = [c.name for c in tbl.primary_key.columns]
     unique = list({tuple(r[k] for k in key): r for r in rows}.values())
     dialect = session.get_bind().dialect.name
-    if dialect == "sqlite":
-        stmt: Any = sqlite_insert(tbl)
-    elif dialect == "postgresql":
-        stmt = pg_insert(tbl)
-    else:
+    if dialect not in ("sqlite", "postgresql"):
         raise NotImplementedError(f"no upsert for database dialect {dialect!r} (use SQLite or PostgreSQL)")
+    stmt: Any = dialect_insert(session, tbl)
     if update_columns:
         if returning_new:
             raise ValueError("returning_new counts inserted rows: it needs update_columns=None (DO NOTHING)")

@@ -26,11 +26,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sqlalchemy import Integer, String, case, cast, delete, func, literal, select, text
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Field, Session, SQLModel
 
-from judgewatch.storage.db import CHUNK, table
+from judgewatch.storage.db import CHUNK, dialect_insert, table
 from judgewatch.storage.interactions import Interaction
 from judgewatch.storage.verdict_tables import VerdictRecord
 
@@ -245,7 +243,7 @@ def _add_rows(session: Session, tbl: Any, key: Sequence[str], sums: Sequence[str
     """INSERT the rows, or add their `sums` to the stored row of the same `key`."""
     if not rows:
         return
-    insert: Any = pg_insert(tbl) if session.get_bind().dialect.name == "postgresql" else sqlite_insert(tbl)
+    insert: Any = dialect_insert(session, tbl)
     stmt = insert.on_conflict_do_update(index_elements=list(key), set_={s: tbl.c[s] + insert.excluded[s] for s in sums})
     for start in range(0, len(rows), CHUNK):
         session.execute(stmt, rows[start : start + CHUNK])

@@ -37,6 +37,31 @@ def test_migrating_again_is_a_noop(db_url: str) -> None:
         engine.dispose()
 
 
+def test_latest_and_count_name_the_end_of_the_steps() -> None:
+    """An up-to-date store is recognised by LATEST and COUNT alone: they must describe MIGRATIONS as it is."""
+    from judgewatch.storage.migrations import COUNT, LATEST
+
+    assert (MIGRATIONS[-1].__name__, len(MIGRATIONS)) == (LATEST, COUNT)
+    assert max(m.__name__ for m in MIGRATIONS) == LATEST  # the check reads max(name): names must sort in order
+
+
+def test_an_up_to_date_store_opens_without_importing_the_steps(tmp_path: Path) -> None:
+    """A command that opens an up-to-date store does not load every table module (the migration steps)."""
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    engine = make_engine(url)
+    migrate(engine)
+    engine.dispose()
+    code = (
+        "import sys; from judgewatch.storage.db import make_engine; from judgewatch.storage.migrations import migrate; "
+        f"assert migrate(make_engine({url!r})) == []; print('judgewatch.storage.migration_steps' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
 def test_an_up_to_date_store_opens_without_taking_the_write_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
