@@ -50,6 +50,7 @@ class ChatClient:
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._random = random.Random()
+        self._models: list[dict[str, Any]] | None = None  # GET /models as the health check last read it
 
     def _bind(self) -> tuple[openai.AsyncOpenAI, asyncio.Semaphore]:
         loop = asyncio.get_running_loop()
@@ -148,21 +149,22 @@ class ChatClient:
         """True when the endpoint answers GET /models; never raises."""
         client, _ = self._bind()
         try:
-            await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
+            page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
         except Exception as exc:
             logger.debug("%s health check failed: %s", mask_url(self.endpoint.base_url), exc)
             return False
+        self._models = [model.model_dump() for model in page.data]
         return True
 
     async def model_card(self) -> dict[str, Any] | None:
-        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed. Raises the
-        client's error when the endpoint does not answer."""
-        client, _ = self._bind()
-        page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
-        for model in page.data:
-            if model.id == self.endpoint.model:
-                return model.model_dump()
-        return None
+        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed. The health
+        check's answer when there was one (a run's first request does not wait for a second); raises the client's
+        error when the endpoint does not answer."""
+        if self._models is None:
+            client, _ = self._bind()
+            page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))
+            self._models = [model.model_dump() for model in page.data]
+        return next((model for model in self._models if model.get("id") == self.endpoint.model), None)
 
     async def post_root(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST `body` to `path` at the server's root, beside /v1 (vLLM's /tokenize); the decoded JSON reply. Not

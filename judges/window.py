@@ -65,6 +65,10 @@ class _Lru(OrderedDict[Hashable, int]):
         return value
 
 
+async def _none() -> None:
+    return None
+
+
 class TokenCounter:
     """Token counts of texts and chat messages for one endpoint: exact through /tokenize when it has one."""
 
@@ -94,11 +98,15 @@ class TokenCounter:
 
     async def _learn(self) -> Window | None:
         cfg = self.endpoint
-        try:
-            card = await self.client.model_card()
-        except Exception as exc:  # down or not OpenAI-compatible: the chat call will say so itself
-            logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), exc)
+        # The model card and whether /tokenize counts, asked at once: the run's first request waits for one answer.
+        probe = {"prompt": "judgewatch", "add_special_tokens": False}
+        card_or_error, counted = await asyncio.gather(
+            self.client.model_card(), self._tokenize(probe) if self._exact else _none(), return_exceptions=True
+        )
+        if isinstance(card_or_error, BaseException):  # down or not OpenAI-compatible: the chat call will say so
+            logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), card_or_error)
             return None
+        card = card_or_error
         reported = (card or {}).get("max_model_len")
         if isinstance(reported, int) and reported > 0:
             size, source = reported, "endpoint"
@@ -109,7 +117,7 @@ class TokenCounter:
                 mask_url(cfg.base_url),
                 size,
             )
-        if self._exact and await self._tokenize({"prompt": "judgewatch", "add_special_tokens": False}) is None:
+        if counted is None or isinstance(counted, BaseException):
             self._exact = False
         self._window = Window(size=size, reply_tokens=cfg.max_tokens, exact=self._exact, source=source)
         logger.info(

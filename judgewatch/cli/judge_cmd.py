@@ -100,7 +100,7 @@ def _judge(
         if judge is not None:
             _check_spec(judge)
         rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-        _check_rubric(rubric_obj)
+        _check_rubric(rubric_obj, settings.data_dir / "rubric-checks")
         identity = _content_hash(input)
         engine = open_store(database_url or settings.effective_database_url)
         try:
@@ -142,11 +142,12 @@ def _judge(
         raise typer.Exit(EXIT_TOO_FEW_JUDGED)
 
 
-def _check_rubric(rubric: Rubric) -> None:
-    """`rubric check` before the first call: a template that cannot render fails the run, not every item."""
-    from judgewatch.contract.rubric_check import check_rubric_file
+def _check_rubric(rubric: Rubric, cache_dir: Path) -> None:
+    """`rubric check` before the first call: a template that cannot render fails the run, not every item (a
+    rubric that passed is not checked again until it or the checker changes)."""
+    from judgewatch.contract.rubric_check import check_rubric_cached
 
-    problems = check_rubric_file(rubric.path) if rubric.path is not None else []
+    problems = check_rubric_cached(rubric, cache_dir)
     if problems:
         more = f" (and {len(problems) - 1} more: run `judgewatch rubric check`)" if len(problems) > 1 else ""
         raise CannotRun(f"the rubric fails its check: {problems[0]}{more}")

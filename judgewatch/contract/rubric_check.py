@@ -7,6 +7,7 @@ provide (`lipsum`, `cycler`, ...) is rejected with its template file and line, a
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from jinja2 import nodes
@@ -116,6 +117,33 @@ def check_rubric_file(path: Path) -> list[str]:
             if not all(m["content"] for m in messages):
                 problems.append(f"{path}: field '{field}': a block renders empty")
                 break
+    return problems
+
+
+# The code a check's verdict depends on: a passed check is remembered only for these files as they are now.
+_CHECKER_SOURCES = ("rubric_check.py", "prompt.py", "sandbox.py", "rubric.py")
+
+
+def check_rubric_cached(rubric: Rubric, cache_dir: Path) -> list[str]:
+    """`check_rubric_file` for a loaded rubric, remembered when it passes: a marker file in `cache_dir` named by
+    the rubric's content hash (its YAML and templates) and the checker's own source, so a changed rubric or a
+    changed checker is checked again. Problems are never remembered: a failing rubric is checked every time."""
+    if rubric.path is None:
+        return []
+    digest = hashlib.sha256(rubric.content_hash.encode())
+    here = Path(__file__).parent
+    for name in _CHECKER_SOURCES:
+        digest.update((here / name).read_bytes())
+    marker = cache_dir / f"{digest.hexdigest()[:32]}.passed"
+    if marker.exists():
+        return []
+    problems = check_rubric_file(rubric.path)
+    if not problems:
+        try:
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            marker.write_text(f"{rubric.path}\n", encoding="utf-8")
+        except OSError:
+            pass  # a read-only data folder: the check simply runs again next time
     return problems
 
 

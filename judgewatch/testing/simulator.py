@@ -73,6 +73,7 @@ class SimState:
     tokenizer: bool = True  # serve POST /tokenize
     requests: int = 0  # chat completions
     tokenize_requests: int = 0
+    models_requests: int = 0  # GET /v1/models
     status: Counter[int] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
@@ -95,7 +96,7 @@ class SimState:
         }
 
     def reset(self) -> None:
-        self.requests = self.tokenize_requests = self.in_flight = self.max_in_flight = 0
+        self.requests = self.tokenize_requests = self.models_requests = self.in_flight = self.max_in_flight = 0
         for counter in (self.status, self.faults, self.flaky_attempts, self.authorizations):
             counter.clear()
         self.captured.clear()
@@ -294,6 +295,7 @@ async def _tokenize(request: web.Request) -> web.Response:
 
 async def _models(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    state.models_requests += 1
     model: dict[str, Any] = {"id": state.model, "object": "model", "created": 0, "owned_by": "judgewatch-simulator"}
     if state.max_model_len is not None:
         model["max_model_len"] = state.max_model_len

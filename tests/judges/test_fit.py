@@ -172,6 +172,19 @@ async def test_concurrent_first_items_learn_the_window_with_one_models_request(w
     assert {w.size for w in windows if w is not None} == {WINDOW} and None not in windows
 
 
+async def test_the_health_checks_models_answer_serves_the_window(windowed: SimulatorHandle) -> None:
+    """A run checks the judge's health (GET /models), then learns its window: the first request waits for no second
+    /models answer (the /tokenize probe goes out beside the card read)."""
+    client = ChatClient(EndpointConfig(windowed.base_url, windowed.state.model, max_tokens=MAX_TOKENS))
+    try:
+        assert await client.health()
+        window = await TokenCounter(client).window()
+    finally:
+        await client.aclose()
+    assert window is not None and window.size == WINDOW and window.exact
+    assert windowed.state.models_requests == 1 and windowed.state.tokenize_requests == 1
+
+
 async def test_a_passage_too_long_to_keep_whole_keeps_its_best_sentences(
     windowed: SimulatorHandle, rubric: Rubric
 ) -> None:

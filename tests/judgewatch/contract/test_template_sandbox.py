@@ -74,3 +74,36 @@ def test_template_cannot_mutate_what_it_is_given(tmp_path: Path) -> None:
 def test_shipped_templates_still_pass_with_the_sandbox() -> None:
     for file in sorted(RUBRICS.glob("*.yaml")):
         assert check_rubric_file(file) == [], file
+
+
+def test_a_passed_check_is_remembered_until_the_rubric_changes_and_a_failed_one_never(tmp_path: Path) -> None:
+    """`judge` checks its rubric before the first call; a rubric that passed is not checked again until its YAML or a
+    template changes, and a failing rubric is checked (and refused) every time."""
+    from judgewatch.contract import rubric_check
+
+    cache = tmp_path / "checks"
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+    good = rubric_with(tmp_path / "good", "")
+    assert rubric_check.check_rubric_cached(load_rubric(good, good.parent), cache) == []
+    assert len(list(cache.iterdir())) == 1
+    calls: list[Path] = []
+    real = rubric_check.check_rubric_file
+
+    def counted(path: Path) -> list[str]:
+        calls.append(path)
+        return real(path)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rubric_check, "check_rubric_file", counted)
+        assert rubric_check.check_rubric_cached(load_rubric(good, good.parent), cache) == []
+        assert calls == []  # remembered
+        template = good.parent / "answer_quality.en.j2"
+        template.write_text(template.read_text(encoding="utf-8") + "\n{# changed #}\n", encoding="utf-8")
+        assert rubric_check.check_rubric_cached(load_rubric(good, good.parent), cache) == []
+        assert calls == [good]  # a changed template is checked again
+        bad = rubric_with(tmp_path / "bad", "{{ lipsum }}")
+        for _ in range(2):
+            assert rubric_check.check_rubric_cached(load_rubric(bad, bad.parent), cache)
+        assert calls[1:] == [bad, bad]  # never remembered
+    assert len(list(cache.iterdir())) == 2
