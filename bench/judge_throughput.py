@@ -97,6 +97,12 @@ def bench_items(n: int) -> list[JudgeItem]:
     return [base[i % len(base)].model_copy(update={"id": f"{base[i % len(base)].id}#{i}"}) for i in range(n)]
 
 
+def bare_request(rubric: Rubric, item: JudgeItem) -> dict[str, Any]:
+    """The chat request the judge sends for `item`, as the bare loops send it."""
+    to_score = [c.name for c in rubric.applicable(item.has_references)]
+    return {"messages": render_messages(rubric, item, to_score), "response_format": response_format(rubric, to_score)}
+
+
 def timed_run(coro: Coroutine[Any, Any, T]) -> tuple[T, float, float]:
     """asyncio.run(coro) -> (result, wall seconds, process CPU seconds: every thread of this process)."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -204,21 +210,23 @@ def end_to_end(
             fields = ("id", "question", "answer", "reference_answer", "reference_facts", "context")
             row = {f: getattr(item, f) for f in fields if getattr(item, f) is not None}
             rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-            to_score = [c.name for c in rubric.applicable(item.has_references)]
-            request = {
-                "messages": render_messages(rubric, item, to_score),
-                "response_format": response_format(rubric, to_score),
-            }
-            reqs.write(json.dumps(request, ensure_ascii=False) + "\n")
+            reqs.write(json.dumps(bare_request(rubric, item), ensure_ascii=False) + "\n")
     bare_cmd = [sys.executable, "-c", BARE_SCRIPT, url, str(requests_path), str(concurrency)]
     walls: dict[str, list[float]] = {"bare": [], "judge": []}
     cpus: dict[str, list[float]] = {"bare": [], "judge": []}
-    for r in range(rounds):
-        result, wall, cpu = child_run(bare_cmd)
+
+    def measured(kind: str, cmd: list[str]) -> tuple[subprocess.CompletedProcess[str], float, float]:
+        """`cmd` run to its end, its wall and CPU seconds kept under `kind`; a failed run ends the benchmark."""
+        result, wall, cpu = child_run(cmd)
         if result.returncode != 0:
-            raise SystemExit(f"bare loop failed: {result.stderr.strip()[-500:]}")
-        walls["bare"].append(wall)
-        cpus["bare"].append(cpu)
+            name = "bare loop" if kind == "bare" else "judgewatch judge"
+            raise SystemExit(f"{name} exited {result.returncode}: {result.stderr.strip()[-500:]}")
+        walls[kind].append(wall)
+        cpus[kind].append(cpu)
+        return result, wall, cpu
+
+    for r in range(rounds):
+        measured("bare", bare_cmd)
         judge_cmd = [sys.executable, "-m", "judgewatch", "judge", "--rubric", "answer_quality"]
         judge_cmd += ["--input", str(input_path), "--output", str(tmp / f"e2e-out{r}.jsonl"), "--judge", url]
         judge_cmd += ["--model", MODEL, "--concurrency", str(concurrency), "--no-fallback-reference"]
@@ -228,11 +236,7 @@ def end_to_end(
             migrate(engine)
             engine.dispose()
         judge_cmd += ["--database-url", store_url]
-        result, wall, cpu = child_run(judge_cmd)
-        if result.returncode != 0:
-            raise SystemExit(f"judgewatch judge exited {result.returncode}: {result.stderr.strip()[-500:]}")
-        walls["judge"].append(wall)
-        cpus["judge"].append(cpu)
+        result, wall, cpu = measured("judge", judge_cmd)
         print(
             f"e2e round {r + 1}: bare {walls['bare'][-1]:.2f} s wall, {cpus['bare'][-1]:.2f} s CPU; "
             f"judgewatch judge {wall:.2f} s wall, {cpu:.2f} s CPU; {result.stdout.splitlines()[0]}"
@@ -261,12 +265,7 @@ def with_faults(items: list[JudgeItem]) -> list[JudgeItem]:
 def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float) -> None:
     """The pipeline inside this process against the bare loop, alternating rounds (the judging window only)."""
     items = bench_items(args.items)
-    requests = []
-    for item in items:
-        to_score = [c.name for c in rubric.applicable(item.has_references)]
-        requests.append(
-            {"messages": render_messages(rubric, item, to_score), "response_format": response_format(rubric, to_score)}
-        )
+    requests = [bare_request(rubric, item) for item in items]
     profiler = cProfile.Profile() if args.profile else None
     bare_runs: list[tuple[float, float]] = []
     pipe_runs: list[tuple[float, float]] = []

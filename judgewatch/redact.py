@@ -19,9 +19,7 @@ _SECRET_QUERY_KEYS = frozenset(
 _USERINFO_IN_TEXT = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/@\s,]+)@")
 # ?key=value or &key=value inside free text, for the keys above
 _SECRET_PARAM_IN_TEXT = re.compile(
-    r"(?P<key>[?&](?:api[_-]?key|key|access[_-]?token|token|password|passwd|secret|sig|signature)=)"
-    r"(?P<value>[^&#\s'\"]+)",
-    re.IGNORECASE,
+    rf"(?P<key>[?&](?:{'|'.join(map(re.escape, _SECRET_QUERY_KEYS))})=)(?P<value>[^&#\s'\"]+)", re.IGNORECASE
 )
 
 

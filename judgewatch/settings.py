@@ -164,9 +164,7 @@ class Settings(BaseSettings):
 
     @property
     def effective_database_url(self) -> str:
-        if self.database_url:
-            return self.database_url
-        return f"sqlite:///{self.data_dir / 'judgewatch.db'}"
+        return self.database_url or f"sqlite:///{self.data_dir / 'judgewatch.db'}"
 
 
 class SettingsInvalid(ValueError):

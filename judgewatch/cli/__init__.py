@@ -7,6 +7,7 @@ and scipy load inside the commands that use them, so `--help` and argument error
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib
 import sys
@@ -73,15 +74,10 @@ def _register(target: typer.Typer, names: Collection[str]) -> None:
             target.command(name)(obj)
 
 
-_registered = False
-
-
+@functools.cache
 def get_app() -> typer.Typer:
     """The app with every command group registered (imports are deferred so `--help` stays fast)."""
-    global _registered
-    if not _registered:
-        _registered = True
-        _register(app, COMMAND_NAMES)
+    _register(app, COMMAND_NAMES)
     return app
 
 

@@ -59,10 +59,6 @@ def _share(item_id: str, salt: str) -> float:
     return hash_unit(item_id, salt, variant=UnitHash.LABELED)
 
 
-def _answers(items: list[GoldenItem], pick: Callable[[GoldenItem], str]) -> list[tuple[str, str]]:
-    return [(item.id, pick(item)) for item in items]
-
-
 def build_answer_files(folder: Path, datasets: tuple[str, ...], settings: Settings) -> dict[str, Path]:
     """Recorded answers of every (release, tier), from the golden sets' own good and bad answers."""
     items = [i for name in datasets for i in load_golden_set(name, datasets_dir=settings.datasets_dir).items]
@@ -78,10 +74,9 @@ def build_answer_files(folder: Path, datasets: tuple[str, ...], settings: Settin
         return i.bad_answers[0] if i.bad_answers and _share(i.id, "r3") < BAD_SHARE else good(i)
 
     files = {"good": good, "r2-quantized": rephrased, "r3-quantized": degraded}
-    paths = {}
+    paths = {name: folder / f"{name}.jsonl" for name in files}
     for name, pick in files.items():
-        paths[name] = folder / f"{name}.jsonl"
-        write_recorded_answers(paths[name], _answers(items, pick))
+        write_recorded_answers(paths[name], [(item.id, pick(item)) for item in items])
     return paths
 
 

@@ -214,14 +214,7 @@ def save_snapshot(*, session: Session, snapshot: CalibrationSnapshot) -> Calibra
     return merged
 
 
-def get_snapshots(
-    *, session: Session, kind: str, scope: str | None = None, since: datetime | None = None
-) -> list[CalibrationSnapshot]:
-    """Snapshots of one kind (and scope), oldest first."""
+def get_snapshots(*, session: Session, kind: str) -> list[CalibrationSnapshot]:
+    """Snapshots of one kind, oldest first."""
     c = table(CalibrationSnapshot).c
-    query = select(CalibrationSnapshot).where(c.kind == kind)
-    if scope is not None:
-        query = query.where(c.scope == scope)
-    if since is not None:
-        query = query.where(c.computed_at >= since)
-    return list(session.scalars(query.order_by(c.computed_at, c.scope)))
+    return list(session.scalars(select(CalibrationSnapshot).where(c.kind == kind).order_by(c.computed_at, c.scope)))

@@ -48,22 +48,15 @@ def dialect_insert(session: Session, tbl: Table) -> Any:
     return sqlite_insert(tbl)
 
 
-def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | None = None) -> Engine:
+def make_engine(url: str) -> Engine:
     """An engine for `url`; `postgresql://` means psycopg 3, a SQLite file's folder is created if missing."""
     url = reveal(url)  # a database URL arrives masked when it came in as a flow parameter
     parsed = make_url(url)
     if parsed.drivername in ("postgresql", "postgres"):
         parsed = parsed.set(drivername="postgresql+psycopg")
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, echo=echo, connect_args=connect_args or {})
-    engine = create_engine(
-        parsed,
-        echo=echo,
-        pool_pre_ping=True,
-        pool_size=PG_POOL_SIZE,
-        connect_args=connect_args or {},
-        json_serializer=nul_free.json_dumps,
-    )
+        return _sqlite_engine(url)
+    engine = create_engine(parsed, pool_pre_ping=True, pool_size=PG_POOL_SIZE, json_serializer=nul_free.json_dumps)
 
     @event.listens_for(engine, "connect")
     def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -72,17 +65,13 @@ def make_engine(url: str, *, echo: bool = False, connect_args: dict[str, Any] | 
     return engine
 
 
-def _sqlite_engine(url: str, *, echo: bool, connect_args: dict[str, Any]) -> Engine:
+def _sqlite_engine(url: str) -> Engine:
     parsed = make_url(url)
     in_memory = parsed.database in (None, "", ":memory:")
-    args = {"check_same_thread": False, **connect_args}
-    if in_memory:
-        engine = create_engine(
-            url, echo=echo, connect_args=args, poolclass=StaticPool, json_serializer=nul_free.json_dumps
-        )
-    else:
+    if not in_memory:
         Path(parsed.database or "").expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, echo=echo, connect_args=args, json_serializer=nul_free.json_dumps)
+    pool = {"poolclass": StaticPool} if in_memory else {}  # one connection: an in-memory database lives in it
+    engine = create_engine(url, connect_args={"check_same_thread": False}, json_serializer=nul_free.json_dumps, **pool)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

@@ -39,10 +39,8 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+        value = self.process_result_value(value, dialect)  # in UTC (a naive value is taken as UTC already)
+        return value.replace(tzinfo=None) if value is not None and dialect.name == "sqlite" else value
 
     @override
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:

@@ -175,13 +175,12 @@ def get_verdicts(
     session: Session,
     run_id: str | None = None,
     interaction_ids: Sequence[str] | None = None,
-    rubric_hash: str | None = None,
     judge_config_hash: str | None = None,
     verdict_ids: Sequence[str] | None = None,
 ) -> list[VerdictRecord]:
     """Stored verdicts matching every given filter, oldest first; `record.to_verdict()` gives the Verdict."""
     tbl = table(VerdictRecord)
-    query = select_matching(VerdictRecord, run_id=run_id, rubric_hash=rubric_hash, judge_config_hash=judge_config_hash)
+    query = select_matching(VerdictRecord, run_id=run_id, judge_config_hash=judge_config_hash)
     if interaction_ids is not None:
         query = query.where(tbl.c.interaction_id.in_(list(interaction_ids)))
     if verdict_ids is not None:
@@ -195,20 +194,17 @@ def get_criterion_scores(*, session: Session, verdict_ids: Sequence[str]) -> lis
     return list(session.scalars(query.order_by(tbl.c.verdict_id, tbl.c.criterion)))
 
 
-def count_by_status(*, session: Session, run_id: str | None = None) -> dict[str, int]:
+def count_by_status(*, session: Session) -> dict[str, int]:
     """{"scored": n, "unscored": m} (statuses with no verdict are left out)."""
-    return _count_by(session, "status", run_id)
+    return _count_by(session, "status")
 
 
-def count_by_unscored_reason(*, session: Session, run_id: str | None = None) -> dict[str, int]:
+def count_by_unscored_reason(*, session: Session) -> dict[str, int]:
     """{reason: n} over the unscored verdicts."""
-    return _count_by(session, "unscored_reason", run_id)
+    return _count_by(session, "unscored_reason")
 
 
-def _count_by(session: Session, column: str, run_id: str | None) -> dict[str, int]:
-    tbl = table(VerdictRecord)
-    key = tbl.c[column]
+def _count_by(session: Session, column: str) -> dict[str, int]:
+    key = table(VerdictRecord).c[column]
     query = select(key, func.count()).where(key.is_not(None)).group_by(key)
-    if run_id is not None:
-        query = query.where(tbl.c.run_id == run_id)
     return {str(value): int(count) for value, count in session.execute(query).tuples()}

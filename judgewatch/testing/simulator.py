@@ -137,10 +137,8 @@ def _value(schema: dict[str, Any], digest: bytes, tag: str, index: int = 0) -> A
 def _fault_for(messages: list[dict[str, Any]], mode: Fault) -> Fault:
     for message in messages:
         content = message.get("content")
-        if isinstance(content, str) and "[[sim:" in content:
-            match = MARKER.search(content)
-            if match:
-                return Fault(match.group(1), int(match.group(2)) if match.group(2) else None)
+        if isinstance(content, str) and (match := MARKER.search(content)):
+            return Fault(match.group(1), int(match.group(2)) if match.group(2) else None)
     return mode
 
 
