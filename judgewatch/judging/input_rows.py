@@ -109,7 +109,6 @@ class JudgeInput:
     """
 
     def __init__(self, path: Path, handle: IO[bytes], max_field_bytes: int) -> None:
-        self.path = path
         self.repairs: list[str] = []
         self._rows = _rows(path, handle, max_field_bytes, self.repairs)
 

@@ -121,10 +121,7 @@ class JudgingRun:
         params: dict[str, Any] | None = None,
         retry_reasons: Collection[str] = (),
         lazy: bool = False,
-        heartbeat_s: float | None = None,
-        expiry_s: float | None = None,
         configured: Judge | None = None,
-        degraded_share: float | None = None,
         scrub_pii: bool | None = None,
         spend_cap: bool = False,
     ) -> None:
@@ -145,9 +142,8 @@ class JudgingRun:
         self.pii: Counter[str] = Counter()
         # Verdicts of interactions that came from a trace also go back onto their span (JUDGEWATCH_OTEL_EVALUATIONS).
         self.evaluations = evaluation_events(settings) if engine is not None else None
-        self.heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
-        self.expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
-        self.degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
+        self.heartbeat_s, self.expiry_s = settings.run_heartbeat_s, settings.run_expiry_s
+        self.degraded_share = settings.run_degraded_share
         # Sampling-side runs pause at the daily spend cap (priced by the settings): None, never.
         self._cap_settings = settings if spend_cap and settings.judge_daily_spend_cap is not None else None
         # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
