@@ -60,8 +60,8 @@ class OpenAIPairwiseJudge:
 
     kind = "openai"
 
-    def __init__(self, endpoint: EndpointConfig, *, reply_max_tokens: int = PAIR_REPLY_MAX_TOKENS) -> None:
-        self.endpoint = endpoint.with_changes(max_tokens=reply_max_tokens)
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        self.endpoint = endpoint.with_changes(max_tokens=PAIR_REPLY_MAX_TOKENS)
         self.client = ChatClient(self.endpoint)
 
     @property
