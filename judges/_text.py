@@ -62,10 +62,6 @@ class Tokens:
     numbers: frozenset[str]
     names: Mapping[str, str]
 
-    @property
-    def total(self) -> float:
-        return sum(self.weights.values())
-
     def __bool__(self) -> bool:
         return bool(self.weights)
 
