@@ -96,7 +96,6 @@ class StoredBatch:
     verdict_ids: dict[str, str] = field(default_factory=dict)  # interaction id -> its verdict id (old or new)
     judged_now: int = 0
     already_judged: int = 0
-    verdicts: list[Verdict] = field(default_factory=list)  # the new verdicts, in input order
     paused: list[str] = field(default_factory=list)  # interaction ids left unjudged: the spend cap holds
 
 
@@ -280,7 +279,6 @@ class JudgingRun:
         *,
         force: Collection[str] = (),
         on_verdict: Callable[[str, Verdict], None] | None = None,
-        collect: bool = False,
     ) -> StoredBatch:
         """Judge the stored interactions (interaction id, item) not judged yet (and those in `force`)."""
         unique = dict(items)
@@ -310,8 +308,8 @@ class JudgingRun:
                 spans = traced_spans(session=session, interaction_ids=[key for key, _ in todo])
             if spans:
                 on_stored = partial(self.evaluations.emit, spans=spans, rubric=self.rubric)
-        result = await self._judge(todo, new_source=None, on_verdict=seen, collect=collect, on_stored=on_stored)
-        batch.judged_now, batch.verdicts = len(todo), result.verdicts
+        await self._judge(todo, new_source=None, on_verdict=seen, collect=False, on_stored=on_stored)
+        batch.judged_now = len(todo)
         return batch
 
     def _cap_reached(self) -> bool:
