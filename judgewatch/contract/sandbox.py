@@ -84,11 +84,6 @@ def _join_size(separator: str, parts: list[Any]) -> int:
     return sum(len(str(p)) for p in parts) + len(separator) * max(len(parts) - 1, 0)
 
 
-def _indent_size(text: str, width: Any) -> int:
-    pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
-    return len(text) + (text.count("\n") + 1) * max(pad, 0)
-
-
 # Node types a rubric template may not use: what they are for, as the error message says it.
 _REFUSED_NODES: dict[type[nodes.Node], str] = {
     nodes.Extends: "{% extends %} (templates are self-contained)",
@@ -228,7 +223,9 @@ def _center(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 
 
 def _indent(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    return _indent_size(_text(value), _arg(args, kwargs, 0, "width", 4))
+    text, width = _text(value), _arg(args, kwargs, 0, "width", 4)
+    pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
+    return len(text) + (text.count("\n") + 1) * max(pad, 0)
 
 
 def _wordwrap(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
