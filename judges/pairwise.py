@@ -97,9 +97,7 @@ class ReferencePairwiseJudge(PairwiseJudge):
 
     kind = "reference"
     name = REFERENCE_NAME
-
-    def __init__(self, margin: float = 0.05) -> None:
-        self.margin = margin
+    margin = 0.05
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         digest = config_hash(rubric, algorithm="overlap-pairwise", version=ALGORITHM_VERSION, margin=self.margin)
