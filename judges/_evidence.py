@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import pairwise
-from types import MappingProxyType
 
-from judges._text import Tokens, latin_words, negated, share, tokenize
+from judges._text import Tokens, latin_words, merged, negated, share, tokenize
 
 _SPLIT_RE = re.compile(
     r"(?<=[.!?])(?=\s*[\"“(]?[A-Z\u4e00-\u9fff])"  # "...century.First for Women", "... city. The"
@@ -90,14 +89,6 @@ class Evidence:
     best_sentence: str  # the sentence that supports the most of the answer, then in its word order (for the reason)
 
 
-def _pool(parts: Sequence[Tokens]) -> Tokens:
-    weights: dict[str, float] = {}
-    for part in parts:
-        for token, weight in part.weights.items():
-            weights[token] = max(weight, weights.get(token, 0.0))
-    return Tokens(MappingProxyType(weights), frozenset(), MappingProxyType({}))
-
-
 def evidence(answer: str, claim_text: str, references: Sequence[str]) -> Evidence:
     """Sentence support and stance of `answer` (its claims: `claim_text`) against `references`."""
     tokens = tokenize(answer)
@@ -117,7 +108,7 @@ def evidence(answer: str, claim_text: str, references: Sequence[str]) -> Evidenc
         if text_best is not None:
             best_per_text.append(text_best)
     # Without content words ("No.") there is nothing to find: the stance alone speaks.
-    sentence_support = (share(tokens, _pool(best_per_text)) or 0.0) if tokens and best_per_text else 1.0
+    sentence_support = (share(tokens, merged(best_per_text)) or 0.0) if tokens and best_per_text else 1.0
     says_no = negated(claim_text)
     short = [text for text in references if len(sentences(text)) <= 1]
     negating = sum(1 for text in short if negated(text)) / len(short) if short else float(says_no)

@@ -62,10 +62,6 @@ class Tokens:
     numbers: frozenset[str]
     names: Mapping[str, str]
 
-    @property
-    def total(self) -> float:
-        return sum(self.weights.values())
-
     def __bool__(self) -> bool:
         return bool(self.weights)
 
@@ -163,19 +159,23 @@ def tokenize(text: str) -> Tokens:
     return Tokens(MappingProxyType(weights), frozenset(numbers), MappingProxyType(names))
 
 
-@lru_cache(maxsize=4096)
-def _union_cached(texts: tuple[str, ...]) -> Tokens:
+def merged(parts: Iterable[Tokens]) -> Tokens:
+    """Several texts' content tokens as one: each token at its highest weight, every number and name."""
     weights: dict[str, float] = {}
     numbers: set[str] = set()
     names: dict[str, str] = {}
-    for text in texts:
-        tokens = tokenize(text)
+    for tokens in parts:
         for token, weight in tokens.weights.items():
             _add(weights, token, weight)
         numbers |= tokens.numbers
         for token, word in tokens.names.items():
             names.setdefault(token, word)
     return Tokens(MappingProxyType(weights), frozenset(numbers), MappingProxyType(names))
+
+
+@lru_cache(maxsize=4096)
+def _union_cached(texts: tuple[str, ...]) -> Tokens:
+    return merged(tokenize(text) for text in texts)
 
 
 def share(tokens: Tokens, within: Tokens, *, exclude: Tokens = EMPTY) -> float | None:

@@ -189,8 +189,8 @@ class GuardedJudge(FallbackJudge):
     or dead endpoint costs `failure_threshold` timeouts, then its items are stored unscored (`endpoint_down`)
     without a call until a probe after the cooldown finds it back. Reads as the judge it guards otherwise."""
 
-    def __init__(self, judge: Judge, **breaker: object) -> None:
-        super().__init__([judge], **breaker)  # type: ignore[arg-type]
+    def __init__(self, judge: Judge) -> None:
+        super().__init__([judge])
         self.kind = judge.kind
 
     def __getattr__(self, name: str) -> object:  # model, base_url, endpoint...: the guarded judge's

@@ -201,10 +201,6 @@ class OpenAIJudge:
             why,
         )
 
-    async def complete(self, messages: list[dict[str, str]], max_tokens: int = 512) -> str:
-        """Plain generation through the same client (tier answers); raises CallError on failure."""
-        return await self.client.complete(messages, max_tokens=max_tokens)
-
     async def health(self) -> bool:
         """True when the endpoint answers GET /models (the gate's 'endpoint unreachable' check)."""
         return await self.client.health()

@@ -60,8 +60,8 @@ class OpenAIPairwiseJudge:
 
     kind = "openai"
 
-    def __init__(self, endpoint: EndpointConfig, *, reply_max_tokens: int = PAIR_REPLY_MAX_TOKENS) -> None:
-        self.endpoint = endpoint.with_changes(max_tokens=reply_max_tokens)
+    def __init__(self, endpoint: EndpointConfig) -> None:
+        self.endpoint = endpoint.with_changes(max_tokens=PAIR_REPLY_MAX_TOKENS)
         self.client = ChatClient(self.endpoint)
 
     @property
@@ -97,9 +97,7 @@ class ReferencePairwiseJudge(PairwiseJudge):
 
     kind = "reference"
     name = REFERENCE_NAME
-
-    def __init__(self, margin: float = 0.05) -> None:
-        self.margin = margin
+    margin = 0.05
 
     def identity(self, rubric: Rubric) -> JudgeIdentity:
         digest = config_hash(rubric, algorithm="overlap-pairwise", version=ALGORITHM_VERSION, margin=self.margin)

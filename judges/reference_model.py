@@ -23,7 +23,6 @@ FEATURE_SETS: Mapping[str, Mapping[str, float]] = {
     "default": MappingProxyType({"sentence_support": 1.0, "consistency": 1.0, "asserts": 1.0}),
     "zh": MappingProxyType({"support": 1.0, "polarity": 1.0, "fact_recall": 1.0}),
 }
-CLEAN = FEATURE_SETS["default"]
 
 
 @dataclass(frozen=True)
@@ -33,11 +32,7 @@ class FaithfulnessModel:
     version: str
     coefficients: Mapping[str, float]
     intercept: float
-    clean: Mapping[str, float] = field(default_factory=lambda: CLEAN)
-
-    @property
-    def features(self) -> tuple[str, ...]:
-        return tuple(self.coefficients)
+    clean: Mapping[str, float]  # the feature set's clean values (FEATURE_SETS)
 
     @property
     def digest(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -89,21 +90,9 @@ def score_positions(entries: Sequence[Any], criteria: Sequence[str]) -> dict[str
         if match is None:
             continue
         char = match.start(1)
-        index = _token_at(starts, char)
+        index = bisect_right(starts, char) - 1  # the token whose text covers the digit
         positions[name] = (index, char - starts[index])
     return positions
-
-
-def _token_at(starts: list[int], char: int) -> int:
-    """The index of the token whose text covers character `char` (binary search over the token starts)."""
-    low, high = 0, len(starts) - 1
-    while low < high:
-        mid = (low + high + 1) // 2
-        if starts[mid] <= char:
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def expected_scores(rubric: Rubric, scores: dict[str, int], entries: Sequence[Any]) -> dict[str, LevelProbs] | None:

@@ -117,11 +117,9 @@ class _Check:
         self.send(rule, claimed, details)
 
 
-def check_alerts(
-    engine: Engine, document: RulesDocument, settings: Settings, *, now: datetime | None = None
-) -> CheckReport:
+def check_alerts(engine: Engine, document: RulesDocument, settings: Settings) -> CheckReport:
     """Check every rule once (see the module doc); delivery failures are in the report, never raised."""
-    check, now = _Check(engine, document), now or utcnow()
+    check, now = _Check(engine, document), utcnow()
     for rule in document.rules:
         check.rule(rule, settings, now)
     for sent in check.report.sent:  # failures were logged where they happened

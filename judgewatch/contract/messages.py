@@ -116,14 +116,10 @@ class ConversationParts(NamedTuple):
 
 def conversation_parts(messages: Sequence[ChatMessage] | None) -> ConversationParts:
     turns = list(messages or ())
-    last = last_user_index(turns)
+    last = next((k for k in range(len(turns) - 1, -1, -1) if turns[k].role == "user"), None)
     if last is None:
         return ConversationParts(turns, None, [])
     return ConversationParts(turns[:last], turns[last], turns[last + 1 :])
-
-
-def last_user_index(messages: Sequence[ChatMessage]) -> int | None:
-    return next((k for k in range(len(messages) - 1, -1, -1) if messages[k].role == "user"), None)
 
 
 def is_conversation(messages: Sequence[ChatMessage] | None) -> bool:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections import Counter
-from functools import lru_cache
-from typing import Any
 
 _SSN = re.compile(
     r"(?<![0-9A-Za-z\-])(?!000|666|9[0-9]{2})[0-9]{3}([- ])(?!00)[0-9]{2}\1(?!0000)[0-9]{4}(?![0-9A-Za-z]|-[0-9])"
@@ -139,13 +137,6 @@ def sub_name(text: str, counts: Counter[str]) -> str:
     return _CN_NAME_TITLE.sub(lambda m: _counting(counts, "name", "[NAME]") + m.group(2), text)
 
 
-@lru_cache(maxsize=1)
-def _pyap() -> Any:
-    import pyap  # pyap2: US, Canadian and British addresses by regular expressions, offline
-
-    return pyap
-
-
 # Words the Chinese pattern's lazy start can take with it ("寄到北京市..."): kept in the text.
 _CN_LEADS = ("寄到", "送到", "发到", "寄往", "送往", "住在", "位于", "来自", "地址是", "在", "到", "于", "是")
 
@@ -159,7 +150,8 @@ def sub_address(text: str, counts: Counter[str]) -> str:
     if "号" in text:
         text = _CN_ADDRESS.sub(lambda m: _cn_address(m, counts), text)
     if _EN_ADDRESS_CUE.search(text):
-        pyap = _pyap()
+        import pyap  # pyap2: US, Canadian and British addresses by regular expressions, offline
+
         found = {str(a) for country in ("US", "CA", "GB") for a in pyap.parse(text, country=country)}
         for address in sorted(found, key=len, reverse=True):
             if address in text:

@@ -82,10 +82,8 @@ def _utf16_pattern(head: bytes) -> bool:
     half = len(sample) // 2
     if half == 0:
         return False
-    for zeros, others in ((sample[0::2], sample[1::2]), (sample[1::2], sample[0::2])):
-        if zeros.count(0) >= 0.4 * half and others.count(0) <= 0.05 * half:
-            return True
-    return False
+    pairs = ((sample[0::2], sample[1::2]), (sample[1::2], sample[0::2]))
+    return any(zeros.count(0) >= 0.4 * half and others.count(0) <= 0.05 * half for zeros, others in pairs)
 
 
 def loads_bounded(text: str | bytes) -> Any:

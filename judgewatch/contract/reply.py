@@ -73,10 +73,7 @@ def _reply_model(name: str, low: int, high: int, reason_max_chars: int, to_score
     # Building a pydantic model costs ~0.4 ms: once per (rubric shape, criteria), not once per reply.
     fields: dict[str, Any] = {c: (int, Field(ge=low, le=high, strict=True)) for c in to_score}
     fields["reason"] = (str, Field(default="", max_length=reason_max_chars * 2))
-    model: type[BaseModel] = create_model(
-        f"{name.title().replace('_', '')}Reply", __config__=ConfigDict(extra="forbid"), **fields
-    )
-    return model
+    return create_model(f"{name.title().replace('_', '')}Reply", __config__=ConfigDict(extra="forbid"), **fields)
 
 
 class ReplyError(ValueError):

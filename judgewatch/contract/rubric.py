@@ -214,9 +214,9 @@ def load_rubric(name_or_path: str | Path, rubrics_dir: Path | None = None) -> Ru
         raise RubricError(_format_validation_error(path, exc)) from exc
     if rubric.name != path.stem:
         raise RubricError(f"{path}: field 'name': '{rubric.name}' does not match the file name '{path.stem}'")
-    texts: dict[Language, str] = {}
-    for lang, template in rubric.templates.items():
-        texts[lang] = _read_text(confined_template(path, lang, template), path, f"templates.{lang}")
+    rubric.template_texts = {
+        lang: _read_text(confined_template(path, lang, template), path, f"templates.{lang}")
+        for lang, template in rubric.templates.items()
+    }
     rubric.path = path
-    rubric.template_texts = texts
     return rubric

@@ -46,12 +46,6 @@ _SAMPLES = (
 # fmt: on
 
 
-def rubric_files(path: Path) -> list[Path]:
-    if path.is_dir():
-        return sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml"))
-    return [path]
-
-
 def template_path(rubric: Rubric, lang: Language) -> Path:
     """The file a language's template was read from (for messages naming file and line)."""
     return rubric.path.parent / rubric.templates[lang] if rubric.path else Path(rubric.templates[lang])
@@ -148,4 +142,6 @@ def check_rubric_cached(rubric: Rubric, cache_dir: Path) -> list[str]:
 
 
 def check_rubrics(path: Path) -> dict[Path, list[str]]:
-    return {file: check_rubric_file(file) for file in rubric_files(path)}
+    """Problems per rubric file: of `path`, or of every rubric file in that folder."""
+    files = sorted(path.glob("*.yaml")) + sorted(path.glob("*.yml")) if path.is_dir() else [path]
+    return {file: check_rubric_file(file) for file in files}

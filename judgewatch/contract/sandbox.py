@@ -38,8 +38,10 @@ class TooLargeError(SecurityError):
     """A template operation that would build a value over the limit (refused before it runs)."""
 
 
-def _refuse(what: str, size: int) -> TooLargeError:
-    return TooLargeError(f"{what} would build {size:,} characters or items, over the limit of {MAX_VALUE_CHARS:,}")
+def _check_size(size: int, what: str) -> None:
+    """Refuse an operation whose result would hold `size` characters or items, over the limit."""
+    if size > MAX_VALUE_CHARS:
+        raise TooLargeError(f"{what} would build {size:,} characters or items, over the limit of {MAX_VALUE_CHARS:,}")
 
 
 def _length(value: Any) -> int:
@@ -47,8 +49,8 @@ def _length(value: Any) -> int:
 
 
 def _check_int(value: Any, what: str) -> None:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_VALUE_CHARS:
-        raise _refuse(what, abs(value))
+    if isinstance(value, int) and not isinstance(value, bool):
+        _check_size(abs(value), what)
 
 
 def _check_widths(fmt: str, what: str) -> None:
@@ -59,18 +61,16 @@ def _check_widths(fmt: str, what: str) -> None:
 
 
 def _check_result(value: Any, what: str) -> Any:
-    size = _length(value)
-    if size > MAX_VALUE_CHARS:
-        raise _refuse(what, size)
+    _check_size(_length(value), what)
     return value
 
 
-def _repeat_size(left: Any, right: Any) -> int | None:
-    """The length `left * right` would have when it repeats a string or sequence, else None."""
+def _repeat_size(left: Any, right: Any) -> int:
+    """The length `left * right` would have when it repeats a string or sequence, else 0."""
     for seq, times in ((left, right), (right, left)):
         if isinstance(seq, str | bytes | list | tuple) and isinstance(times, int) and not isinstance(times, bool):
             return len(seq) * max(times, 0)
-    return None
+    return 0
 
 
 def _replace_size(text: str, old: str, new: str, count: int = -1) -> int:
@@ -82,11 +82,6 @@ def _replace_size(text: str, old: str, new: str, count: int = -1) -> int:
 
 def _join_size(separator: str, parts: list[Any]) -> int:
     return sum(len(str(p)) for p in parts) + len(separator) * max(len(parts) - 1, 0)
-
-
-def _indent_size(text: str, width: Any) -> int:
-    pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
-    return len(text) + (text.count("\n") + 1) * max(pad, 0)
 
 
 # Node types a rubric template may not use: what they are for, as the error message says it.
@@ -140,9 +135,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def bounded_concat(self, parts: tuple[Any, ...]) -> str:
         texts = [_text(part) for part in parts]
-        size = sum(len(t) for t in texts)
-        if size > MAX_VALUE_CHARS:
-            raise _refuse("the operator '~'", size)
+        _check_size(sum(len(t) for t in texts), "the operator '~'")
         return "".join(texts)
 
     def __init__(self, **options: Any) -> None:
@@ -153,9 +146,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
         what = f"the operator {operator!r}"
         if operator == "*":
-            size = _repeat_size(left, right)
-            if size is not None and size > MAX_VALUE_CHARS:
-                raise _refuse(what, size)
+            _check_size(_repeat_size(left, right), what)
         elif operator == "**":
             if isinstance(right, int | float) and abs(right) > MAX_EXPONENT:
                 raise TooLargeError(f"{what}: an exponent of {right} is over the limit of {MAX_EXPONENT}")
@@ -164,9 +155,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             for arg in right if isinstance(right, tuple) else (right,):
                 _check_int(arg, what)
         elif operator == "+":
-            size = _length(left) + _length(right)
-            if size > MAX_VALUE_CHARS:
-                raise _refuse(what, size)
+            _check_size(_length(left) + _length(right), what)
         return _check_result(super().call_binop(context, operator, left, right), what)
 
     def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
@@ -186,17 +175,12 @@ def _check_str_method(owner: str, name: str, args: tuple[Any, ...], kwargs: dict
         _check_widths(owner, what)
     elif name == "expandtabs":
         size = len(owner) + owner.count("\t") * int(args[0] if args else kwargs.get("tabsize", 8))
-        if size > MAX_VALUE_CHARS:
-            raise _refuse(what, size)
+        _check_size(size, what)
     elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
         count = args[2] if len(args) > 2 and isinstance(args[2], int) else kwargs.get("count", -1)
-        size = _replace_size(owner, args[0], args[1], count)
-        if size > MAX_VALUE_CHARS:
-            raise _refuse(what, size)
+        _check_size(_replace_size(owner, args[0], args[1], count), what)
     elif name == "join" and args:
-        parts = _sequence(args[0])
-        if _join_size(owner, parts) > MAX_VALUE_CHARS:
-            raise _refuse(what, _join_size(owner, parts))
+        _check_size(_join_size(owner, _sequence(args[0])), what)
     # ljust, rjust, center, zfill: their one width is an integer argument, checked by the caller
 
 
@@ -216,9 +200,7 @@ def _guarded_filter(function: Callable[..., Any], name: str, guard: Guard) -> Ca
             values[0] = list(values[0])
         for arg in (*values[1:], *kwargs.values()):
             _check_int(arg, what)
-        size = guard(values[0] if values else "", tuple(values[1:]), kwargs)
-        if size > MAX_VALUE_CHARS:
-            raise _refuse(what, size)
+        _check_size(guard(values[0] if values else "", tuple(values[1:]), kwargs), what)
         return _check_result(function(*passed, *values, **kwargs), what)
 
     return checked
@@ -241,7 +223,9 @@ def _center(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 
 
 def _indent(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    return _indent_size(_text(value), _arg(args, kwargs, 0, "width", 4))
+    text, width = _text(value), _arg(args, kwargs, 0, "width", 4)
+    pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
+    return len(text) + (text.count("\n") + 1) * max(pad, 0)
 
 
 def _wordwrap(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:

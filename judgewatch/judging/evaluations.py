@@ -83,10 +83,6 @@ class EvaluationEvents:
         except Exception:  # the verdicts are stored: a telemetry failure must not fail the run
             logger.exception("could not queue the evaluation events of %d verdicts", len(stored))
 
-    def flush(self, timeout_s: float = 30.0) -> bool:
-        """Send what is queued now (the SDK otherwise sends every second and at exit); False when it timed out."""
-        return self.provider.force_flush(int(timeout_s * 1000))
-
 
 def evaluation_events(settings: Settings) -> EvaluationEvents | None:
     """The process's evaluation events when `otel_evaluations` is on, else None (and nothing imported)."""

@@ -39,26 +39,12 @@ def _text(value: Any) -> bool:
     return isinstance(value, str)
 
 
-def _optional_text(value: Any) -> bool:
-    return value is None or isinstance(value, str)
-
-
 def _texts(value: Any) -> bool:
     return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
-def _text_or_texts(value: Any) -> bool:
-    return isinstance(value, str) or _texts(value)
-
-
 def _id(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) or (isinstance(value, str) and value.strip() != "")
-
-
-def _language(value: Any) -> bool:
-    return value is None or value in ("en", "zh")
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, str) and value.strip() != "")
 
 
 def _turns(value: Any) -> bool:
@@ -70,10 +56,10 @@ _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "id": (True, _id, "a non-empty string or an integer"),
     "question": (True, _text, "a string"),
     "answer": (True, _text, "a string"),
-    "reference_answer": (False, _optional_text, "a string or null"),
+    "reference_answer": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
     "reference_facts": (False, _texts, "a list of strings"),
-    "context": (False, _text_or_texts, "a string or a list of strings"),
-    "language": (False, _language, "'en', 'zh' or null"),
+    "context": (False, lambda v: isinstance(v, str) or _texts(v), "a string or a list of strings"),
+    "language": (False, lambda v: v is None or v in ("en", "zh"), "'en', 'zh' or null"),
     "messages": (False, _turns, "a list of chat messages (objects with a role)"),
 }
 # Given `messages`, the question is their last user turn and the answer may be their final assistant turn.
@@ -109,7 +95,6 @@ class JudgeInput:
     """
 
     def __init__(self, path: Path, handle: IO[bytes], max_field_bytes: int) -> None:
-        self.path = path
         self.repairs: list[str] = []
         self._rows = _rows(path, handle, max_field_bytes, self.repairs)
 

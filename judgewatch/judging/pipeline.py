@@ -49,10 +49,6 @@ class JudgingSummary(BaseModel):
     stored: int = 0
     wall_s: float = 0.0
 
-    @property
-    def items_per_s(self) -> float:
-        return self.items / self.wall_s if self.wall_s > 0 else 0.0
-
 
 @dataclass
 class JudgingResult:
@@ -155,7 +151,7 @@ class _BatchWriter:
         self.stored = 0
 
     def add(self, judged: _Judged) -> list[_Judged] | None:
-        """Queue one judged item; returns a batch to hand to `put` when one is due."""
+        """Queue one judged item; returns a batch to put on `queue` when one is due."""
         if not self.pending:
             self.pending_since = time.monotonic()
         self.pending.append(judged)
@@ -163,9 +159,6 @@ class _BatchWriter:
             batch, self.pending = self.pending, []
             return batch
         return None
-
-    async def put(self, batch: list[_Judged]) -> None:
-        await self.queue.put(batch)
 
     async def close(self) -> None:
         if self.pending:
@@ -211,13 +204,11 @@ async def judge_items(
     judge: Judge,
     *,
     engine: Engine | None = None,
-    run_id: str | None = None,
     source: str = "items",
     on_verdict: Callable[[Verdict], None] | None = None,
     batch_size: int = 200,
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     collect: bool = True,
-    tally: Tally | None = None,
 ) -> JudgingResult:
     """Judge new items of `source`; store them as interactions with their verdicts when `engine` is given.
 
@@ -229,13 +220,11 @@ async def judge_items(
         rubric,
         judge,
         engine=engine,
-        run_id=run_id,
         new_source=source,
         on_verdict=(lambda _key, verdict: on_verdict(verdict)) if on_verdict is not None else None,
         batch_size=batch_size,
         max_in_flight=max_in_flight,
         collect=collect,
-        tally=tally,
     )
 
 
@@ -288,7 +277,7 @@ async def judge_keyed(
             tally.add(verdict)
             in_order.put(index, key, verdict)
             if writer is not None and (batch := writer.add((key, item, verdict))) is not None:
-                await writer.put(batch)
+                await writer.queue.put(batch)
 
     try:
         async with asyncio.TaskGroup() as group:

@@ -96,7 +96,6 @@ class StoredBatch:
     verdict_ids: dict[str, str] = field(default_factory=dict)  # interaction id -> its verdict id (old or new)
     judged_now: int = 0
     already_judged: int = 0
-    verdicts: list[Verdict] = field(default_factory=list)  # the new verdicts, in input order
     paused: list[str] = field(default_factory=list)  # interaction ids left unjudged: the spend cap holds
 
 
@@ -121,10 +120,7 @@ class JudgingRun:
         params: dict[str, Any] | None = None,
         retry_reasons: Collection[str] = (),
         lazy: bool = False,
-        heartbeat_s: float | None = None,
-        expiry_s: float | None = None,
         configured: Judge | None = None,
-        degraded_share: float | None = None,
         scrub_pii: bool | None = None,
         spend_cap: bool = False,
     ) -> None:
@@ -145,9 +141,8 @@ class JudgingRun:
         self.pii: Counter[str] = Counter()
         # Verdicts of interactions that came from a trace also go back onto their span (JUDGEWATCH_OTEL_EVALUATIONS).
         self.evaluations = evaluation_events(settings) if engine is not None else None
-        self.heartbeat_s = settings.run_heartbeat_s if heartbeat_s is None else heartbeat_s
-        self.expiry_s = settings.run_expiry_s if expiry_s is None else expiry_s
-        self.degraded_share = settings.run_degraded_share if degraded_share is None else degraded_share
+        self.heartbeat_s, self.expiry_s = settings.run_heartbeat_s, settings.run_expiry_s
+        self.degraded_share = settings.run_degraded_share
         # Sampling-side runs pause at the daily spend cap (priced by the settings): None, never.
         self._cap_settings = settings if spend_cap and settings.judge_daily_spend_cap is not None else None
         # The judge the operator asked for (default: `judge`): its verdicts are the run's own, others' a fallback.
@@ -284,7 +279,6 @@ class JudgingRun:
         *,
         force: Collection[str] = (),
         on_verdict: Callable[[str, Verdict], None] | None = None,
-        collect: bool = False,
     ) -> StoredBatch:
         """Judge the stored interactions (interaction id, item) not judged yet (and those in `force`)."""
         unique = dict(items)
@@ -314,8 +308,8 @@ class JudgingRun:
                 spans = traced_spans(session=session, interaction_ids=[key for key, _ in todo])
             if spans:
                 on_stored = partial(self.evaluations.emit, spans=spans, rubric=self.rubric)
-        result = await self._judge(todo, new_source=None, on_verdict=seen, collect=collect, on_stored=on_stored)
-        batch.judged_now, batch.verdicts = len(todo), result.verdicts
+        await self._judge(todo, new_source=None, on_verdict=seen, collect=False, on_stored=on_stored)
+        batch.judged_now = len(todo)
         return batch
 
     def _cap_reached(self) -> bool:

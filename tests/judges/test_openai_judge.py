@@ -200,7 +200,7 @@ async def test_health_is_true_when_serving_and_false_when_nothing_listens(
 
 async def test_complete_returns_the_generated_text_through_the_same_client(sim: SimulatorHandle) -> None:
     judge = _judge(sim)
-    text = await judge.complete([{"role": "user", "content": "Say hi"}], max_tokens=32)
+    text = await judge.client.complete([{"role": "user", "content": "Say hi"}], max_tokens=32)
     await judge.aclose()
     assert text.startswith("Simulated answer")
     assert "response_format" not in sim.state.captured[0] and sim.state.captured[0]["max_tokens"] == 32

@@ -187,7 +187,7 @@ async def test_judged_spans_get_their_evaluation_results_on_their_own_trace_and_
         async with judge_endpoint() as judge:
             counts = await judge_new_picks(engine, get_settings(), source="shop", rubric="answer_quality", judge=judge)
         assert counts["judged"] == {"scored": 2, "unscored": 1} and counts["unscored_reasons"] == {"refused": 1}
-        assert open_evaluation_events().flush()
+        assert open_evaluation_events().provider.force_flush()
 
     assert len(received) == 9  # three criteria of three verdicts, nothing else
     grounded = _events(received, sent["What is the capital of France?"])
@@ -223,7 +223,7 @@ async def test_a_collector_that_is_down_fails_no_judging(
     with caplog.at_level(logging.WARNING, logger="opentelemetry"):
         async with judge_endpoint() as judge:
             counts = await judge_new_picks(engine, get_settings(), source="shop", rubric="answer_quality", judge=judge)
-        open_evaluation_events().flush()
+        open_evaluation_events().provider.force_flush()
     assert counts["judged"] == {"scored": 2, "unscored": 1}
     with session_scope(engine) as session:
         assert len(session.exec(select(VerdictRecord)).all()) == 3
