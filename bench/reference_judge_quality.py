@@ -97,7 +97,6 @@ def measure_speed(judge: ReferenceJudge, rubric: Rubric, items: list[JudgeItem])
         _text.latin_words.cache_clear,
         _evidence.sentences.cache_clear,
         _evidence.ordered_pairs.cache_clear,
-        _numbers.quantities.cache_clear,
         _numbers.spelled_dates.cache_clear,
     ):
         clear()
