@@ -42,10 +42,7 @@ def normalize_origin(origin: str) -> str:
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
+    return next((bytes(value).decode("latin-1") for key, value in scope.get("headers", []) if key == name), None)
 
 
 @dataclass(frozen=True)
@@ -92,13 +89,10 @@ def _without_default_port(netloc: str) -> str:
 
 def same_site_lax(message: Message) -> None:
     """Rewrite every `Set-Cookie` of a response start so the cookie is `SameSite=Lax`."""
-    headers = message.get("headers") or []
-    rewritten = []
-    for key, value in headers:
-        if bytes(key).lower() == b"set-cookie":
-            value = _SAMESITE.sub(b"", bytes(value)) + b"; SameSite=Lax"
-        rewritten.append((key, value))
-    message["headers"] = rewritten
+    message["headers"] = [
+        (key, _SAMESITE.sub(b"", bytes(value)) + b"; SameSite=Lax" if bytes(key).lower() == b"set-cookie" else value)
+        for key, value in message.get("headers") or []
+    ]
 
 
 class CorsHeaderFilter:

@@ -146,10 +146,11 @@ def confusion_tables(
     frame: pd.DataFrame, *, categories: Sequence[float] | None = None
 ) -> dict[tuple[str, str], ConfusionMatrix]:
     """(tier, criterion) -> judge (rows) x human (columns) counts over the agreement sample."""
-    out = {}
-    for (tier, criterion), group in agreement_sample(frame).groupby(["tier", "criterion"], sort=True):
-        out[(str(tier), str(criterion))] = confusion_matrix(_integers(group), group["human"], categories)
-    return out
+    groups = agreement_sample(frame).groupby(["tier", "criterion"], sort=True)
+    return {
+        (str(tier), str(criterion)): confusion_matrix(_integers(group), group["human"], categories)
+        for (tier, criterion), group in groups
+    }
 
 
 def _integers(group: pd.DataFrame) -> np.ndarray:

@@ -247,14 +247,3 @@ def stored_views(engine: Engine, *, rubric_name: str, period: str) -> StoredView
     for view in views.values():
         view.header = [out.reason_line(view), *view.header]
     return out
-
-
-def latest_view(
-    engine: Engine, *, rubric_name: str, period: str, judge_config_hash: str | None = None
-) -> PageView | None:
-    """The stored rendering for this rubric and period: of `judge_config_hash` if given, else the default."""
-    stored = stored_views(engine, rubric_name=rubric_name, period=period)
-    view = stored.pick(judge_config_hash)
-    if judge_config_hash is not None and view is not None and view.judge_config_hash != judge_config_hash:
-        return None
-    return view

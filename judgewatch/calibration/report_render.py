@@ -142,7 +142,8 @@ def block_from_json(data: dict[str, Any]) -> Block:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of `value`: dataclasses and pydantic models become dicts, non-finite floats None."""
+    """A JSON-safe copy of `value`: dataclasses and pydantic models become dicts, non-finite floats None, datetimes
+    ISO text, paths text."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump"):
@@ -159,4 +160,6 @@ def jsonable(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
     return value

@@ -7,7 +7,7 @@ import logging
 import threading
 from wsgiref.simple_server import WSGIServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, start_http_server
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest, start_http_server
 from sqlalchemy import Engine
 from starlette.requests import Request
 from starlette.responses import Response
@@ -35,15 +35,12 @@ def start_server(
     return server, thread
 
 
-def metrics_route(registry: CollectorRegistry, path: str = "/metrics") -> Route:
-    """A Starlette route answering the Prometheus text format of `registry`."""
+def store_metrics_route(engine: Engine) -> Route:
+    """The store's metrics as a `/metrics` route (Prometheus text format), for apps (the review UI) that serve them
+    next to their own pages."""
+    registry = make_registry(engine, warm=True)
 
     def endpoint(_request: Request) -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
-    return Route(path, endpoint, methods=["GET"])
-
-
-def store_metrics_route(engine: Engine, path: str = "/metrics") -> Route:
-    """The store's metrics as a route, for apps (the review UI) that serve them next to their own pages."""
-    return metrics_route(make_registry(engine, warm=True), path)
+    return Route("/metrics", endpoint, methods=["GET"])

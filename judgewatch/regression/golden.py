@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, model_validator
@@ -42,7 +42,6 @@ logger = logging.getLogger(__name__)
 _DOWNLOAD_COUNTS = "HF_UPDATE_DOWNLOAD_COUNTS"  # datasets' S3 ping per load
 
 Text = Annotated[str, StringConstraints(pattern=r"\S")]
-Which = Literal["reference", "good", "bad"]
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 _EXPECTED = {
@@ -134,30 +133,6 @@ class GoldenSet:
         """False when the card declares the set free of personal data (`pii: none`): judging runs over it skip
         the PII scrubber. None otherwise: the `pii_scrub` setting decides."""
         return False if str(self.card.get("pii", "")).strip().lower() == "none" else None
-
-    def to_judge_items(
-        self, answer_by_id: Mapping[str, str] | None = None, which: Which = "reference"
-    ) -> list[JudgeItem]:
-        """JudgeItems to grade. With `answer_by_id` (generated answers by golden id): one item per answered id, keeping
-        the golden id. Without: the item's reference answer, or its first good or bad answer (`which`), to measure a
-        judge on answers of known quality; ids get a `:<which>` suffix so they never collide with a generated answer's.
-        Items lacking the requested answer are left out."""
-        if answer_by_id is not None:
-            if which != "reference":
-                raise ValueError("`which` selects a stored answer; it cannot be combined with answer_by_id")
-            known = {item.id for item in self.items}
-            if unknown := sorted(set(answer_by_id) - known):
-                raise GoldenSetError([f"{self.name}: answers given for ids not in the set: {', '.join(unknown[:5])}"])
-            return [item.to_judge_item(answer_by_id[item.id]) for item in self.items if item.id in answer_by_id]
-        judge_items = []
-        for item in self.items:
-            if which == "reference":
-                candidates = [item.reference_answer] if item.reference_answer else item.good_answers
-            else:
-                candidates = item.good_answers if which == "good" else item.bad_answers
-            if candidates:
-                judge_items.append(item.to_judge_item(candidates[0], item_id=f"{item.id}:{which}"))
-        return judge_items
 
 
 @dataclass(frozen=True)

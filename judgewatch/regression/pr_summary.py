@@ -4,8 +4,9 @@ linked to the review app; all from the report's record, nothing computed again."
 
 from __future__ import annotations
 
+from judgewatch.calibration.report_render import fmt_num
 from judgewatch.regression.gate import Comparison, gap_name
-from judgewatch.regression.report import RegressionReport, comparison_verdict, excerpt, interval_text, num
+from judgewatch.regression.report import RegressionReport, comparison_verdict, excerpt, interval_text
 from judgewatch.stats.power import POWER
 
 OUTCOME = {0: "PASS", 1: "REGRESSION", 2: "COULD NOT EVALUATE"}
@@ -29,7 +30,7 @@ def _rows(report: RegressionReport) -> list[str]:
         shown = f"{margin}" if gate else f"{margin} (not gated)"
         rows.append(
             f"| {tier} | {c.criterion} | {c.candidate} − {c.baseline} | {interval_text(c)} | {shown} "
-            f"| {comparison_verdict(c, margin, gated=gate)} | {num(c.detectable(margin, report.level))} |"
+            f"| {comparison_verdict(c, margin, gated=gate)} | {fmt_num(c.detectable(margin, report.level))} |"
         )
     rule = f"A criterion regresses when its whole {level} interval of candidate − baseline lies below −margin."
     return [*rows, "", rule, ""]
@@ -39,9 +40,9 @@ def _worst(report: RegressionReport) -> list[str]:
     lines = []
     for section in report.tiers:
         for w in section.worst:
-            change = f"Δ {num(w.delta, '+.2f')}" if w.baseline_overall is not None else "overall"
+            change = f"Δ {fmt_num(w.delta, '+.2f')}" if w.baseline_overall is not None else "overall"
             lines.append(
-                f"- {section.tier}: {w.link(report.review_url)} ({change}, now {num(w.candidate_overall)}): "
+                f"- {section.tier}: {w.link(report.review_url)} ({change}, now {fmt_num(w.candidate_overall)}): "
                 f"{excerpt(w.question)}"
             )
     return ["**Worst items** (largest drop against the baseline, or lowest scored):", "", *lines, ""] if lines else []

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from judgewatch.calibration.report_render import fmt_num, jsonable
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity
 from judgewatch.regression.gate import Comparison, GateResult, TierEvaluation
 from judgewatch.regression.tier_preference import PreferenceRow
@@ -102,10 +102,6 @@ class RegressionReport:
         return f"{word}: " + (self.trust_summary or "no trust verdict").strip().splitlines()[0]
 
 
-def num(value: float | None, spec: str = ".2f") -> str:
-    return "n/a" if value is None or not math.isfinite(value) else format(value, spec)
-
-
 def excerpt(text: str | None) -> str:
     if text is None:
         return "—"
@@ -118,7 +114,7 @@ def interval_text(c: Comparison) -> str:
     d = c.diff
     if d.n == 0:
         return "n/a (no pairs)" if c.paired else "n/a (no scores on a side)"
-    return f"{num(d.estimate, '+.3f')} [{num(d.low, '+.3f')}, {num(d.high, '+.3f')}]"
+    return f"{fmt_num(d.estimate, '+.3f')} [{fmt_num(d.low, '+.3f')}, {fmt_num(d.high, '+.3f')}]"
 
 
 def _n(c: Comparison) -> str:
@@ -145,9 +141,10 @@ def _comparison_rows(comparisons: list[Comparison], margin: float, *, gated: boo
     for c in comparisons:
         verdict = comparison_verdict(c, margin, gated=gated)
         rows.append(
-            f"| {c.criterion} | {num(c.baseline_mean)} ({c.baseline}) | {num(c.candidate_mean)} ({c.candidate}) "
-            f"| {interval_text(c)} | {_n(c)} | {c.diff.n_dropped} | {c.diff.method} | {verdict} "
-            f"| {num(c.detectable(margin))} |"
+            f"| {c.criterion} | {fmt_num(c.baseline_mean)} ({c.baseline}) "
+            f"| {fmt_num(c.candidate_mean)} ({c.candidate}) | {interval_text(c)} | {_n(c)} | {c.diff.n_dropped} "
+            f"| {c.diff.method} | {verdict} "
+            f"| {fmt_num(c.detectable(margin))} |"
         )
     return rows
 
@@ -232,7 +229,7 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
     lines.append(f"- baseline: {ev.baseline_release or 'none (first release of this tier)'}")
     lines += _unanswered_lines(ev)
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(ev.unscored_reasons.items())) or "none"
-    lines.append(f"- unscored: {ev.unscored} of {ev.total} ({num(ev.unscored_share * 100, '.1f')}%): {reasons}")
+    lines.append(f"- unscored: {ev.unscored} of {ev.total} ({fmt_num(ev.unscored_share * 100, '.1f')}%): {reasons}")
     if not ev.endpoint_ok:
         lines.append(f"- endpoint: UNREACHABLE ({ev.endpoint_detail})")
     if section.run_ids:
@@ -250,8 +247,8 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
         ]
         for w in section.worst:
             lines.append(
-                f"| {w.link(review_url)} | {num(w.delta, '+.2f')} | {num(w.baseline_overall)} "
-                f"| {num(w.candidate_overall)} | {excerpt(w.question)} | {excerpt(w.baseline_answer)} "
+                f"| {w.link(review_url)} | {fmt_num(w.delta, '+.2f')} | {fmt_num(w.baseline_overall)} "
+                f"| {fmt_num(w.candidate_overall)} | {excerpt(w.question)} | {excerpt(w.baseline_answer)} "
                 f"| {excerpt(w.candidate_answer)} | {excerpt(w.reason)} |"
             )
         lines.append("")
@@ -259,7 +256,7 @@ def _tier_lines(section: TierSection, margin: float, review_url: str | None = No
 
 
 def _share(e: Estimate, spec: str = ".0%") -> str:
-    return f"{num(e.estimate, spec)} [{num(e.low, spec)}, {num(e.high, spec)}]"
+    return f"{fmt_num(e.estimate, spec)} [{fmt_num(e.low, spec)}, {fmt_num(e.high, spec)}]"
 
 
 def _preference_lines(report: RegressionReport) -> list[str]:
@@ -292,7 +289,7 @@ def _preference_lines(report: RegressionReport) -> list[str]:
         lines.append(
             f"| {row.dataset} | {row.criterion} | {row.pairs} | {_share(s.worse)} ({s.worse.n}) "
             f"| {_share(s.tied)} ({s.tied.n}) | {_share(s.better)} ({s.better.n}) | {_share(s.net, '+.2f')} "
-            f"| {num(s.p_value, '.3g')} | {row.unscored} |"
+            f"| {fmt_num(s.p_value, '.3g')} | {row.unscored} |"
         )
     return [*lines, ""]
 
@@ -333,21 +330,6 @@ def render_markdown(report: RegressionReport) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _clean(value: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, datetimes -> ISO text, paths -> text."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
 def to_json(report: RegressionReport) -> dict[str, Any]:
     data = asdict(report)
     for section, raw in zip(report.tiers, data["tiers"], strict=True):
@@ -357,10 +339,7 @@ def to_json(report: RegressionReport) -> dict[str, Any]:
             raw_worst["delta"] = worst.delta
     for gap, raw_gap in zip(report.gaps, data["gaps"], strict=True):
         raw_gap["paired"], raw_gap["items"] = gap.paired, gap.items()
-    for name in ("judge", "rubric", "pairwise_judge"):
-        model = getattr(report, name)
-        data[name] = model.model_dump() if model is not None else None
-    result: dict[str, Any] = _clean(data)
+    result: dict[str, Any] = jsonable(data)  # the judge and rubric models too
     return result
 
 

@@ -113,17 +113,7 @@ class Adjudication:
     def _case(self, session: Session, item_id: str) -> AdjudicationCase:
         view = self.queue.view(session, item_id)
         rows = session.execute(select(LABELS).where(LABELS.c.review_item_id == item_id).order_by(LABELS.c.id))
-        labels = [
-            LabelView(
-                reviewer=r.reviewer,
-                scores=dict(r.scores),
-                comment=r.comment,
-                flagged=r.flagged,
-                skipped_reason=r.skipped_reason,
-                rubric_version_shown=r.rubric_version_shown,
-            )
-            for r in rows
-        ]
+        labels = [LabelView.model_validate(r, from_attributes=True) for r in rows]
         scored = [lb.scores for lb in labels if lb.skipped_reason is None and not lb.flagged]
         item = session.get(ReviewItem, item_id)
         assert item is not None

@@ -74,7 +74,7 @@ def _item_id(queue: ReviewQueue, row: dict[str, Any]) -> str:
     return str(ids[0])
 
 
-def replay_labels(queue: ReviewQueue, rows: Iterable[dict[str, Any]], *, create_reviewers: bool = True) -> ReplayReport:
+def replay_labels(queue: ReviewQueue, rows: Iterable[dict[str, Any]]) -> ReplayReport:
     """Lease and label each row's item as its reviewer; a refused row is counted and reported, not fatal."""
     report = ReplayReport()
     known: set[str] = set()
@@ -83,7 +83,7 @@ def replay_labels(queue: ReviewQueue, rows: Iterable[dict[str, Any]], *, create_
         reviewer = str(row.get("reviewer") or "")
         item_id = None
         try:
-            if create_reviewers and reviewer not in known:
+            if reviewer not in known:
                 with session_scope(queue.engine) as session:
                     ensure_reviewer(session=session, name=reviewer)
                 known.add(reviewer)

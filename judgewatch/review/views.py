@@ -77,18 +77,16 @@ class Progress(BaseModel):
 
 def criterion_views(rubric: Rubric, *, has_references: bool, language: str | None) -> list[CriterionView]:
     applicable = {c.name for c in rubric.applicable(has_references)}
-    views = []
-    for c in rubric.criteria:
-        zh = language == "zh"
-        views.append(
-            CriterionView(
-                name=c.name,
-                description=(c.description_zh if zh and c.description_zh else c.description),
-                anchors=dict(c.anchors_zh if zh and c.anchors_zh else c.anchors),
-                applicable=c.name in applicable,
-            )
+    zh = language == "zh"
+    return [
+        CriterionView(
+            name=c.name,
+            description=(c.description_zh if zh and c.description_zh else c.description),
+            anchors=dict(c.anchors_zh if zh and c.anchors_zh else c.anchors),
+            applicable=c.name in applicable,
         )
-    return views
+        for c in rubric.criteria
+    ]
 
 
 def has_references(row: Any) -> bool:

@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from judgewatch.stats.estimate import Estimate, percentile_bounds, z_value
+from judgewatch.stats.estimate import Estimate, percentile_bounds
 
 AlphaLevel = Literal["nominal", "ordinal", "interval"]
 
@@ -63,12 +63,12 @@ def krippendorff_alpha(
     reliability_data: ArrayLike,
     *,
     level: AlphaLevel = "ordinal",
-    conf_level: float = 0.95,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> Estimate:
-    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing; `n` counts the pairable units. `level` picks
-    the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or interval."""
+    """Krippendorff's alpha of a (coders x units) matrix, NaN = missing, with a 95% bootstrap interval over units; `n`
+    counts the pairable units. `level` picks the distance: nominal (categories), ordinal (ranks, e.g. 1-5 scores) or
+    interval."""
     data = np.asarray(reliability_data, dtype=np.float64)
     if data.ndim != 2:
         raise ValueError(f"reliability data must be coders x units, got shape {data.shape}")
@@ -84,7 +84,6 @@ def krippendorff_alpha(
     per_unit = (per_unit * scale[:, None, None]).reshape(units, v * v)
     point = float(_alpha_from_coincidences(per_unit.sum(axis=0).reshape(v, v), values, level))
 
-    z_value(conf_level)
     rng = np.random.default_rng(seed)
     chunk = max(1, _BOOT_CELLS // units)
     replicates = []
@@ -93,5 +92,5 @@ def krippendorff_alpha(
         weights = rng.multinomial(units, np.full(units, 1.0 / units), size=size).astype(np.float64)
         coincidences = (weights @ per_unit).reshape(size, v, v)
         replicates.append(_alpha_from_coincidences(coincidences, values, level))
-    low, high = percentile_bounds(np.concatenate(replicates), conf_level)
+    low, high = percentile_bounds(np.concatenate(replicates), 0.95)
     return Estimate(point, low, high, units)

@@ -77,11 +77,11 @@ class TrustVerdict(BaseModel):
     policy: TrustPolicy = Field(default_factory=TrustPolicy)
     accepted_on_purpose: bool = False
 
-    def accept_unvalidated(self, flag: str = "--accept-unvalidated-judge") -> TrustVerdict:
+    def accept_unvalidated(self) -> TrustVerdict:
         """The same verdict accepted on purpose: a gate warns instead of refusing, and the report says so."""
         if self.trustworthy is True:
             return self
-        summary = f"ACCEPTED ON PURPOSE ({flag}): {self.summary}"
+        summary = f"ACCEPTED ON PURPOSE (--accept-unvalidated-judge): {self.summary}"
         return self.model_copy(update={"trustworthy": None, "summary": summary, "accepted_on_purpose": True})
 
 

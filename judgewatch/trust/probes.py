@@ -11,6 +11,7 @@ below the +0.5 limit and one that moves half a point cannot pass; a share over 2
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -208,16 +209,13 @@ async def probe_judge(
     identity = judge.identity(rubric)
     logger.info("probing %s:%s on %s (%d items)", identity.kind, identity.name, pairs.dataset, probe.n)
     first, shuffled, cost = await _judge_probes(judge, rubric, probe, engine, pairs)
-    unscored: dict[str, int] = {}
-    for verdict in [*first, *shuffled]:
-        if verdict.unscored_reason is not None:
-            unscored[verdict.unscored_reason.value] = unscored.get(verdict.unscored_reason.value, 0) + 1
+    unscored = Counter(v.unscored_reason.value for v in [*first, *shuffled] if v.unscored_reason is not None)
     figures = {
         "probes": probe_figures(rubric, probe, first, shuffled, seed=seed),
         "items": probe.n,
         "in_sample_items": pairs.in_sample,
         "cost": cost,
-        "unscored_reasons": unscored,
+        "unscored_reasons": dict(unscored),
         "filler": {lang: list(sentences) for lang, sentences in FILLER.items()},
     }
     return pairs_record(engine, pairs, judge, rubric, TrustEvidence.bias_probes, figures, policy)

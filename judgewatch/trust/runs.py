@@ -143,7 +143,6 @@ async def ademo_trust_step(
     *,
     settings: Settings | None = None,
     datasets: Sequence[str] = DEMO_DATASETS,
-    pairwise_datasets: Sequence[str] = DEMO_PAIRWISE_DATASETS,
     limit: int | None = DEMO_LIMIT,
     pairwise_limit: int | None = DEMO_LIMIT,
     concurrency: int = 8,
@@ -162,7 +161,7 @@ async def ademo_trust_step(
     pointwise = load_rubric(POINTWISE_RUBRIC, settings.rubrics_dir)
     pairwise = load_rubric(PAIRWISE_RUBRIC, settings.rubrics_dir)
     sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in datasets]
-    pair_sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in pairwise_datasets]
+    pair_sets = [load_golden_set(name, datasets_dir=settings.datasets_dir) for name in DEMO_PAIRWISE_DATASETS]
     for spec in (REFERENCE, judge_url) if include_reference else (judge_url,):
         [under_test] = judges_under_test(spec, settings, model, concurrency, engine)
         if echo is not None and spec != REFERENCE:

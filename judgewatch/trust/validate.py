@@ -8,6 +8,7 @@ judge's on the same answers. A pairwise judge compares them in both orders.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -226,11 +227,8 @@ async def _pairwise_figures(
     outcomes = await compare_pairs(judge, rubric, triples, both_orders=True)
     stats = summarize(outcomes)
     preference = first_preference(outcomes, resamples=resamples, seed=seed)
-    reasons: dict[str, int] = {}
-    for outcome in outcomes:
-        for call in (outcome.forward, outcome.backward):
-            if call is not None and call.unscored_reason is not None:
-                reasons[call.unscored_reason.value] = reasons.get(call.unscored_reason.value, 0) + 1
+    calls = [call for outcome in outcomes for call in (outcome.forward, outcome.backward) if call is not None]
+    reasons = Counter(call.unscored_reason.value for call in calls if call.unscored_reason is not None)
 
     rates = ("position_consistency", "inconsistency_rate", "a_rate", "unscored_rate")
     criterion = {
@@ -244,6 +242,6 @@ async def _pairwise_figures(
         "in_sample_items": pairs.in_sample,
         "items": stats.pairs,
         "calls": 2 * stats.pairs,
-        "unscored_reasons": reasons,
+        "unscored_reasons": dict(reasons),
         "pairs": [o.row() for o in outcomes],
     }

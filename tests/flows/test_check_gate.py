@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judgewatch.calibration.page_snapshots import latest_view, save_views
+from judgewatch.calibration.page_snapshots import save_views, stored_views
 from judgewatch.cli.regress_cmd import standalone_app
 from judgewatch.regression.serving import write_recorded_answers
 from judgewatch.storage.db import make_engine, session_scope
@@ -75,7 +75,7 @@ def test_a_release_whose_answers_break_the_schema_is_a_regression(tmp_path: Path
 
     # The Tiers page's stored views (what the calibration flow saves) show the check series and both releases.
     save_views(engine, rubric_name="json_answer", categories=[1.0, 2.0, 3.0, 4.0, 5.0])
-    view = latest_view(engine, rubric_name="json_answer", period="90d")
+    view = stored_views(engine, rubric_name="json_answer", period="90d").pick(None)
     assert view is not None and "Showing judge series checks (" in view.header[0], view.header if view else None
     populations = {p.split(" / ")[0] for p in view.tables["Tier scores"]["population"]}
     assert {"r1", "r2"} <= populations, populations

@@ -439,9 +439,9 @@ def test_quick_demo_passes_r1_and_r2_catches_r3_and_cannot_evaluate_r4(quick_dem
     assert "the gate's three outcomes (pass 0, regression 1, cannot evaluate 2)" in text_out
     with session_scope(engine) as session:
         assert accepted_baseline(session=session, tier="quantized").release == "r1"  # type: ignore[union-attr]
-    from judgewatch.calibration.page_snapshots import latest_view
+    from judgewatch.calibration.page_snapshots import stored_views
 
-    view = latest_view(engine, rubric_name="answer_quality", period="90d")  # what the Tiers page opens on
+    view = stored_views(engine, rubric_name="answer_quality", period="90d").pick(None)  # what the Tiers page opens on
     assert view is not None and "Showing judge series reference" in view.header[0]
     scores = view.tables["Tier scores"]
     assert set(scores["estimand"]) == {"release_quality"} and {"r1", "r2", "r3"} <= {

@@ -492,8 +492,9 @@ def test_a_reason_never_names_decisive_evidence_against_a_top_faithfulness_score
     judge = ReferenceJudge()
     tops = 0
     for golden in ("halueval_qa_mini", "halluqa_mini"):
-        for judged in load_golden_set(str(REPO_ROOT / "datasets" / golden)).to_judge_items(which="good")[:40]:
-            verdict = judge.judge_sync(judged, quality)
+        items = [item for item in load_golden_set(str(REPO_ROOT / "datasets" / golden)).items if item.good_answers]
+        for item in items[:40]:
+            verdict = judge.judge_sync(item.to_judge_item(item.good_answers[0], item_id=f"{item.id}:good"), quality)
             if verdict.scores.get("faithfulness") == 5:
                 tops += 1
                 assert "decisive:" not in (verdict.reason or ""), verdict.reason

@@ -213,7 +213,10 @@ def test_a_golden_set_whose_card_declares_no_pii_is_judged_unscrubbed(
         scrub_pii=golden.scrub_pii,
     )  # fmt: skip
     with run:
-        asyncio.run(run.judge_new(golden.to_judge_items(which="good"), source="golden:curated"))
+        (item,) = golden.items
+        asyncio.run(
+            run.judge_new([item.to_judge_item(item.good_answers[0], item_id="a:good")], source="golden:curated")
+        )
     assert len(judge.seen) == 1
     assert ("Charles Darwin" not in judge.seen[0]) is scrubbed
     assert ("[NAME]" in judge.seen[0]) is scrubbed

@@ -256,33 +256,11 @@ def golden_pair(tmp_path: Path) -> GoldenSet:
 def test_generated_answers_become_judge_items_under_the_golden_id(tmp_path: Path) -> None:
     golden = golden_pair(tmp_path)
 
-    items = golden.to_judge_items({"bad-0001": "It is Paris."})
+    item = golden.items[0].to_judge_item("It is Paris.")
 
-    assert items == [
-        JudgeItem(id="bad-0001", question="Question 1?", answer="It is Paris.", reference_answer="Paris",
-                  reference_facts=["Paris is the capital of France."], context=["Paris has 2M people."], language="en")
-    ]  # fmt: skip
-
-
-def test_known_answers_become_suffixed_judge_items_and_missing_ones_are_skipped(tmp_path: Path) -> None:
-    golden = golden_pair(tmp_path)
-
-    bad = golden.to_judge_items(which="bad")
-    good = golden.to_judge_items(which="good")
-    reference = golden.to_judge_items()
-
-    assert [(item.id, item.answer) for item in bad] == [("bad-0001:bad", "Lyon")]
-    assert [(item.id, item.answer) for item in good] == [("bad-0001:good", "Paris"), ("bad-0002:good", "Paris")]
-    assert [item.id for item in reference] == ["bad-0001:reference", "bad-0002:reference"]
-
-
-def test_answers_for_unknown_ids_or_mixed_with_which_are_refused(tmp_path: Path) -> None:
-    golden = golden_pair(tmp_path)
-
-    with pytest.raises(GoldenSetError, match="answers given for ids not in the set: nope"):
-        golden.to_judge_items({"nope": "x"})
-    with pytest.raises(ValueError, match="cannot be combined"):
-        golden.to_judge_items({"bad-0001": "x"}, which="bad")
+    assert item == JudgeItem(id="bad-0001", question="Question 1?", answer="It is Paris.", reference_answer="Paris",
+                             reference_facts=["Paris is the capital of France."], context=["Paris has 2M people."],
+                             language="en")  # fmt: skip
 
 
 def test_cli_check_exits_2_with_the_problem_for_a_bad_file(tmp_path: Path) -> None:
@@ -321,7 +299,7 @@ def test_a_golden_conversation_is_judged_with_its_turns_and_a_bad_turn_is_named(
     turns = weather_row()["messages"]
     write_set(tmp_path, [{"id": "c1", "language": "en", "messages": turns, "good_answers": ["18 °C."]}], name="conv")
     golden = load_golden_set("conv", datasets_dir=tmp_path)
-    (item,) = golden.to_judge_items(which="good")
+    item = golden.items[0].to_judge_item(golden.items[0].good_answers[0])
     assert item.question == "What is the weather in Paris right now?"
     assert item.is_conversation and item.messages is not None and item.messages[4].tool_calls[0].name == "get_weather"
     broken = [*turns[:2], {"role": "robot", "content": "x"}]

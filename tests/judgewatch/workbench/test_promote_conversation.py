@@ -29,5 +29,6 @@ def test_a_promoted_conversation_keeps_its_turns_scrubbed_and_loads_as_one(tmp_p
                         criterion="faithfulness", good_at=4, bad_at=2)  # fmt: skip
     assert "messages" not in single
     (tmp_path / "promoted.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(single) + "\n")
-    (loaded, _) = load_golden_set(tmp_path / "promoted.jsonl").to_judge_items(which="good")
+    (first, _) = load_golden_set(tmp_path / "promoted.jsonl").items
+    loaded = first.to_judge_item(first.good_answers[0])
     assert loaded.is_conversation and loaded.question == "What is the weather in Paris right now?"
