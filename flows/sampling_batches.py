@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 from prefect.utilities.annotations import quote
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
 from flows.sampling_tasks import judge_picks, route_picks, save_checkpoint, store_picks, store_quarantined
@@ -81,10 +80,6 @@ def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
             batch = []
     if batch:
         yield batch
-
-
-def display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 class RunSettings(BaseModel):
