@@ -185,11 +185,9 @@ async def judge_paused(run: StoringRun) -> None:
 def merge_report(report: SamplingReport, part: SamplingReport) -> None:
     """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
     report.add(part)
-    report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
-    report.already_judged += part.already_judged
-    report.review_items_created += part.review_items_created
-    report.paused, report.paused_picks = report.paused or part.paused, report.paused_picks + part.paused_picks
-    report.resumed += part.resumed
+    for name in ("batches", "stored", "already_judged", "review_items_created", "paused_picks", "resumed"):
+        setattr(report, name, getattr(report, name) + getattr(part, name))
+    report.paused = report.paused or part.paused
     for mine, theirs in ((report.judged, part.judged), (report.unscored_reasons, part.unscored_reasons),
                          (report.routed, part.routed)):  # fmt: skip
         add_counts(mine, theirs)
