@@ -216,10 +216,8 @@ class Sampler:
 
     def unpick(self, stratum: str, rejected: RejectedTrafficRow) -> None:
         """A picked row whose full mapping rejected it after all: counted and stored as quarantined instead."""
-        self._n["picked"] -= 1
         self._n["eligible"] -= 1
-        self._strata[stratum][1] -= 1
-        self._strata[stratum][2] -= 1
+        self.count_stratum(stratum, self._strata[stratum][0], -1, -1)
         self.quarantine(rejected)
 
     def pick(self, row: TrafficRow, stratum: str, rate: float) -> Pick:
