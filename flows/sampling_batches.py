@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
+from itertools import islice
 from typing import Any, TypeVar
 
 from prefect.utilities.annotations import quote
@@ -72,13 +73,9 @@ class SamplingReport(SampleStats):
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    """`itertools.batched` (Python 3.12) as lists."""
+    rest = iter(items)
+    while batch := list(islice(rest, size)):
         yield batch
 
 
