@@ -23,7 +23,6 @@ from prefect.runtime import flow_run
 from prefect.states import Completed, Failed, State
 from prefect.variables import Variable
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 
 from flows.regression_eval import evaluate_tier, measure_trust, resolve_baselines, resolve_trust
 from flows.regression_pairwise import tier_preference
@@ -40,6 +39,7 @@ from flows.serving import serve_declared, serve_main
 from judges.base import Judge
 from judges.factory import chain, judge_links
 from judgewatch.judging.costs import release_cost
+from judgewatch.redact import mask_url
 from judgewatch.regression.gate import GateResult, TierEvaluation, decide
 from judgewatch.regression.generation import TierRequest, config_change
 from judgewatch.regression.options import DEFAULTS, GateOptions
@@ -70,10 +70,6 @@ NO_BASELINE_TIER = (
 
 def default_report_path(settings: Settings, release: str) -> Path:
     return settings.data_dir / "reports" / f"regression-{re.sub(r'[^A-Za-z0-9._-]+', '_', release)}.md"
-
-
-def display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 @flow(name=FLOW_NAME, log_prints=True)
@@ -131,7 +127,7 @@ async def post_release_regression(
             await judge_obj.aclose()
     path = Path(report) if report else default_report_path(settings, release)
     ci_files = {"junit": junit, "summary_md": summary_md}
-    out = conclude(engine, release, result, path, baseline=baseline, database=display_url(url), ci_files=ci_files)
+    out = conclude(engine, release, result, path, baseline=baseline, database=mask_url(url), ci_files=ci_files)
     # The release pipeline reads the state message: a judge accepted unvalidated is the first thing it says.
     accepted = f"WARNING: {out['accepted_unvalidated']} | " if out.get("accepted_unvalidated") else ""
     if fail_on_gate and out["exit_code"] != 0:

@@ -127,10 +127,7 @@ def load_inputs(
 @task(name="check-endpoints", cache_policy=NO_CACHE)
 async def check_endpoints(tiers: Sequence[TierSpec], judge: Judge) -> tuple[dict[str, str], list[str]]:
     """({tier: why it is down}, [judge problems]): every live endpoint must answer before anything runs."""
-    down: dict[str, str] = {}
-    for spec in tiers:
-        if (why := await check_live_tier(spec)) is not None:
-            down[spec.name] = why
+    down = {spec.name: why for spec in tiers if (why := await check_live_tier(spec)) is not None}
     problems = [] if await is_healthy(judge) else [f"judge endpoint unreachable: {describe(judge)}"]
     return down, problems
 

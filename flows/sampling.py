@@ -21,7 +21,6 @@ from flows.sampling_batches import (
     RunSettings,
     SamplingReport,
     batched,
-    display_url,
     judge_paused,
     note_quarantine,
     store_read,
@@ -31,6 +30,7 @@ from flows.sampling_partition import PARTITION_DEPLOYMENT, PartitionJob, run_par
 from flows.sampling_tasks import peek_watermark
 from flows.serving import serve_declared, serve_main
 from judgewatch.alerts.check import check_alerts_quietly
+from judgewatch.redact import mask_url
 from judgewatch.settings import REPO_ROOT, get_settings
 from judgewatch.storage.db import make_engine, session_scope
 from judgewatch.storage.migrations import migrate
@@ -91,7 +91,7 @@ async def traffic_sampling(
     config = load_source_config(source)
     url = database_url or settings.effective_database_url
     report = SamplingReport(
-        source=config.name, config=str(source), database=display_url(url), dry_run=dry_run, started_from=""
+        source=config.name, config=str(source), database=mask_url(url), dry_run=dry_run, started_from=""
     )
     if dry_run:
         read_config, start, report.started_from = starting_point(config, since, peek_watermark(url, config.name))
@@ -141,12 +141,7 @@ def _absolute(path: str) -> str:
     return str(Path(path).absolute())
 
 
-def serve(deployment: str = FLOW_NAME, prefect_yaml: Path = REPO_ROOT / "prefect.yaml") -> None:
-    """Serve the deployment as `prefect.yaml` declares it (schedule, concurrency limit), without a work pool."""
-    serve_declared(traffic_sampling, deployment, prefect_yaml)
+if __name__ == "__main__":  # `python -m flows.sampling serve`: serves the deployment as prefect.yaml declares it
+    from flows.sampling import traffic_sampling as declared  # the importable module's flow, not __main__'s
 
-
-if __name__ == "__main__":  # `python -m flows.sampling serve`
-    from flows.sampling import serve as serve_deployment  # the importable module's flow, not __main__'s
-
-    serve_main("flows.sampling", serve_deployment)
+    serve_main("flows.sampling", lambda: serve_declared(declared, FLOW_NAME, REPO_ROOT / "prefect.yaml"))

@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager
+from itertools import islice
 from typing import Any, TypeVar
 
 from prefect.utilities.annotations import quote
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine
-from sqlalchemy.engine import make_url
 from sqlmodel import col, select
 
 from flows.sampling_tasks import judge_picks, route_picks, save_checkpoint, store_picks, store_quarantined
@@ -73,18 +73,10 @@ class SamplingReport(SampleStats):
 
 
 def batched(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    batch: list[T] = []
-    for item in items:
-        batch.append(item)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    """`itertools.batched` (Python 3.12) as lists."""
+    rest = iter(items)
+    while batch := list(islice(rest, size)):
         yield batch
-
-
-def display_url(url: str) -> str:
-    return make_url(url).render_as_string(hide_password=True)
 
 
 class RunSettings(BaseModel):
@@ -190,11 +182,9 @@ async def judge_paused(run: StoringRun) -> None:
 def merge_report(report: SamplingReport, part: SamplingReport) -> None:
     """Add a partition's own report (a `sample-partition` flow run's) to the run's; the watermark is the caller's."""
     report.add(part)
-    report.batches, report.stored = report.batches + part.batches, report.stored + part.stored
-    report.already_judged += part.already_judged
-    report.review_items_created += part.review_items_created
-    report.paused, report.paused_picks = report.paused or part.paused, report.paused_picks + part.paused_picks
-    report.resumed += part.resumed
+    for name in ("batches", "stored", "already_judged", "review_items_created", "paused_picks", "resumed"):
+        setattr(report, name, getattr(report, name) + getattr(part, name))
+    report.paused = report.paused or part.paused
     for mine, theirs in ((report.judged, part.judged), (report.unscored_reasons, part.unscored_reasons),
                          (report.routed, part.routed)):  # fmt: skip
         add_counts(mine, theirs)

@@ -32,12 +32,12 @@ from flows.sampling_batches import (
     RunSettings,
     SamplingReport,
     StoringRun,
-    display_url,
     merge_report,
     store_read,
     storing,
 )
 from flows.serving import serve_declared, serve_main
+from judgewatch.redact import mask_url
 from judgewatch.settings import REPO_ROOT, get_settings
 from judgewatch.storage.db import make_engine, session_scope, table
 from judgewatch.storage.runs import EvalRun, RunKind, RunStatus
@@ -96,13 +96,13 @@ async def sample_partition(job: PartitionJob) -> dict[str, Any]:
     url = job.database_url or get_settings().effective_database_url
     config, _, _ = starting_point(load_source_config(job.source), job.since, None)
     key, part, save = job.name, job.partition, job.since is None
-    report = SamplingReport(source=key, config=job.source, database=display_url(url), dry_run=False,
+    report = SamplingReport(source=key, config=job.source, database=mask_url(url), dry_run=False,
                             started_from=f"partition {job.label}'s start")  # fmt: skip
     engine = make_engine(url)
     try:
         if save and _row(engine, key) is None:
             raise PartitionGone(
-                f"partition {key} is not part of an unfinished partitioned run in store {display_url(url)} (read "
+                f"partition {key} is not part of an unfinished partitioned run in store {mask_url(url)} (read "
                 "already, or the run's store is another: pass the run's --database-url)"
             )
         with SourceLease(engine, key) if save else nullcontext() as lease:

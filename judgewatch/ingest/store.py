@@ -60,11 +60,7 @@ class SpanStore:
         with self._lock:
             items, counts = request_items(request, self.mapper, origin, bad, self.documents)
             before = self.sampler.stats
-            picks: list[Pick] = []
-            for item in items:
-                pick = self.sampler.take(item)
-                if pick is not None:
-                    picks.append(pick)
+            picks = [pick for item in items if (pick := self.sampler.take(item)) is not None]
             after = self.sampler.stats
             quarantined, self._quarantined[:] = list(self._quarantined), []
             self._write(picks, quarantined)

@@ -9,47 +9,25 @@ Storage-free on purpose: the caller persists interactions, quarantined rows and 
     save(read.watermark); log(sampler.stats)
 """
 
-from judgewatch.contract.messages import ChatMessage as Message
-from judgewatch.contract.pii import PiiKind, Scrubber, ScrubResult, scrub
+from judgewatch.contract.pii import PiiKind, Scrubber, scrub
 from judgewatch.hashing import interaction_id
-from judgewatch.traffic.config import (
-    FieldMapping,
-    FilterConfig,
-    PiiConfig,
-    SamplingConfig,
-    SourceConfig,
-    SourceConfigError,
-    load_source_config,
-    parse_source_config,
-)
-from judgewatch.traffic.records import (
-    QuarantineReason,
-    RejectedTrafficRow,
-    TrafficRow,
-)
-from judgewatch.traffic.sampling import Pick, Sampler, SampleStats, StratumStats, decide
+from judgewatch.traffic.config import SourceConfig, SourceConfigError, load_source_config, parse_source_config
+from judgewatch.traffic.records import QuarantineReason, RejectedTrafficRow, TrafficRow
+from judgewatch.traffic.sampling import Pick, Sampler, decide
 from judgewatch.traffic.sources import SourceRead, read_source
 from judgewatch.traffic.watermark import FileMark, Watermark
 
 __all__ = [
-    "FieldMapping",
     "FileMark",
-    "FilterConfig",
-    "Message",
     "Pick",
-    "PiiConfig",
     "PiiKind",
     "QuarantineReason",
     "RejectedTrafficRow",
-    "SampleStats",
     "Sampler",
-    "SamplingConfig",
-    "ScrubResult",
     "Scrubber",
     "SourceConfig",
     "SourceConfigError",
     "SourceRead",
-    "StratumStats",
     "TrafficRow",
     "Watermark",
     "decide",

@@ -195,10 +195,7 @@ def parse_source_config(data: object, *, origin: str = "<config>", base_dir: Pat
     try:
         return SourceConfig.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            lines.append(f"{origin}: {where}: {err['msg']}")
+        lines = (f"{origin}: {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}" for err in exc.errors())
         raise SourceConfigError("\n".join(lines)) from None
 
 

@@ -8,6 +8,7 @@ import math
 import re
 from collections import Counter
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -166,7 +167,7 @@ class RowMapper:
         m = config.mapping
         self.paths: dict[str, Path] = {name: compile_path(getattr(m, name)) for name in type(m).model_fields}
         self.tz = ZoneInfo(config.timezone)
-        self._tiers: dict[str | None, str] = {}
+        self._tier_of_model = lru_cache(maxsize=10_000)(config.tier_for)  # model names are few; bounded anyway
         self.scrubber = Scrubber(config.pii.kinds) if config.pii.enabled else None
         # Top-level keys whose value the mapping walks into: text columns there may hold JSON to parse.
         self.nested_keys = sorted({seg[0] for p in self.paths.values() for seg in p if len(seg) > 1})
@@ -304,15 +305,7 @@ class RowMapper:
 
     def tier(self, tier: str | None, model: str | None) -> str:
         """A row's tier: its own field, else its model's (`tiers`, `default_tier`)."""
-        return tier or self.tier_of_model(model)
-
-    def tier_of_model(self, model: str | None) -> str:
-        tier = self._tiers.get(model)
-        if tier is None:
-            if len(self._tiers) > 10_000:  # model names are few; bound the cache anyway
-                self._tiers.clear()
-            tier = self._tiers[model] = self.config.tier_for(model)
-        return tier
+        return tier or self._tier_of_model(model)
 
     def _messages(self, value: Any) -> list[ChatMessage]:
         """The request's turns (roles, content, tool calls and results), or BadRow naming the turn's field."""

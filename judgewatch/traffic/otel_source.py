@@ -39,11 +39,6 @@ class SpanCounts:
     quarantined: int = 0
     dropped: int = 0
 
-    def add(self, other: SpanCounts) -> None:
-        self.rows += other.rows
-        self.quarantined += other.quarantined
-        self.dropped += other.dropped
-
 
 def request_items(
     request: ExportTraceServiceRequest,
@@ -94,12 +89,9 @@ def read_otlp_file(
         if not line.finished and line.end is not None:
             break  # the exporter is still writing this line: read it next time
         items = list(_line_items(line.chunk.strip(), path, line.number, mapper, documents))
-        if not items:
-            state.files[path] = (line.number, line.end)
-        for k, item in enumerate(items):
-            if k == len(items) - 1:
-                state.files[path] = (line.number, line.end)  # the watermark covers the line once its last span is out
-            yield item
+        yield from items[:-1]
+        state.files[path] = (line.number, line.end)  # the watermark covers the line once its last span is out
+        yield from items[-1:]
 
 
 def _line_items(

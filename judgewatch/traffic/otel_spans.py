@@ -217,11 +217,7 @@ def payload_rows(
 
 
 def _first(attrs: dict[str, Any], *keys: str) -> Any:
-    for key in keys:
-        value = attrs.get(key)
-        if value is not None:
-            return value
-    return None
+    return next((value for key in keys if (value := attrs.get(key)) is not None), None)
 
 
 def _event_attr(span: Span, key: str) -> Any:
@@ -256,12 +252,7 @@ def _content(value: Any) -> str:
     if isinstance(value, dict):
         value = [value]
     if isinstance(value, list):
-        texts = []
-        for part in value:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, dict):
-                texts.append(_part_text(part))
+        texts = [part if isinstance(part, str) else _part_text(part) for part in value if isinstance(part, str | dict)]
         return "\n".join(t for t in texts if t)
     return str(value)
 

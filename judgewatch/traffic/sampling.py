@@ -12,6 +12,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from functools import lru_cache, partial
 
 from pydantic import BaseModel, Field
 
@@ -131,8 +132,9 @@ class Sampler:
         self._quarantined_by: Counter[str] = Counter()
         self._pii: Counter[str] = Counter()
         self._strata: dict[str, list[float]] = {}  # stratum -> [rate, eligible, picked]: plain, updated per row
-        self._label_reasons: dict[tuple[str | None, str | None], str | None] = {}
-        self._stratum_of: dict[tuple[str, str | None], tuple[str, float]] = {}
+        # `label_reason` under the config's filters and a row's (stratum, rate), memoized: labels and tiers are few
+        self.labels_reason = lru_cache(maxsize=10_000)(partial(label_reason, config.filters))
+        self.stratum = lru_cache(maxsize=10_000)(partial(stratum_rate, config.sampling))
 
     @property
     def stats(self) -> SampleStats:
@@ -151,13 +153,7 @@ class Sampler:
             from judgewatch.traffic.columnar.sampling import sample_blocks  # pyarrow and numpy: only to read a source
 
             return sample_blocks(self, items)
-        return self._run_rows(items)
-
-    def _run_rows(self, items: Iterable[TrafficRow | RejectedTrafficRow]) -> Iterator[Pick]:
-        for item in items:
-            pick = self.take(item)
-            if pick is not None:
-                yield pick
+        return (pick for item in items if (pick := self.take(item)) is not None)
 
     def take(self, item: TrafficRow | RejectedTrafficRow) -> Pick | None:
         """The whole rule for one mapped row (or quarantined one)."""
@@ -179,16 +175,6 @@ class Sampler:
         else:
             logger.warning("quarantined %s: %s %s", item.position, item.reason.value, item.detail)
 
-    def labels_reason(self, route: str | None, department: str | None) -> str | None:
-        """`label_reason` under the config's filters, memoized: routes and departments are few."""
-        labels = (route, department)
-        reason = self._label_reasons.get(labels, "")
-        if reason == "":
-            if len(self._label_reasons) > 10_000:
-                self._label_reasons.clear()
-            reason = self._label_reasons[labels] = label_reason(self.config.filters, route, department)
-        return reason
-
     def count(self, name: str, k: int = 1, reason: str | None = None) -> None:
         """Add to a count of `stats` ("filtered" with its reason)."""
         self._n[name] += k
@@ -208,16 +194,6 @@ class Sampler:
             return False
         self.count("eligible")
         return True
-
-    def stratum(self, tier: str, route: str | None) -> tuple[str, float]:
-        """(stratum, rate) of a row, memoized."""
-        key = (tier, route)
-        found = self._stratum_of.get(key)
-        if found is None:
-            if len(self._stratum_of) > 10_000:
-                self._stratum_of.clear()
-            found = self._stratum_of[key] = stratum_rate(self.config.sampling, tier, route)
-        return found
 
     def count_stratum(self, stratum: str, rate: float, eligible: int, picked: int) -> None:
         counts = self._strata.get(stratum)
@@ -240,10 +216,8 @@ class Sampler:
 
     def unpick(self, stratum: str, rejected: RejectedTrafficRow) -> None:
         """A picked row whose full mapping rejected it after all: counted and stored as quarantined instead."""
-        self._n["picked"] -= 1
         self._n["eligible"] -= 1
-        self._strata[stratum][1] -= 1
-        self._strata[stratum][2] -= 1
+        self.count_stratum(stratum, self._strata[stratum][0], -1, -1)
         self.quarantine(rejected)
 
     def pick(self, row: TrafficRow, stratum: str, rate: float) -> Pick:

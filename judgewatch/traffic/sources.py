@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 
 
 class SourceRead:
-    """An iterable over one pass of a source.
+    """An iterable over one pass of a source: its rows after `since`; `engine` reuses the caller's (SQL).
 
     `watermark` always covers every row handed out so far (quarantined ones included): store it after the
     rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once.
@@ -95,12 +95,4 @@ class SourceRead:
         logger.info("source %s: %d rows, %d quarantined", self.config.name, self.rows, self.quarantined)
 
 
-def read_source(
-    config: SourceConfig,
-    since: Watermark | None = None,
-    *,
-    engine: Engine | None = None,
-    until: Watermark | None = None,
-) -> SourceRead:
-    """Stream a source's rows after `since` (SQL: up to `until`); pass `engine` to reuse the caller's engine."""
-    return SourceRead(config, since, engine=engine, until=until)
+read_source = SourceRead  # `read_source(config, since)`: the entry point's name for every source kind

@@ -16,9 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from judgewatch.contract.raw_rows import NUL
 from judgewatch.traffic.mapping import Path, RowMapper
-
-NUL = "\x00"
 
 
 class Unsupported(Exception):
@@ -258,9 +257,7 @@ def decision_columns(
     elif not any(f(stamp.type) for f in (_is_text, pa.types.is_integer, pa.types.is_floating, pa.types.is_timestamp)):
         raise Unsupported(f"timestamp: {stamp.type}")
     model = _labels(col("model"), "model")
-    release = col("release")
-    if release is not None and not _is_text(release.type):
-        raise Unsupported(f"release: {release.type}")
+    _labels(col("release"), "release")  # checked only (the rule does not read it): not text, the row path maps it
     # Oversize: a row over either byte limit is mapped in full, which measures it exactly.
     bound = min(mapper.config.max_row_bytes, mapper.max_field_bytes)
     if line_sizes is not None:
