@@ -90,9 +90,14 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
 def prefect_server() -> Iterator[None]:
     """A temporary Prefect server for the tests of one module that run flows or concurrency limits for real."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from prefect.logging.configuration import setup_logging
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
+        # Prefect's console handlers write to the stream they were made with: made here, on the test process's own
+        # stderr, not inside a CliRunner whose stream is closed when it returns (a later module's flows then
+        # failed logging "I/O operation on closed file", depending on the order the modules ran in).
+        setup_logging(incremental=False)
         yield
 
 
