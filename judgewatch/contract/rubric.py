@@ -101,7 +101,12 @@ class Rubric(BaseModel):
 
     @cached_property
     def content_hash(self) -> str:
-        """sha256 over the YAML bytes and every template's bytes (first 16 hex digits)."""
+        """The first 16 hex digits of `content_digest`: the rubric's identity in verdicts and reports."""
+        return self.content_digest[:16]
+
+    @cached_property
+    def content_digest(self) -> str:
+        """sha256 over the YAML bytes and every template's bytes (all 64 hex digits)."""
         digest = hashlib.sha256()
         if self.path is not None:
             digest.update(self.path.read_bytes())
@@ -109,7 +114,7 @@ class Rubric(BaseModel):
             digest.update(self.model_dump_json().encode())
         for lang in sorted(self.template_texts):
             digest.update(lang.encode() + b"\0" + self.template_texts[lang].encode())
-        return digest.hexdigest()[:16]
+        return digest.hexdigest()
 
     @property
     def identity(self) -> RubricIdentity:

@@ -120,15 +120,15 @@ _CHECKER_SOURCES = ("rubric_check.py", "prompt.py", "sandbox.py", "rubric.py")
 
 def check_rubric_cached(rubric: Rubric, cache_dir: Path) -> list[str]:
     """`check_rubric_file` for a loaded rubric, remembered when it passes: a marker file in `cache_dir` named by
-    the rubric's content hash (its YAML and templates) and the checker's own source, so a changed rubric or a
-    changed checker is checked again. Problems are never remembered: a failing rubric is checked every time."""
+    the rubric's full content digest (its YAML and templates) and the checker's own source, so a changed rubric or
+    a changed checker is checked again. Problems are never remembered: a failing rubric is checked every time."""
     if rubric.path is None:
         return []
-    digest = hashlib.sha256(rubric.content_hash.encode())
+    digest = hashlib.sha256(rubric.content_digest.encode())
     here = Path(__file__).parent
     for name in _CHECKER_SOURCES:
         digest.update((here / name).read_bytes())
-    marker = cache_dir / f"{digest.hexdigest()[:32]}.passed"
+    marker = cache_dir / f"{digest.hexdigest()}.passed"
     if marker.exists():
         return []
     problems = check_rubric_file(rubric.path)
