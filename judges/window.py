@@ -65,10 +65,6 @@ class _Lru(OrderedDict[Hashable, int]):
         return value
 
 
-async def _none() -> None:
-    return None
-
-
 class TokenCounter:
     """Token counts of texts and chat messages for one endpoint: exact through /tokenize when it has one."""
 
@@ -101,7 +97,7 @@ class TokenCounter:
         # The model card and whether /tokenize counts, asked at once: the run's first request waits for one answer.
         probe = {"prompt": "judgewatch", "add_special_tokens": False}
         card_or_error, counted = await asyncio.gather(
-            self.client.model_card(), self._tokenize(probe) if self._exact else _none(), return_exceptions=True
+            self.client.model_card(), self._tokenize(probe) if self._exact else asyncio.sleep(0), return_exceptions=True
         )
         if isinstance(card_or_error, BaseException):  # down or not OpenAI-compatible: the chat call will say so
             logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), card_or_error)

@@ -39,10 +39,13 @@ PG_POOL_SIZE = 20
 
 def dialect_insert(session: Session, tbl: Table) -> Any:
     """The dialect's INSERT (with ON CONFLICT) for `tbl`; PostgreSQL's module loads only for a PostgreSQL store."""
-    if session.get_bind().dialect.name == "postgresql":
+    dialect = session.get_bind().dialect.name
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
         return pg_insert(tbl)
+    if dialect != "sqlite":
+        raise NotImplementedError(f"no upsert for database dialect {dialect!r} (use SQLite or PostgreSQL)")
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
     return sqlite_insert(tbl)
@@ -167,9 +170,6 @@ def upsert(
         return 0
     key = [c.name for c in tbl.primary_key.columns]
     unique = list({tuple(r[k] for k in key): r for r in rows}.values())
-    dialect = session.get_bind().dialect.name
-    if dialect not in ("sqlite", "postgresql"):
-        raise NotImplementedError(f"no upsert for database dialect {dialect!r} (use SQLite or PostgreSQL)")
     stmt: Any = dialect_insert(session, tbl)
     if update_columns:
         if returning_new:
