@@ -35,8 +35,8 @@ def level_distribution(level: int, low: int, high: int, seed: bytes) -> dict[int
     below, above = level - 1, level + 1
     if below < low:
         lean = 1.0
-    if above > high:
-        lean = 0.0 if below >= low else lean
+    elif above > high:
+        lean = 0.0
     if above <= high:
         probs[above] += rest * lean
     if below >= low:

@@ -44,7 +44,7 @@ from judgewatch.testing.sim_tokens import prompt_tokens, text_tokens, window_err
 
 logger = logging.getLogger(__name__)
 
-MARKER = re.compile(r"\[\[sim:([a-z0-9_]+)(?:=(\d+))?\]\]")
+MARKER = re.compile(r"\[\[sim:([a-z0-9_]+(?:=\d+)?)\]\]")
 HANG_S = 3600.0
 PREFIX_BLOCK_TOKENS = 128  # vLLM's CPU prefix cache works in blocks of this many tokens
 
@@ -67,7 +67,6 @@ class SimState:
 
     model: str = "sim-judge"
     latency_s: float = 0.25
-    max_concurrency: int = 64
     mode: Fault = field(default_factory=Fault)
     max_model_len: int | None = None  # None: no window enforced or reported (not a vLLM server)
     tokenizer: bool = True  # serve POST /tokenize
@@ -138,7 +137,7 @@ def _fault_for(messages: list[dict[str, Any]], mode: Fault) -> Fault:
     for message in messages:
         content = message.get("content")
         if isinstance(content, str) and (match := MARKER.search(content)):
-            return Fault(match.group(1), int(match.group(2)) if match.group(2) else None)
+            return Fault.parse(match.group(1))
     return mode
 
 
@@ -207,17 +206,14 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     fault = _fault_for(messages, state.mode)
     state.faults[fault.kind] += 1
     kind = fault.kind
-    if kind == "flaky":
+    if kind in ("flaky", "garbled"):  # the first `arg` attempts of this prompt fail, later ones get a reply
         key = prompt_key(messages)
         state.flaky_attempts[key] += 1
-        if state.flaky_attempts[key] <= (fault.arg or 1):
+        failing = state.flaky_attempts[key] <= (fault.arg or 1)
+        if failing and kind == "flaky":
             state.status[503] += 1
             return _error(503, "simulated flaky failure")
-        kind = "ok"
-    if kind == "garbled":
-        key = prompt_key(messages)
-        state.flaky_attempts[key] += 1
-        kind = "garbage" if state.flaky_attempts[key] <= (fault.arg or 1) else "ok"
+        kind = "garbage" if failing else "ok"
     if kind.isdigit():
         state.status[int(kind)] += 1
         return _error(int(kind), f"simulated HTTP {kind}")
@@ -372,7 +368,6 @@ async def serve_simulator(
     state = SimState(
         model=model,
         latency_s=latency_ms / 1000,
-        max_concurrency=max_concurrency,
         mode=Fault.parse(mode),
         max_model_len=max_model_len,
         tokenizer=tokenizer,
