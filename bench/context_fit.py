@@ -15,14 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from judge_throughput import MODEL, bench_items, simulator_process, timed_run
-from sqlalchemy import Engine
+from judge_throughput import bench_items, judge_and_store, simulator_process, timed_run
 
-from judges.config import EndpointConfig
-from judges.openai_judge import OpenAIJudge
-from judgewatch.contract.items import JudgeItem
-from judgewatch.contract.rubric import Rubric, load_rubric
-from judgewatch.judging.pipeline import JudgingSummary, judge_items
+from judgewatch.contract.rubric import load_rubric
 from judgewatch.settings import REPO_ROOT as REPO
 from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
@@ -30,15 +25,6 @@ from judgewatch.testing.long_items import long_context_item
 
 WINDOW = 2048
 LIMIT = 0.9
-
-
-async def judge_all(url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, fit: bool) -> JudgingSummary:
-    judge = OpenAIJudge(EndpointConfig(url, MODEL, concurrency=64, fit_prompt=fit))
-    try:
-        result = await judge_items(items, rubric, judge, engine=engine, source="bench", collect=False)
-    finally:
-        await judge.aclose()
-    return result.summary
 
 
 def main() -> None:
@@ -59,7 +45,7 @@ def main() -> None:
             for fit in (False, True):
                 engine = make_engine(f"sqlite:///{tmp / f'round{r}-{fit}.db'}")
                 migrate(engine)
-                summary, wall, _ = timed_run(judge_all(url, items, rubric, engine, fit))
+                summary, wall, _ = timed_run(judge_and_store(url, items, rubric, engine, 64, fit))
                 engine.dispose()
                 if summary.by_status != {"scored": len(items)}:
                     sys.exit(f"{'with' if fit else 'without'} fitting: {summary.by_status}: no valid figure")
@@ -68,7 +54,7 @@ def main() -> None:
         engine = make_engine(f"sqlite:///{tmp / 'long.db'}")
         migrate(engine)
         longs = [long_context_item(f"long{i}") for i in range(args.long_items)]
-        summary, wall, _ = timed_run(judge_all(url, longs, rubric, engine, True))
+        summary, wall, _ = timed_run(judge_and_store(url, longs, rubric, engine, 64))
         engine.dispose()
     best_off, best_on = max(rates[False]), max(rates[True])
     paired = statistics.median(on / off for on, off in zip(rates[True], rates[False], strict=True))

@@ -1,23 +1,10 @@
 """Judge throughput: the full judging pipeline against a bare AsyncOpenAI loop, on the same simulated endpoint.
 
-The simulator runs in its own process (its CPU is not counted here) with a concurrency cap of 64 and a
-fixed 250 ms per request, so the endpoint's limit is 64 / 0.25 s = 256 judgments/s. Both paths send the
-same prompts at concurrency 64; the pipeline also renders, parses, validates and stores every verdict.
+Both in this process, then end to end (`judgewatch judge` and the bare loop as fresh processes, side by side; the
+last line is `judge end_to_end_ratio R cpu_ratio C`). Setup, targets and figures: bench/README.md, "Judge throughput".
 
     .venv/bin/python bench/judge_throughput.py [--items 5000] [--rounds 2] [--profile out.prof]
-        [--e2e-items 1000] [--faults]
-
-Prints judgments/s as a ratio of the bare loop's (target >= 0.9) and of the endpoint's limit, and the
-process CPU milliseconds per judgment.
-
-End to end (`--e2e-items`, default 1,000; 0 skips it): the `judgewatch judge` command against a bare
-AsyncOpenAI loop, each a fresh process started side by side in the same run (process start and imports
-included), at the same concurrency on the same simulator. Wall time and the child process's CPU (user + system)
-are compared; the last line is `judge end_to_end_ratio R cpu_ratio C` (targets R >= 0.95, C <= 1.2).
-`--existing-store` gives each `judge` run a store that is migrated already (a team's daily run into its store)
-instead of a new file (a first run: the schema is created inside the measured time).
-`--faults` marks 5% of the items for a transient HTTP 503 (retried by both) and 5% for one malformed reply
-(asked again by both: judgewatch's repair, the loop's own check).
+        [--e2e-items 1000] [--faults] [--existing-store]
 """
 
 from __future__ import annotations
@@ -138,10 +125,10 @@ async def bare_loop(url: str, requests: list[dict[str, Any]], concurrency: int) 
 
 
 async def judge_and_store(
-    url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, concurrency: int
+    url: str, items: list[JudgeItem], rubric: Rubric, engine: Engine, concurrency: int, fit_prompt: bool = True
 ) -> JudgingSummary:
     """The project's pipeline: render, call, parse, validate (OpenAIJudge) and store in batches (judge_items)."""
-    judge = OpenAIJudge(EndpointConfig(url, MODEL, concurrency=concurrency))
+    judge = OpenAIJudge(EndpointConfig(url, MODEL, concurrency=concurrency, fit_prompt=fit_prompt))
     try:
         result = await judge_items(items, rubric, judge, engine=engine, source=SOURCE, collect=False)
     finally:

@@ -194,10 +194,9 @@ def fit(sets: Mapping[str, Sequence[Case]], inputs: Inputs, names: Sequence[str]
 
 @dataclass(frozen=True)
 class LeftOut:
-    """One left-out domain: the model fitted on the others, its scores and the baseline's on the same rows."""
+    """One left-out domain: the scores of the model fitted on the others and the baseline's, on the same rows."""
 
     domain: str
-    coefficients: np.ndarray  # then the intercept
     model: np.ndarray
     baseline: np.ndarray
 
@@ -218,7 +217,7 @@ def leave_one_out(
     for domain, cases in sets.items():
         coef = fit({d: c for d, c in sets.items() if d != domain}, inputs, names, l2)
         x, _ = matrix(cases, inputs, names)
-        out.append(LeftOut(domain, coef, x @ coef[:-1] + coef[-1], np.array([baseline(c) for c in cases])))
+        out.append(LeftOut(domain, x @ coef[:-1] + coef[-1], np.array([baseline(c) for c in cases])))
     return out
 
 

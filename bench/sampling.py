@@ -1,27 +1,12 @@
 """Benchmark: decide-before-parse sampling (columnar reader + sampler + PII scrubbing of the picks) at a 1% rate.
 
-Generates 0.5M-row shards of a synthetic gateway log (JSONL and Parquet, same rows) and runs each format on one
-shard and on all of them, each in a fresh subprocess pinned to one core (pyarrow on one thread) so its peak RSS
-(VmHWM) and CPU time are its own. Limits, on one core: >= 200,000 rows/s on Parquet, >= 150,000 rows/s on JSONL,
-RSS(all shards)/RSS(one shard) <= 1.2 (memory does not grow with the log), peak RSS / 1 GiB <= 1.0. Rows/s are
-rows over the process's CPU seconds (one core's work, not the shared machine's wall clock; wall is printed
-too). The ceiling is pyarrow reading the same file (same columns) and doing nothing; for JSONL the line scanner
-(pyarrow decoding only the mapped fields) doing nothing else is printed too (`scanner`): what the sampler reads with.
-
-`--workers W` (W > 1) then reads all shards with 1 and with W workers side by side: W processes started at once,
-each pinned to a core of its own and reading one partition of the source (`traffic.partitions`: contiguous files,
-its dedup window warmed by the rows before them), as W `sample-partition` flow runs on W workers read it (without
-their clone, imports, storing and judging). Rows/s are rows over the wall time from the first worker's start to the
-last one's end (CPU time cannot show work done at once), each with the cores the machine gave the run (CPU seconds
-over wall: on a shared machine, other jobs' load shows there). Limits: 1 worker as above; W workers W x 0.75 x
-that (each core is expected to give at least 3/4 of one core's rate), and the picks must be the same.
+Each format on one 0.5M-row shard of a synthetic gateway log and on all of them, each run a fresh subprocess pinned
+to one core, beside pyarrow reading the same rows (`ceiling`; for JSONL also `scanner`, the mapped fields only);
+`--workers W` adds 1 worker against W side by side. Method and limits: bench/README.md, "Traffic sampling" and
+"Sampling: partitions across workers".
 
     .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
                                        [--workers 2]
-
-`--keep` leaves the generated logs under bench/out/; `--logs DIR` measures the logs a `--keep` run left there
-instead of generating them again. The measured process imports its modules before its clock starts (a
-sampling worker imports once and reads for hours), so the rates are the steady reading rate.
 
 The last line is `parquet P rows/s jsonl J rows/s rss_ratio R` (the largest run's rates, the larger RSS ratio).
 """

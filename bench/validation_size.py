@@ -30,13 +30,9 @@ def hanley_mcneil_width(a: float, n: int, z: float = 1.959964) -> float:
 def items_for_width(a: float, width: float) -> int:
     """The smallest n whose Hanley-McNeil 95% interval is at most `width` wide."""
     n = 2
-    while hanley_mcneil_width(a, n) > width and n < 1_000_000:
-        n = int(n * 1.05) + 1
-    low, high = max(2, int(n / 1.05) - 1), n
-    for k in range(low, high + 1):
-        if hanley_mcneil_width(a, k) <= width:
-            return k
-    return high
+    while hanley_mcneil_width(a, n) > width:
+        n += 1
+    return n
 
 
 def simulate(a: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
