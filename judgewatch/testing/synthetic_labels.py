@@ -94,21 +94,19 @@ def _scores(rng: np.random.Generator, mean: float, size: int, lo: int, hi: int) 
     return np.clip(np.rint(rng.normal(mean, 1.0, size)), lo, hi).astype(int)
 
 
-def doubtful_judge(
-    rng: np.random.Generator, n: int, *, lo: int = 1, hi: int = 5, unsure_share: float = 0.3
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(human, judge, expected) scores of `n` items whose judge errs more where it doubts, for active routing.
+def doubtful_judge(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(human, judge, expected) 1-5 scores of `n` items whose judge errs more where it doubts, for active routing.
 
     Where it is sure, the judge is right but one time in ten (then one point off) and its probability-weighted
-    (expected) score lies 0.1 from the one it wrote; on `unsure_share` of the items it overrates them by a point
-    give or take 1.5 and its expected score lies 0.75 away (a doubt band above on a 1-5 scale, review/active.py),
-    so an estimate that ignored the routing probabilities would be biased."""
-    human = _scores(rng, 3.5, n, lo, hi)
-    unsure = rng.random(n) < unsure_share
+    (expected) score lies 0.1 from the one it wrote; on 30% of the items it overrates them by a point give or
+    take 1.5 and its expected score lies 0.75 away (a doubt band above on a 1-5 scale, review/active.py), so an
+    estimate that ignored the routing probabilities would be biased."""
+    human = _scores(rng, 3.5, n, 1, 5)
+    unsure = rng.random(n) < 0.3
     error = np.where(unsure, rng.normal(1.0, 1.5, n), rng.choice([-1.0, 1.0], n) * (rng.random(n) < 0.1))
-    judge = np.clip(np.rint(human + error), lo, hi).astype(int)
+    judge = np.clip(np.rint(human + error), 1, 5).astype(int)
     away = np.where(unsure, 0.75, 0.1) * rng.choice([-1.0, 1.0], n)
-    expected = np.where(np.clip(judge + away, lo, hi) == judge, judge - away, judge + away)
+    expected = np.where(np.clip(judge + away, 1, 5) == judge, judge - away, judge + away)
     return human, judge, expected
 
 
