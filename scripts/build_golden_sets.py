@@ -45,6 +45,19 @@ _ABBREVIATIONS = frozenset(
     )
 )
 _BOUNDARY = re.compile(r"(?<=[.!?])([\"\u201d')]?)(\s*)(?=[\"\u201c('A-Z0-9])")
+FIELD_TABLE = """| field | type | meaning |
+|---|---|---|
+| `id` | string | stable id, `<set>-NNNN` |
+| `question` | string | the question put to the model under test |
+| `reference_answer` | string | the reference answer given to the judge |
+| `reference_facts` | list of strings | facts the answer must agree with |
+| `context` | list of strings | retrieved context; empty in this set |
+| `language` | `"en"` or `"zh"` | language of the item |
+| `good_answers` | list of strings | known-correct answers (for measuring a judge before human labels exist) |
+| `bad_answers` | list of strings | known-wrong answers (same use) |
+| `category` | string, optional | upstream category, when the source has one |
+| `metadata` | object | upstream bookkeeping (see below) |
+"""
 
 
 def split_facts(text: str) -> list[str]:
@@ -180,42 +193,19 @@ def shorter_is_good_auroc(rows: list[dict[str, Any]]) -> float:
     return wins / (len(good) * len(bad))
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
-
-
-def _card(front: dict[str, Any], body: str) -> str:
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=120) + "---\n\n" + body
-
-
 def write_set(
     out: Path, name: str, rows: list[dict[str, Any]], front: dict[str, Any], body: str, licence: Path
 ) -> None:
     folder = out / name
     folder.mkdir(parents=True, exist_ok=True)
-    data = _jsonl(rows).encode("utf-8")
+    data = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
     assert len(data) < 5_000_000, f"{name}: data.jsonl is {len(data)} bytes"
     (folder / "data.jsonl").write_bytes(data)
     card_front = {"name": name, **front, "size": len(rows), "files": ["data.jsonl"]}
     card_front["configs"] = [{"config_name": "default", "data_files": [{"split": "test", "path": "data.jsonl"}]}]
-    (folder / "README.md").write_bytes(_card(card_front, body).encode("utf-8"))
+    card = "---\n" + yaml.safe_dump(card_front, sort_keys=False, allow_unicode=True, width=120) + "---\n\n" + body
+    (folder / "README.md").write_bytes(card.encode("utf-8"))
     shutil.copyfile(licence, folder / "LICENSE")
-
-
-def _field_table() -> str:
-    return """| field | type | meaning |
-|---|---|---|
-| `id` | string | stable id, `<set>-NNNN` |
-| `question` | string | the question put to the model under test |
-| `reference_answer` | string | the reference answer given to the judge |
-| `reference_facts` | list of strings | facts the answer must agree with |
-| `context` | list of strings | retrieved context; empty in this set |
-| `language` | `"en"` or `"zh"` | language of the item |
-| `good_answers` | list of strings | known-correct answers (for measuring a judge before human labels exist) |
-| `bad_answers` | list of strings | known-wrong answers (same use) |
-| `category` | string, optional | upstream category, when the source has one |
-| `metadata` | object | upstream bookkeeping (see below) |
-"""
 
 
 def _card_front(name: str, n_rows: int, subset_of: str | None, **fields: Any) -> tuple[dict[str, Any], str]:
@@ -268,7 +258,7 @@ known-good from known-bad answers. Built by `scripts/build_golden_sets.py` (dete
 - Text is stripped of surrounding whitespace; nothing else is changed.
 
 ## Fields
-{_field_table()}
+{FIELD_TABLE}
 `metadata`: `upstream_row` (int), `bad_answer_strategies` (list of strings, aligned with `bad_answers`).
 
 ## Size
@@ -317,7 +307,7 @@ known-bad answers. Built by `scripts/build_golden_sets.py` (deterministic).
 - `Category` -> `category`; `Class`, `Question Pattern`, `Source` and `question_id` -> `metadata`.
 
 ## Fields
-{_field_table()}
+{FIELD_TABLE}
 `metadata`: `question_id` (int), `class` (string, domain such as 历史), `question_pattern` (string or null; null
 for Knowledge questions), `source` (string: the annotators' evidence, a URL and/or a short text).
 
