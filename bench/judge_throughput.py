@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import httpx2
 import openai
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine
 
 from judges.config import EndpointConfig
 from judges.openai_judge import OpenAIJudge
@@ -37,9 +37,10 @@ from judgewatch.contract.reply import response_format
 from judgewatch.contract.rubric import Rubric, load_rubric
 from judgewatch.judging.pipeline import JudgingSummary, judge_items
 from judgewatch.settings import REPO_ROOT as REPO
-from judgewatch.storage.db import make_engine, session_scope
+from judgewatch.storage.db import make_engine
 from judgewatch.storage.migrations import migrate
 from judgewatch.storage.verdicts import VerdictRecord
+from judgewatch.testing.store import count_rows
 
 MODEL = "sim-judge"
 SOURCE = "bench"
@@ -134,11 +135,6 @@ async def judge_and_store(
     finally:
         await judge.aclose()
     return result.summary
-
-
-def stored_count(engine: Engine) -> int:
-    with session_scope(engine) as session:
-        return int(session.exec(select(func.count()).select_from(VerdictRecord)).one()[0])  # type: ignore[call-overload]
 
 
 # The floor end to end: a fresh interpreter that imports openai, reads the prepared requests and sends them at the
@@ -265,7 +261,8 @@ def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float
                 raise SystemExit(f"bare loop: {len(items) - done} of {len(items)} requests failed: no valid figure")
             bare_runs.append((len(items) / wall, cpu * 1000 / len(items)))
 
-            engine = make_engine(f"sqlite:///{tmp / f'round{r}.db'}")
+            store_url = f"sqlite:///{tmp / f'round{r}.db'}"
+            engine = make_engine(store_url)
             migrate(engine)
             if profiler:
                 profiler.enable()
@@ -273,8 +270,8 @@ def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float
             assert summary.by_status == {"scored": len(items)}, summary.by_status
             if profiler:
                 profiler.disable()
-            stored = stored_count(engine)
             engine.dispose()
+            stored = count_rows(store_url, VerdictRecord)
             assert stored == len(items), f"{stored} verdicts stored for {len(items)} items"
             pipe_runs.append((len(items) / wall, cpu * 1000 / len(items)))
             print(
