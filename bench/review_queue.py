@@ -62,6 +62,12 @@ POPULATE = [
        WHERE g <= :done OR (g % 10 = 0 AND g <= :done + 50000)""",
 ]
 
+PICK_PLAN = (
+    "EXPLAIN SELECT id FROM review_item WHERE state = 'available' AND NOT EXISTS (SELECT 1 FROM "
+    "review_label l WHERE l.review_item_id = review_item.id AND l.reviewer = 'bench-00') "
+    "ORDER BY created_at, id LIMIT 1"
+)
+
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -127,17 +133,7 @@ def bench(engine: Engine, args: argparse.Namespace, schema: str) -> None:
 def run(engine: Engine, names: list[str], ops: int, think: tuple[float, float]) -> None:
     queue = ReviewQueue(engine, lease_seconds=600)
     with engine.connect() as conn:
-        plan = (
-            conn.execute(
-                text(
-                    "EXPLAIN SELECT id FROM review_item WHERE state = 'available' AND NOT EXISTS (SELECT 1 FROM "
-                    "review_label l WHERE l.review_item_id = review_item.id AND l.reviewer = 'bench-00') "
-                    "ORDER BY created_at, id LIMIT 1"
-                )
-            )
-            .scalars()
-            .all()
-        )
+        plan = conn.execute(text(PICK_PLAN)).scalars().all()
     print("plan of the pick:", " / ".join(p.strip() for p in plan[:3]))
     report(queue, names[:1], min(100, ops), "1 reviewer alone (no queueing)")
     report(queue, names, ops, f"{len(names)} concurrent reviewers, no think time")

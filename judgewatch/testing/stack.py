@@ -30,14 +30,10 @@ def stack_ports() -> tuple[int, int]:
 def source_repository(dest: Path) -> Path:
     """A git repository (branch main) holding the checkout's tracked and new files, as they are now: what the
     workers' git_clone pull step clones (a detached HEAD names no branch to clone)."""
-    files = (
-        subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, capture_output=True, check=True
-        )
-        .stdout.decode()
-        .split("\0")
+    listed = subprocess.check_output(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, stderr=subprocess.PIPE
     )
-    for name in filter(None, files):
+    for name in filter(None, listed.decode().split("\0")):
         src = REPO_ROOT / name
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
