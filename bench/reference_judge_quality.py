@@ -133,17 +133,13 @@ def leave_one_domain_out(n_boot: int) -> None:
             f"n={n_right} right / {len(cases) - n_right} wrong  {'beats' if model > baseline else 'does NOT beat'}"
         )
     print(f"  the model beats word recall on {sum(beaten)} of {len(beaten)} left-out domains")
-    generic = [r for name in ("begin_cmu", "begin_tc") for r in begin_generic(name)]
+    generic = [r.item for name in ("begin_cmu", "begin_tc") for r in begin_rows(name) if r.label == GENERIC]
     models = load_models()
     not_applicable = sum(1 for item in generic if coverage(item, models).faithfulness is None)
     print(
         f"  BEGIN 'Generic' responses (no factual claim): faithfulness not applicable on {not_applicable} of "
         f"{len(generic)}"
     )
-
-
-def begin_generic(domain: str) -> list[JudgeItem]:
-    return [r.item for r in begin_rows(domain) if r.label == GENERIC]
 
 
 PASTE_LIMIT = 0.05  # issue 33: the share scoring >= 4 may rise at most 5 points when the references are pasted
