@@ -1,7 +1,8 @@
 """Judge throughput: the full judging pipeline against a bare AsyncOpenAI loop, on the same simulated endpoint.
 
-Both in this process, then end to end (`judgewatch judge` and the bare loop as fresh processes, side by side; the
-last line is `judge end_to_end_ratio R cpu_ratio C`). Setup, targets and figures: bench/README.md, "Judge throughput".
+Both in this process (target >= 0.9 of the bare loop's judgments/s), then end to end (`judgewatch judge` and the
+bare loop as fresh processes, side by side; the last line is `judge end_to_end_ratio R cpu_ratio C`, targets
+R >= 0.95, C <= 1.2). Setup and figures: bench/README.md, "Judge throughput".
 
     .venv/bin/python bench/judge_throughput.py [--items 5000] [--rounds 2] [--profile out.prof]
         [--e2e-items 1000] [--faults] [--existing-store]
