@@ -124,8 +124,7 @@ def _check_rubric(rubric: Rubric, cache_dir: Path) -> None:
     rubric that passed is not checked again until it or the checker changes)."""
     from judgewatch.contract.rubric_check import check_rubric_cached
 
-    problems = check_rubric_cached(rubric, cache_dir)
-    if problems:
+    if problems := check_rubric_cached(rubric, cache_dir):
         more = f" (and {len(problems) - 1} more: run `judgewatch rubric check`)" if len(problems) > 1 else ""
         raise CannotRun(f"the rubric fails its check: {problems[0]}{more}")
 
