@@ -167,9 +167,7 @@ def find_items(
     reading on until `limit` rows of that status are found."""
     if filt.label_status is None:
         total = session.execute(select(func.count()).select_from(_query(filt).order_by(None).subquery())).scalar_one()
-        query = _query(filt).offset(offset)
-        if limit is not None:
-            query = query.limit(limit)
+        query = _query(filt).offset(offset).limit(limit)  # limit None: no LIMIT
         rows = [ItemRow(interaction=ia, verdict=vd) for ia, vd in session.execute(query)]
         _attach_labels(session, rows)
         return rows, int(total)
