@@ -1,8 +1,5 @@
-"""The review app: Gradio Blocks with the Queue and Adjudication tabs and the owners' aggregate pages.
-
-Everything sits behind Gradio's login against the reviewer accounts, with failed logins limited per account and
-per address; the MCP server, the API page and uploads stay off. Every handler also checks that its caller's
-account is active and that its role may use the page (a logged-in session can call any handler)."""
+"""The review app: Gradio Blocks with the Queue and Adjudication tabs and the owners' aggregate pages, behind a
+throttled login (docs/security.md); every handler checks its caller too, as a logged-in session can call any."""
 
 from __future__ import annotations
 
@@ -138,14 +135,6 @@ def build_app(engine: Engine, settings: Settings, extra_tabs: Sequence[TabBuilde
     return app
 
 
-def login_throttle(settings: Settings) -> LoginThrottle:
-    """The login rate limit configured in the settings."""
-    s = settings
-    return LoginThrottle(
-        ThrottlePolicy(s.login_account_failures, s.login_address_failures, s.login_window_s, s.login_lockout_s)
-    )
-
-
 def launch_options(
     engine: Engine,
     throttle: LoginThrottle | None = None,
@@ -193,7 +182,9 @@ def serve(
     app = build_app(engine, settings, extra_tabs)
     app.queue(default_concurrency_limit=8)
     origins = OriginPolicy.of(settings.review_allowed_origins)
-    options = launch_options(engine, throttle or login_throttle(settings), origins, clock)
+    s = settings
+    policy = ThrottlePolicy(s.login_account_failures, s.login_address_failures, s.login_window_s, s.login_lockout_s)
+    options = launch_options(engine, throttle or LoginThrottle(policy), origins, clock)
     logger.info("review app on http://%s:%d", host, port)
     app.launch(server_name=host, server_port=port, prevent_thread_lock=True, quiet=True, **options)
     install_in_front(app.server_app, origins)

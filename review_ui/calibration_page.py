@@ -19,7 +19,7 @@ from judgewatch.calibration.report_render import fmt_num
 from judgewatch.stats import ConfusionMatrix
 from judgewatch.storage.calibration import get_alerts
 from judgewatch.storage.db import session_scope
-from review_ui.common import image, message_frame, page_top, require_viewer
+from review_ui.common import image, message_frame, page_controls, require_viewer
 from review_ui.tiers_page import BEFORE_OPENING, MISSING, NOT_COMPUTED, computed_line, read_views
 
 INTRO = """\
@@ -120,7 +120,9 @@ def add_calibration_tab(engine: Engine, *, rubric: str = "answer_quality", label
         return [v.header, v.agreement, picker, matrix, heat, v.reviewers, v.anchors_note, v.anchors, v.alerts]
 
     with gr.Tab(label) as tab:
-        rubric_box, since_box, refresh, header = page_top(INTRO, rubric)
+        gr.Markdown(INTRO)
+        rubric_box, since_box, refresh = page_controls(rubric)
+        header = gr.Markdown("Open this tab or press Refresh to compute.")
         waiting = message_frame(BEFORE_OPENING)
         agreement = gr.Dataframe(waiting, label="Judge-human agreement per tier", interactive=False, wrap=True)
         gr.Markdown("### Confusion matrix (judge rows, human columns)")

@@ -55,14 +55,6 @@ def page_controls(rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button]:
     return rubric_box, since_box, refresh
 
 
-def page_top(intro: str, rubric: str) -> tuple[gr.Textbox, gr.Dropdown, gr.Button, gr.Markdown]:
-    """What the aggregate pages start with: their intro, the rubric box, period dropdown, Refresh, a header."""
-    gr.Markdown(intro)
-    rubric_box, since_box, refresh = page_controls(rubric)
-    header = gr.Markdown("Open this tab or press Refresh to compute.")
-    return rubric_box, since_box, refresh, header
-
-
 def image(png: bytes) -> Image.Image | None:
     """A stored PNG as an image; None for an empty picture (nothing to plot yet)."""
     return Image.open(io.BytesIO(png)) if png else None

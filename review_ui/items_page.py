@@ -1,7 +1,5 @@
-"""The "Items" page: the items behind a number (`workbench.items.ItemFilter`, as `judgewatch export`), filtered and
-paged by the server, and one item opened whole: content, every verdict, labels, adjudication, the same item in
-other releases. Text from the store goes in text boxes and tables, never HTML. `/?item=<interaction id>` opens
-it after login. For owners and adjudicators (each handler checks the caller)."""
+"""The "Items" page: the items behind a number (`workbench.items.ItemFilter`, as `judgewatch export`), paged by the
+server, and one item opened whole (`/?item=<interaction id>`). Text from the store never goes in as HTML."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
-"""Which web origins may call the review app, and the response headers that say so.
-
-Gradio's CORS middleware trusts any origin once the app has a real host name (it echoes `Origin` with
-`Allow-Credentials: true`, and its session cookie is `SameSite=None`), so a page on another site could label as
-the reviewer. Here: `OriginPolicy.refusal` (used by `SessionGuard`) answers 403 to a request from an origin that is
-neither the app's own nor in `review_allowed_origins`, and to a state-changing `Sec-Fetch-Site: cross-site` request
-without one; `same_site_lax` makes the session cookies `SameSite=Lax`; `CorsHeaderFilter`, installed in front of
-Gradio's CORS layer, sends no `Access-Control-Allow-*` header to an origin that is not allowed."""
+"""Which web origins may call the review app, and the response headers that say so (docs/security.md). Needed
+because Gradio's CORS middleware trusts any origin once the app has a real host name (it echoes `Origin` with
+`Allow-Credentials: true`, and its session cookie is `SameSite=None`): a page on another site could label as the
+reviewer."""
 
 from __future__ import annotations
 
@@ -54,8 +50,7 @@ class OriginPolicy:
     @classmethod
     def of(cls, origins: Iterable[str]) -> OriginPolicy:
         normalized = {normalize_origin(o) for o in origins}
-        bad = [o for o in origins if not normalize_origin(o)]
-        if bad:
+        if bad := [o for o in origins if not normalize_origin(o)]:
             raise ValueError(f"review_allowed_origins: not an origin (scheme://host[:port]): {bad[0]!r}")
         return cls(frozenset(normalized))
 

@@ -1,8 +1,5 @@
-"""The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed.
-
-Handlers hold no authority of their own: the review service checks the account and the lease. Judged content
-(turns, question, references, answer) is Markdown with its HTML escaped and images turned to text
-(`untrusted_md`); free text that should read literally (judge reason, names, messages) is escaped completely."""
+"""The "Queue" tab: one leased item at a time, blind, scored from the keyboard, then the judge revealed. The review
+service checks the account and the lease; judged content is shown escaped (`untrusted_md`, `literal`)."""
 
 from __future__ import annotations
 

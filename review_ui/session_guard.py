@@ -1,7 +1,6 @@
-"""HTTP-level guard in front of the Gradio app (an ASGI middleware): it records the caller's address for the login
-throttle (Gradio's `auth` gets name and password only), answers 429 to a login from a locked-out address, ends
-the sessions of a disabled account (checked at most every `recheck_s` seconds per account), and refuses other web
-origins (`review_ui.origins`)."""
+"""ASGI middleware in front of the Gradio app: records the caller's address for the login throttle (Gradio's `auth`
+gets name and password only), answers 429 to a locked-out address, ends a disabled account's sessions, refuses
+other web origins (`review_ui.origins`)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("cli
 
 def end_sessions(request: object, name: str) -> int:
     """Forget every Gradio session token of `name` in the app serving `request`; returns how many."""
-    app = getattr(getattr(request, "request", None), "app", None)
-    return _drop_tokens(app, name)
+    return _drop_tokens(getattr(getattr(request, "request", None), "app", None), name)
 
 
 def _drop_tokens(app: object, name: str) -> int:

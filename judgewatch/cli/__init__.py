@@ -1,9 +1,5 @@
-"""The `judgewatch` command line: one Typer app; each command group lives in its own module.
-
-Command modules import only typer and light judgewatch modules at the top: openai, SQLAlchemy, Prefect, pandas
-and scipy load inside the commands that use them, so `--help` and argument errors answer at once
-(tests/judgewatch/cli/test_cli_imports.py).
-"""
+"""The `judgewatch` command line: one Typer app; each command group lives in its own module, imported only when
+its command runs, so `--help` and argument errors answer at once (tests/judgewatch/cli/test_cli_imports.py)."""
 
 from __future__ import annotations
 
@@ -105,10 +101,6 @@ def readable_metavar(typer_type: str) -> str:
     return _METAVARS.get(label, label.upper())
 
 
-def _no_type(ctx: Any = None) -> None:
-    """An argument's help line shows its name only (PATH, NAME), not its Python type after it."""
-
-
 def _set_metavars(command: Any, ctx: Any) -> None:
     # Typer's own (vendored) click classes: duck-typed, as `typer.main.get_command` builds them.
     for param in command.params:
@@ -118,7 +110,7 @@ def _set_metavars(command: Any, ctx: Any) -> None:
             continue
         if getattr(param, "param_type_name", "") == "argument":
             param.metavar = (param.name or "value").upper()  # its name says what to type: PATH, NAME
-            param.display_type_rich = _no_type  # typer calls it as display_type_rich(ctx=ctx)
+            param.display_type_rich = lambda **_: None  # no Python type after the name (typer passes ctx=ctx)
         else:
             param.metavar = readable_metavar(param.display_type(ctx))
     for name, sub in getattr(command, "commands", {}).items():

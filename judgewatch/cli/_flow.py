@@ -1,8 +1,5 @@
-"""Running one Prefect flow from a command, in this process: quiet Prefect, a dict result, a one-line failure.
-
-Anything the flow raises is exit 2 with one line on stderr (never a traceback, never an ambiguous exit code);
-the result is printed as JSON with `--json`, else by the command's own printer.
-"""
+"""Running one Prefect flow from a command, in this process: quiet Prefect, a dict result, and anything the flow
+raises as exit 2 with one line on stderr (never a traceback, never an ambiguous exit code)."""
 
 from __future__ import annotations
 
@@ -40,9 +37,8 @@ def flow_result(run: Coroutine[Any, Any, Any], *, flow: str, result: str) -> dic
 
 
 def run_or_exit(run: Callable[[], dict[str, Any]], *, what: str, failure: Callable[[Exception], str]) -> dict[str, Any]:
-    """`run()`'s result; when it raises, `failure(exc)` on stderr and exit 2 (the traceback only in debug logs).
-
-    The settings are read first: an unreadable one is the entry point's one-line error before any flow starts."""
+    """`run()`'s result; when it raises, `failure(exc)` on stderr and exit 2 (the traceback only in debug logs). The
+    settings are read first: an unreadable one is the entry point's one-line error before any flow starts."""
     from judgewatch.settings import get_settings
 
     get_settings()

@@ -1,9 +1,6 @@
 """Opening the store from a command: migrate it, and say in one line (not a traceback) why it cannot be opened.
-
-Every message about what a command found (or did not) names the store it read (`store_label`): against a
-stack, a shell that has not sourced the stack's env file reads the default SQLite file, and an empty result
-must say so rather than look like an empty stack.
-"""
+Messages name the store they read (`store_label`): a shell without the stack's env file reads the default SQLite
+file, and an empty result must say so rather than look like an empty stack."""
 
 from __future__ import annotations
 

@@ -62,9 +62,7 @@ def demo(
     where = parsed.database if parsed.get_backend_name() == "sqlite" else parsed.render_as_string(hide_password=True)
     typer.echo(f"\ndatabase: {where}")
     typer.echo(f"reports:  {settings.data_dir / 'reports'}")
-    left = _open_review_items(engine)
-    for line in closing_hint(left, settings.review_share):
-        typer.echo(line)
+    typer.echo("\n".join(closing_hint(_open_review_items(engine), settings.review_share)))
     raise typer.Exit(0 if all(o.as_expected for o in outcomes) else 1)
 
 

@@ -1,12 +1,5 @@
-"""`judgewatch demo`: the post-release gate's three outcomes on the embedded defaults, then the vLLM judge measured.
-
-Two tiers (full, quantized) answer the shipped golden sets with RECORDED answers built from the real data (no model
-generates them): r1 known-good everywhere (passes, becomes the baseline), r2 a few swapped for another correct answer
-(passes), r3 a share of the quantized tier's answers known-bad (regresses), r4 a quantized endpoint that is down
-(cannot evaluate). The offline reference judge, measured first on the mini sets, grades them. Then labels derived
-from the golden sets' annotations, the SmolLM2 vLLM judge measured (the gate refuses to rest on it), and the
-calibration flow's Tiers page snapshots.
-"""
+"""`judgewatch demo`'s steps: the post-release gate's outcomes on recorded answers built from the golden sets, then
+the vLLM judge measured, labels from annotations and the calibration flow (README, "What the demo shows")."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`judgewatch judge --rubric NAME --input items.jsonl --output verdicts.jsonl [--judge URL|reference]`.
-
-Every input row yields one output row or one quarantined row (stored, and listed with its line number);
-every verdict is stored too. Exit 0 when the run completed, even with unscored or quarantined rows; exit 2
-with a one-line message when it could not run (unreadable input, unknown rubric, no judge reachable); exit 3
-when it ran degraded: more than `run_degraded_share` of the verdicts are not the configured judge's (a fallback
-judge made them, or the endpoint failed), said in the summary's first line.
-Running the same input, rubric and judge again resumes: rows with a stored verdict are not sent again.
-"""
+"""`judgewatch judge`: every input row yields a verdict (written and stored) or a quarantined row; a second run of
+the same input, rubric and judge resumes. Exit codes: the README's table (docs/judging.md: degraded, too few)."""
 
 from __future__ import annotations
 
@@ -31,7 +24,6 @@ if TYPE_CHECKING:
     from judgewatch.contract.items import JudgeItem
     from judgewatch.contract.rubric import Rubric
     from judgewatch.contract.verdicts import Verdict
-    from judgewatch.judging.input_rows import JudgeInput
     from judgewatch.judging.pipeline import JudgingSummary
     from judgewatch.judging.run import JudgingRun
     from judgewatch.settings import Settings
@@ -69,77 +61,62 @@ def judge(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _judge(rubric, input, output, judge, model, concurrency, database_url, fallback_reference, resume, collecting)
+        from judgewatch.cli._output import output_lock
+        from judgewatch.contract.rubric import RubricError, load_rubric
+        from judgewatch.judging.costs import run_cost
+        from judgewatch.redact import mask_urls_in
+        from judgewatch.settings import get_settings
+
+        settings = get_settings()
+        repairs: list[str] = []  # rows changed to be storable (NUL removed), by line
+        try:
+            _check_paths(input, output)
+            if judge is not None:
+                _check_spec(judge)
+            rubric_obj = load_rubric(rubric, settings.rubrics_dir)
+            _check_rubric(rubric_obj, settings.data_dir / "rubric-checks")
+            identity = _content_hash(input)
+            engine = open_store(database_url or settings.effective_database_url)
+            try:
+                with output_lock(output):  # one run at a time writes this output
+                    summary, quarantined, run = asyncio.run(
+                        _run(
+                            rubric_obj,
+                            input,
+                            output,
+                            engine,
+                            identity,
+                            settings=settings,
+                            spec=judge,
+                            model=model,
+                            concurrency=concurrency,
+                            fallback_reference=fallback_reference,
+                            repairs=repairs,
+                            resume=resume,
+                            collecting=collecting,
+                        )
+                    )
+                cost = run_cost(engine, run.run_id, settings) if run.run_id else None
+            finally:
+                engine.dispose()
+        except (CannotRun, RubricError) as exc:
+            typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
+            raise typer.Exit(2) from None
+        _print_summary(summary, quarantined, input, output, run)
+        if cost is not None:
+            typer.echo(f"judge cost: {cost}")
+        for repair in repairs[:QUARANTINE_LINES_SHOWN]:
+            typer.echo(f"  repaired {repair}")
+        if len(repairs) > QUARANTINE_LINES_SHOWN:
+            typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
+        if run.degraded:
+            raise typer.Exit(EXIT_DEGRADED)
+        if too_few := _too_few_judged(summary, len(quarantined), run.reused, settings.run_min_judged_share):
+            typer.echo(f"error: {too_few}", err=True)
+            raise typer.Exit(EXIT_TOO_FEW_JUDGED)
     finally:
         if collecting:
             gc.enable()
-
-
-def _judge(
-    rubric: str,
-    input: Path,
-    output: Path,
-    judge: str | None,
-    model: str | None,
-    concurrency: int | None,
-    database_url: str | None,
-    fallback_reference: bool,
-    resume: bool,
-    collecting: bool,
-) -> None:
-    from judgewatch.cli._output import output_lock
-    from judgewatch.contract.rubric import RubricError, load_rubric
-    from judgewatch.judging.costs import run_cost
-    from judgewatch.redact import mask_urls_in
-    from judgewatch.settings import get_settings
-
-    settings = get_settings()
-    repairs: list[str] = []  # rows changed to be storable (NUL removed), by line
-    try:
-        _check_paths(input, output)
-        if judge is not None:
-            _check_spec(judge)
-        rubric_obj = load_rubric(rubric, settings.rubrics_dir)
-        _check_rubric(rubric_obj, settings.data_dir / "rubric-checks")
-        identity = _content_hash(input)
-        engine = open_store(database_url or settings.effective_database_url)
-        try:
-            with output_lock(output):  # one run at a time writes this output
-                summary, quarantined, run = asyncio.run(
-                    _run(
-                        rubric_obj,
-                        input,
-                        output,
-                        engine,
-                        identity,
-                        settings=settings,
-                        spec=judge,
-                        model=model,
-                        concurrency=concurrency,
-                        fallback_reference=fallback_reference,
-                        repairs=repairs,
-                        resume=resume,
-                        collecting=collecting,
-                    )
-                )
-            cost = run_cost(engine, run.run_id, settings) if run.run_id else None
-        finally:
-            engine.dispose()
-    except (CannotRun, RubricError) as exc:
-        typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
-        raise typer.Exit(2) from None
-    _print_summary(summary, quarantined, input, output, run)
-    if cost is not None:
-        typer.echo(f"judge cost: {cost}")
-    for repair in repairs[:QUARANTINE_LINES_SHOWN]:
-        typer.echo(f"  repaired {repair}")
-    if len(repairs) > QUARANTINE_LINES_SHOWN:
-        typer.echo(f"  ... and {len(repairs) - QUARANTINE_LINES_SHOWN} more repaired rows")
-    if run.degraded:
-        raise typer.Exit(EXIT_DEGRADED)
-    if too_few := _too_few_judged(summary, len(quarantined), run.reused, settings.run_min_judged_share):
-        typer.echo(f"error: {too_few}", err=True)
-        raise typer.Exit(EXIT_TOO_FEW_JUDGED)
 
 
 def _check_rubric(rubric: Rubric, cache_dir: Path) -> None:
@@ -147,8 +124,7 @@ def _check_rubric(rubric: Rubric, cache_dir: Path) -> None:
     rubric that passed is not checked again until it or the checker changes)."""
     from judgewatch.contract.rubric_check import check_rubric_cached
 
-    problems = check_rubric_cached(rubric, cache_dir)
-    if problems:
+    if problems := check_rubric_cached(rubric, cache_dir):
         more = f" (and {len(problems) - 1} more: run `judgewatch rubric check`)" if len(problems) > 1 else ""
         raise CannotRun(f"the rubric fails its check: {problems[0]}{more}")
 
@@ -247,8 +223,18 @@ async def _run(
     resume: bool,
     collecting: bool,
 ) -> tuple[JudgingSummary, list[QuarantineRecord], JudgingRun]:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from judges.factory import describe
+    from judgewatch.cli._output import partial_output
     from judgewatch.contract.raw_rows import InputFileError
-    from judgewatch.judging.input_rows import read_judge_input
+    from judgewatch.judging.input_rows import input_source, read_judge_input
+    from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT
+    from judgewatch.judging.run import JudgingRun
+    from judgewatch.redact import mask_urls_in
+    from judgewatch.storage.db import session_scope
+    from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
+    from judgewatch.storage.run_states import RunKind
 
     try:
         reader = read_judge_input(input_path, max_field_bytes=settings.max_field_bytes)
@@ -257,49 +243,6 @@ async def _run(
     except OSError as exc:
         raise CannotRun(f"cannot read input file {input_path}: {exc.strerror or exc}") from exc
     judge_obj, configured = await _connect(spec, settings, model, concurrency, fallback_reference, rubric, engine)
-    # The modules are loaded: frozen while the items are judged, they are not walked again by every full
-    # collection (0.19 s of CPU on 1,000 items, bench/README.md); given back to the collector after.
-    gc.freeze()
-    if collecting:  # as it was before the start-up
-        gc.enable()
-    try:
-        return await _judge_input(
-            rubric, input_path, output, engine, identity, reader, judge_obj, configured,
-            spec=spec, model=model, concurrency=concurrency, settings=settings, repairs=repairs, resume=resume,
-        )  # fmt: skip
-    finally:
-        gc.unfreeze()
-
-
-async def _judge_input(
-    rubric: Rubric,
-    input_path: Path,
-    output: Path,
-    engine: Engine,
-    identity: str,
-    reader: JudgeInput,
-    judge_obj: Judge,
-    configured: Judge,
-    *,
-    spec: str | None,
-    model: str | None,
-    concurrency: int | None,
-    settings: Settings,
-    repairs: list[str],
-    resume: bool,
-) -> tuple[JudgingSummary, list[QuarantineRecord], JudgingRun]:
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from judges.factory import describe
-    from judgewatch.cli._output import partial_output
-    from judgewatch.judging.input_rows import input_source
-    from judgewatch.judging.pipeline import DEFAULT_MAX_IN_FLIGHT
-    from judgewatch.judging.run import JudgingRun
-    from judgewatch.redact import mask_urls_in
-    from judgewatch.storage.db import session_scope
-    from judgewatch.storage.quarantine import QuarantineRecord, quarantine_rows
-    from judgewatch.storage.run_states import RunKind
-
     quarantined: list[QuarantineRecord] = []
 
     def items() -> Iterator[JudgeItem]:
@@ -326,6 +269,11 @@ async def _judge_input(
         configured=configured,
     )
     run.extra["configured_judge"] = describe(configured)
+    # The modules are loaded: frozen while the items are judged, they are not walked again by every full
+    # collection (0.19 s of CPU on 1,000 items, bench/README.md); given back to the collector after.
+    gc.freeze()
+    if collecting:  # as it was before the start-up
+        gc.enable()
     try:
         with run:
             with partial_output(output) as out:
@@ -349,6 +297,7 @@ async def _judge_input(
     except SQLAlchemyError as exc:
         raise CannotRun(f"storing verdicts failed: {str(exc).splitlines()[0]}") from exc
     finally:
+        gc.unfreeze()
         await judge_obj.aclose()
     repairs.extend(reader.repairs)
     return result.summary, quarantined, run

@@ -1,8 +1,5 @@
-"""`judgewatch judges validate|list|limit|align|unalign`: measure a judge, the leaderboard of judges, a judge's shared
-budget, a judge aligned with its reviewers' labels (docs/judges.md, "Aligned with its reviewers").
-
-`validate` exits 0 when every judge measured is trustworthy (or the evidence is inconclusive or not probed, with a
-warning that says so), 1 when one is measured untrustworthy, 2 when nothing could be measured.
+"""`judgewatch judges validate|list|limit|align|unalign` (docs/judges.md). `validate` exits 0 when every judge
+measured is trustworthy (or, with a warning, inconclusive or not probed), 1 when one is not, 2 when none was measured.
 """
 
 from __future__ import annotations
@@ -49,15 +46,13 @@ def _print_report(report: ValidationReport, policy: TrustPolicy) -> None:
             if name in reference and record.judge_kind != "reference":
                 line += f"  | reference judge AUROC {fmt(reference[name].get('auroc'))}"
             typer.echo(line)
-            weighted = fig.get("expected")
-            if weighted:
+            if weighted := fig.get("expected"):
                 typer.echo(
                     f"  {'':<13} AUROC {fmt(weighted.get('auroc'))} [{fmt(weighted.get('low'))}, "
                     f"{fmt(weighted.get('high'))}] probability-weighted  gap {fmt(weighted.get('gap'), '+.2f')}  "
                     f"without a float {fmt(weighted.get('unscored_rate'), '.0%')}"
                 )
-        reasons = record.figures.get("unscored_reasons") or {}
-        if reasons:
+        if reasons := record.figures.get("unscored_reasons"):
             typer.echo("  unscored: " + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())))
         window = record.figures.get("context_window") or {}
         if window.get("items_trimmed") or window.get("answers_too_long"):
@@ -173,8 +168,7 @@ def list_cmd(
         return
     headers, cells = table(rows)
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
-    typer.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
-    for row in cells:
+    for row in [headers, *cells]:
         typer.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 

@@ -1,14 +1,10 @@
-"""`judgewatch regress ...` (the post-release gate) and `judgewatch baseline accept|list`.
-
-`regress` runs the `post-release-regression` flow in this process (Prefect ephemeral mode unless
-PREFECT_API_URL points at a server) and exits 0 (pass), 1 (regression) or 2 (could not evaluate, including a
-judge that is untrustworthy or could not be measured). Anything unexpected is exit 2 with a one-line message: the
-gate never passes silently. With `--accept-unvalidated-judge` the last line printed says the judge was accepted.
-"""
+"""`judgewatch regress ...` (the post-release gate, run in this process) and `judgewatch baseline accept|list`.
+Exit 0 pass, 1 regression, 2 could not evaluate: anything unexpected is exit 2 with one line, never a silent pass."""
 
 from __future__ import annotations
 
 import getpass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -42,9 +38,8 @@ def run_regression(**params: Any) -> dict[str, Any]:
 
 
 def write_ci_files(report: RegressionReport, *, junit: str | None, summary_md: str | None) -> dict[str, str]:
-    """The decision as JUnit XML and as a pull-request comment's Markdown, where asked; {kind: path} written.
-
-    The flow writes them beside its report; the command again when the flow raised (exit 2)."""
+    """The decision as JUnit XML and as a pull-request comment's Markdown, where asked; {kind: path} written. The
+    flow writes them beside its report; the command again when the flow raised (exit 2)."""
     from judgewatch.cli._output import partial_output
     from judgewatch.regression.junit import render_junit
     from judgewatch.regression.pr_summary import render_summary
@@ -155,10 +150,8 @@ def regress(
             **options, **files,
         )  # fmt: skip
 
-    def failure(exc: Exception) -> str:
-        return _could_not_evaluate(exc, release, margin, ci_files)
-
     # the gate must fail loudly, never crash into an ambiguous exit code
+    failure = partial(_could_not_evaluate, release=release, margin=margin, ci_files=ci_files)
     result = run_or_exit(gate, what="regression flow", failure=failure)
     echo_result(result, json_output=json_output, show=print_result)
     if json_output and result.get("accepted_unvalidated"):  # stdout stays one JSON document; the log says it last
@@ -213,8 +206,7 @@ def list_releases(
         typer.echo(f"no releases stored in {store_label(database_url)} yet: run `judgewatch regress` first")
         return
     typer.echo(f"  {'release':<16} {'tier':<12} {'baseline':<38} {'last gate':<28} answers")
-    for line in lines:
-        typer.echo(line)
+    typer.echo("\n".join(lines))
 
 
 def standalone_app() -> typer.Typer:

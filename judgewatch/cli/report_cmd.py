@@ -1,10 +1,5 @@
-"""`judgewatch report tiers [--since 7d] [--format md|html|json] [--output PATH]` and `judgewatch calibrate`.
-
-`report tiers` writes the model owners' tier comparison (Markdown with PNG plots beside it, one self-contained
-HTML file, or JSON) from the snapshot the calibration flow stored, computing from the store only when there is
-none (and saying so), and prints the paths. `calibrate` runs the daily `calibration` flow once, in
-Prefect's ephemeral mode. Both exit 2 with a one-line message when they cannot run.
-"""
+"""`judgewatch report tiers` (the model owners' tier comparison, from the calibration flow's snapshot, computed from
+the store only when there is none) and `judgewatch calibrate` (the daily flow, once); exit 2 when they cannot run."""
 
 from __future__ import annotations
 

@@ -23,12 +23,9 @@ def check(path: Path | None = typer.Argument(None, help="A rubric YAML file or a
     results = check_rubrics(target)
     if not results:
         fail(f"no rubric files (*.yaml) in {target}")
-    failed = False
     for file, problems in results.items():
-        if problems:
-            failed = True
-            for problem in problems:
-                typer.echo(f"error: {problem}", err=True)
-        else:
+        for problem in problems:
+            typer.echo(f"error: {problem}", err=True)
+        if not problems:
             typer.echo(f"ok: {file}")
-    raise typer.Exit(1 if failed else 0)
+    raise typer.Exit(1 if any(results.values()) else 0)

@@ -1,9 +1,5 @@
-"""`judgewatch runs list`: the judging runs recorded in the store, newest first, with their status and counts.
-
-Listing first marks `abandoned` the running runs whose heartbeat is older than `run_expiry_s` (their process
-is gone), so a killed run never shows as running forever. A run `paused` at the daily judge spend cap says why
-and until when on the line below it (its picks are stored and judged by the next UTC day's runs).
-"""
+"""`judgewatch runs list`: the judging runs recorded in the store, newest first, with their status and counts (stale
+running runs are marked `abandoned` first, docs/judging.md; a `paused` run says why and until when)."""
 
 from __future__ import annotations
 

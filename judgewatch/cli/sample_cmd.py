@@ -1,12 +1,5 @@
-"""`judgewatch sample --source CONFIG [--since ...] [--dry-run]`: one run of the traffic-sampling flow, now.
-
-Runs the `traffic-sampling` flow in this process (Prefect ephemeral mode unless PREFECT_API_URL points at a
-server; a dry run skips Prefect: it stores nothing) and prints what it read, picked, quarantined, judged and
-routed. With `--partitions N` and a server, each partition is a flow run of the `sample-partition` deployment that
-the pool's workers take; without one, the partitions run here one after another. Exit 0 when the run completed,
-2 with a one-line message when it could not run or a partition did not complete (bad config, the source
-held by another run, database or judge failure).
-"""
+"""`judgewatch sample`: one run of the traffic-sampling flow, now, in this process (docs/sampling.md); prints what
+it read, picked, quarantined, judged and routed; exit 2 with a one-line message when it could not run."""
 
 from __future__ import annotations
 
@@ -45,8 +38,7 @@ def _counts(counts: dict[str, int]) -> str:
 
 
 def _watermark(mark: dict[str, Any]) -> str:
-    files = mark.get("files") or {}
-    if files:
+    if files := mark.get("files"):
         return "; ".join(f"{path} up to row {m['rows']}" for path, m in files.items())
     if mark.get("last_id") is not None:
         return f"up to id {mark['last_id']}" + (f" at {mark['last_order']}" if mark.get("last_order") else "")
@@ -138,42 +130,17 @@ def sample(
     json_output: Annotated[bool, typer.Option("--json", help="Print the report as JSON")] = False,
 ) -> None:
     """Sample a traffic source once: read what is new, pick, store, judge, route to review; print the counts."""
-
-    def sampled() -> dict[str, Any]:
-        return run_sampling(
-            source=str(source),
-            since=since,
-            dry_run=dry_run,
-            judge=judge,
-            rubric=rubric,
-            review_share=review_share,
-            unscored_share=unscored_share,
-            borderline_share=borderline_share,
-            batch_size=batch_size,
-            database_url=database_url,
-            partitions=partitions,
-        )
-
+    params = {name: value for name, value in locals().items() if name != "json_output"} | {"source": str(source)}
     # one line, not a traceback: config errors, a busy source, a dead database
-    report = run_or_exit(sampled, what="sampling", failure=lambda exc: f"error: {exc}")
-    echo_result(report, json_output=json_output, show=_echo_report)
-
-
-def _echo_report(report: dict[str, Any]) -> None:
-    for line in report_lines(report):
-        typer.echo(line)
+    report = run_or_exit(lambda: run_sampling(**params), what="sampling", failure=lambda exc: f"error: {exc}")
+    echo_result(report, json_output=json_output, show=lambda r: typer.echo("\n".join(report_lines(r))))
 
 
 def standalone_app() -> typer.Typer:
-    """`sample` alone (for `python -m judgewatch.cli.sample_cmd` and tests)."""
-    app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False)
-    app.callback()(_standalone)  # a callback keeps `sample` a subcommand, as in the real app
-    app.command("sample")(sample)
-    return app
+    """`sample` alone, as the real app registers it (for `python -m judgewatch.cli.sample_cmd` and tests)."""
+    from judgewatch.cli import app_for
 
-
-def _standalone() -> None:
-    """judgewatch's `sample` command on its own."""
+    return app_for("sample")
 
 
 if __name__ == "__main__":

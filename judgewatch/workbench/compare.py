@@ -1,7 +1,5 @@
-"""`judgewatch compare A B`: two releases, or two tiers of one release (`RELEASE` or `RELEASE/TIER`), on the items
-both answered, under one judge series and rubric (the one with the most pairs unless named). Per criterion the mean
-of B - A with the gate's paired bootstrap interval; unscored pairs listed apart with their reasons; items listed
-regressions first, each answer pair with the words that differ marked (`[-only in A-]`, `{+only in B+}`)."""
+"""`judgewatch compare A B`: two releases, or two tiers of one release, on the items both answered under one judge
+series and rubric: per criterion the mean of B - A with the gate's paired bootstrap interval, regressions first."""
 
 from __future__ import annotations
 
@@ -156,10 +154,8 @@ def _key(row: ItemRow, with_tier: bool) -> str:
 
 
 def _side_rows(session: Session, side: Side, rubric: str, series: str | None) -> list[ItemRow]:
-    rows, _ = find_items(
-        session, ItemFilter(release=side.release, tier=side.tier, rubric=rubric, judge_series=series), limit=None
-    )
-    return rows
+    filt = ItemFilter(release=side.release, tier=side.tier, rubric=rubric, judge_series=series)
+    return find_items(session, filt, limit=None)[0]
 
 
 def compare(
@@ -198,19 +194,16 @@ def compare(
         }
         ia, ib = ra.interaction, rb.interaction
         pairs.append(PairRow(key, ia.question, ia.answer, ib.answer, sa, sb, delta, unscored, ia.id, ib.id))
-    criteria_names = sorted({c for p in pairs for c in (*p.scores_a, *p.scores_b)})
     criteria: list[CriterionDelta] = []
-    for name in criteria_names:
+    for name in sorted({c for p in pairs for c in (*p.scores_a, *p.scores_b)}):
         scored = [p for p in pairs if name in p.delta]
         xa = [float(p.scores_a[name]) for p in scored]  # type: ignore[arg-type]
         xb = [float(p.scores_b[name]) for p in scored]  # type: ignore[arg-type]
         diff = paired_mean_diff(xb, xa)
-        mean_a, mean_b = (sum(xa) / len(xa), sum(xb) / len(xb)) if xa else (math.nan, math.nan)
+        means = (sum(xa) / len(xa), sum(xb) / len(xb)) if xa else (math.nan, math.nan)
         unscored_pairs = len(pairs) - len(scored)
         criteria.append(
-            CriterionDelta(
-                name, len(scored), mean_a, mean_b, diff.estimate, diff.low, diff.high, diff.method, unscored_pairs
-            )
+            CriterionDelta(name, len(scored), *means, diff.estimate, diff.low, diff.high, diff.method, unscored_pairs)
         )
     scored_pairs = [p for p in pairs if not p.unscored]
     regressions = sorted((p for p in scored_pairs if any(d < 0 for d in p.delta.values())), key=_order)

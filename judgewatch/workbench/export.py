@@ -1,7 +1,6 @@
 """`judgewatch export`: current verdicts with their interactions, labels and adjudications, as Parquet, JSONL or a
-`datasets` Dataset saved to disk. Columns are flat and typed alike in every format (nested values are JSON text);
-what the rows rest on (rubric versions, judge configurations, label provenance, the filter) is the export's
-metadata: in the Parquet schema, the Dataset's description, or `<output>.meta.json` beside a JSONL file."""
+`datasets` Dataset saved to disk; flat columns typed alike in every format (nested values are JSON text). What the
+rows rest on is the metadata: in the Parquet schema, the Dataset's description, or `<output>.meta.json`."""
 
 from __future__ import annotations
 
@@ -115,9 +114,7 @@ def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], d
 
 
 def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
-    provenance: Counter[str] = Counter()
-    for r in rows:
-        provenance.update(label["via"] for label in json.loads(r["labels"]))
+    provenance = Counter(label["via"] for r in rows for label in json.loads(r["labels"]))
     return {
         "format": "judgewatch-export/1",
         "rows": len(rows),
@@ -142,9 +139,7 @@ def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: ExportFo
     """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt is ExportFormat.jsonl:
-        with output.open("w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         side = output.with_name(output.name + ".meta.json")
         side.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return [output, side]

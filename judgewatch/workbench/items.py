@@ -78,9 +78,7 @@ def scores_text(scores: dict[str, Any]) -> str:
 
 def dataset_of(source: str) -> str | None:
     """The golden set of a regression interaction (`release:<release>/<tier>/<dataset>`), else None."""
-    if not source.startswith("release:"):
-        return None
-    return source.rsplit("/", 1)[-1]
+    return source.rsplit("/", 1)[-1] if source.startswith("release:") else None
 
 
 def _where(filt: ItemFilter) -> list[Any]:
@@ -95,13 +93,7 @@ def _where(filt: ItemFilter) -> list[Any]:
         conditions.append(v.judge_config_hash.like(f"{filt.judge_series}%"))
     if filt.text:
         needle = f"%{filt.text.lower()}%"
-        conditions.append(
-            or_(
-                func.lower(i.question).like(needle),
-                func.lower(i.answer).like(needle),
-                func.lower(v.reason).like(needle),
-            )
-        )
+        conditions.append(or_(*(func.lower(column).like(needle) for column in (i.question, i.answer, v.reason))))
     if filt.criterion is not None or filt.score_min is not None or filt.score_max is not None:
         c = table(CriterionScore).c
         score = [c.verdict_id == v.id, c.score.is_not(None)]
@@ -175,16 +167,13 @@ def find_items(
     reading on until `limit` rows of that status are found."""
     if filt.label_status is None:
         total = session.execute(select(func.count()).select_from(_query(filt).order_by(None).subquery())).scalar_one()
-        query = _query(filt).offset(offset)
-        if limit is not None:
-            query = query.limit(limit)
+        query = _query(filt).offset(offset).limit(limit)  # limit None: no LIMIT
         rows = [ItemRow(interaction=ia, verdict=vd) for ia, vd in session.execute(query)]
         _attach_labels(session, rows)
         return rows, int(total)
-    matched: list[ItemRow] = []
-    skipped = 0
+    matched: list[ItemRow] = []  # every row of the status read so far, the first `offset` included
     batch, start = 500, 0
-    while limit is None or len(matched) < limit:
+    while limit is None or len(matched) < offset + limit:
         page = [
             ItemRow(interaction=ia, verdict=vd) for ia, vd in session.execute(_query(filt).offset(start).limit(batch))
         ]
@@ -192,16 +181,8 @@ def find_items(
             break
         start += batch
         _attach_labels(session, page)
-        for row in page:
-            if row.status != filt.label_status:
-                continue
-            if skipped < offset:
-                skipped += 1
-                continue
-            matched.append(row)
-            if limit is not None and len(matched) >= limit:
-                break
-    return matched, None
+        matched += [row for row in page if row.status == filt.label_status]
+    return matched[offset:] if limit is None else matched[offset : offset + limit], None
 
 
 @dataclass
@@ -237,20 +218,14 @@ def item_detail(session: Session, interaction_id: str) -> ItemDetail | None:
     adjudicated = next((row for row in rows if row.final_scores), None)
     dataset = dataset_of(interaction.source)
     same = i.source.like(f"release:%/{dataset}") if dataset else i.source == interaction.source
-    history: list[tuple[Interaction, VerdictRecord | None]] = []
     rubric = current[0].rubric_name if current else None
     others = session.scalars(
         select(Interaction)
         .where(same, i.source_id == interaction.source_id, i.id != interaction.id)
         .order_by(i.created_at, i.tier)
     )
-    for other in others:
-        verdict = session.scalars(
-            select(VerdictRecord).where(
-                v.interaction_id == other.id, v.superseded_by.is_(None), v.rubric_name == rubric
-            )
-        ).first()
-        history.append((other, verdict))
+    current_of = select(VerdictRecord).where(v.superseded_by.is_(None), v.rubric_name == rubric)
+    history = [(other, session.scalars(current_of.where(v.interaction_id == other.id)).first()) for other in others]
     return ItemDetail(
         interaction=interaction,
         verdicts=verdicts,

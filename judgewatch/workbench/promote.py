@@ -1,9 +1,5 @@
-"""`judgewatch dataset promote`: reviewed traffic items become a versioned golden set the gate can use at once.
-
-An item qualifies when people settled its scores (an adjudicator's, or two or more agreeing labels of people).
-Its answer is known-good when the settled score of `--criterion` is at least `good_at`, known-bad at most `bad_at`.
-Every text is scrubbed for PII again; the set's folder holds `data.jsonl` and a `README.md` card, and promoting
-more items writes the next minor version with the union."""
+"""`judgewatch dataset promote`: reviewed traffic items whose scores people settled become a versioned golden set the
+gate can use at once (PII scrubbed again); promoting more items writes the next minor version with the union."""
 
 from __future__ import annotations
 
@@ -179,12 +175,11 @@ def promote(
         return PromoteResult(name, folder, None, 0, already, dict(skipped))
     version = _next_version(card)
     all_rows = existing + [new[k] for k in sorted(new)]
-    languages = sorted({r["language"] for r in all_rows})
     card = {
         "name": name,
         "pretty_name": f"{name} (promoted from reviewed traffic)",
         "version": version,
-        "language": languages,
+        "language": sorted({r["language"] for r in all_rows}),
         "license": ["internal traffic"],
         "source": {"kind": "judgewatch dataset promote", "criterion": criterion, "good_at": good_at, "bad_at": bad_at},
         "size": len(all_rows),
