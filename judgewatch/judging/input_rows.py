@@ -88,11 +88,8 @@ def _describe(value: Any) -> str:
 
 
 class JudgeInput:
-    """The rows of one input file, in order: iterate for items and quarantine records.
-
-    `repairs` lists, after (or during) iteration, each row that was changed to be storable, as a message
-    naming its line and field (`line 4: field 'answer': removed 1 NUL character(s)`).
-    """
+    """The rows of one input file, in order: items and quarantine records. `repairs` lists, once read, each row
+    changed to be storable, naming its line and field (`line 4: field 'answer': removed 1 NUL character(s)`)."""
 
     def __init__(self, path: Path, handle: IO[bytes], max_field_bytes: int) -> None:
         self.repairs: list[str] = []
@@ -103,11 +100,8 @@ class JudgeInput:
 
 
 def read_judge_input(path: Path | str, *, max_field_bytes: int | None = None) -> JudgeInput:
-    """Items and quarantine records, in file order.
-
-    Raises OSError now if the file cannot be opened, and InputFileError now if the whole file is unusable
-    (empty, UTF-16, CR-only line endings): one message instead of one per line.
-    """
+    """Items and quarantine records, in file order. Raises OSError or InputFileError (a whole file unusable: empty,
+    UTF-16, CR-only line endings) now: one message instead of one per line."""
     path = Path(path)
     sniff_jsonl_file(path)
     handle = path.open("rb")

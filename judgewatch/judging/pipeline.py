@@ -1,13 +1,8 @@
 """Judge many items: every item scheduled on the judge, exactly one verdict each, verdicts stored in batches.
 
-The judge bounds its own concurrency; this pipeline only keeps enough calls in flight to saturate it (a fixed
-pool of workers pulling from the item iterator, so 100k items never become 100k coroutines) and hands full
-batches to one writer task that stores them in a worker thread, so the event loop never waits on the
-database. Per item the overhead is one await and a few dict operations: no database round trip, no session.
-
-Every item is keyed by the interaction its verdict belongs to (`judge_keyed`); `judge_items` is the shorthand
-for new items of one source, whose interaction ids follow from (source, item id) and which are stored too.
-A run record, skipping what is already judged and the run's counts belong to `judgewatch.judging.run`.
+The judge bounds its own concurrency; a fixed pool of workers pulls from the item iterator (100k items never
+become 100k coroutines) and one writer task stores full batches in a worker thread, so the event loop never waits
+on the database. The run record, skipping what is judged already and the counts belong to `judgewatch.judging.run`.
 """
 
 from __future__ import annotations
@@ -210,10 +205,7 @@ async def judge_items(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     collect: bool = True,
 ) -> JudgingResult:
-    """Judge new items of `source`; store them as interactions with their verdicts when `engine` is given.
-
-    See `judge_keyed`; `on_verdict` and the returned list see the verdicts in input order.
-    """
+    """Judge new items of `source` (`judge_keyed`), stored as interactions with their verdicts given an `engine`."""
     keyed = ((interaction_id(source, item.id), item) for item in items)
     return await judge_keyed(
         keyed,
