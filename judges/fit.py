@@ -1,9 +1,7 @@
-"""Fit one item's prompt to the judge's context window instead of losing its verdict.
+"""Fit one item's prompt to the judge's context window instead of losing its verdict (the order: docs/judging.md).
 
-A conversation loses its oldest turns first; rubric, question, tool use and answer are kept whole (else `too_long`,
-nothing sent). The rest of the window takes the reference material, the reference answer first, then the passages
-most relevant to the answer (`judges._text.share`), whole, then their best sentences; the final prompt is counted
-exactly and trimmed from the least relevant end until it fits.
+Passage relevance is `judges._text.share` with the answer; the final prompt is counted exactly and trimmed from the
+least relevant end until it fits.
 """
 
 from __future__ import annotations

@@ -128,11 +128,8 @@ _Judged = tuple[str, JudgeItem, Verdict]  # (interaction id, item, verdict)
 
 
 class _BatchWriter:
-    """Collects judged items; one task stores full batches in a thread, in order, with backpressure.
-
-    With `new_source`, the items are new interactions of that source and are stored with their verdicts;
-    without, their interactions are in the store already and only the verdicts are written.
-    """
+    """Collects judged items; one task stores full batches in a thread, in order, with backpressure. With
+    `new_source` the items are stored as new interactions too; without, only their verdicts are written."""
 
     def __init__(
         self, engine: Engine, *, new_source: str | None, run_id: str | None, batch_size: int, on_stored: OnStored | None
