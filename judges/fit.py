@@ -109,10 +109,6 @@ def passages(item: JudgeItem, relevance: Callable[[str], float]) -> list[Passage
     return found
 
 
-def without_references(item: JudgeItem) -> JudgeItem:
-    return item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
-
-
 def earlier_turns(item: JudgeItem) -> int:
     """How many turns come before the question: what the fitter may drop, oldest first (0 for a question)."""
     return len(conversation_parts(item.messages).earlier) if item.is_conversation else 0
@@ -225,7 +221,8 @@ async def _fit_item(
         sent = await counter.messages(shorter)
         return Fitted(shorter, _prompt_trim(window, full_tokens, sent, turns_given, dropped, references, references))
     item = without_oldest_turns(item, dropped)
-    bare_tokens = await counter.messages(render_messages(rubric, without_references(item), to_score))
+    bare = item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
+    bare_tokens = await counter.messages(render_messages(rubric, bare, to_score))
     limits = f"the window is {window.size} tokens, {window.reply_tokens} kept for the reply: {budget} for the prompt"
     without_turns = f" after dropping all {dropped} earlier turns" if dropped else ""
     if bare_tokens > budget:

@@ -123,9 +123,7 @@ def _rows(
         )
 
     with handle:
-        line = 0
-        while data := handle.readline(max_line_bytes + 1):
-            line += 1
+        for line, data in enumerate(iter(lambda: handle.readline(max_line_bytes + 1), b""), start=1):
             if len(data) > max_line_bytes and not data.endswith(b"\n"):
                 size = _drain(handle, data)
                 excerpt = data[:RAW_EXCERPT_BYTES].decode("utf-8", "replace")
@@ -148,9 +146,7 @@ def _rows(
             except RowError as exc:
                 yield quarantine(line, str(exc), text)
                 continue
-            problem = row_problem(row)
-            if problem is None:
-                problem = oversize_field(row, _FIELDS, max_field_bytes)
+            problem = row_problem(row) or oversize_field(row, _FIELDS, max_field_bytes)
             if problem is None:
                 row, repair = strip_nul(row, _FIELDS)
                 try:
