@@ -233,16 +233,13 @@ async def judge_keyed(
     reuse: dict[str, Verdict] | None = None,
     on_stored: OnStored | None = None,
 ) -> JudgingResult:
-    """Judge every (interaction id, item) once; store each verdict under its interaction id when `engine` is given.
+    """Judge every (interaction id, item) once, in input order for `on_verdict` and the returned list; store each
+    verdict under its interaction id when `engine` is given (`new_source`: as a new interaction of that source too).
 
-    `new_source`: the items are new interactions of that source, stored too; None: their interactions are
-    stored already. `on_verdict` and the returned list see the verdicts in input order. At most `max_in_flight`
-    judge calls are pending at once (keep it above the judge's own concurrency). `tally` accumulates across calls
-    when given (the summary then covers them all). `reuse`: stored verdicts by interaction id, filled while the
-    items are read; an item found there is delivered in order with that verdict and never sent to the judge,
-    tallied or stored again (a resumed run). `on_stored`: called in the writer's thread with each batch once it
-    is committed. Raises only if the items iterator, `on_verdict`, `on_stored` or the store fails; a judge's
-    exception is an unscored judge_error verdict.
+    `max_in_flight` stays above the judge's own concurrency; `tally` accumulates across calls. `reuse`: stored
+    verdicts by interaction id, filled while the items are read: such an item is delivered with that verdict, never
+    judged, tallied or stored again. `on_stored` runs in the writer's thread once a batch is committed. A judge's
+    exception is an unscored judge_error verdict; only the items, the callbacks or the store raise.
     """
     if batch_size < 1 or max_in_flight < 1:
         raise ValueError("batch_size and max_in_flight must be >= 1")

@@ -51,11 +51,8 @@ RESUME_CHUNK = 200  # items looked up in the store at once when resuming
 
 
 class _NotConfigured:
-    """The run's judge when the configured one was down from the start: its verdicts are marked as a fallback's.
-
-    Their `fallback_from` names the configured judge, so they are weak verdicts: a later verdict of the
-    configured judge supersedes them (see `judgewatch.storage.verdicts.refresh_current`).
-    """
+    """The run's judge when the configured one was down from the start: its verdicts name the configured judge in
+    `fallback_from`, so a later verdict of that judge supersedes them (`storage.verdicts.refresh_current`)."""
 
     def __init__(self, judge: Judge, configured_hash: str, configured_label: str) -> None:
         self.inner, self.configured_hash, self.configured_label = judge, configured_hash, configured_label
