@@ -1,9 +1,7 @@
-"""PII scrubbing: e-mails, phones, Chinese ID numbers, cards, secrets, US SSNs, IP addresses, IBANs, street
-addresses and personal names replaced with typed placeholders.
+"""PII scrubbing: personal data replaced with typed placeholders, counted per kind (the kinds and limits: docs/pii.md).
 
-Numbers are validated (ID checksum and birth date, Luhn and card prefix, IBAN check digits, SSN ranges, IP octets)
-so order numbers, timestamps and versions survive; patterns are ASCII-bounded so Chinese text around them stays.
-`pii_more` holds the SSN, IP, IBAN, address and name recognizers; docs/pii.md lists what they cannot find.
+Numbers are validated so order numbers, timestamps and versions survive; patterns are ASCII-bounded so Chinese text
+around them stays. `pii_more` holds the SSN, IP, IBAN, address and name recognizers.
 """
 
 from __future__ import annotations

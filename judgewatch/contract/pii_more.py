@@ -1,9 +1,7 @@
 """The PII kinds beyond contact details and secrets: US SSNs, IP addresses, IBANs, personal names, addresses.
 
-Each is a `(text, counts) -> text` substituter for `pii.Scrubber` with a cheap `may_hold_*` test. IPs are validated
-by `ipaddress` (a dotted quad after "v"/"version" is a version), IBANs by python-stdnum, US/CA/GB addresses found by
-pyap2 (offline regular expressions), Chinese ones by pattern; names only after a cue (a title, "my name is", 我叫,
-先生...): no offline recognizer works without downloading a model. docs/pii.md lists the limits.
+Each is a `(text, counts) -> text` substituter for `pii.Scrubber` with a cheap `may_hold_*` test; how each is found
+and what it misses: docs/pii.md. Names only after a cue: no offline recognizer works without downloading a model.
 """
 
 from __future__ import annotations
