@@ -151,12 +151,10 @@ def _sub_secret(text: str, counts: Counter[str]) -> str:
     placeholder = PLACEHOLDERS[PiiKind.secret]
 
     def whole(_match: re.Match[str]) -> str:
-        counts[PiiKind.secret.value] += 1
-        return placeholder
+        return pii_more.counting(counts, PiiKind.secret.value, placeholder)
 
     def value(m: re.Match[str]) -> str:
-        counts[PiiKind.secret.value] += 1
-        return m.group(1) + placeholder
+        return m.group(1) + pii_more.counting(counts, PiiKind.secret.value, placeholder)
 
     if "-----BEGIN " in text:
         text = _PEM.sub(whole, text)
@@ -182,8 +180,7 @@ def _simple(
         def repl(m: re.Match[str]) -> str:
             if valid is not None and not valid(m):
                 return m.group(0)
-            counts[kind.value] += 1
-            return placeholder
+            return pii_more.counting(counts, kind.value, placeholder)
 
         return pattern.sub(repl, text)
 

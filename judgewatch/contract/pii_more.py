@@ -69,14 +69,15 @@ _EN_ADDRESS_CUE = re.compile(
 )
 
 
-def _counting(counts: Counter[str], kind: str, placeholder: str) -> str:
+def counting(counts: Counter[str], kind: str, placeholder: str) -> str:
+    """`placeholder`, counted as one `kind` found (every substituter's replacement)."""
     counts[kind] += 1
     return placeholder
 
 
 def sub_ssn(text: str, counts: Counter[str]) -> str:
-    text = _SSN.sub(lambda _m: _counting(counts, "ssn", "[SSN]"), text)
-    return _SSN_BARE.sub(lambda m: m.group(1) + _counting(counts, "ssn", "[SSN]"), text)
+    text = _SSN.sub(lambda _m: counting(counts, "ssn", "[SSN]"), text)
+    return _SSN_BARE.sub(lambda m: m.group(1) + counting(counts, "ssn", "[SSN]"), text)
 
 
 def sub_ip(text: str, counts: Counter[str]) -> str:
@@ -87,7 +88,7 @@ def sub_ip(text: str, counts: Counter[str]) -> str:
             ipaddress.IPv4Address(m.group(1))
         except ValueError:
             return m.group(0)
-        return _counting(counts, "ip", "[IP]")
+        return counting(counts, "ip", "[IP]")
 
     def v6(m: re.Match[str]) -> str:
         candidate = m.group(1)
@@ -98,7 +99,7 @@ def sub_ip(text: str, counts: Counter[str]) -> str:
             ipaddress.IPv6Address(candidate)
         except ValueError:
             return m.group(0)
-        return _counting(counts, "ip", "[IP]")
+        return counting(counts, "ip", "[IP]")
 
     if "." in text:
         text = _IPV4.sub(v4, text)
@@ -111,7 +112,7 @@ def sub_iban(text: str, counts: Counter[str]) -> str:
     from stdnum import iban  # python-stdnum: country formats and check digits
 
     def repl(m: re.Match[str]) -> str:
-        return _counting(counts, "iban", "[IBAN]") if iban.is_valid(m.group(1)) else m.group(0)
+        return counting(counts, "iban", "[IBAN]") if iban.is_valid(m.group(1)) else m.group(0)
 
     return _IBAN.sub(repl, text)
 
@@ -122,7 +123,7 @@ def sub_name(text: str, counts: Counter[str]) -> str:
     letters onto ASCII ones), Chinese cues only in text that is not ASCII."""
 
     def keep_cue(m: re.Match[str]) -> str:
-        return m.group(1) + _counting(counts, "name", "[NAME]")
+        return m.group(1) + counting(counts, "name", "[NAME]")
 
     if _TITLE_CUE.search(text):
         text = _EN_NAME_TITLE.sub(keep_cue, text)
@@ -132,7 +133,7 @@ def sub_name(text: str, counts: Counter[str]) -> str:
     if ascii_only:
         return text
     text = _CN_NAME_AFTER.sub(keep_cue, text)
-    return _CN_NAME_TITLE.sub(lambda m: _counting(counts, "name", "[NAME]") + m.group(2), text)
+    return _CN_NAME_TITLE.sub(lambda m: counting(counts, "name", "[NAME]") + m.group(2), text)
 
 
 # Words the Chinese pattern's lazy start can take with it ("寄到北京市..."): kept in the text.
@@ -141,7 +142,7 @@ _CN_LEADS = ("寄到", "送到", "发到", "寄往", "送往", "住在", "位于
 
 def _cn_address(m: re.Match[str], counts: Counter[str]) -> str:
     lead = next((w for w in _CN_LEADS if m.group(0).startswith(w)), "")
-    return lead + _counting(counts, "address", "[ADDRESS]")
+    return lead + counting(counts, "address", "[ADDRESS]")
 
 
 def sub_address(text: str, counts: Counter[str]) -> str:
