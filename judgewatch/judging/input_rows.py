@@ -1,9 +1,7 @@
 """Reading `judgewatch judge --input`: JSONL rows become JudgeItems, or quarantine records naming line and field.
 
-A bad row never stops the file: it is quarantined with its 1-based line number and a reason that names the
-field (`line 7: field 'reference_facts': expected a list of strings`), and the next row is read. Rows nested
-too deeply or with a field over `max_field_bytes` are quarantined too; NUL characters are removed (and the
-change reported) so every database can store the text. A file unusable as a whole gets one InputFileError.
+A bad row never stops the file (what is quarantined or repaired: docs/judging.md); a file unusable as a whole gets
+one InputFileError.
 """
 
 from __future__ import annotations
