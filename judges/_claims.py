@@ -1,10 +1,6 @@
-"""What an answer claims, and the reference judge's faithfulness-model inputs computed from it.
-
-`own_words` drops what an answer quotes of the references (pasting them next to a wrong claim earns nothing);
-`makes_claim` tells small talk from a claim; `claims` keeps the sentences that make a supported claim of their own
-(so padding cannot raise recall); `features` and `unsegmented_features` are the inputs of `reference_model`'s two
-models (`item_features`, `item_unsegmented`: from an item alone, for the refit); `word_recall` is the plain
-baseline the fitted model is measured against.
+"""What an answer claims, and the reference judge's faithfulness-model inputs computed from it (docs/judges.md,
+section 1): its own words, not its quotes; small talk told from a claim; only claim sentences recall, so padding
+cannot raise it. `word_recall` is the plain baseline the fitted model is measured against.
 """
 
 from __future__ import annotations
@@ -83,14 +79,9 @@ def claims(text: str, question: Tokens, references: Tokens) -> str:
 
 
 def own_words(answer: str, texts: list[str]) -> str:
-    """The answer minus what it quotes of the references. Quotes: a bracketed part that holds a reference sentence of at
-    least QUOTE_MIN_TOKENS content tokens verbatim or attributes itself to the references ("(As the references say:
-    ...)"), and an answer sentence that restates a reference sentence (QUOTE_RECALL, QUOTE_PRECISION) or has exactly its
-    content words ("No one." where a reference says "No one."), when other sentences remain. "First for Women was
-    started first. (As the references say: <the facts>)" is judged on its first sentence: support for restated facts
-    must not outweigh the answer's own claim. An answer that only restates a reference inside its own sentence keeps it
-    ("Ming's wall is 8,851 km long." against "8,851 km long."); `judged_text` judges an answer whole when its own words
-    claim nothing (an extractive answer)."""
+    """The answer minus what it quotes of the references (docs/judges.md, section 1), when other sentences remain:
+    support for restated facts must not outweigh the answer's own claim. A reference restated inside the answer's
+    own sentence is kept ("Ming's wall is 8,851 km long." against "8,851 km long.")."""
     references = {s for text in texts for s in (text, *sentences(text)) if tokenize(s).weights}
     long = [s for s in references if len(tokenize(s).weights) >= QUOTE_MIN_TOKENS]
     rest = answer

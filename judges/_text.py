@@ -193,9 +193,7 @@ def share(tokens: Tokens, within: Tokens, *, exclude: Tokens = EMPTY) -> float |
 def union(texts: Iterable[str | None]) -> Tokens:
     """Content tokens of several texts together (cached per tuple of texts)."""
     kept = tuple(t for t in texts if t)
-    if not kept:
-        return EMPTY
-    return _union_cached(kept)
+    return _union_cached(kept) if kept else EMPTY
 
 
 _NEGATION_RE = re.compile(

@@ -57,9 +57,7 @@ def plan(rubric: Rubric, item: JudgeItem) -> tuple[list[str], list[str]]:
     criteria are in neither list: no judge is asked them; `scored_verdict` adds their scores."""
     applicable = {c.name for c in rubric.applicable(item.has_references)}
     model = [c.name for c in rubric.criteria if c.check is None]
-    to_score = [name for name in model if name in applicable]
-    not_applicable = [name for name in model if name not in applicable]
-    return to_score, not_applicable
+    return [name for name in model if name in applicable], [name for name in model if name not in applicable]
 
 
 @dataclass

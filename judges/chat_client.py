@@ -39,10 +39,8 @@ class ChatResult:
 
 
 class ChatClient:
-    """Chat completions against one endpoint (vLLM or any OpenAI-compatible server). The AsyncOpenAI client and the
-    semaphore are created lazily in the running event loop (and again if the loop changes, as with successive
-    `asyncio.run` calls); the connection pool is at least as large as the concurrency so the pool never becomes the
-    bottleneck."""
+    """Chat completions against one endpoint. The client and semaphore are bound to the running event loop (again
+    when it changes, as with successive `asyncio.run` calls); the pool never is the bottleneck of the concurrency."""
 
     def __init__(self, endpoint: EndpointConfig) -> None:
         self.endpoint = endpoint

@@ -77,10 +77,8 @@ class EndpointConfig:
         return replace(self, **changes)
 
     def scoring_params(self) -> dict[str, object]:
-        """The fields that can change what the model answers: part of every judge configuration hash. Log-probabilities
-        leave the integers alone but add the floats a verdict stores: a judge that reads them is another configuration
-        (and the hash of one that does not is what it always was). So are declared serving flags: another dtype or
-        quantization is another judge (none declared: the hash as before)."""
+        """The fields that can change what the model answers, for the configuration hash. Reading log-probabilities (the
+        floats a verdict stores) or declared serving flags makes another judge; without them the hash is as it was."""
         params: dict[str, object] = {
             "model": self.model,
             "temperature": self.temperature,

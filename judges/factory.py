@@ -128,6 +128,5 @@ async def is_healthy(judge: Judge) -> bool:
 async def healthy_links(links: list[Judge]) -> tuple[list[Judge], list[Judge]]:
     """(up, down), each in chain order, checked concurrently."""
     results = await asyncio.gather(*(is_healthy(link) for link in links))
-    up = [link for link, ok in zip(links, results, strict=True) if ok]
-    down = [link for link, ok in zip(links, results, strict=True) if not ok]
-    return up, down
+    pairs = list(zip(links, results, strict=True))
+    return [link for link, ok in pairs if ok], [link for link, ok in pairs if not ok]

@@ -1,9 +1,7 @@
-"""Fit one item's prompt to the judge's context window instead of losing its verdict.
+"""Fit one item's prompt to the judge's context window instead of losing its verdict (the order: docs/judging.md).
 
-A conversation loses its oldest turns first; rubric, question, tool use and answer are kept whole (else `too_long`,
-nothing sent). The rest of the window takes the reference material, the reference answer first, then the passages
-most relevant to the answer (`judges._text.share`), whole, then their best sentences; the final prompt is counted
-exactly and trimmed from the least relevant end until it fits.
+Passage relevance is `judges._text.share` with the answer; the final prompt is counted exactly and trimmed from the
+least relevant end until it fits.
 """
 
 from __future__ import annotations
@@ -109,10 +107,6 @@ def passages(item: JudgeItem, relevance: Callable[[str], float]) -> list[Passage
     found += [Passage("fact", k, t, relevance(t)) for k, t in enumerate(item.reference_facts)]
     found += [Passage("context", k, t, relevance(t)) for k, t in enumerate(item.context)]
     return found
-
-
-def without_references(item: JudgeItem) -> JudgeItem:
-    return item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
 
 
 def earlier_turns(item: JudgeItem) -> int:
@@ -227,7 +221,8 @@ async def _fit_item(
         sent = await counter.messages(shorter)
         return Fitted(shorter, _prompt_trim(window, full_tokens, sent, turns_given, dropped, references, references))
     item = without_oldest_turns(item, dropped)
-    bare_tokens = await counter.messages(render_messages(rubric, without_references(item), to_score))
+    bare = item.model_copy(update={"reference_answer": None, "reference_facts": [], "context": []})
+    bare_tokens = await counter.messages(render_messages(rubric, bare, to_score))
     limits = f"the window is {window.size} tokens, {window.reply_tokens} kept for the reply: {budget} for the prompt"
     without_turns = f" after dropping all {dropped} earlier turns" if dropped else ""
     if bare_tokens > budget:

@@ -120,11 +120,12 @@ class OpenAIJudge:
             too_long = UnscoredReason.too_long  # nothing was sent
             return unscored(item, rubric, identity, too_long, fitted.detail, not_applicable=not_applicable, attempts=0)
         response_format = self._response_format(rubric, to_score)
+        top_logprobs = self.endpoint.top_logprobs if self.endpoint.logprobs else None
         spent = _Spent()  # of the requests before a repair
         for repair in range(PARSE_REPAIRS + 1):
             try:
                 result = await self.client.chat(
-                    fitted.messages, response_format=response_format, top_logprobs=self._top_logprobs()
+                    fitted.messages, response_format=response_format, top_logprobs=top_logprobs
                 )
             except CallError as exc:
                 return unscored(
@@ -171,9 +172,6 @@ class OpenAIJudge:
         cost.pop("not_applicable")
         cost.update(self._reading(rubric, scores, result))
         return scored_verdict(item, rubric, identity, scores, not_applicable, reason, **cost)
-
-    def _top_logprobs(self) -> int | None:
-        return self.endpoint.top_logprobs if self.endpoint.logprobs else None
 
     def _reading(self, rubric: Rubric, scores: dict[str, int], result: ChatResult) -> dict[str, Any]:
         """`expected_scores` and `score_reading` of a scored reply (integers only unless logprobs were asked)."""

@@ -1,11 +1,7 @@
 """The offline reference judge: scores from where the references support the answer's words, and how.
 
-No language model and no I/O but its fitted coefficients, read once: deterministic, thousands of verdicts a second
-on one core; the last link of every fallback chain and the tests' fast judge. Raw scores in [0, 1]: faithfulness,
-the fitted models' probability (`reference_model`, over `_evidence` and `_claims` inputs); completeness, the claim
-sentences' weighted recall of the reference answer (or facts); relevance, the share of the question's content
-words they repeat, floored when the references are on-topic. Integer levels through `CUTS`. What it sees and what
-it cannot see, measured: docs/judges.md, section 1, and bench/README.md.
+No language model and no I/O but its fitted coefficients, read once: deterministic and fast, the last link of every
+fallback chain and the tests' fast judge. What it scores, and cannot see, measured: docs/judges.md, section 1.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Probability-weighted scores: each criterion's expected value over the scale's tokens at its score position.
-
-The score digit is found among the reply's tokens (laid end to end); its top-K alternatives that spell another
-level (with the same text before the digit) give a distribution over the levels, whose mean is the G-Eval weighting
-(Liu et al. 2023, "G-Eval", EMNLP, section 2). vLLM masks the grammar's logits first: masked tokens come back at
--9999. Only one-digit scales are read. docs/judges.md, "Probability-weighted verdicts".
+"""Probability-weighted scores: each criterion's expected value over the scale's tokens at its score position (the
+G-Eval weighting; docs/judges.md, "Probability-weighted verdicts"). Only one-digit scales are read.
 """
 
 from __future__ import annotations
@@ -13,6 +9,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from judgewatch.contract.rubric import Rubric
@@ -74,16 +71,9 @@ def score_positions(entries: Sequence[Any], criteria: Sequence[str]) -> dict[str
     """{criterion: (token index, offset of the score's digit inside that token)} for every score found. The reply's text
     is the tokens laid end to end; the scores come before the reason, so a reason whose tokens do not decode cleanly (a
     split multi-byte character) cannot shift them."""
-    starts: list[int] = []
-    pieces: list[str] = []
-    at = 0
-    for entry in entries:
-        token = _field(entry, "token")
-        text = token if isinstance(token, str) else ""
-        starts.append(at)
-        pieces.append(text)
-        at += len(text)
-    joined = "".join(pieces)
+    texts = [token if isinstance(token := _field(entry, "token"), str) else "" for entry in entries]
+    starts = list(accumulate(map(len, texts), initial=0))  # each token's first character in `joined`
+    joined = "".join(texts)
     positions: dict[str, tuple[int, int]] = {}
     for name in criteria:
         match = re.search(rf'"{re.escape(name)}"\s*:\s*(\d)', joined)

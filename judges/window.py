@@ -1,8 +1,5 @@
-"""The judge's context window and its token counts, learned from the endpoint.
-
-vLLM reports its window at GET /v1/models (`max_model_len`) and counts tokens at POST /tokenize; other servers get
-the configured window and a conservative estimate. Counts are cached per text.
-"""
+"""The judge's context window and its token counts, learned from the endpoint (vLLM's /v1/models and /tokenize;
+other servers: the configured window and a conservative estimate, docs/judging.md)."""
 
 from __future__ import annotations
 

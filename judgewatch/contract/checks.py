@@ -1,8 +1,7 @@
 """Deterministic check criteria: a rubric criterion scored by a rule, not by a judge (docs/checks.md).
 
-Pass is the scale's max level, fail its min, each with a reason; a check that cannot apply (no reference answer,
-no refusal phrases for the language) is not applicable, never a silent pass. Specs are validated when the rubric
-loads.
+A check that cannot apply (no reference answer, no refusal phrases for the language) is not applicable, never a
+silent pass. Specs are validated when the rubric loads.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""A conversation's turns: one `ChatMessage` per turn, read from the OpenAI chat format users already log
-(docs/conversations.md): roles system, user, assistant, tool (`developer` reads as system, `function` as tool),
-tool calls with their JSON arguments as text, content parts as their text. `conversation_parts` splits an item's
-turns into the earlier turns, the question (the last user turn) and the steps before the answer.
-"""
+"""A conversation's turns: one `ChatMessage` per turn, read from the OpenAI chat format users already log (what is
+read and how: docs/conversations.md)."""
 
 from __future__ import annotations
 

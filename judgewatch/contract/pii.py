@@ -1,9 +1,7 @@
-"""PII scrubbing: e-mails, phones, Chinese ID numbers, cards, secrets, US SSNs, IP addresses, IBANs, street
-addresses and personal names replaced with typed placeholders.
+"""PII scrubbing: personal data replaced with typed placeholders, counted per kind (the kinds and limits: docs/pii.md).
 
-Numbers are validated (ID checksum and birth date, Luhn and card prefix, IBAN check digits, SSN ranges, IP octets)
-so order numbers, timestamps and versions survive; patterns are ASCII-bounded so Chinese text around them stays.
-`pii_more` holds the SSN, IP, IBAN, address and name recognizers; docs/pii.md lists what they cannot find.
+Numbers are validated so order numbers, timestamps and versions survive; patterns are ASCII-bounded so Chinese text
+around them stays. `pii_more` holds the SSN, IP, IBAN, address and name recognizers.
 """
 
 from __future__ import annotations
@@ -153,12 +151,10 @@ def _sub_secret(text: str, counts: Counter[str]) -> str:
     placeholder = PLACEHOLDERS[PiiKind.secret]
 
     def whole(_match: re.Match[str]) -> str:
-        counts[PiiKind.secret.value] += 1
-        return placeholder
+        return pii_more.counting(counts, PiiKind.secret.value, placeholder)
 
     def value(m: re.Match[str]) -> str:
-        counts[PiiKind.secret.value] += 1
-        return m.group(1) + placeholder
+        return m.group(1) + pii_more.counting(counts, PiiKind.secret.value, placeholder)
 
     if "-----BEGIN " in text:
         text = _PEM.sub(whole, text)
@@ -184,8 +180,7 @@ def _simple(
         def repl(m: re.Match[str]) -> str:
             if valid is not None and not valid(m):
                 return m.group(0)
-            counts[kind.value] += 1
-            return placeholder
+            return pii_more.counting(counts, kind.value, placeholder)
 
         return pattern.sub(repl, text)
 

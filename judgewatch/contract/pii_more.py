@@ -1,9 +1,7 @@
 """The PII kinds beyond contact details and secrets: US SSNs, IP addresses, IBANs, personal names, addresses.
 
-Each is a `(text, counts) -> text` substituter for `pii.Scrubber` with a cheap `may_hold_*` test. IPs are validated
-by `ipaddress` (a dotted quad after "v"/"version" is a version), IBANs by python-stdnum, US/CA/GB addresses found by
-pyap2 (offline regular expressions), Chinese ones by pattern; names only after a cue (a title, "my name is", 我叫,
-先生...): no offline recognizer works without downloading a model. docs/pii.md lists the limits.
+Each is a `(text, counts) -> text` substituter for `pii.Scrubber` with a cheap `may_hold_*` test; how each is found
+and what it misses: docs/pii.md. Names only after a cue: no offline recognizer works without downloading a model.
 """
 
 from __future__ import annotations
@@ -71,14 +69,15 @@ _EN_ADDRESS_CUE = re.compile(
 )
 
 
-def _counting(counts: Counter[str], kind: str, placeholder: str) -> str:
+def counting(counts: Counter[str], kind: str, placeholder: str) -> str:
+    """`placeholder`, counted as one `kind` found (every substituter's replacement)."""
     counts[kind] += 1
     return placeholder
 
 
 def sub_ssn(text: str, counts: Counter[str]) -> str:
-    text = _SSN.sub(lambda _m: _counting(counts, "ssn", "[SSN]"), text)
-    return _SSN_BARE.sub(lambda m: m.group(1) + _counting(counts, "ssn", "[SSN]"), text)
+    text = _SSN.sub(lambda _m: counting(counts, "ssn", "[SSN]"), text)
+    return _SSN_BARE.sub(lambda m: m.group(1) + counting(counts, "ssn", "[SSN]"), text)
 
 
 def sub_ip(text: str, counts: Counter[str]) -> str:
@@ -89,7 +88,7 @@ def sub_ip(text: str, counts: Counter[str]) -> str:
             ipaddress.IPv4Address(m.group(1))
         except ValueError:
             return m.group(0)
-        return _counting(counts, "ip", "[IP]")
+        return counting(counts, "ip", "[IP]")
 
     def v6(m: re.Match[str]) -> str:
         candidate = m.group(1)
@@ -100,7 +99,7 @@ def sub_ip(text: str, counts: Counter[str]) -> str:
             ipaddress.IPv6Address(candidate)
         except ValueError:
             return m.group(0)
-        return _counting(counts, "ip", "[IP]")
+        return counting(counts, "ip", "[IP]")
 
     if "." in text:
         text = _IPV4.sub(v4, text)
@@ -113,7 +112,7 @@ def sub_iban(text: str, counts: Counter[str]) -> str:
     from stdnum import iban  # python-stdnum: country formats and check digits
 
     def repl(m: re.Match[str]) -> str:
-        return _counting(counts, "iban", "[IBAN]") if iban.is_valid(m.group(1)) else m.group(0)
+        return counting(counts, "iban", "[IBAN]") if iban.is_valid(m.group(1)) else m.group(0)
 
     return _IBAN.sub(repl, text)
 
@@ -124,7 +123,7 @@ def sub_name(text: str, counts: Counter[str]) -> str:
     letters onto ASCII ones), Chinese cues only in text that is not ASCII."""
 
     def keep_cue(m: re.Match[str]) -> str:
-        return m.group(1) + _counting(counts, "name", "[NAME]")
+        return m.group(1) + counting(counts, "name", "[NAME]")
 
     if _TITLE_CUE.search(text):
         text = _EN_NAME_TITLE.sub(keep_cue, text)
@@ -134,7 +133,7 @@ def sub_name(text: str, counts: Counter[str]) -> str:
     if ascii_only:
         return text
     text = _CN_NAME_AFTER.sub(keep_cue, text)
-    return _CN_NAME_TITLE.sub(lambda m: _counting(counts, "name", "[NAME]") + m.group(2), text)
+    return _CN_NAME_TITLE.sub(lambda m: counting(counts, "name", "[NAME]") + m.group(2), text)
 
 
 # Words the Chinese pattern's lazy start can take with it ("寄到北京市..."): kept in the text.
@@ -143,7 +142,7 @@ _CN_LEADS = ("寄到", "送到", "发到", "寄往", "送往", "住在", "位于
 
 def _cn_address(m: re.Match[str], counts: Counter[str]) -> str:
     lead = next((w for w in _CN_LEADS if m.group(0).startswith(w)), "")
-    return lead + _counting(counts, "address", "[ADDRESS]")
+    return lead + counting(counts, "address", "[ADDRESS]")
 
 
 def sub_address(text: str, counts: Counter[str]) -> str:

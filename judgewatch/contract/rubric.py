@@ -152,11 +152,7 @@ def _format_validation_error(path: Path, error: ValidationError) -> str:
     lines = []
     for err in error.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "required field is missing"
+        msg = {"extra_forbidden": "unknown key", "missing": "required field is missing"}.get(err["type"], err["msg"])
         lines.append(f"{path}: field '{loc}': {msg}")
     return "\n".join(lines)
 

@@ -7,6 +7,7 @@ provide (`lipsum`, `cycler`, ...) is rejected with its template file and line, a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from pathlib import Path
 
@@ -133,11 +134,9 @@ def check_rubric_cached(rubric: Rubric, cache_dir: Path) -> list[str]:
         return []
     problems = check_rubric_file(rubric.path)
     if not problems:
-        try:
+        with contextlib.suppress(OSError):  # a read-only data folder: the check simply runs again next time
             cache_dir.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{rubric.path}\n", encoding="utf-8")
-        except OSError:
-            pass  # a read-only data folder: the check simply runs again next time
     return problems
 
 

@@ -1,11 +1,9 @@
 """The Jinja sandbox rubric templates render in, with resource limits on what a template can build.
 
 Jinja's immutable sandbox keeps a template from Python's internals, not from memory (`{{ 'x' * 200000000 }}`).
-Every operation that can multiply its input (`*`, `**`, `%`, `+`, `~`, the padding, replacing, joining and
-formatting string methods and filters, integer arguments of any call) is checked *before* it runs against
-MAX_VALUE_CHARS. Constructs whose captured output no operation bounds (`{% set %}` and `{% filter %}` blocks,
-macros, `{% call %}`, `self`) and those that load files are refused when the template compiles. Not bounded: time
-(templates are reviewed files, rendered by `rubric check` before any run).
+Every operation that can multiply its input is checked *before* it runs against MAX_VALUE_CHARS; constructs whose
+captured output no operation bounds, and those that load files, are refused when the template compiles
+(`_REFUSED_NODES`). Not bounded: time (templates are reviewed files, rendered by `rubric check` before any run).
 """
 
 from __future__ import annotations

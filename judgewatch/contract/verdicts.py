@@ -68,11 +68,8 @@ class TokenUsage(BaseModel):
 
 
 class PromptTrim(BaseModel):
-    """What was left out so the prompt fits the judge's context window (absent: the whole item was sent). Passages are
-    the item's reference answer, facts and context passages; those not kept whole may be kept in part (their best
-    sentences). A conversation loses its oldest turns first (`turns_dropped` of the `turns_given` before the question;
-    the question, the tool use after it and the answer are always kept). Token counts are the endpoint's own when
-    `exact`, else an estimate."""
+    """What was left out so the prompt fits the judge's context window (absent: the whole item was sent; what goes
+    first: docs/conversations.md). Token counts are the endpoint's own when `exact`, else an estimate."""
 
     model_config = ConfigDict(frozen=True)
 

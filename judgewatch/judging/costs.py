@@ -1,13 +1,9 @@
 """What judging cost in money: the tokens stored per verdict, priced by the settings' table per judge model.
 
-The price table (`Settings.judge_prices`) gives, per model id, the price per million input, output and (where the
-endpoint reports prefix-cache hits) cached input tokens. A verdict's cost is
-`(prompt - cached) * input + cached * cached_input + completion * output`, over a million; cached input is priced as
-input when the table has no cached price. A model missing from the table is never priced at 0: its verdicts and
-tokens are counted as unpriced and every total says so. The offline reference judge uses no tokens.
-
-Per run or release the tokens are the stored verdicts'; per UTC day they are every verdict write's of that day,
-re-judges included (`storage.verdict_counts.SpendDay`, kept by the verdict writer), read in a few rows.
+A verdict's price is `ModelPrice.of` its tokens. A model missing from the table is never priced at 0: its verdicts
+and tokens are counted as unpriced and every total says so. Per run or release the tokens are the stored verdicts';
+per UTC day every verdict write's of that day, re-judges included (`storage.verdict_counts.SpendDay`, kept by the
+verdict writer), read in a few rows.
 """
 
 from __future__ import annotations

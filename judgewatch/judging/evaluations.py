@@ -1,12 +1,7 @@
-"""Verdicts of traced interactions sent back to the team's tracing backend as OpenTelemetry GenAI evaluation
-results (`JUDGEWATCH_OTEL_EVALUATIONS=true`, docs/ingest.md).
-
-Each criterion of a verdict becomes one `gen_ai.evaluation.result` event: a log record carrying the judged span's
-trace and span id, the way the GenAI semantic conventions ask ("parented to the GenAI operation span being
-evaluated"), so the backend shows the score beside that span. The OpenTelemetry SDK sends them from its own
-thread (batch processor, OTLP/HTTP exporter configured by the standard `OTEL_EXPORTER_OTLP_*` variables): a slow
-or down collector never holds up judging, and its failures are logged by the SDK. The SDK is imported only when
-the setting is on.
+"""Verdicts of traced interactions sent back to the tracing backend as OpenTelemetry GenAI evaluation results
+(`JUDGEWATCH_OTEL_EVALUATIONS=true`, docs/ingest.md): one `gen_ai.evaluation.result` event per criterion, parented
+to the judged span. The SDK sends them from its own thread, so a slow or down collector never holds up judging; it
+is imported only when the setting is on.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Reading `judgewatch judge --input`: JSONL rows become JudgeItems, or quarantine records naming line and field.
 
-A bad row never stops the file: it is quarantined with its 1-based line number and a reason that names the
-field (`line 7: field 'reference_facts': expected a list of strings`), and the next row is read. Rows nested
-too deeply or with a field over `max_field_bytes` are quarantined too; NUL characters are removed (and the
-change reported) so every database can store the text. A file unusable as a whole gets one InputFileError.
+A bad row never stops the file (what is quarantined or repaired: docs/judging.md); a file unusable as a whole gets
+one InputFileError.
 """
 
 from __future__ import annotations
@@ -88,11 +86,8 @@ def _describe(value: Any) -> str:
 
 
 class JudgeInput:
-    """The rows of one input file, in order: iterate for items and quarantine records.
-
-    `repairs` lists, after (or during) iteration, each row that was changed to be storable, as a message
-    naming its line and field (`line 4: field 'answer': removed 1 NUL character(s)`).
-    """
+    """The rows of one input file, in order: items and quarantine records. `repairs` lists, once read, each row
+    changed to be storable, naming its line and field (`line 4: field 'answer': removed 1 NUL character(s)`)."""
 
     def __init__(self, path: Path, handle: IO[bytes], max_field_bytes: int) -> None:
         self.repairs: list[str] = []
@@ -103,11 +98,8 @@ class JudgeInput:
 
 
 def read_judge_input(path: Path | str, *, max_field_bytes: int | None = None) -> JudgeInput:
-    """Items and quarantine records, in file order.
-
-    Raises OSError now if the file cannot be opened, and InputFileError now if the whole file is unusable
-    (empty, UTF-16, CR-only line endings): one message instead of one per line.
-    """
+    """Items and quarantine records, in file order. Raises OSError or InputFileError (a whole file unusable: empty,
+    UTF-16, CR-only line endings) now: one message instead of one per line."""
     path = Path(path)
     sniff_jsonl_file(path)
     handle = path.open("rb")
@@ -129,9 +121,7 @@ def _rows(
         )
 
     with handle:
-        line = 0
-        while data := handle.readline(max_line_bytes + 1):
-            line += 1
+        for line, data in enumerate(iter(lambda: handle.readline(max_line_bytes + 1), b""), start=1):
             if len(data) > max_line_bytes and not data.endswith(b"\n"):
                 size = _drain(handle, data)
                 excerpt = data[:RAW_EXCERPT_BYTES].decode("utf-8", "replace")
@@ -154,9 +144,7 @@ def _rows(
             except RowError as exc:
                 yield quarantine(line, str(exc), text)
                 continue
-            problem = row_problem(row)
-            if problem is None:
-                problem = oversize_field(row, _FIELDS, max_field_bytes)
+            problem = row_problem(row) or oversize_field(row, _FIELDS, max_field_bytes)
             if problem is None:
                 row, repair = strip_nul(row, _FIELDS)
                 try:

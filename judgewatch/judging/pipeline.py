@@ -1,13 +1,8 @@
 """Judge many items: every item scheduled on the judge, exactly one verdict each, verdicts stored in batches.
 
-The judge bounds its own concurrency; this pipeline only keeps enough calls in flight to saturate it (a fixed
-pool of workers pulling from the item iterator, so 100k items never become 100k coroutines) and hands full
-batches to one writer task that stores them in a worker thread, so the event loop never waits on the
-database. Per item the overhead is one await and a few dict operations: no database round trip, no session.
-
-Every item is keyed by the interaction its verdict belongs to (`judge_keyed`); `judge_items` is the shorthand
-for new items of one source, whose interaction ids follow from (source, item id) and which are stored too.
-A run record, skipping what is already judged and the run's counts belong to `judgewatch.judging.run`.
+The judge bounds its own concurrency; a fixed pool of workers pulls from the item iterator (100k items never
+become 100k coroutines) and one writer task stores full batches in a worker thread, so the event loop never waits
+on the database. The run record, skipping what is judged already and the counts belong to `judgewatch.judging.run`.
 """
 
 from __future__ import annotations
@@ -133,11 +128,8 @@ _Judged = tuple[str, JudgeItem, Verdict]  # (interaction id, item, verdict)
 
 
 class _BatchWriter:
-    """Collects judged items; one task stores full batches in a thread, in order, with backpressure.
-
-    With `new_source`, the items are new interactions of that source and are stored with their verdicts;
-    without, their interactions are in the store already and only the verdicts are written.
-    """
+    """Collects judged items; one task stores full batches in a thread, in order, with backpressure. With
+    `new_source` the items are stored as new interactions too; without, only their verdicts are written."""
 
     def __init__(
         self, engine: Engine, *, new_source: str | None, run_id: str | None, batch_size: int, on_stored: OnStored | None
@@ -210,10 +202,7 @@ async def judge_items(
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
     collect: bool = True,
 ) -> JudgingResult:
-    """Judge new items of `source`; store them as interactions with their verdicts when `engine` is given.
-
-    See `judge_keyed`; `on_verdict` and the returned list see the verdicts in input order.
-    """
+    """Judge new items of `source` (`judge_keyed`), stored as interactions with their verdicts given an `engine`."""
     keyed = ((interaction_id(source, item.id), item) for item in items)
     return await judge_keyed(
         keyed,
@@ -244,16 +233,13 @@ async def judge_keyed(
     reuse: dict[str, Verdict] | None = None,
     on_stored: OnStored | None = None,
 ) -> JudgingResult:
-    """Judge every (interaction id, item) once; store each verdict under its interaction id when `engine` is given.
+    """Judge every (interaction id, item) once, in input order for `on_verdict` and the returned list; store each
+    verdict under its interaction id when `engine` is given (`new_source`: as a new interaction of that source too).
 
-    `new_source`: the items are new interactions of that source, stored too; None: their interactions are
-    stored already. `on_verdict` and the returned list see the verdicts in input order. At most `max_in_flight`
-    judge calls are pending at once (keep it above the judge's own concurrency). `tally` accumulates across calls
-    when given (the summary then covers them all). `reuse`: stored verdicts by interaction id, filled while the
-    items are read; an item found there is delivered in order with that verdict and never sent to the judge,
-    tallied or stored again (a resumed run). `on_stored`: called in the writer's thread with each batch once it
-    is committed. Raises only if the items iterator, `on_verdict`, `on_stored` or the store fails; a judge's
-    exception is an unscored judge_error verdict.
+    `max_in_flight` stays above the judge's own concurrency; `tally` accumulates across calls. `reuse`: stored
+    verdicts by interaction id, filled while the items are read: such an item is delivered with that verdict, never
+    judged, tallied or stored again. `on_stored` runs in the writer's thread once a batch is committed. A judge's
+    exception is an unscored judge_error verdict; only the items, the callbacks or the store raise.
     """
     if batch_size < 1 or max_in_flight < 1:
         raise ValueError("batch_size and max_in_flight must be >= 1")

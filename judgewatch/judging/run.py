@@ -1,24 +1,9 @@
 """One judging run: the run record, what is already judged, the counts and the summary, in one context manager.
 
-The judge CLI, the regression and sampling flows, judge validation and anchor re-judging all judge through a
-`JudgingRun`:
-
-    with JudgingRun(engine, kind=RunKind.regression, name=..., identity=..., rubric=rubric, judge=judge) as run:
-        batch = await run.judge_stored([(interaction.id, interaction.to_item()) for interaction in answers])
-        run.extra["routed_to_review"] = ...
-
-Entering starts (or restarts) the `EvalRun` record, whose id is deterministic in (kind, identity, rubric, judge
-configuration); leaving finishes it `completed`, or `failed` when an exception escapes, with the counts. Items
-are keyed by the interaction their verdict belongs to. `judge_stored` skips interactions that already have a
-verdict under this rubric and judge configuration; `judge_new` judges new items of a source, every one, or
-with `resume=True` only those without a stored verdict (the rest are delivered from the store and counted as
-`reused`). A started run beats every `run_heartbeat_s`; starting a run first marks `abandoned` the running runs
-silent for `run_expiry_s` (their process is gone). A run finishes `degraded` instead of `completed` when more
-than `run_degraded_share` of its verdicts are not the configured judge's own: made by a fallback link, or left
-unscored because the endpoint failed. A sampling-side run (`spend_cap=True`) stops judging once the day's judge
-spend reaches `judge_daily_spend_cap` (`judging.spend_cap`): `judge_stored` then returns the items it left unjudged
-in `paused`, and the run finishes `paused` with the reason.
-Without an engine nothing is stored and nothing skipped: the run only judges and counts.
+The record's id is deterministic in (kind, identity, rubric, judge configuration): a run started again is the same
+record. Resume, heartbeat, abandoned and degraded runs are as docs/judging.md says; a sampling-side run
+(`spend_cap=True`) pauses at the daily judge spend cap (docs/operations.md), `judge_stored` returning the items it
+left unjudged in `paused`. Without an engine nothing is stored and nothing skipped: the run only judges and counts.
 """
 
 from __future__ import annotations
@@ -66,11 +51,8 @@ RESUME_CHUNK = 200  # items looked up in the store at once when resuming
 
 
 class _NotConfigured:
-    """The run's judge when the configured one was down from the start: its verdicts are marked as a fallback's.
-
-    Their `fallback_from` names the configured judge, so they are weak verdicts: a later verdict of the
-    configured judge supersedes them (see `judgewatch.storage.verdicts.refresh_current`).
-    """
+    """The run's judge when the configured one was down from the start: its verdicts name the configured judge in
+    `fallback_from`, so a later verdict of that judge supersedes them (`storage.verdicts.refresh_current`)."""
 
     def __init__(self, judge: Judge, configured_hash: str, configured_label: str) -> None:
         self.inner, self.configured_hash, self.configured_label = judge, configured_hash, configured_label
@@ -212,10 +194,6 @@ class JudgingRun:
                 beat_run(session=session, run_id=self.run_id, counts=self.counts())
             self._last_beat = time.monotonic()
 
-    def _beat_when_due(self) -> None:
-        if time.monotonic() - self._last_beat >= self.heartbeat_s:
-            self.beat()
-
     # -- counts ----------------------------------------------------------------------------------------------
 
     @property
@@ -333,12 +311,8 @@ class JudgingRun:
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         resume: bool = False,
     ) -> JudgingResult:
-        """Judge new items of `source`; stored as its interactions, keyed by (source, item id).
-
-        `resume=False` judges every item. `resume=True` sends to the judge only the items without a stored verdict
-        under this rubric and judge configuration (endpoint failures and `retry_reasons` do not count); the
-        others are delivered, in order, with their stored verdict and counted in `reused`.
-        """
+        """Judge new items of `source`, keyed by (source, item id). `resume=True` judges only those without a final
+        stored verdict (docs/judging.md); the others are delivered in order from the store and counted in `reused`."""
         keyed: Iterable[tuple[str, JudgeItem]] = ((interaction_id(source, item.id), item) for item in items)
         reuse: dict[str, Verdict] | None = None
         if resume and self.engine is not None:
@@ -394,7 +368,8 @@ class JudgingRun:
 
         def delivered(key: str, verdict: Verdict) -> None:
             self._count(verdict)
-            self._beat_when_due()
+            if time.monotonic() - self._last_beat >= self.heartbeat_s:
+                self.beat()
             if on_verdict is not None:
                 on_verdict(key, verdict)
 

@@ -1,10 +1,6 @@
-"""The daily judge spend cap: today's judge spend (the UTC day), and whether sampling-side judging pauses.
+"""The daily judge spend cap (docs/operations.md): today's (UTC) judge spend, and whether sampling-side judging pauses.
 
-Today's spend is `costs.judge_costs` over the verdicts written since 00:00 UTC (every judge call of the day:
-sampling, ingest, gates, validation), priced by `judge_prices`; verdicts of a model without a price are not
-counted, and say so. Once it reaches `judge_daily_spend_cap`, the sampling flow and ingest judging stop judging
-(checked before each batch, so a run overshoots by at most one batch) until 00:00 UTC the next day; release gates
-never pause. The one reading behind the pause, the `judge_spend_*` metrics, the Tiers page and the alert rule.
+The one reading behind the pause, the `judge_spend_*` metrics, the Tiers page and the alert rule.
 """
 
 from __future__ import annotations
