@@ -109,7 +109,7 @@ def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
     return each_file(mapper, state, read_parquet_file, read_jsonl_file)
 
 
-def _is_gzip(path: str) -> bool:
+def is_gzip(path: str) -> bool:
     with open_binary(path) as f:
         return f.read(2) == _GZIP_MAGIC
 
@@ -129,7 +129,7 @@ def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog |
     """Open a log after its watermark, or the quarantine record of a file that cannot be read as JSONL."""
     mark_rows, mark_offset = state.files.get(path, (0, None))
     try:
-        gz = _is_gzip(path)
+        gz = is_gzip(path)
         size = object_size(path) if is_url(path) else Path(path).stat().st_size
         if not is_url(path):
             f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115

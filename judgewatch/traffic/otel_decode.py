@@ -181,12 +181,11 @@ def _hex_ids_as_base64(node: Any) -> Any:
                     node[key] = base64.b64encode(bytes.fromhex(value)).decode()
                 except ValueError:
                     node[key] = ""
-            elif isinstance(value, dict | list):
+            else:
                 _hex_ids_as_base64(value)
     elif isinstance(node, list):
         for item in node:
-            if isinstance(item, dict | list):
-                _hex_ids_as_base64(item)
+            _hex_ids_as_base64(item)
     return node
 
 

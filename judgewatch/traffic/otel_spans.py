@@ -138,16 +138,14 @@ def span_labels(span: Span) -> dict[str, Any]:
     places = [span.attributes, meta, span.resource] if isinstance(meta, dict) else [span.attributes, span.resource]
     labels: dict[str, Any] = {}
     for name, keys in LABELS.items():
-        for where in places:
-            for key in keys:
-                value = where.get(key)
-                if value not in (None, "") and isinstance(value, _LABEL_TYPES) and not isinstance(value, bool):
-                    labels[name] = str(value)
-                    break
-            else:
-                continue
-            break
+        found = next((v for where in places for key in keys if _is_label(v := where.get(key))), None)
+        if found is not None:
+            labels[name] = str(found)
     return labels
+
+
+def _is_label(value: Any) -> bool:
+    return value not in (None, "") and isinstance(value, _LABEL_TYPES) and not isinstance(value, bool)
 
 
 def input_messages(span: Span) -> list[dict[str, Any]]:
@@ -276,13 +274,8 @@ def _messages(value: Any) -> list[dict[str, Any]]:
         value = value.get("messages", [value])
     if not isinstance(value, list):
         return []
-    out = []
-    for item in value:
-        if isinstance(item, dict):
-            if "message" in item and isinstance(item["message"], dict):  # a choice
-                item = item["message"]
-            out.append(_turn(item))
-    return out
+    # a choice holds its message under "message"
+    return [_turn(it["message"] if isinstance(it.get("message"), dict) else it) for it in value if isinstance(it, dict)]
 
 
 def _turn(item: dict[str, Any]) -> dict[str, Any]:
@@ -330,12 +323,8 @@ def _choice(attrs: dict[str, Any]) -> dict[str, Any]:
 def _indexed(attrs: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int, Any]]:
     """(N, value) of every `prefix.N.suffix` attribute, in N order."""
     head = prefix + "."
-    found = []
-    for key, value in attrs.items():
-        if key.startswith(head):
-            match = _INDEXED.match(key)
-            if match and match[1] == prefix and match[3] == suffix:
-                found.append((int(match[2]), value))
+    matches = ((_INDEXED.match(key), value) for key, value in attrs.items() if key.startswith(head))
+    found = [(int(m[2]), value) for m, value in matches if m and m[1] == prefix and m[3] == suffix]
     return sorted(found, key=lambda kv: kv[0])
 
 

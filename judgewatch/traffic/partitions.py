@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from judgewatch.traffic.config import SourceConfig
-from judgewatch.traffic.files import expand_paths
+from judgewatch.traffic.files import expand_paths, is_gzip
 from judgewatch.traffic.object_store import open_binary
 from judgewatch.traffic.records import RejectedTrafficRow
 from judgewatch.traffic.sampling import Sampler
@@ -152,10 +152,9 @@ def _row_count(path: str) -> int | None:
 
         with open_binary(path) as f:
             return int(pq.ParquetFile(f).metadata.num_rows)
+    if is_gzip(path):
+        return None
     with open_binary(path) as f:
-        if f.read(2) == b"\x1f\x8b":
-            return None
-        f.seek(0)
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
 
 
