@@ -1,10 +1,5 @@
 """Judging what the receiver stored: the picks of an `otlp` source not judged yet under a rubric and judge, in
-keyset batches, each batch's verdicts routed to review as the sampling flow's are.
-
-It runs apart from the receiver (`judgewatch ingest judge`, or the `ingest-judging` deployment), so a slow or down
-judge never makes exporters retry; at the daily spend cap a run stops `paused`, and the next UTC day's first run
-finds what it left.
-"""
+keyset batches, routed to review as the sampling flow's are; apart from the receiver (docs/ingest.md)."""
 
 from __future__ import annotations
 

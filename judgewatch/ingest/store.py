@@ -1,9 +1,5 @@
-"""The receiver's writer: spans mapped, sampled by the source's own `Sampler`, and the picks and quarantined
-spans stored in one transaction per export request (a batched upsert each, so a re-sent request is a no-op).
-
-One `SpanStore` per process: its sampler's de-duplication window and counts live as long as the server. Calls
-are serialized by a lock (the sampler's window is order-dependent); memory is the window plus one request.
-"""
+"""The receiver's writer: spans mapped, sampled by the source's own `Sampler`, picks and quarantined spans upserted
+in one transaction per export request; one `SpanStore` a process, calls serialized (its dedup window is ordered)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""OTLP traces as a traffic source: a decoded export request to rows, and the `otlp` source kind that reads what
-the OpenTelemetry Collector's file exporter writes (JSON lines of `ExportTraceServiceRequest`, rotated files too).
-
-Every LLM span becomes a `TrafficRow` through the source's own `RowMapper` (so tiers, filters, sampling and PII
-scrubbing are the other sources' own), keyed "<trace id>:<span id>": a span read or received twice is the same
-interaction. A span the mapping rejects is quarantined with its reason; other spans are counted as dropped.
-A file's watermark moves a whole line (one export request) at a time, after its last span is handed out.
-"""
+"""OTLP traces as a traffic source: a decoded export request to rows through the source's own `RowMapper`, and the
+`otlp` source kind that reads the OpenTelemetry Collector's file exporter (docs/ingest.md, "The file source")."""
 
 from __future__ import annotations
 

@@ -1,20 +1,6 @@
-"""LLM spans to log rows: OpenTelemetry GenAI semantic conventions and OpenInference read into one row shape.
-
-`span_row` turns an LLM span into the dict an OpenAI-compatible gateway log holds (the default `FieldMapping`
-reads it): the conversation, the answer, model, token counts, timestamp, route/tier/release/user labels, and
-the documents that retriever spans of the same trace returned. A conversation keeps its turns as they were:
-roles, tool calls (name, arguments, id) and tool results (with the id of the call they answer), in the OpenAI
-chat format the field mapping reads. Conventions read, first found wins:
-- OpenInference: `openinference.span.kind`, `llm.input_messages.N.message.*` (with `message.tool_calls.M.tool_call.*`
-  and `message.tool_call_id`), `llm.output_messages.N.message.*`,
-  `input.value` / `output.value`, `llm.model_name`, `llm.token_count.*`, `retrieval.documents.N.document.content`,
-  `user.id`, `session.id`, `metadata` (a JSON object).
-- GenAI, current: `gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions` (on the span
-  or on an event), `gen_ai.usage.*`, `gen_ai.retrieval.documents`.
-- GenAI, older: the `gen_ai.content.prompt` / `gen_ai.content.completion` events (`gen_ai.prompt`,
-  `gen_ai.completion`), the per-message events (`gen_ai.user.message`, `gen_ai.choice`...) and the indexed
-  `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes.
-"""
+"""LLM spans to log rows: OpenTelemetry GenAI semantic conventions and OpenInference read into the row an
+OpenAI-compatible gateway log holds (the default `FieldMapping` reads it), tool calls and results kept as turns.
+Which attributes and events each convention is read from, first found wins: docs/ingest.md."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Split a source into partitions that separate workers read at once, and merge what they read.
-
-A partition is a contiguous run of the source's files (a glob, or every file of a partitioned Parquet folder,
-in name order), or of a table's rows in (order, id) order (`judgewatch.traffic.sql_ranges`). Sampling
-decisions depend only on the interaction id, so the picks do not depend on the split; the de-duplication
-window does depend on the rows before a row, so each partition's window is warmed with the `window_rows` rows
-that come before its first file or row (read again, never sampled or counted). A partition's watermark covers
-its own files or rows; the caller merges them in partition order and saves the merged watermark only up to the
-last partition whose predecessors are all done.
-"""
+"""Split a source into partitions that separate workers read at once, and merge what they read; how the split, the
+warmed de-duplication window and the merged watermark keep a single pass's picks: docs/sampling.md ("Partitions")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,5 @@
-"""Split a table's rows after a watermark into contiguous (order, id) ranges, for partitions read at once.
-
-A range is every row after one (order, id) pair up to and including the next, in the reader's own keyset order
-(`sql.Keyset`), so rows that tie on a timestamp are cut between two ids, never lost or read twice. The cuts
-cost a few short queries: the order column's min and max after the watermark, evenly spaced values between them
-(numbers, times and dates) moved back to the last row at or before each, or (text) the rows at evenly spaced
-offsets of the count; with an index on (order, id) each is an index lookup. The last range has no end, as a
-single pass has none. Each range but the first also says where the `window_rows` rows before it start, which
-warm its de-duplication window; they never start before the watermark, where a single pass starts cold.
-"""
+"""Split a table's rows after a watermark into contiguous (order, id) ranges, for partitions read at once; how the
+cuts are found and how each range's de-duplication window is warmed: docs/sampling.md ("SQL partitions")."""
 
 from __future__ import annotations
 

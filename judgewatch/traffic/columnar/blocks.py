@@ -1,11 +1,8 @@
 """Columnar batch readers: JSONL lines parsed a block at a time by pyarrow, Parquet batches kept as columns.
 
-A `RowBlock` holds a batch's rows as an Arrow table for `columns.decision_columns`, and maps any one of them
-in full on request (`item(i)`, the row path's own mapping) so only picked or suspect rows become `TrafficRow`s.
-Whatever the block path would not read exactly as the row path does (a blank, overlong, deeply nested or
-unfinished line, a block pyarrow refuses) is read by the row path's own line code, so quarantine records keep
-their line numbers and a bad row never costs the rows around it.
-"""
+A `RowBlock` maps a row in full only on request (`item(i)`, the row path's own mapping). What the block path would not
+read exactly as the row path does is read by the row path's own line code, so quarantine records keep their line
+numbers and a bad row never costs the rows around it."""
 
 from __future__ import annotations
 

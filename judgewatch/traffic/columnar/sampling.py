@@ -1,14 +1,7 @@
-"""Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks.
+"""Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks (docs/sampling.md).
 
-Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content as
-whole columns, and the row path's rule runs on them: its label filter once per distinct route and department,
-its time and length bounds on arrays (`FilterConfig.out_of_bounds`), the de-duplication window in source order
-(`DedupWindow.seen_many`), its strata once per distinct tier, model and route, and its decision (`Sampler.picked`:
-`decide` on each eligible row's interaction id). Only a picked row, or one the column checks could not vouch for,
-is mapped into a `TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved
-to a row before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so
-it never covers a pick not yet handed out.
-"""
+The watermark is moved to a row before its pick (or quarantine record) is handed out, and to the block's end once
+the block is done, so it never covers a pick not yet handed out."""
 
 from __future__ import annotations
 
