@@ -54,8 +54,7 @@ async def judge_received(
     rubrics_dir: Path | None = None,
     batch_size: int = 500,
 ) -> dict[str, object]:
-    """Judge the stored picks of source `source` that have no verdict under `rubric` and `judge` yet; returns the
-    counts (judged by status, already judged, routed to review, the run id, why it paused if it did)."""
+    """Judge the stored picks of `source` with no verdict under `rubric` and `judge` yet; returns the run's counts."""
     label = source_label(source)
     run = JudgingRun(engine, kind=RunKind.sampling, name=f"ingest-judge/{source}", identity=f"{source}@received",
                      rubric=rubric, judge=judge, params={"source": source}, lazy=True, spend_cap=True)  # fmt: skip

@@ -25,8 +25,7 @@ if TYPE_CHECKING:
 
 
 class Accepted:
-    """What one export request came to: spans stored as picks, sampled out, quarantined (with the first
-    reasons), and non-LLM spans dropped."""
+    """What one export request came to: counts of its spans by fate, and the first quarantine reasons."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -51,8 +50,7 @@ class SpanStore:
         self._lock = threading.Lock()
 
     def store_request(self, request: ExportTraceServiceRequest, origin: str, bad: list[BadSpan]) -> Accepted:
-        """One export request: every LLM span mapped and sampled, the picks and quarantined spans upserted
-        together; returns when they are committed (so an acknowledged span is a stored one)."""
+        """One export request mapped, sampled and upserted; returns once committed (an acknowledged span is stored)."""
         with self._lock:
             items, counts = request_items(request, self.mapper, origin, bad, self.documents)
             before = self.sampler.stats

@@ -90,8 +90,7 @@ def decompress(body: bytes, encoding: str | None) -> bytes:
 
 
 def decode_request(body: bytes, content_type: str | None) -> tuple[ExportTraceServiceRequest, list[BadSpan]]:
-    """Protobuf (`application/x-protobuf`) or JSON (`application/json`) to an `ExportTraceServiceRequest`, and
-    the JSON spans that could not be read (the rest of the payload is kept)."""
+    """Protobuf or JSON to an `ExportTraceServiceRequest`, with the JSON spans that could not be read."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 

@@ -74,8 +74,7 @@ def read_otlp_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
 def read_otlp_file(
     path: str, mapper: RowMapper, state: WatermarkState, documents: TraceDocuments | None = None
 ) -> Iterator[Item]:
-    """One collector file: each line an `ExportTraceServiceRequest` in OTLP/JSON; a bad line is quarantined
-    with its line number and the lines after it are read."""
+    """One collector file, an OTLP/JSON export request a line; a bad line is quarantined and the next ones read."""
     for line in log_lines(path, mapper, state, MAX_BODY_BYTES + 1):
         if isinstance(line, RejectedTrafficRow):
             yield line
@@ -106,8 +105,4 @@ def _line_items(
     logger.debug("%s: %d LLM spans, %d quarantined, %d other spans dropped", where, counts.rows,
                  counts.quarantined, counts.dropped)  # fmt: skip
     for item in items:
-        yield _with_line(item, line_no)
-
-
-def _with_line(item: Item, line_no: int) -> Item:
-    return item.model_copy(update={"line": line_no}) if isinstance(item, RejectedTrafficRow) else item
+        yield item.model_copy(update={"line": line_no}) if isinstance(item, RejectedTrafficRow) else item

@@ -54,9 +54,8 @@ def kind_of(span: Span) -> str:
 
 
 class TraceDocuments:
-    """The documents retriever spans returned, by trace, for the most recent `max_traces` traces: an LLM span
-    exported in a later payload than its trace's retriever span (a per-span exporter, a batch boundary) still
-    gets them. Bounded, so memory stays flat however many traces pass."""
+    """The documents retriever spans returned, by trace, for the last `max_traces` traces (bounded): an LLM span
+    exported in a later payload than its trace's retriever span (a per-span exporter, a batch boundary) gets them."""
 
     def __init__(self, max_traces: int = 10_000) -> None:
         self.max_traces = max_traces
@@ -64,11 +63,9 @@ class TraceDocuments:
 
     def add(self, spans: Iterable[Span]) -> None:
         for span in spans:
-            if kind_of(span) == "retriever":
-                texts = documents_of(span)
-                if texts:
-                    self._docs.setdefault(span.trace_id, []).extend(texts)
-                    self._docs.move_to_end(span.trace_id)
+            if kind_of(span) == "retriever" and (texts := documents_of(span)):
+                self._docs.setdefault(span.trace_id, []).extend(texts)
+                self._docs.move_to_end(span.trace_id)
         while len(self._docs) > self.max_traces:
             self._docs.popitem(last=False)
 
@@ -88,8 +85,7 @@ def documents_of(span: Span) -> list[str]:
 
 
 def span_row(span: Span, documents: list[str]) -> dict[str, Any]:
-    """The log row of an LLM span (what the default field mapping reads); missing parts are left out, so the
-    mapping rejects the span with the reason (no answer, no question)."""
+    """The log row of an LLM span; missing parts are left out, so the mapping rejects the span with the reason."""
     attrs = span.attributes
     messages = input_messages(span)
     answer = output_text(span)
@@ -135,11 +131,9 @@ def _is_label(value: Any) -> bool:
 
 
 def input_messages(span: Span) -> list[dict[str, Any]]:
-    """The request's turns (role, content as text, tool calls and the call a result answers), by the first
-    convention that has them."""
+    """The request's turns (role, text, tool calls, the call a result answers) by the first convention having them."""
     attrs = span.attributes
-    found = _indexed_messages(attrs, "llm.input_messages")
-    if found:
+    if found := _indexed_messages(attrs, "llm.input_messages"):
         return found
     current = _event_attr(span, "gen_ai.input.messages")
     if current is not None:
@@ -152,12 +146,11 @@ def input_messages(span: Span) -> list[dict[str, Any]]:
     events = [
         _turn({**a, "role": a.get("role") or _ROLE_EVENTS[name]}) for name, a in span.events if name in _ROLE_EVENTS
     ]
-    if events:
-        return events
-    indexed = _indexed_messages(attrs, "gen_ai.prompt")
-    if indexed:
-        return indexed
-    return _value_messages(attrs.get("input.value"), attrs.get("input.mime_type"))
+    return (
+        events
+        or _indexed_messages(attrs, "gen_ai.prompt")
+        or _value_messages(attrs.get("input.value"), attrs.get("input.mime_type"))
+    )
 
 
 def output_text(span: Span) -> str | None:
@@ -267,8 +260,7 @@ def _messages(value: Any) -> list[dict[str, Any]]:
 def _turn(item: dict[str, Any]) -> dict[str, Any]:
     """One message as a turn in the OpenAI chat format: role, content as text, and, kept apart from the text,
     its tool calls (OpenAI `tool_calls`, GenAI `tool_call` parts) and the call a tool result answers."""
-    parts = item.get("parts")
-    parts = _structured(parts) if parts is not None else None
+    parts = _structured(item.get("parts"))
     turn: dict[str, Any] = {"role": str(item.get("role") or "user"),
                             "content": _content(parts if parts is not None else item.get("content"))}  # fmt: skip
     calls = [_tool_call(c) for c in _structured(item.get("tool_calls")) or [] if isinstance(c, dict)]
@@ -315,9 +307,8 @@ def _indexed(attrs: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int,
 
 
 def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI), with
-    OpenInference's `message.tool_calls.M.tool_call.{id,function.name,function.arguments}` and
-    `message.tool_call_id`, and older GenAI's `tool_calls.M.{id,name,arguments}`."""
+    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI), with their
+    tool calls (`message.tool_calls.M.tool_call.*`, `tool_calls.M.*`) and `message.tool_call_id`."""
     head = prefix + "."
     if not any(head + first in attrs for first in _FIRST_MESSAGE_KEYS):
         return []  # the common case, found without walking every attribute

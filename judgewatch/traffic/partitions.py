@@ -74,14 +74,11 @@ def split_source(
 
 
 def _restrict(since: Watermark | None, paths: list[str]) -> Watermark | None:
-    if since is None:
-        return None
-    return Watermark(files={p: m for p, m in since.files.items() if p in paths})
+    return None if since is None else Watermark(files={p: m for p, m in since.files.items() if p in paths})
 
 
 def merge_watermarks(marks: list[Watermark]) -> Watermark:
-    """One watermark over partitions in order: a later mark of the same file wins, and so does a later row
-    (a SQL partition's mark is at or after the end of the ones before it)."""
+    """One watermark over partitions in order: a later mark of the same file wins, and so does a later SQL row."""
     files: dict[str, FileMark] = {}
     last_order, last_id = None, None
     for mark in marks:
@@ -96,10 +93,8 @@ def partition_sampler(
     partition: SourcePartition,
     on_quarantine: Callable[[RejectedTrafficRow], None] | None = None,
 ) -> tuple[Sampler, SourceRead]:
-    """The partition's read of `config` and a `Sampler` whose dedup window holds the rows before the partition.
-
-    Iterate `sampler.run(read)`; `read.watermark` and `sampler.stats` are the partition's own.
-    """
+    """The partition's read of `config` and a `Sampler` whose dedup window holds the rows before the partition;
+    iterate `sampler.run(read)`, whose `read.watermark` and `sampler.stats` are the partition's own."""
     config = partition.source(config)
     sampler = Sampler(config, on_quarantine=on_quarantine)
     warm = partition.warmup

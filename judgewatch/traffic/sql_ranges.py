@@ -46,10 +46,8 @@ def key_ranges(
     finally:
         if own_engine:
             engine.dispose()
-    ranges = [KeyRange(since, None, None)]
-    for end, warmup in zip(ends, warm, strict=True):
-        ranges[-1] = ranges[-1]._replace(until=end)
-        ranges.append(KeyRange(end, None, warmup))
+    # each range runs from the end of the one before to its own cut (the last to the table's end)
+    ranges = [KeyRange(*bounds) for bounds in zip([since, *ends], [*ends, None], [None, *warm], strict=True)]
     logger.info("table %s: %d ranges after %s", keys.table.name, len(ranges), since)
     return ranges
 

@@ -51,11 +51,8 @@ def _element_positions(arr: pa.Array, index: int) -> np.ndarray:
 
 
 def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
-    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row).
-
-    A list index is not applied where it is met: the path goes on in the lists' values and only the value it
-    ends at is taken per row (`resolve`'s `value[int(seg)]`, null where the list is null or too short), so
-    the structs around it are never copied."""
+    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row). A list index
+    is applied only to the value the path ends at (`resolve`'s `value[int(seg)]`), so no struct around it is copied."""
     if segments[0] not in table.column_names:
         return None
     column = table.column(segments[0])
