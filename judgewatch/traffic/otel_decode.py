@@ -1,9 +1,6 @@
 """OTLP trace payloads to plain spans: an `ExportTraceServiceRequest` in protobuf or its JSON mapping, decoded by
-`opentelemetry-proto` (and `google.protobuf.json_format`), flattened to `Span`s with Python attribute values.
-
-A payload that does not decode is one `PayloadError` naming why; within a decoded payload, a span whose ids are
-not the OTLP sizes is a `BadSpan` and the spans around it still count.
-"""
+`opentelemetry-proto`, flattened to `Span`s with Python attribute values. A payload that does not decode is one
+`PayloadError`; a span that cannot be read or keyed is a `BadSpan`, the spans around it still count (docs/ingest.md)."""
 
 from __future__ import annotations
 

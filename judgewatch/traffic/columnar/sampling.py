@@ -194,8 +194,7 @@ def _reasons(sampler: Sampler, cols: DecisionColumns, micros: np.ndarray, mapped
             chars[i] = len(row.answer)
     time, length = filters.out_of_bounds(micros, chars)
     reasons = np.where((reasons == 0) & time, _CODE["time"], reasons)
-    reasons = np.where((reasons == 0) & length, _CODE["answer_length"], reasons)
-    return reasons
+    return np.where((reasons == 0) & length, _CODE["answer_length"], reasons)
 
 
 def _choose(

@@ -83,8 +83,9 @@ def _char_matrix(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _iso_form(chars: np.ndarray, lengths: np.ndarray, naive_ok: bool) -> np.ndarray:
-    """Rows whose bytes are exactly one of the covered forms (what a regular expression would check); a form without
-    a zone only when `naive_ok`."""
+    """Rows whose bytes are exactly one of the covered forms (the check a regular expression would make):
+    `YYYY-MM-DD[T ]hh:mm:ss`, then `.fff` or `.ffffff` or nothing, then `Z`, `+hh:mm`, `-hh:mm` or nothing
+    (nothing only when `naive_ok`)."""
 
     def digits(*positions: int) -> np.ndarray:
         return np.all((chars[list(positions)] - 48) < 10, axis=0)  # uint8: a byte below "0" wraps to >= 10
