@@ -1,10 +1,5 @@
 """Judging what the receiver stored: the picks of an `otlp` source not judged yet under a rubric and judge, in
-keyset batches, each batch's verdicts routed to review as the sampling flow's are.
-
-It runs apart from the receiver (`judgewatch ingest judge`, or the `ingest-judging` deployment), so a slow or down
-judge never makes exporters retry; at the daily spend cap a run stops `paused`, and the next UTC day's first run
-finds what it left.
-"""
+keyset batches, routed to review as the sampling flow's are; apart from the receiver (docs/ingest.md)."""
 
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ async def judge_received(
     rubrics_dir: Path | None = None,
     batch_size: int = 500,
 ) -> dict[str, object]:
-    """Judge the stored picks of source `source` that have no verdict under `rubric` and `judge` yet; returns the
-    counts (judged by status, already judged, routed to review, the run id, why it paused if it did)."""
+    """Judge the stored picks of `source` with no verdict under `rubric` and `judge` yet; returns the run's counts."""
     label = source_label(source)
     run = JudgingRun(engine, kind=RunKind.sampling, name=f"ingest-judge/{source}", identity=f"{source}@received",
                      rubric=rubric, judge=judge, params={"source": source}, lazy=True, spend_cap=True)  # fmt: skip

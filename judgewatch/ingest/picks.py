@@ -13,9 +13,7 @@ from judgewatch.traffic.sampling import Pick
 
 
 def pick_row(pick: Pick) -> dict[str, Any]:
-    """The stored interaction of a pick as an `interaction` row: keyed by the row's interaction id, dated by the
-    call's own timestamp, with the inclusion probability, stratum, salt, PII counts, tokens and (from a trace)
-    the span's `trace_id` and `span_id` in `metadata`."""
+    """A pick as its stored `interaction` row, keyed by interaction id, its sampling facts in `metadata`."""
     row = pick.row
     meta: dict[str, Any] = {
         "inclusion_probability": pick.inclusion_probability,

@@ -1,9 +1,5 @@
-"""The OTLP/HTTP trace receiver: `POST /v1/traces` (protobuf or JSON, gzip or not), bearer-token auth.
-
-As OTLP/HTTP asks: 200 with an `ExportTraceServiceResponse` once every span is stored (rejected spans quarantined and
-reported as `partial_success`); 400 with a `google.rpc.Status` for a payload that does not decode (quarantined too);
-401 without the token; 415 for another content type. `GET /healthz` gives the counts.
-"""
+"""The OTLP/HTTP trace receiver: `POST /v1/traces` (protobuf or JSON, gzip or not), bearer-token auth, answers as
+OTLP/HTTP asks (docs/ingest.md); 415 for another content type. `GET /healthz` gives the counts."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The receiver's writer: spans mapped, sampled by the source's own `Sampler`, and the picks and quarantined
-spans stored in one transaction per export request (a batched upsert each, so a re-sent request is a no-op).
-
-One `SpanStore` per process: its sampler's de-duplication window and counts live as long as the server. Calls
-are serialized by a lock (the sampler's window is order-dependent); memory is the window plus one request.
-"""
+"""The receiver's writer: spans mapped, sampled by the source's own `Sampler`, picks and quarantined spans upserted
+in one transaction per export request; one `SpanStore` a process, calls serialized (its dedup window is ordered)."""
 
 from __future__ import annotations
 
@@ -29,8 +25,7 @@ if TYPE_CHECKING:
 
 
 class Accepted:
-    """What one export request came to: spans stored as picks, sampled out, quarantined (with the first
-    reasons), and non-LLM spans dropped."""
+    """What one export request came to: counts of its spans by fate, and the first quarantine reasons."""
 
     def __init__(self) -> None:
         self.counts: Counter[str] = Counter()
@@ -55,8 +50,7 @@ class SpanStore:
         self._lock = threading.Lock()
 
     def store_request(self, request: ExportTraceServiceRequest, origin: str, bad: list[BadSpan]) -> Accepted:
-        """One export request: every LLM span mapped and sampled, the picks and quarantined spans upserted
-        together; returns when they are committed (so an acknowledged span is a stored one)."""
+        """One export request mapped, sampled and upserted; returns once committed (an acknowledged span is stored)."""
         with self._lock:
             items, counts = request_items(request, self.mapper, origin, bad, self.documents)
             before = self.sampler.stats

@@ -1,13 +1,7 @@
-"""Production traffic: read request logs (files or SQL), sample them deterministically, scrub PII.
+"""Production traffic: read request logs (files, SQL or OTLP), sample them deterministically, scrub PII.
 
-Storage-free on purpose: the caller persists interactions, quarantined rows and watermarks.
-
-    read = read_source(load_source_config("source.yaml"), since=last_watermark)
-    sampler = Sampler(read.config, on_quarantine=store_quarantined)
-    for pick in sampler.run(read):
-        store(pick)
-    save(read.watermark); log(sampler.stats)
-"""
+Storage-free on purpose: the caller persists the picks of `Sampler(config, on_quarantine=store).run(read)` for
+`read = read_source(config, since=last_watermark)`, and saves `read.watermark` after them."""
 
 from judgewatch.contract.pii import PiiKind, Scrubber, scrub
 from judgewatch.hashing import interaction_id

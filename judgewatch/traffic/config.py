@@ -79,8 +79,7 @@ class SamplingConfig(_Strict):
     @field_validator("rates")
     @classmethod
     def _rates_are_probabilities(cls, rates: dict[str, float]) -> dict[str, float]:
-        bad = {k: v for k, v in rates.items() if not 0.0 <= v <= 1.0}
-        if bad:
+        if bad := {k: v for k, v in rates.items() if not 0.0 <= v <= 1.0}:
             raise ValueError(f"rates must be between 0 and 1, got {bad}")
         return rates
 

@@ -1,16 +1,5 @@
-"""The de-duplication window: a bounded LRU of content hashes, fed a row at a time or a whole block at once.
-
-`DedupWindow.seen` is the rule for one row. `DedupWindow.seen_many` gives the same answers and leaves the
-same window for a block of rows: a row whose content is neither in the window nor earlier in the block cannot
-be a duplicate, so runs of such rows are inserted at once and the window trimmed once, which is what
-row-by-row insertion does whenever the window's times do not go backwards (checked first); any other block,
-and every row whose content may repeat, goes through `seen` itself.
-
-The LRU order is kept as numbered slots (a key list, a time list) and a plain dict from each key to its slot:
-a key seen again takes a new slot at the end and leaves its old one behind, and the oldest entry is the first
-slot whose key still points to it. A run of new keys is then two list extends and one dict `update`, and
-trimming it a slice of `del`s, about half of what an `OrderedDict` insert and pop cost.
-"""
+"""The de-duplication window: a bounded LRU of content hashes, fed a row at a time (`seen`, the rule) or a whole
+block at once (`seen_many`: the same answers, the same window left). Its numbered slots, and why: docs/sampling.md."""
 
 from __future__ import annotations
 

@@ -36,10 +36,8 @@ _Binary = gzip.GzipFile | io.BufferedReader
 
 
 class SourcePathError(OSError):
-    """A source path that reads nothing: a missing file, a folder, a glob matching no file, a folder not listable.
-
-    Raised before anything is read, so the run fails, saves no watermark and exits non-zero with one line per path.
-    """
+    """A source path that reads nothing (missing file, folder, glob matching no file, folder not listable); raised
+    before anything is read, so the run fails, saves no watermark and exits non-zero with one line per path."""
 
 
 def _glob_root(pattern: str) -> Path:
@@ -72,14 +70,11 @@ def _path_problem(pattern: str) -> str | None:
     path = Path(pattern)
     if path.is_dir():
         return f"{pattern}: is a folder, not a file (give a glob such as {path / '*.jsonl'})"
-    if not path.exists():
-        return f"{pattern}: no such file"
-    return None
+    return None if path.exists() else f"{pattern}: no such file"
 
 
 def expand_paths(patterns: list[str]) -> list[str]:
-    """The files the patterns name or match, in order without repeats; SourcePathError naming every pattern
-    that reads nothing (each with its own reason)."""
+    """The files the patterns name or match, in order, no repeats; SourcePathError naming each that reads nothing."""
     problems = [problem for pattern in patterns if (problem := _path_problem(pattern)) is not None]
     if problems:
         raise SourcePathError("the source reads nothing from " + "; ".join(problems))
@@ -97,19 +92,14 @@ def expand_paths(patterns: list[str]) -> list[str]:
 def each_file(
     mapper: RowMapper, state: WatermarkState, parquet: FileReader[T], jsonl: FileReader[T]
 ) -> Iterator[T | RejectedTrafficRow]:
-    """The source's files in order, each read by the reader of its kind; SourcePathError before any is read
-    when a path reads nothing."""
+    """The source's files in order, each read by the reader of its kind (after `expand_paths` checked them all)."""
     files = expand_paths(mapper.config.paths)
     reader = parquet if mapper.config.kind == "parquet" else jsonl
     for path in files:
         yield from reader(path, mapper, state)
 
 
-def read_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
-    return each_file(mapper, state, read_parquet_file, read_jsonl_file)
-
-
-def _is_gzip(path: str) -> bool:
+def is_gzip(path: str) -> bool:
     with open_binary(path) as f:
         return f.read(2) == _GZIP_MAGIC
 
@@ -129,7 +119,7 @@ def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog |
     """Open a log after its watermark, or the quarantine record of a file that cannot be read as JSONL."""
     mark_rows, mark_offset = state.files.get(path, (0, None))
     try:
-        gz = _is_gzip(path)
+        gz = is_gzip(path)
         size = object_size(path) if is_url(path) else Path(path).stat().st_size
         if not is_url(path):
             f: _Binary = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
@@ -153,9 +143,8 @@ def open_jsonl(path: str, mapper: RowMapper, state: WatermarkState) -> OpenLog |
 
 
 class Line(NamedTuple):
-    """A log line after the watermark: its number, its bytes as read (a line longer than the read limit cut there,
-    the rest skipped), the file offset after it (None: gzip, which cannot seek), whether it ends in a newline (a
-    line cut for length counts as ended)."""
+    """A log line after the watermark: number, bytes (an overlong line cut at the read limit, its rest skipped), file
+    offset after it (None: gzip cannot seek), and whether it ended in a newline (a cut line counts as ended)."""
 
     number: int
     chunk: bytes

@@ -200,8 +200,7 @@ class RowMapper:
         line: int | None = None,
         attributes: dict[str, str | float] | None = None,
     ) -> TrafficRow | RejectedTrafficRow:
-        """Map a decoded row; `size` is its byte length when known (else estimated from its texts); `attributes`
-        are kept with the row as they are (`TrafficRow.attributes`)."""
+        """Map a decoded row; `size`: its byte length when known (else estimated), `attributes`: kept as they are."""
         if not isinstance(raw, dict):
             return self.quarantine(position, QuarantineReason.not_an_object, f"got {type(raw).__name__}", raw, line)
         try:

@@ -1,14 +1,5 @@
 """Object storage for file sources: `s3://`, `gs://` and `az://` (also `gcs://`, `abfs://`, `abfss://`) URLs, with
-globs, read through fsspec (s3fs, gcsfs, adlfs).
-
-Why fsspec: it is the one abstraction pandas, pyarrow, Dask and Hugging Face `datasets` already read object
-storage through; its files are seekable and buffered (so a JSONL watermark's byte offset and a Parquet footer
-read are the same calls as on disk), its globs match local ones, and each backend takes credentials from its
-provider's usual chain (AWS environment variables, `~/.aws`, instance roles; `GOOGLE_APPLICATION_CREDENTIALS`;
-`AZURE_STORAGE_*` or `DefaultAzureCredential`) and endpoints from fsspec's own config (`FSSPEC_S3_*`
-environment variables or `~/.config/fsspec/*.json`). A source config names only URLs: credentials are never
-written into it, nor stored anywhere by judgewatch.
-"""
+globs, read through fsspec; why fsspec, and where backends find credentials (never the config): docs/ingest.md."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
 """OTLP trace payloads to plain spans: an `ExportTraceServiceRequest` in protobuf or its JSON mapping, decoded by
-`opentelemetry-proto` (and `google.protobuf.json_format`), flattened to `Span`s with Python attribute values.
-
-A payload that does not decode is one `PayloadError` naming why; within a decoded payload, a span whose ids are
-not the OTLP sizes is a `BadSpan` and the spans around it still count.
-"""
+`opentelemetry-proto`, flattened to `Span`s with Python attribute values. A payload that does not decode is one
+`PayloadError`; a span that cannot be read or keyed is a `BadSpan`, the spans around it still count (docs/ingest.md)."""
 
 from __future__ import annotations
 
@@ -90,8 +87,7 @@ def decompress(body: bytes, encoding: str | None) -> bytes:
 
 
 def decode_request(body: bytes, content_type: str | None) -> tuple[ExportTraceServiceRequest, list[BadSpan]]:
-    """Protobuf (`application/x-protobuf`) or JSON (`application/json`) to an `ExportTraceServiceRequest`, and
-    the JSON spans that could not be read (the rest of the payload is kept)."""
+    """Protobuf or JSON to an `ExportTraceServiceRequest`, with the JSON spans that could not be read."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -181,12 +177,11 @@ def _hex_ids_as_base64(node: Any) -> Any:
                     node[key] = base64.b64encode(bytes.fromhex(value)).decode()
                 except ValueError:
                     node[key] = ""
-            elif isinstance(value, dict | list):
+            else:
                 _hex_ids_as_base64(value)
     elif isinstance(node, list):
         for item in node:
-            if isinstance(item, dict | list):
-                _hex_ids_as_base64(item)
+            _hex_ids_as_base64(item)
     return node
 
 

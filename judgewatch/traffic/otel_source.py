@@ -1,11 +1,5 @@
-"""OTLP traces as a traffic source: a decoded export request to rows, and the `otlp` source kind that reads what
-the OpenTelemetry Collector's file exporter writes (JSON lines of `ExportTraceServiceRequest`, rotated files too).
-
-Every LLM span becomes a `TrafficRow` through the source's own `RowMapper` (so tiers, filters, sampling and PII
-scrubbing are the other sources' own), keyed "<trace id>:<span id>": a span read or received twice is the same
-interaction. A span the mapping rejects is quarantined with its reason; other spans are counted as dropped.
-A file's watermark moves a whole line (one export request) at a time, after its last span is handed out.
-"""
+"""OTLP traces as a traffic source: a decoded export request to rows through the source's own `RowMapper`, and the
+`otlp` source kind that reads the OpenTelemetry Collector's file exporter (docs/ingest.md, "The file source")."""
 
 from __future__ import annotations
 
@@ -80,8 +74,7 @@ def read_otlp_files(mapper: RowMapper, state: WatermarkState) -> Iterator[Item]:
 def read_otlp_file(
     path: str, mapper: RowMapper, state: WatermarkState, documents: TraceDocuments | None = None
 ) -> Iterator[Item]:
-    """One collector file: each line an `ExportTraceServiceRequest` in OTLP/JSON; a bad line is quarantined
-    with its line number and the lines after it are read."""
+    """One collector file, an OTLP/JSON export request a line; a bad line is quarantined and the next ones read."""
     for line in log_lines(path, mapper, state, MAX_BODY_BYTES + 1):
         if isinstance(line, RejectedTrafficRow):
             yield line
@@ -112,8 +105,4 @@ def _line_items(
     logger.debug("%s: %d LLM spans, %d quarantined, %d other spans dropped", where, counts.rows,
                  counts.quarantined, counts.dropped)  # fmt: skip
     for item in items:
-        yield _with_line(item, line_no)
-
-
-def _with_line(item: Item, line_no: int) -> Item:
-    return item.model_copy(update={"line": line_no}) if isinstance(item, RejectedTrafficRow) else item
+        yield item.model_copy(update={"line": line_no}) if isinstance(item, RejectedTrafficRow) else item

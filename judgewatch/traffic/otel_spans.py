@@ -1,20 +1,6 @@
-"""LLM spans to log rows: OpenTelemetry GenAI semantic conventions and OpenInference read into one row shape.
-
-`span_row` turns an LLM span into the dict an OpenAI-compatible gateway log holds (the default `FieldMapping`
-reads it): the conversation, the answer, model, token counts, timestamp, route/tier/release/user labels, and
-the documents that retriever spans of the same trace returned. A conversation keeps its turns as they were:
-roles, tool calls (name, arguments, id) and tool results (with the id of the call they answer), in the OpenAI
-chat format the field mapping reads. Conventions read, first found wins:
-- OpenInference: `openinference.span.kind`, `llm.input_messages.N.message.*` (with `message.tool_calls.M.tool_call.*`
-  and `message.tool_call_id`), `llm.output_messages.N.message.*`,
-  `input.value` / `output.value`, `llm.model_name`, `llm.token_count.*`, `retrieval.documents.N.document.content`,
-  `user.id`, `session.id`, `metadata` (a JSON object).
-- GenAI, current: `gen_ai.input.messages`, `gen_ai.output.messages`, `gen_ai.system_instructions` (on the span
-  or on an event), `gen_ai.usage.*`, `gen_ai.retrieval.documents`.
-- GenAI, older: the `gen_ai.content.prompt` / `gen_ai.content.completion` events (`gen_ai.prompt`,
-  `gen_ai.completion`), the per-message events (`gen_ai.user.message`, `gen_ai.choice`...) and the indexed
-  `gen_ai.prompt.N.*` / `gen_ai.completion.N.*` attributes.
-"""
+"""LLM spans to log rows: OpenTelemetry GenAI semantic conventions and OpenInference read into the row an
+OpenAI-compatible gateway log holds (the default `FieldMapping` reads it), tool calls and results kept as turns.
+Which attributes and events each convention is read from, first found wins: docs/ingest.md."""
 
 from __future__ import annotations
 
@@ -68,9 +54,8 @@ def kind_of(span: Span) -> str:
 
 
 class TraceDocuments:
-    """The documents retriever spans returned, by trace, for the most recent `max_traces` traces: an LLM span
-    exported in a later payload than its trace's retriever span (a per-span exporter, a batch boundary) still
-    gets them. Bounded, so memory stays flat however many traces pass."""
+    """The documents retriever spans returned, by trace, for the last `max_traces` traces (bounded): an LLM span
+    exported in a later payload than its trace's retriever span (a per-span exporter, a batch boundary) gets them."""
 
     def __init__(self, max_traces: int = 10_000) -> None:
         self.max_traces = max_traces
@@ -78,11 +63,9 @@ class TraceDocuments:
 
     def add(self, spans: Iterable[Span]) -> None:
         for span in spans:
-            if kind_of(span) == "retriever":
-                texts = documents_of(span)
-                if texts:
-                    self._docs.setdefault(span.trace_id, []).extend(texts)
-                    self._docs.move_to_end(span.trace_id)
+            if kind_of(span) == "retriever" and (texts := documents_of(span)):
+                self._docs.setdefault(span.trace_id, []).extend(texts)
+                self._docs.move_to_end(span.trace_id)
         while len(self._docs) > self.max_traces:
             self._docs.popitem(last=False)
 
@@ -102,8 +85,7 @@ def documents_of(span: Span) -> list[str]:
 
 
 def span_row(span: Span, documents: list[str]) -> dict[str, Any]:
-    """The log row of an LLM span (what the default field mapping reads); missing parts are left out, so the
-    mapping rejects the span with the reason (no answer, no question)."""
+    """The log row of an LLM span; missing parts are left out, so the mapping rejects the span with the reason."""
     attrs = span.attributes
     messages = input_messages(span)
     answer = output_text(span)
@@ -138,24 +120,20 @@ def span_labels(span: Span) -> dict[str, Any]:
     places = [span.attributes, meta, span.resource] if isinstance(meta, dict) else [span.attributes, span.resource]
     labels: dict[str, Any] = {}
     for name, keys in LABELS.items():
-        for where in places:
-            for key in keys:
-                value = where.get(key)
-                if value not in (None, "") and isinstance(value, _LABEL_TYPES) and not isinstance(value, bool):
-                    labels[name] = str(value)
-                    break
-            else:
-                continue
-            break
+        found = next((v for where in places for key in keys if _is_label(v := where.get(key))), None)
+        if found is not None:
+            labels[name] = str(found)
     return labels
 
 
+def _is_label(value: Any) -> bool:
+    return value not in (None, "") and isinstance(value, _LABEL_TYPES) and not isinstance(value, bool)
+
+
 def input_messages(span: Span) -> list[dict[str, Any]]:
-    """The request's turns (role, content as text, tool calls and the call a result answers), by the first
-    convention that has them."""
+    """The request's turns (role, text, tool calls, the call a result answers) by the first convention having them."""
     attrs = span.attributes
-    found = _indexed_messages(attrs, "llm.input_messages")
-    if found:
+    if found := _indexed_messages(attrs, "llm.input_messages"):
         return found
     current = _event_attr(span, "gen_ai.input.messages")
     if current is not None:
@@ -168,12 +146,11 @@ def input_messages(span: Span) -> list[dict[str, Any]]:
     events = [
         _turn({**a, "role": a.get("role") or _ROLE_EVENTS[name]}) for name, a in span.events if name in _ROLE_EVENTS
     ]
-    if events:
-        return events
-    indexed = _indexed_messages(attrs, "gen_ai.prompt")
-    if indexed:
-        return indexed
-    return _value_messages(attrs.get("input.value"), attrs.get("input.mime_type"))
+    return (
+        events
+        or _indexed_messages(attrs, "gen_ai.prompt")
+        or _value_messages(attrs.get("input.value"), attrs.get("input.mime_type"))
+    )
 
 
 def output_text(span: Span) -> str | None:
@@ -276,20 +253,14 @@ def _messages(value: Any) -> list[dict[str, Any]]:
         value = value.get("messages", [value])
     if not isinstance(value, list):
         return []
-    out = []
-    for item in value:
-        if isinstance(item, dict):
-            if "message" in item and isinstance(item["message"], dict):  # a choice
-                item = item["message"]
-            out.append(_turn(item))
-    return out
+    # a choice holds its message under "message"
+    return [_turn(it["message"] if isinstance(it.get("message"), dict) else it) for it in value if isinstance(it, dict)]
 
 
 def _turn(item: dict[str, Any]) -> dict[str, Any]:
     """One message as a turn in the OpenAI chat format: role, content as text, and, kept apart from the text,
     its tool calls (OpenAI `tool_calls`, GenAI `tool_call` parts) and the call a tool result answers."""
-    parts = item.get("parts")
-    parts = _structured(parts) if parts is not None else None
+    parts = _structured(item.get("parts"))
     turn: dict[str, Any] = {"role": str(item.get("role") or "user"),
                             "content": _content(parts if parts is not None else item.get("content"))}  # fmt: skip
     calls = [_tool_call(c) for c in _structured(item.get("tool_calls")) or [] if isinstance(c, dict)]
@@ -330,19 +301,14 @@ def _choice(attrs: dict[str, Any]) -> dict[str, Any]:
 def _indexed(attrs: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int, Any]]:
     """(N, value) of every `prefix.N.suffix` attribute, in N order."""
     head = prefix + "."
-    found = []
-    for key, value in attrs.items():
-        if key.startswith(head):
-            match = _INDEXED.match(key)
-            if match and match[1] == prefix and match[3] == suffix:
-                found.append((int(match[2]), value))
+    matches = ((_INDEXED.match(key), value) for key, value in attrs.items() if key.startswith(head))
+    found = [(int(m[2]), value) for m, value in matches if m and m[1] == prefix and m[3] == suffix]
     return sorted(found, key=lambda kv: kv[0])
 
 
 def _indexed_messages(attrs: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
-    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI), with
-    OpenInference's `message.tool_calls.M.tool_call.{id,function.name,function.arguments}` and
-    `message.tool_call_id`, and older GenAI's `tool_calls.M.{id,name,arguments}`."""
+    """Messages flattened into `prefix.N.(message.)role/content` attributes (OpenInference, older GenAI), with their
+    tool calls (`message.tool_calls.M.tool_call.*`, `tool_calls.M.*`) and `message.tool_call_id`."""
     head = prefix + "."
     if not any(head + first in attrs for first in _FIRST_MESSAGE_KEYS):
         return []  # the common case, found without walking every attribute

@@ -1,13 +1,5 @@
-"""Split a source into partitions that separate workers read at once, and merge what they read.
-
-A partition is a contiguous run of the source's files (a glob, or every file of a partitioned Parquet folder,
-in name order), or of a table's rows in (order, id) order (`judgewatch.traffic.sql_ranges`). Sampling
-decisions depend only on the interaction id, so the picks do not depend on the split; the de-duplication
-window does depend on the rows before a row, so each partition's window is warmed with the `window_rows` rows
-that come before its first file or row (read again, never sampled or counted). A partition's watermark covers
-its own files or rows; the caller merges them in partition order and saves the merged watermark only up to the
-last partition whose predecessors are all done.
-"""
+"""Split a source into partitions that separate workers read at once, and merge what they read; how the split, the
+warmed de-duplication window and the merged watermark keep a single pass's picks: docs/sampling.md ("Partitions")."""
 
 from __future__ import annotations
 
@@ -18,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict
 
 from judgewatch.traffic.config import SourceConfig
-from judgewatch.traffic.files import expand_paths
+from judgewatch.traffic.files import expand_paths, is_gzip
 from judgewatch.traffic.object_store import open_binary
 from judgewatch.traffic.records import RejectedTrafficRow
 from judgewatch.traffic.sampling import Sampler
@@ -82,14 +74,11 @@ def split_source(
 
 
 def _restrict(since: Watermark | None, paths: list[str]) -> Watermark | None:
-    if since is None:
-        return None
-    return Watermark(files={p: m for p, m in since.files.items() if p in paths})
+    return None if since is None else Watermark(files={p: m for p, m in since.files.items() if p in paths})
 
 
 def merge_watermarks(marks: list[Watermark]) -> Watermark:
-    """One watermark over partitions in order: a later mark of the same file wins, and so does a later row
-    (a SQL partition's mark is at or after the end of the ones before it)."""
+    """One watermark over partitions in order: a later mark of the same file wins, and so does a later SQL row."""
     files: dict[str, FileMark] = {}
     last_order, last_id = None, None
     for mark in marks:
@@ -104,10 +93,8 @@ def partition_sampler(
     partition: SourcePartition,
     on_quarantine: Callable[[RejectedTrafficRow], None] | None = None,
 ) -> tuple[Sampler, SourceRead]:
-    """The partition's read of `config` and a `Sampler` whose dedup window holds the rows before the partition.
-
-    Iterate `sampler.run(read)`; `read.watermark` and `sampler.stats` are the partition's own.
-    """
+    """The partition's read of `config` and a `Sampler` whose dedup window holds the rows before the partition;
+    iterate `sampler.run(read)`, whose `read.watermark` and `sampler.stats` are the partition's own."""
     config = partition.source(config)
     sampler = Sampler(config, on_quarantine=on_quarantine)
     warm = partition.warmup
@@ -152,10 +139,9 @@ def _row_count(path: str) -> int | None:
 
         with open_binary(path) as f:
             return int(pq.ParquetFile(f).metadata.num_rows)
+    if is_gzip(path):
+        return None
     with open_binary(path) as f:
-        if f.read(2) == b"\x1f\x8b":
-            return None
-        f.seek(0)
         return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 24), b""))
 
 

@@ -67,9 +67,7 @@ class QuarantineReason(StrEnum):
 
 class RejectedTrafficRow(BaseModel):
     """A traffic row the mapping rejected, with its position and reason so an operator can find it; never raised.
-
-    The sampling flow stores it as a `judgewatch.storage.quarantine.QuarantinedRow` (the table).
-    """
+    Stored as a `judgewatch.storage.quarantine.QuarantinedRow`."""
 
     model_config = ConfigDict(frozen=True)
 

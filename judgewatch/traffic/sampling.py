@@ -110,11 +110,8 @@ def value_reason(filters: FilterConfig, timestamp: datetime, answer_chars: int |
 
 
 class Sampler:
-    """Consumes `TrafficRow | RejectedTrafficRow` items and yields `Pick`s; `stats` is live while it runs.
-
-    Memory is O(dedup window). Quarantined rows are counted and handed to `on_quarantine` (the lead's
-    quarantine table) so they are never lost; without a callback they are logged.
-    """
+    """Consumes `TrafficRow | RejectedTrafficRow` items and yields `Pick`s; `stats` is live while it runs. Memory is
+    O(dedup window). Quarantined rows go to `on_quarantine` (the lead's table) so they are never lost, else the log."""
 
     def __init__(
         self,
@@ -147,8 +144,7 @@ class Sampler:
         )
 
     def run(self, items: Iterable[TrafficRow | RejectedTrafficRow] | SourceRead) -> Iterator[Pick]:
-        """The picks, in source order. A `SourceRead` is read in columnar blocks, deciding before it maps
-        (`judgewatch.traffic.columnar.sampling`); any other iterable row by row. Same picks, counts and quarantine."""
+        """The picks, in source order: a `SourceRead` read in columnar blocks (decide, then map), others row by row."""
         if isinstance(items, SourceRead):
             from judgewatch.traffic.columnar.sampling import sample_blocks  # pyarrow and numpy: only to read a source
 

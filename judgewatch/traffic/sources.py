@@ -20,12 +20,10 @@ logger = logging.getLogger(__name__)
 
 
 class SourceRead:
-    """An iterable over one pass of a source: its rows after `since`; `engine` reuses the caller's (SQL).
+    """An iterable over one pass of a source: its rows after `since` (SQL: up to `until`, and the caller's `engine`).
 
     `watermark` always covers every row handed out so far (quarantined ones included): store it after the
-    rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once.
-    `until` (SQL only: a partition's end) stops after that row.
-    """
+    rows it covers are stored, and pass it back as `since` to read only what came after. Iterate once."""
 
     def __init__(
         self,
@@ -59,7 +57,8 @@ class SourceRead:
 
     def blocks(self) -> Iterator[Block]:
         """The source in columnar blocks (`judgewatch.traffic.columnar.blocks`), for `Sampler.run` to decide on."""
-        from judgewatch.traffic.columnar.blocks import read_file_blocks, sql_blocks
+        from judgewatch.traffic.columnar.blocks import jsonl_blocks, parquet_blocks, sql_blocks
+        from judgewatch.traffic.files import each_file
 
         mapper = self._start()
         if self.config.kind == "sql":
@@ -68,7 +67,7 @@ class SourceRead:
             from judgewatch.traffic.otel_source import read_otlp_files
 
             return read_otlp_files(mapper, self._state)
-        return read_file_blocks(mapper, self._state)
+        return each_file(mapper, self._state, parquet_blocks, jsonl_blocks)
 
     def __iter__(self) -> Iterator[TrafficRow | RejectedTrafficRow]:
         """Row by row: every row mapped to a `TrafficRow` (or quarantined) before anything is decided."""
@@ -82,9 +81,9 @@ class SourceRead:
 
             items = read_otlp_files(mapper, self._state)
         else:
-            from judgewatch.traffic.files import read_files
+            from judgewatch.traffic.files import each_file, read_jsonl_file, read_parquet_file
 
-            items = read_files(mapper, self._state)
+            items = each_file(mapper, self._state, read_parquet_file, read_jsonl_file)
         for item in items:
             if isinstance(item, RejectedTrafficRow):
                 self.quarantined += 1

@@ -50,8 +50,7 @@ def sql_batches(
     The next query starts after the watermark as the caller left it, so advance it through a batch before
     asking for the next. Rows are read in the order they sort, so a row inserted later with a smaller id (or,
     in time order, an older timestamp) than the watermark is not read; rows with a NULL time are never read in
-    time order. `until` (a partition's end, `judgewatch.traffic.sql_ranges`) stops at that row, included.
-    """
+    time order. `until` (a partition's end) stops at that row, included."""
     config = mapper.config
     own_engine = engine is None
     engine = engine or create_engine(config.database_url())
@@ -114,15 +113,11 @@ class Keyset(NamedTuple):
 def keyset(engine: Engine, mapper: RowMapper) -> Keyset:
     """The source's table, reflected, and its (order, id) columns."""
     config = mapper.config
-    table = _reflect(engine, config.table or "")
+    schema, _, name = (config.table or "").rpartition(".")
+    table = Table(name, MetaData(schema=schema or None), autoload_with=engine)
     id_col = _column(table, str(config.mapping.id))
     order_col = _time_column(table, mapper) if config.order_by == "time" else id_col
     return Keyset(table, order_col, id_col)
-
-
-def _reflect(engine: Engine, name: str) -> Table:
-    schema, _, table = name.rpartition(".")
-    return Table(table, MetaData(schema=schema or None), autoload_with=engine)
 
 
 def _column(table: Table, name: str) -> Column[Any]:

@@ -1,13 +1,5 @@
-"""Split a table's rows after a watermark into contiguous (order, id) ranges, for partitions read at once.
-
-A range is every row after one (order, id) pair up to and including the next, in the reader's own keyset order
-(`sql.Keyset`), so rows that tie on a timestamp are cut between two ids, never lost or read twice. The cuts
-cost a few short queries: the order column's min and max after the watermark, evenly spaced values between them
-(numbers, times and dates) moved back to the last row at or before each, or (text) the rows at evenly spaced
-offsets of the count; with an index on (order, id) each is an index lookup. The last range has no end, as a
-single pass has none. Each range but the first also says where the `window_rows` rows before it start, which
-warm its de-duplication window; they never start before the watermark, where a single pass starts cold.
-"""
+"""Split a table's rows after a watermark into contiguous (order, id) ranges, for partitions read at once; how the
+cuts are found and how each range's de-duplication window is warmed: docs/sampling.md ("SQL partitions")."""
 
 from __future__ import annotations
 
@@ -54,10 +46,8 @@ def key_ranges(
     finally:
         if own_engine:
             engine.dispose()
-    ranges = [KeyRange(since, None, None)]
-    for end, warmup in zip(ends, warm, strict=True):
-        ranges[-1] = ranges[-1]._replace(until=end)
-        ranges.append(KeyRange(end, None, warmup))
+    # each range runs from the end of the one before to its own cut (the last to the table's end)
+    ranges = [KeyRange(*bounds) for bounds in zip([since, *ends], [*ends, None], [None, *warm], strict=True)]
     logger.info("table %s: %d ranges after %s", keys.table.name, len(ranges), since)
     return ranges
 

@@ -18,9 +18,7 @@ class FileMark(BaseModel):
 
 class Watermark(BaseModel):
     """Files: a mark per file. SQL: the (order value, id) of the last row read, rows after it come next.
-
-    JSON-serializable (`model_dump_json` / `model_validate_json`) so the lead can keep it in one text column.
-    """
+    JSON-serializable, so the lead can keep it in one text column."""
 
     model_config = ConfigDict(frozen=True)
 

@@ -1,18 +1,14 @@
 """Columnar batch readers: JSONL lines parsed a block at a time by pyarrow, Parquet batches kept as columns.
 
-A `RowBlock` holds a batch's rows as an Arrow table for `columns.decision_columns`, and maps any one of them
-in full on request (`item(i)`, the row path's own mapping) so only picked or suspect rows become `TrafficRow`s.
-Whatever the block path would not read exactly as the row path does (a blank, overlong, deeply nested or
-unfinished line, a block pyarrow refuses) is read by the row path's own line code, so quarantine records keep
-their line numbers and a bad row never costs the rows around it.
-"""
+A `RowBlock` maps a row in full only on request (`item(i)`, the row path's own mapping). What the block path would not
+read exactly as the row path does is read by the row path's own line code, so quarantine records keep their line
+numbers and a bad row never costs the rows around it."""
 
 from __future__ import annotations
 
 import logging
 import zlib
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,7 +20,6 @@ from judgewatch.traffic.files import (
     Item,
     OpenLog,
     drain,
-    each_file,
     line_item,
     map_binary_safe,
     open_jsonl,
@@ -76,10 +71,6 @@ class RowBlock:
 Block = RowBlock | Item
 
 
-def read_file_blocks(mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
-    return each_file(mapper, state, parquet_blocks, jsonl_blocks)
-
-
 def sql_blocks(
     mapper: RowMapper, state: WatermarkState, engine: Engine | None, until: Watermark | None = None
 ) -> Iterator[Block]:
@@ -99,6 +90,9 @@ def sql_blocks(
         def mark(i: int, batch: SqlBatch = batch) -> None:
             state.advance_sql(batch.rows[i][batch.order_column], batch.rows[i][batch.id_column])
 
+        def key_of(i: int, batch: SqlBatch = batch) -> str:  # a row whose mapped id is empty: as the row path keys it
+            return str(batch.rows[i][batch.id_column])
+
         try:
             table = pa.Table.from_pylist(rows)
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
@@ -109,13 +103,8 @@ def sql_blocks(
                 yield item(i)
             continue
         block = RowBlock(table, position, item, mark)
-        block.key_of = partial(_sql_id, batch)
+        block.key_of = key_of
         yield block
-
-
-def _sql_id(batch: SqlBatch, i: int) -> str:
-    """A row whose mapped id is empty is keyed by its key column, as the row path does."""
-    return str(batch.rows[i][batch.id_column])
 
 
 def parquet_blocks(path: str, mapper: RowMapper, state: WatermarkState) -> Iterator[Block]:
@@ -204,10 +193,8 @@ def _jsonl_block(
     offset: int | None,
     reader: MappedReader,
 ) -> Iterator[Block]:
-    """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly.
-
-    A block pyarrow will not read is halved until the halves it reads are found, so a bad line costs the row
-    path's speed to at most `ROW_PATH_LINES` lines around it, not to its whole block."""
+    """Lines `before + 1...` as one RowBlock, or one by one when the block path would not read them exactly. A block
+    pyarrow refuses is halved until its readable halves are found: a bad line slows at most `ROW_PATH_LINES` lines."""
     ends = np.cumsum(lines.lengths) + offset if offset is not None else None
 
     def position(i: int) -> tuple[str, int]:

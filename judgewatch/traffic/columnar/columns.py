@@ -1,12 +1,7 @@
 """Decide before you parse: the few fields the sampling rule needs, read from a batch as whole Arrow columns.
 
-`decision_columns` resolves the mapping's paths on a batch of rows (Parquet, or JSONL lines parsed by pyarrow),
-checks on whole columns what `RowMapper.map` would reject, and hands back per-row lists of the id, tier, route,
-department, timestamp, answer length and de-duplication content. A row those checks cannot vouch for is flagged
-`full`: the sampler maps it with `RowMapper.map`, exactly as the row-by-row reader does. A batch whose column
-types these rules do not cover (JSON held in a text column, content parts, numbers as labels...) raises
-`Unsupported`, and the whole batch is mapped row by row. Either way the decisions are the row path's.
-"""
+A row these checks cannot vouch for is flagged `full` and mapped by `RowMapper.map`; a batch whose column types they
+do not cover raises `Unsupported` and is mapped row by row. Either way the decisions are the row path's."""
 
 from __future__ import annotations
 
@@ -56,11 +51,8 @@ def _element_positions(arr: pa.Array, index: int) -> np.ndarray:
 
 
 def _walk(table: pa.Table, segments: tuple[str, ...], nested_keys: list[str]) -> pa.Array | None:
-    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row).
-
-    A list index is not applied where it is met: the path goes on in the lists' values and only the value it
-    ends at is taken per row (`resolve`'s `value[int(seg)]`, null where the list is null or too short), so
-    the structs around it are never copied."""
+    """One dotted path on whole columns; None when it leads nowhere in this batch (null on every row). A list index
+    is applied only to the value the path ends at (`resolve`'s `value[int(seg)]`), so no struct around it is copied."""
     if segments[0] not in table.column_names:
         return None
     column = table.column(segments[0])

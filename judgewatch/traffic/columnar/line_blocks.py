@@ -1,10 +1,5 @@
-"""A block of JSONL lines kept as one buffer and the offsets where its lines end, not one bytes object a line.
-
-`LineBlock.table()` parses the block with pyarrow (`line_scan.MappedReader`: only the mapping's paths) when the
-block path would read every line exactly as the row path does (no blank, overlong, BOM-prefixed, deeply nested or
-non-UTF-8 line; one object a line). Otherwise it gives None and the caller reads the lines one by one
-(`LineBlock.body(i)`).
-"""
+"""A block of JSONL lines kept as one buffer and the offsets where its lines end, not one bytes object a line;
+`LineBlock.table()` parses it with pyarrow only when every line reads as the row path reads it (docs/sampling.md)."""
 
 from __future__ import annotations
 

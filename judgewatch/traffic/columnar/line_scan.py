@@ -1,12 +1,5 @@
-"""Decide before you parse, for JSONL: pyarrow's JSON reader told to decode only the mapping's paths.
-
-`MappedReader.read` parses a block of lines with pyarrow (a maintained C++ reader, not code of ours) and an
-explicit schema holding only the mapping's paths, with every other field skipped (`unexpected_field_behavior=
-"ignore"`): no column is built for a field the rule never reads, which halves the parse. The paths' types are
-learned from the first block read in full (pyarrow's inference); a path not seen there gets the type the mapping
-reads it as. A block the schema does not fit (a number where text was learned...) is read again in full with
-inference, and one pyarrow refuses is mapped line by line by the row path (`LineBlock.table` decides which).
-"""
+"""Decide before you parse, for JSONL: pyarrow's JSON reader told to decode only the mapping's paths, through a
+schema learned from the first block read in full (docs/sampling.md)."""
 
 from __future__ import annotations
 

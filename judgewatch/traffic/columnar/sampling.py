@@ -1,14 +1,7 @@
-"""Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks.
+"""Decide before you parse: the sampling rule over columnar blocks, mapping only the rows it picks (docs/sampling.md).
 
-Per block, `columns.decision_columns` gives every row's id, labels, timestamp and de-duplication content as
-whole columns, and the row path's rule runs on them: its label filter once per distinct route and department,
-its time and length bounds on arrays (`FilterConfig.out_of_bounds`), the de-duplication window in source order
-(`DedupWindow.seen_many`), its strata once per distinct tier, model and route, and its decision (`Sampler.picked`:
-`decide` on each eligible row's interaction id). Only a picked row, or one the column checks could not vouch for,
-is mapped into a `TrafficRow` by the row path's own code, and what that mapping says wins. The watermark is moved
-to a row before its pick (or quarantine record) is handed out, and to the block's end once the block is done, so
-it never covers a pick not yet handed out.
-"""
+The watermark is moved to a row before its pick (or quarantine record) is handed out, and to the block's end once
+the block is done, so it never covers a pick not yet handed out."""
 
 from __future__ import annotations
 
@@ -60,8 +53,7 @@ def sample_blocks(sampler: Sampler, read: SourceRead) -> Iterator[Pick]:
     lengths = filters.min_answer_chars > 0 or filters.max_answer_chars is not None
     for block in read.blocks():
         if not isinstance(block, RowBlock):
-            pick = sampler.take(block)
-            if pick is not None:
+            if (pick := sampler.take(block)) is not None:
                 yield pick
             continue
         try:
@@ -85,15 +77,12 @@ def _row_by_row(sampler: Sampler, block: RowBlock, rows: range | list[int]) -> I
     for i in rows:
         block.mark(i)
         item = block.item(i)
-        if item is not None:
-            pick = sampler.take(item)
-            if pick is not None:
-                yield pick
+        if item is not None and (pick := sampler.take(item)) is not None:
+            yield pick
 
 
 def _decide(sampler: Sampler, block: RowBlock, cols: DecisionColumns, mapper: RowMapper) -> Iterator[Pick]:
-    """The rule on one block: full mapping for the flagged rows, filters, de-duplication in source order,
-    then the hash decision on every eligible row at once; only the picks are mapped (and scrubbed)."""
+    """The rule on one block: flagged rows mapped in full, filters, dedup in source order, all decisions at once."""
     n = block.n
     full = cols.full.copy()
     micros = _micros(cols.timestamp, mapper, full)
@@ -145,8 +134,7 @@ def _positions(rows: np.ndarray, mapped: dict[int, TrafficRow]) -> list[tuple[in
 
 
 def _micros(values: pa.Array | None, mapper: RowMapper, full: np.ndarray) -> np.ndarray:
-    """Each row's timestamp as epoch microseconds, as `RowMapper.timestamp` reads it; a row it rejects is
-    flagged for full mapping. Columns `times` does not cover are read row by row by the mapper itself."""
+    """Each row's timestamp in epoch microseconds as `RowMapper.timestamp` reads it; a row it rejects is flagged."""
     if values is None:  # no timestamp: every row is flagged already
         return np.zeros(len(full), dtype=np.int64)
     micros, covered = epoch_micros(values, mapper.tz)
@@ -192,12 +180,8 @@ def _reasons(sampler: Sampler, cols: DecisionColumns, micros: np.ndarray, mapped
     """Per row the filter reason code (`REASONS`): labels, then time, then answer length, as `Sampler.admit`."""
     n, filters = len(micros), sampler.config.filters
     reasons = np.zeros(n, dtype=np.int64)
-    if (
-        filters.routes is not None
-        or filters.exclude_routes
-        or filters.departments is not None
-        or (filters.exclude_departments)
-    ):
+    listed = filters.routes is not None or filters.departments is not None
+    if listed or filters.exclude_routes or filters.exclude_departments:
         rows, pairs = _combine(_codes(cols.route, n), _codes(cols.department, n))
         table = np.array([_CODE[sampler.labels_reason(route, dept)] for route, dept in pairs], dtype=np.int64)
         reasons = table[rows]
@@ -210,8 +194,7 @@ def _reasons(sampler: Sampler, cols: DecisionColumns, micros: np.ndarray, mapped
             chars[i] = len(row.answer)
     time, length = filters.out_of_bounds(micros, chars)
     reasons = np.where((reasons == 0) & time, _CODE["time"], reasons)
-    reasons = np.where((reasons == 0) & length, _CODE["answer_length"], reasons)
-    return reasons
+    return np.where((reasons == 0) & length, _CODE["answer_length"], reasons)
 
 
 def _choose(
@@ -222,8 +205,7 @@ def _choose(
     eligible: np.ndarray,
     mapped: dict[int, TrafficRow],
 ) -> Iterator[Pick]:
-    """`Sampler.picked` on all eligible rows (strata worked out per distinct tier, model and route), then the
-    picks; a fully mapped row uses its own interaction id and stratum."""
+    """`Sampler.picked` on all eligible rows (strata per distinct tier, model and route), then the picks."""
     n, k = block.n, len(eligible)
     columns = [_codes(_take(c, eligible, n) if c is not None else None, k) for c in (cols.tier, cols.model, cols.route)]
     rows, combos = _combine(*columns)
@@ -261,8 +243,7 @@ def _choose(
 
 
 def _interaction_ids(block: RowBlock, cols: DecisionColumns, mapper: RowMapper, rows: np.ndarray) -> list[str]:
-    """Each row's interaction id (`hashing.interaction_id`); a row without an id is keyed as the row path keys it
-    ("path:line" in a file)."""
+    """Each row's interaction id; a row without an id is keyed as the row path keys it ("path:line" in a file)."""
     ids = _take(cols.ids, rows, block.n).to_pylist() if cols.ids is not None else [None] * len(rows)
     keys = [sid or block.fallback_id(i) for sid, i in zip(ids, rows.tolist(), strict=True)]
     return interaction_ids(mapper.source, keys)

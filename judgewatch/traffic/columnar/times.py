@@ -1,11 +1,7 @@
 """Timestamps on whole columns: the instant `RowMapper.timestamp` reads, as epoch microseconds, without a datetime.
 
-Covered: ISO 8601 text of the forms `datetime.isoformat` and JavaScript write (`YYYY-MM-DD[T ]hh:mm:ss`,
-optionally `.fff` or `.ffffff`, then `Z`, `+hh:mm`, `-hh:mm`, or nothing when the source's zone is UTC), and
-Arrow timestamp columns in s, ms or us, between the years 1900 and 2199. Each row's fields are range-checked as
-`datetime.fromisoformat` checks them; any row not covered is left to `RowMapper.timestamp`, so an unusual or
-bad value is read, or rejected, exactly as the row path reads it.
-"""
+Covered: the ISO 8601 forms `datetime.isoformat` and JavaScript write (`_iso_form`), and Arrow timestamp columns in
+s, ms or us, years 1900 to 2199; any other row is left to `RowMapper.timestamp`, read as the row path reads it."""
 
 from __future__ import annotations
 
