@@ -177,11 +177,12 @@ def _hex_ids_as_base64(node: Any) -> Any:
                     node[key] = base64.b64encode(bytes.fromhex(value)).decode()
                 except ValueError:
                     node[key] = ""
-            else:
+            elif isinstance(value, dict | list):
                 _hex_ids_as_base64(value)
     elif isinstance(node, list):
         for item in node:
-            _hex_ids_as_base64(item)
+            if isinstance(item, dict | list):
+                _hex_ids_as_base64(item)
     return node
 
 
