@@ -1,10 +1,5 @@
-"""Deterministic ids and draws: the same inputs give the same value on any machine, in any release.
-
-`stable_id` names every stored row; `interaction_id` and `quarantine_id` are the one formula for those ids, which
-the traffic readers compute before anything is stored. `hash_unit`
-is the one "number in [0, 1) from a key": the first 8 bytes of a digest, big-endian, over 2**64. Two message
-formats survive because stored data depends on each; a new use takes `UnitHash.LABELED`.
-Pure standard library, so the traffic readers and the CLI import it without SQLAlchemy.
+"""Deterministic ids and draws: the same inputs give the same value on any machine, in any release. Pure standard
+library, so the traffic readers and the CLI import it without SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -18,7 +13,8 @@ TWO_64 = float(2**64)
 
 
 class UnitHash(StrEnum):
-    """Which bytes `hash_unit` digests. Changing either would re-draw decisions already stored."""
+    """Which bytes `hash_unit` digests. Changing either would re-draw decisions already stored; a new use takes
+    `LABELED`."""
 
     SAMPLING = "sampling"
     """blake2b(salt + key): the traffic sampler's rule (`traffic.sampling.decide`, on both of its paths); stored

@@ -1,9 +1,5 @@
-"""Logging for entry points (the CLI, `python -m flows.* serve`): text or JSON lines, credentials masked.
-
-`configure_logging()` is called once by an entry point, never by library code. `JUDGEWATCH_LOG_FORMAT=json` writes
-one JSON object a line (with run id, flow, judge and counts when the record or the Prefect context has them). In
-both formats URL passwords and secret query parameters are masked when a record is created, so every handler,
-Prefect's included, sees the masked text.
+"""Logging for entry points (the CLI, `python -m flows.* serve`), never library code: text or JSON lines. URL
+credentials are masked when a record is created, so every handler, Prefect's included, sees the masked text.
 """
 
 from __future__ import annotations
@@ -100,10 +96,8 @@ def configure_logging(level: str | None = None, fmt: str | None = None, *, defau
     if fmt not in ("text", "json"):
         raise ValueError(f"JUDGEWATCH_LOG_FORMAT must be 'text' or 'json', got {fmt!r}")
     handler = logging.StreamHandler()
-    if fmt == "json":
-        handler.setFormatter(JsonFormatter())
-    else:
-        handler.setFormatter(MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    text = MaskingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(JsonFormatter() if fmt == "json" else text)
     root = logging.getLogger()
     for old in [h for h in root.handlers if getattr(h, "judgewatch_handler", False)]:
         root.removeHandler(old)

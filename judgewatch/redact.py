@@ -1,9 +1,5 @@
-"""Mask credentials embedded in URLs before a URL is logged, printed, stored or reported.
-
-`http://user:secret@host/v1` becomes `http://user:***@host/v1`; a bare token (`http://token@host`) becomes
-`http://***@host`. Query parameters that carry secrets (`api_key=`, `token=`, ...) are masked too. Used
-wherever a judge or source URL leaves the process: warnings, summaries, `eval_run.params`, reports.
-"""
+"""Mask credentials embedded in URLs (a password, a lone user token, secret query values) before a URL is logged,
+printed, stored or reported."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""One settings object, read from the environment (JUDGEWATCH_*), a `.env` file and an optional TOML file.
-
-Precedence, highest first: arguments, environment, `.env`, the TOML file (`judgewatch.toml` in the working
-directory, or the file `JUDGEWATCH_CONFIG_FILE` names), then the defaults below. TOML keys are the field names
-without the prefix (`judge_url = "http://..."`).
-"""
+"""One settings object, read from, highest first: arguments, the environment (JUDGEWATCH_*), a `.env` file, an
+optional TOML file (README, "Configuration"), then the defaults below."""
 
 from __future__ import annotations
 

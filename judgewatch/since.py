@@ -1,7 +1,6 @@
-"""The one `--since` grammar (`judgewatch sample`, `judgewatch report tiers`): an age before now or a time.
-
-An age is a number and a unit, s, m, h, d or w ("30m", "24h", "1.5d", "2w"); a time is ISO 8601 ("2026-11-01",
-"2024-06-03T12:00Z"), UTC unless it carries an offset. Standard library only.
+"""The one `--since` grammar (`judgewatch sample`, `judgewatch report tiers`): an age before now ("30m", "24h",
+"1.5d", "2w") or an ISO 8601 time ("2026-11-01", "2024-06-03T12:00Z"), UTC unless it carries an offset. Standard
+library only.
 """
 
 from __future__ import annotations

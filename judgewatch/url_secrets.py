@@ -1,14 +1,6 @@
-"""Credentials in URLs are held back where a URL enters the process, and given back only to open a connection.
-
-`hide(url)` returns the masked URL (`http://user:***@host/v1`, `?api_key=***`) that everything else carries:
-client configurations, verdicts, run records, reports, log lines and Prefect flow parameters. The URL with
-its credential goes to the environment variable `JUDGEWATCH_URL_CREDENTIALS` (a JSON list of URLs), which this
-process and the flow runs it starts in-process read; `reveal(masked)` is called by the one line that connects
-(the chat client, the database engine, the fingerprint and webhook requests) and nowhere else.
-
-A flow run on a worker gets masked parameters: set `JUDGEWATCH_URL_CREDENTIALS` in the worker's environment
-(or pass the credential through the settings, e.g. `JUDGEWATCH_JUDGE_API_KEY`) and never put a password in a
-deployment's parameters, which Prefect stores as given.
+"""Credentials in URLs are held back where a URL enters the process (`hide`), and given back only to open a
+connection (`reveal`), docs/security.md. The URL with its credential goes to the environment variable
+`JUDGEWATCH_URL_CREDENTIALS`, which this process and the flow runs it starts in-process read.
 """
 
 from __future__ import annotations
@@ -69,10 +61,8 @@ def hide_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def reveal(url: str) -> str:
-    """The URL to connect to: `url` itself when nothing in it is masked, else the kept URL it masks.
-
-    Raises HiddenCredentialError when the credential was never given to this process.
-    """
+    """The URL to connect to: `url` itself when nothing in it is masked, else the kept URL it masks
+    (HiddenCredentialError when the credential was never given to this process)."""
     if MASK not in url:
         return url
     wanted = url.rstrip("/")

@@ -1,9 +1,6 @@
-"""A Prometheus collector that reads the store at scrape time, so every worker's and flow's work is counted.
-
-Nothing is pushed: each scrape reads the store in one read-only transaction (with a statement timeout on
-PostgreSQL) through `queries`, whose reads do not grow with the store. Scrapes closer together than
-`min_interval_s` share one reading; when the database cannot be read the scrape still answers, with
-`judgewatch_store_up 0` and the error logged."""
+"""A Prometheus collector that reads the store at scrape time (docs/operations.md, "Metrics and alerts"), in one
+read-only transaction through `queries`. Scrapes closer together than `min_interval_s` share one reading; when the
+database cannot be read the scrape still answers, with `judgewatch_store_up 0` and the error logged."""
 
 from __future__ import annotations
 
@@ -79,10 +76,9 @@ class StoreCollector(Collector):
         """`prices`, `currency` and the spend cap come from the settings (judge_prices, cost_currency,
         judge_daily_spend_cap) unless given."""
         settings = get_settings()
-        prices = settings.judge_prices if prices is None else prices
-        currency = currency or settings.cost_currency
         self.engine, self.spend_cap = engine, settings.judge_daily_spend_cap
-        self.prices, self.currency = dict(prices), currency
+        self.prices = dict(settings.judge_prices if prices is None else prices)
+        self.currency = currency or settings.cost_currency
         self.min_interval_s = min_interval_s
         self._clock = clock
         self._lock = threading.Lock()
@@ -126,9 +122,8 @@ class StoreCollector(Collector):
 def make_registry(
     engine: Engine, *, min_interval_s: float = DEFAULT_MIN_INTERVAL_S, warm: bool = False
 ) -> CollectorRegistry:
-    """A registry holding only the store collector (no process or platform metrics of this Python process). `warm=True`
-    starts the first, full read of the store in the background (servers: the first scrape then finds it done or waits
-    for it, instead of running into Prometheus' scrape timeout on a large store)."""
+    """A registry holding only the store collector (no process or platform metrics). `warm=True` starts the first read
+    in the background, so a server's first scrape does not run into Prometheus' scrape timeout on a large store."""
     registry = CollectorRegistry(auto_describe=False)
     collector = StoreCollector(engine, min_interval_s=min_interval_s)
     registry.register(collector)

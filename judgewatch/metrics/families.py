@@ -86,11 +86,9 @@ def families(reading: StoreReading) -> Iterator[Metric]:
     yield from _calibration_families(reading.snapshots)
     yield _counts(_gauge(names.DRIFT), reading.drift)
     yield _counts(_gauge(names.SERVED_MODEL_CHANGE), reading.model_change)
-    gates = _counter(names.GATE)
     by_code = {row.labels[0]: row.value for row in reading.gates}
-    for code in sorted(set(GATE_EXIT_CODES) | set(by_code)):
-        gates.add_metric([code], by_code.get(code, 0.0))
-    yield gates
+    codes = sorted(set(GATE_EXIT_CODES) | set(by_code))
+    yield _counts(_counter(names.GATE), [Count((code,), by_code.get(code, 0.0)) for code in codes])
     yield _success_family(reading)
     yield _trust_family(reading.trust)
 
@@ -111,12 +109,9 @@ def _verdict_families(rows: Sequence[VerdictRow]) -> Iterator[Metric]:
             unscored[(r.judge, r.reason)] += r.written
         if r.from_judge:
             fallback[(r.from_judge, r.judge)] += r.written
-        for kind, value in (
-            ("prompt", r.prompt_tokens),
-            ("completion", r.completion_tokens),
-            ("cached", r.cached_tokens),
-        ):
-            tokens[(r.judge, kind)] += value
+        tokens[(r.judge, "prompt")] += r.prompt_tokens
+        tokens[(r.judge, "completion")] += r.completion_tokens
+        tokens[(r.judge, "cached")] += r.cached_tokens
         sums = latency.setdefault(r.judge, [0.0] * (len(LATENCY_BUCKETS) + 2))  # per bucket, then count, sum
         sums[min(r.latency_bucket, len(LATENCY_BUCKETS))] += r.written
         sums[-1] += r.latency_sum_s
@@ -129,9 +124,7 @@ def _verdict_families(rows: Sequence[VerdictRow]) -> Iterator[Metric]:
     )
     for spec, values in families:
         family = _counter(spec) if spec.kind == "counter" else _gauge(spec)
-        for key, figure in sorted(values.items()):
-            family.add_metric(list(key), figure)
-        yield family
+        yield _counts(family, [Count(key, figure) for key, figure in sorted(values.items())])
     histogram = HistogramMetricFamily(names.LATENCY.name, names.LATENCY.help, labels=list(names.LATENCY.labels))
     for judge, sums in sorted(latency.items()):
         cumulative = list(itertools.accumulate(sums[: len(LATENCY_BUCKETS) + 1]))
@@ -149,10 +142,7 @@ def _review_families(queue: list[Count], labels: list[Count]) -> Iterator[Metric
     for row in queue:
         state = QUEUE_STATES.get(row.labels[0], "other")
         states[state] = states.get(state, 0.0) + row.value
-    family = _gauge(names.QUEUE)
-    for state, value in states.items():
-        family.add_metric([state], value)
-    yield family
+    yield _counts(_gauge(names.QUEUE), [Count((state,), value) for state, value in states.items()])
     yield _counts(_counter(names.LABELS), labels)
 
 

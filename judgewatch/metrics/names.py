@@ -169,7 +169,6 @@ STORE_UP = MetricSpec(
 )
 SCRAPE_SECONDS = MetricSpec("judgewatch_scrape_duration_seconds", "gauge", (), "Seconds the last store read took.")
 
-# Every spec above, in the order declared.
 CATALOGUE: tuple[MetricSpec, ...] = tuple(spec for spec in list(globals().values()) if isinstance(spec, MetricSpec))
 
 

@@ -1,9 +1,7 @@
 """The store reads behind a scrape: few Core statements, built once at import, whose results have bounded size.
 
 Rows are grouped by bounded values only (judge and rubric names, tiers, states, reasons, exit codes), never item
-ids, reviewer names or text. No read grows with the store: verdict figures come from `verdict_count` (kept at write
-time, `storage.verdict_counts`), review labels and queue buckets from `review_count` (kept by triggers,
-`storage.review_counts`); the rest read small tables or the partial index of leases."""
+ids, reviewer names or text; no read grows with the store (docs/operations.md, "Metrics and alerts")."""
 
 from __future__ import annotations
 
@@ -109,9 +107,8 @@ def bounded_counts(*, session: Session, now: datetime) -> dict[str, list[Count]]
 
 
 def review_queue(*, buckets: Sequence[Count], leases: Sequence[Count]) -> list[Count]:
-    """Review items per queue state; a lease that has run out counts as waiting, as the queue treats it. The kept
-    buckets say how many items are open (available or leased), done, in adjudication or flagged; the leases (held, and
-    lapsed: run out) are counted on the partial index of leased items."""
+    """Review items per queue state from the kept buckets (`open`: available or leased) and the leases held and lapsed;
+    a lease that has run out counts as waiting, as the queue treats it."""
     kept = {row.labels[0]: row.value for row in buckets}
     lease = {row.labels[0]: row.value for row in leases}
     running = lease.get("held", 0.0) - lease.get("lapsed", 0.0)

@@ -4,6 +4,7 @@ never deletes (past labels keep pointing at the account); logins go through a `L
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import logging
@@ -68,14 +69,9 @@ def verify_password(password: str, stored: str) -> bool:
 
 
 # A real hash to check against when the name is unknown, so a wrong name takes as long as a wrong password.
-_DUMMY_HASH: str | None = None
-
-
+@functools.cache
 def _dummy_hash() -> str:
-    global _DUMMY_HASH
-    if _DUMMY_HASH is None:
-        _DUMMY_HASH = hash_password(secrets.token_hex(16))
-    return _DUMMY_HASH
+    return hash_password(secrets.token_hex(16))
 
 
 def add_reviewer(
@@ -155,8 +151,7 @@ def authenticate(
     with session_scope(engine) as session:
         reviewer = session.get(Reviewer, name) if _NAME.match(name or "") else None
         stored = reviewer.password_hash if reviewer is not None else _dummy_hash()
-        ok = verify_password(password or "", stored)
-        allowed = ok and reviewer is not None and reviewer.active
+        allowed = verify_password(password or "", stored) and reviewer is not None and reviewer.active
     if not allowed:
         if throttle is not None:
             throttle.record_failure(name or "", address)

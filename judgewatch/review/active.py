@@ -1,7 +1,5 @@
 """Uncertainty-weighted review routing: labels drawn where the judge is likelier wrong (docs/review_queue.md;
-docs/statistics.md, "Active routing"). Zrnic and Candès, "Active Statistical Inference" (ICML 2024): with a known
-routing probability pi > 0 and each label weighted by 1 / pi the estimates stay unbiased, and pi proportional to
-the spread of the judge's error given what is known before the label gives the smallest variance.
+docs/statistics.md, "Active routing": why the 1 / pi weighted estimates stay unbiased).
 
 What is known of a verdict before its label, per scored criterion, is its cell `rubric|criterion|score|band`:
 the score the judge wrote and a doubt band (the larger of |expected score - written score| and |score - its other
@@ -9,10 +7,8 @@ criteria's mean|, as a share of the scale's width cut at DOUBT_BANDS). A cell's 
 squared deviation of label - score about the criterion's mean error over the WINDOW_DAYS before the day, shrunk
 towards a prior as though PRIOR_LABELS more labels had it, and never below a lower doubt band's.
 
-A day's plan, fitted at its first use and stored (`RoutingPlan`): every scored verdict gets a uniform share
-u = UNIFORM_MIX x budget / forecast, and an active share a = min(1, scale x spread) with the scale set so that the
-window's verdicts would have drawn the budget; a verdict is routed with pi = 1 - (1 - u)(1 - a). With no verdict
-in the window, the day routes the uniform `review_share`."""
+A day's plan (`RoutingPlan`) routes a verdict with pi = 1 - (1 - u)(1 - a): a uniform share u = UNIFORM_MIX x
+budget / forecast and an active share a = min(1, scale x spread), the scale drawing the budget over the window."""
 
 from __future__ import annotations
 

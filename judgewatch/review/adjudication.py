@@ -107,8 +107,7 @@ class Adjudication:
             .values(lease_owner=adjudicator, lease_expires_at=lease, leased_at=now)
             .returning(ITEMS.c.id)
         )
-        claimed = list(session.execute(stmt).scalars())
-        return claimed[0] if claimed else None
+        return next(iter(session.execute(stmt).scalars()), None)
 
     def _case(self, session: Session, item_id: str) -> AdjudicationCase:
         view = self.queue.view(session, item_id)

@@ -1,9 +1,6 @@
-"""Labels derived from a golden set's own human annotations, entered through the review queue as what they are.
-
-HaluEval's and HalluQA's good and bad answers were written or checked by people. So a tier's answer that is, word
-for word, a known-good answer gets faithfulness 5, a known-bad one faithfulness 1; relevance and completeness stay
-unlabeled, and an answer of unknown quality gets no label. The labels go through the real queue as the account
-`dataset-annotation` with `via="dataset_annotation"`: shown as such, never trust evidence (`NOT_BY_PEOPLE`)."""
+"""Labels derived from a golden set's own human annotations (docs/operations.md), entered through the review queue
+as what they are: HaluEval's and HalluQA's good and bad answers were written or checked by people, so a tier's
+answer that is word for word one of them gets a faithfulness label, shown as such and never trust evidence."""
 
 from __future__ import annotations
 

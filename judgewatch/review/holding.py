@@ -1,7 +1,5 @@
 """One labeling action on a held item (submit, skip, flag): check the account and the lease, read what the label
-is validated against, then store the label and end the lease together. On PostgreSQL one guarded write statement
-(`review.sql`, run by `storage.direct`) that re-checks the lease and the state the read returned; on SQLite one
-write transaction, the item read `FOR UPDATE` where the dialect has it."""
+is validated against, then store the label and end the lease together (docs/review_queue.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The review queue: server-side leases with expiry, blind labels, skips, flags and progress.
 
 Every action checks, in its own write transaction, that the caller is an active reviewer and (submit, skip, flag)
-that the item is leased to the caller with time left. Leasing is one conditional UPDATE on a row picked with
-`FOR UPDATE SKIP LOCKED` (PostgreSQL) or under SQLite's write lock, so no item is ever leased to two reviewers.
-The statements are `review.sql`'s; on PostgreSQL each key press is one statement run straight through psycopg
-(docs/review_queue.md), on SQLite the same steps run one by one."""
+that the item is leased to the caller with time left; the statements (`review.sql`) lease no item to two reviewers
+(docs/review_queue.md, "The queue's statements")."""
 
 from __future__ import annotations
 
@@ -75,8 +73,6 @@ class ReviewQueue:
         self.direct = is_direct(engine)  # PostgreSQL: the key presses go straight through psycopg
         self._memos: dict[str, LeaseMemo] = {}  # reviewer -> the lease "lease next" last gave them (PostgreSQL)
 
-    # -- leasing ---------------------------------------------------------------------------------------------
-
     def lease_next(self, reviewer: str) -> LeasedItem | None:
         """The item this reviewer already holds (lease renewed), else the oldest free one; None when empty."""
         if self.direct:
@@ -137,8 +133,6 @@ class ReviewQueue:
                 logger.debug("%s leased %s", reviewer, leased)
                 return str(leased)
         return None
-
-    # -- labeling --------------------------------------------------------------------------------------------
 
     def submit(
         self,
@@ -247,8 +241,6 @@ class ReviewQueue:
         left = row.free + (1 if row.holding else 0)
         held = row.holding
         return Progress(done_today=row.done_today, left_in_queue=min(left, cap), more_left=left > cap, holding=held)
-
-    # -- shared steps ----------------------------------------------------------------------------------------
 
     def _require_active(self, session: Session, reviewer: str) -> None:
         if not session.execute(IS_ACTIVE, {"who": reviewer}).scalar():

@@ -1,12 +1,6 @@
-"""Routing: which stored verdicts become review items, decided by independent hashes of the verdict id (the same
-decision on any machine, every time), with each item's exact inclusion probability: the chance that the whole
-design routes that verdict, which every estimate weighs its label by (docs/review_queue.md).
-
-- uniform: `review_share` of the scored verdicts, a simple random sample; or, with a label budget
-  (`review_budget`, labels a day), a smaller uniform share plus an active one (`review.active`);
-- targeted, optional: a share of unscored verdicts, and of borderline ones (overall score within
-  `borderline_margin` of the rubric's pass threshold, or of the scale's midpoint).
-Of routed items, `double_label_share` need two reviewers. Routing again never creates a second item or resets one."""
+"""Routing: which stored verdicts become review items, decided by independent hashes of the verdict id, with each
+item's exact inclusion probability (docs/review_queue.md, "Which verdicts are routed"). Of routed items,
+`double_label_share` need two reviewers. Routing again never creates a second item or resets one."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, select
+from sqlalchemy import exists, select
 from sqlmodel import Session
 
 from judgewatch.contract.rubric import Rubric, RubricError
@@ -142,11 +136,9 @@ def route_verdicts(
     rubrics = rubrics or RubricResolver()
     tbl, items = table(VerdictRecord), table(ReviewItem)
     has_other_item = exists().where(
-        and_(
-            items.c.interaction_id == tbl.c.interaction_id,
-            items.c.rubric_version == tbl.c.rubric_version,
-            items.c.verdict_id != tbl.c.id,  # its own item is found again: routing stays idempotent
-        )
+        items.c.interaction_id == tbl.c.interaction_id,
+        items.c.rubric_version == tbl.c.rubric_version,
+        items.c.verdict_id != tbl.c.id,  # its own item is found again: routing stays idempotent
     )
     query = select(
         tbl.c.id, tbl.c.interaction_id, tbl.c.status, tbl.c.overall, tbl.c.rubric_name, tbl.c.rubric_version,

@@ -86,7 +86,6 @@ def _claim(pick: Any) -> Any:
 
 
 CLAIM = _claim(ITEM).values(leased_at=NOW).returning(ITEMS.c.id)  # a picked (and locked) row
-# pick, lock and lease the next free row in one round trip
 CLAIM_NEXT = _claim(PICK_NEXT).values(leased_at=NOW).returning(ITEMS.c.id)
 
 # The screen's rows as plain columns (no ORM objects on the hot path), one round trip: the item with its
@@ -114,9 +113,8 @@ HELD_ROWS = (
 )
 
 # -- PostgreSQL: one statement a key press -------------------------------------------------------------------
-# The steps above composed into one data-modifying statement each, run in autocommit (`storage.direct`):
-# PostgreSQL takes UPDATE/INSERT ... RETURNING inside WITH; SQLite does not, and runs the steps one by one in
-# a write transaction instead (`review.queue`, `review.holding`).
+# The steps above composed into one data-modifying statement each, run in autocommit (`storage.direct`); SQLite
+# has no UPDATE/INSERT inside WITH and runs the steps one by one (`review.queue`, `review.holding`).
 
 ME = select(REVIEWERS.c.active).where(REVIEWERS.c.name == WHO).cte("me")
 ME_ACTIVE = select(ME.c.active).scalar_subquery()
@@ -231,9 +229,8 @@ PROGRESS = select(
 
 
 def _for_postgresql(statement: Any) -> str:
-    """The statement's PostgreSQL text, run straight on a psycopg connection (`storage.direct`): psycopg's
-    `%(name)s` placeholders for its named parameters, its literals (item states, `LIMIT 1`, counts, NULLs) written
-    in as hand-written SQL has them (a `LIMIT` sent as a parameter kept PostgreSQL from settling on a generic plan)."""
+    """The statement's PostgreSQL text for a psycopg connection (`storage.direct`): `%(name)s` placeholders, and its
+    literals written in as hand-written SQL has them (docs/review_queue.md says why)."""
     dialect = PGDialect_psycopg()
     compiled = statement.compile(dialect=dialect)
     text = str(compiled)
@@ -246,9 +243,7 @@ def _for_postgresql(statement: Any) -> str:
     return text
 
 
-# Compiled here once: through an SQLAlchemy engine the same statements cost about 0.3 ms of CPU more a call
-# (cache key, execution context, bind and result processing), 1.5-1.8x the p99 under 20 reviewers
-# (docs/review_queue.md).
+# Compiled here once: through an SQLAlchemy engine they cost 1.5-1.8x the p99 under 20 reviewers (docs/review_queue.md).
 LEASE_NEXT = _for_postgresql(_LEASE_NEXT)
 HELD_READ = _for_postgresql(_HELD_READ)
 LABEL_AND_RELEASE = _for_postgresql(_LABEL_AND_RELEASE)

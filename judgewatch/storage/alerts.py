@@ -1,8 +1,6 @@
 """Alert incidents: one row per time a rule's condition held for one subject, from when it fired until it cleared.
-
 Each is sent once when it opens and once when it resolves, whatever the number of processes checking: opening is
 an insert keyed by (rule, subject, number) only one check wins, resolving and each retry compare-and-set updates.
-A failed delivery stays due and is tried again by the next check; one claimed and never recorded, after `IN_FLIGHT`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """Aligned judge configurations (`judgewatch judges align`): each one built, how it measured, which one is in use.
 
-One row per alignment (judge kind, rubric, digest): the configuration, its measured config hash and comparison, and
-whether it was accepted. At most one per (rubric, judge kind) is `active`, and the judges built with the store use
-it; switching one on (`judges align --switch`) and ending it (`judges unalign`) are explicit, recorded steps.
+At most one per (rubric, judge kind) is `active`, and the judges built with the store use it; switching one on
+(`judges align --switch`) and ending it (`judges unalign`) are explicit, recorded steps.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Calibration tables: drift alerts, frozen anchor sets, and daily snapshots of the computed calibration.
-
-A drift alert is one per series and window: computing the window again updates its numbers and keeps its state,
-so a re-run never alerts twice. An anchor set is a frozen list of interactions every new judge configuration
-re-judges; a snapshot is what the daily flow computed, as JSON, one row per kind, scope and day.
-"""
+"""Calibration tables: drift alerts (one per series and window, so a re-run never alerts twice), frozen anchor sets
+that every new judge configuration re-judges, and daily snapshots of the computed calibration."""
 
 from __future__ import annotations
 
@@ -106,8 +102,6 @@ class CalibrationSnapshot(SQLModel, table=True):
     computed_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
 
 
-# -- drift alerts ----------------------------------------------------------------------------------------------
-
 _ALERT_KEEP = ("id", "state", "created_at", "resolved_at", "resolved_by", "resolution")
 
 
@@ -155,9 +149,6 @@ def close_alerts(*, session: Session, ids: Sequence[str], state: AlertState, by:
     return int(result.rowcount or 0)
 
 
-# -- anchor sets -----------------------------------------------------------------------------------------------
-
-
 def items_hash(interaction_ids: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(interaction_ids)).encode()).hexdigest()
 
@@ -200,9 +191,6 @@ def anchor_interaction_ids(*, session: Session, name: str) -> list[str]:
     c = table(AnchorItem).c
     query = select(c.interaction_id).where(c.anchor_set == name).order_by(c.position)
     return list(session.execute(query).scalars())
-
-
-# -- snapshots -------------------------------------------------------------------------------------------------
 
 
 def save_snapshot(*, session: Session, snapshot: CalibrationSnapshot) -> CalibrationSnapshot:

@@ -1,8 +1,5 @@
-"""Engines, sessions and the two statements every table shares: its `Table`, and the dialect upsert.
-
-SQLite (WAL, foreign keys, busy timeout) by default, PostgreSQL by URL. Nothing is created at import time:
-call `make_engine(url)` at an entry point and pass the engine down.
-"""
+"""Engines, sessions and the two statements every table shares: its `Table`, and the dialect upsert. Nothing is
+created at import time: call `make_engine(url)` at an entry point and pass the engine down."""
 
 from __future__ import annotations
 
@@ -102,11 +99,8 @@ def _sqlite_engine(url: str) -> Engine:
 
 @contextmanager
 def session_scope(engine: Engine, *, write: bool = False) -> Iterator[Session]:
-    """A session committed on success and rolled back on error; its objects stay readable after commit.
-
-    `write=True` starts the transaction with the write lock on SQLite (BEGIN IMMEDIATE): use it for
-    read-then-write transactions (leases, counters) so concurrent writers queue instead of failing.
-    """
+    """A session committed on success and rolled back on error; its objects stay readable after commit. `write=True`
+    takes SQLite's write lock at BEGIN (IMMEDIATE): read-then-write transactions then queue instead of failing."""
     with Session(engine, expire_on_commit=False) as session:
         if write and engine.dialect.name == "sqlite":
             session.connection(execution_options={SQLITE_BEGIN: "IMMEDIATE"})
@@ -119,11 +113,8 @@ def session_scope(engine: Engine, *, write: bool = False) -> Iterator[Session]:
 
 
 def _ensure_wal(cursor: Any) -> None:
-    """Switch a database file to WAL once; WAL is persistent, so later connections only read the mode.
-
-    Changing the journal mode needs an exclusive lock and SQLite does not wait on the busy handler for it,
-    so two processes opening a new file at once can see "database is locked": retry that for a while.
-    """
+    """Switch a database file to WAL once (it persists). The switch needs an exclusive lock SQLite does not wait for on
+    the busy handler, so two processes opening a new file at once can see "database is locked": retry that a while."""
     if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
         return
     deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
@@ -146,11 +137,7 @@ def table(model: type[SQLModel]) -> Table:
 def select_matching(model: type[ModelT], **equal: object) -> SelectOfScalar[ModelT]:
     """`select(model)` narrowed to rows whose column equals each given value; a value left at None filters nothing."""
     columns = table(model).c
-    query = select(model)
-    for name, value in equal.items():
-        if value is not None:
-            query = query.where(columns[name] == value)
-    return query
+    return select(model).where(*(columns[name] == value for name, value in equal.items() if value is not None))
 
 
 def upsert(
@@ -161,11 +148,9 @@ def upsert(
     update_columns: Sequence[str] | None,
     returning_new: bool = False,
 ) -> int:
-    """Bulk INSERT ... ON CONFLICT (primary key) DO UPDATE `update_columns` (DO NOTHING when None or empty).
-
-    Returns the number of distinct rows written, or with `returning_new` (DO NOTHING only) the number of rows
-    that were new. One statement must not touch a row twice (PostgreSQL refuses): the last row for a key wins.
-    """
+    """Bulk INSERT ... ON CONFLICT (primary key) DO UPDATE `update_columns` (DO NOTHING when None or empty); returns
+    the distinct rows written, or with `returning_new` (DO NOTHING only) the new ones. One statement must not touch a
+    row twice (PostgreSQL refuses): the last row for a key wins."""
     if not rows:
         return 0
     key = [c.name for c in tbl.primary_key.columns]

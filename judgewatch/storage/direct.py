@@ -1,9 +1,6 @@
-"""psycopg straight, for the few statements run on every key press: no ORM, no SQLAlchemy compilation, no
-pool pre-ping, no BEGIN/COMMIT round trips.
-
-Each PostgreSQL engine gets a small pool of autocommit connections (at most `DIRECT_POOL_SIZE` in use, callers
-served in arrival order, closed with `engine.dispose()`). A statement is its own transaction, so a write of several
-rows must be one statement; a connection the server dropped is thrown away and a `repeatable` statement run again.
+"""psycopg straight, for the few statements run on every key press (docs/review_queue.md says why): a small pool of
+autocommit connections per PostgreSQL engine. A statement is its own transaction, so a write of several rows must be
+one statement; a connection the server dropped is thrown away and a `repeatable` statement run again.
 """
 
 from __future__ import annotations

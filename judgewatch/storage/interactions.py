@@ -1,7 +1,4 @@
-"""Interaction: one request/response of the served application (or one golden item's answer), with its refs.
-
-Its id is a stable hash of source and source id, so storing the same interactions again is an upsert.
-"""
+"""Interaction: one request/response of the served application (or one golden item's answer), with its refs."""
 
 from __future__ import annotations
 
@@ -56,10 +53,6 @@ def item_row(item: JudgeItem, *, source: str, now: datetime) -> dict[str, Any]:
     return {**row, "language": item.lang, **unknown, "created_at": now, "metadata": {}}
 
 
-# Columns a judged item carries; judging an item updates only these, never tier/model/release metadata.
-ITEM_COLUMNS = CONTENT_FIELDS
-
-
 def upsert_interactions(
     *, session: Session, interactions: Iterable[Interaction], update_columns: Sequence[str] | None = None
 ) -> int:
@@ -85,7 +78,7 @@ def upsert_item_rows(*, session: Session, source: str, items: Iterable[JudgeItem
     tier, model, release or metadata."""
     now = utcnow()
     rows = [item_row(item, source=source, now=now) for item in items]
-    return upsert(session, table(Interaction), rows, update_columns=ITEM_COLUMNS)
+    return upsert(session, table(Interaction), rows, update_columns=CONTENT_FIELDS)
 
 
 def traced_spans(*, session: Session, interaction_ids: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -32,10 +32,8 @@ logger = logging.getLogger(__name__)
 
 
 def add_column(conn: Connection, model: type[SQLModel], column_name: str) -> None:
-    """ALTER TABLE ADD COLUMN for a column declared on `model`; a no-op if it already exists.
-
-    Needed because m001 creates tables from the current models: on a new database the column exists already.
-    """
+    """ALTER TABLE ADD COLUMN for a column declared on `model`; a no-op if it exists (on a new database m001 created
+    the table from the current model)."""
     tbl = table(model)
     if column_name in {c["name"] for c in inspect(conn).get_columns(tbl.name)}:
         return

@@ -1,15 +1,9 @@
 """Schema migrations: an ordered tuple of named functions, each applied once and recorded in `_migrations`.
 
 To change the schema, append a function to `MIGRATIONS` (`storage.migration_steps`) and update `LATEST` and
-`COUNT` below; never edit one that has shipped, never `drop_all`:
-
-    def m002_review_items(conn: Connection) -> None:
-        SQLModel.metadata.create_all(conn, tables=[table(ReviewItem)])
-
-`migrate(engine)` runs the missing ones in one transaction under a lock (a PostgreSQL advisory lock, SQLite's
-write lock), so two processes starting at once apply each migration exactly once. An up-to-date store costs a
-table check and one query, and never loads the table modules the steps need (a command's start, `judge`'s first
-request).
+`COUNT` below; never edit one that has shipped, never `drop_all`. `migrate(engine)` runs the missing ones in one
+transaction under a lock, so two processes starting at once apply each migration exactly once; an up-to-date store
+costs a table check and one query, and loads none of the table modules the steps need.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Text and JSON without NUL, whatever their source, at the one place every value enters the database.
-
-PostgreSQL refuses NUL in `text` and `jsonb`, so one reply or comment carrying it would abort a whole write. Input
-rows are repaired by `contract.raw_rows`; everything else passes here: on PostgreSQL the connection's adapters drop
-NUL from every string and JSON document, on SQLite the statement's parameters, so both back ends read back the same.
-"""
+"""Text and JSON without NUL, whatever their source, at the one place every value enters the database: PostgreSQL
+refuses NUL in `text` and `jsonb`, so one reply carrying it would abort a whole write (docs/security.md)."""
 
 from __future__ import annotations
 
@@ -29,10 +25,8 @@ def without_nul(value: Any) -> Any:
 
 
 def json_dumps(value: Any) -> str:
-    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`).
-
-    `json.dumps` writes NUL as the six characters `\\u0000`: text without them had no NUL to remove (a string
-    holding a backslash before "u0000" reads the same and is walked, to the same result)."""
+    """JSON text of `value` with no NUL in any of its strings (PostgreSQL's jsonb refuses `\\u0000`, the six characters
+    `json.dumps` writes NUL as: text without them had none to remove)."""
     text = json.dumps(value)
     return text if "\\u0000" not in text else json.dumps(without_nul(value))
 

@@ -1,8 +1,5 @@
-"""Picks stored but not judged while the daily judge spend cap held (`judgewatch.judging.spend_cap`).
-
-One row per waiting interaction: the sampling flow writes it when it stores a pick it may not judge, and deletes it
-once a later run (after the UTC day turned) has judged the pick, so no pick is lost to the cap.
-"""
+"""Picks stored but not judged while the daily judge spend cap held (`judgewatch.judging.spend_cap`), one row per
+waiting interaction until a later run has judged it, so no pick is lost to the cap."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Releases, baselines and gate decisions: what the post-release regression gate compares and what it decided.
-
-`ReleaseTier` is one tier of one release and, once accepted, the baseline its later releases are compared with
-(the latest accepted wins); `GateDecision` stores each gate outcome. A tier's answers to golden items are
-interactions of source `regression_source(release, tier, dataset)`.
-"""
+"""Releases, baselines and gate decisions: what the post-release regression gate compares and what it decided. An
+accepted `ReleaseTier` is the baseline its tier's later releases are compared with (the latest accepted wins)."""
 
 from __future__ import annotations
 
@@ -189,9 +185,7 @@ def gate_decisions(
 ) -> list[GateDecision]:
     """Gate decisions, newest first: of one judge configuration when given, decided at or after `since`."""
     c = table(GateDecision).c
-    query = select(GateDecision).order_by(c.decided_at.desc(), c.release).limit(limit)
-    if judge_config_hash is not None:
-        query = query.where(c.judge_config_hash == judge_config_hash)
+    query = select_matching(GateDecision, judge_config_hash=judge_config_hash)
     if since is not None:
         query = query.where(c.decided_at >= since)
-    return list(session.scalars(query))
+    return list(session.scalars(query.order_by(c.decided_at.desc(), c.release).limit(limit)))

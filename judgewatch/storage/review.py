@@ -1,9 +1,5 @@
-"""Human review tables: reviewer accounts, review items routed from verdicts, and the labels people give.
-
-A `ReviewItem` carries the probability it had of being routed (for 1/p weights) and a server-side lease; a
-`ReviewLabel` is one reviewer's answer for one item. The partial indexes keep "lease the next item" an index probe
-at millions of items on both backends.
-"""
+"""Human review tables: reviewer accounts, review items routed from verdicts, and the labels people give. The
+partial indexes keep "lease the next item" an index probe at millions of items on both backends."""
 
 from __future__ import annotations
 

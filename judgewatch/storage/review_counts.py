@@ -1,10 +1,7 @@
-"""Review counts kept by the database itself, so a metrics scrape reads a few rows instead of every item and label.
-
-One `review_count` row per (kind, value): kind `label`, per tier, the scoring labels written (a counter); kind
-`queue`, per bucket, the review items in it now (a gauge). `available` and `leased` share the bucket `open`, so a
-lease (one statement per key press) changes no count. Triggers keep the rows in the writing statement's
-transaction, whoever writes; on PostgreSQL inserts and deletes are counted once per statement from its transition
-table. `recount` computes the same rows from the tables (m016's backfill, the tests' oracle).
+"""Review counts kept by the database itself, so a metrics scrape reads a few rows instead of every item and label:
+`available` and `leased` share the queue bucket `open`, so a lease (one statement per key press) changes no count.
+Triggers keep the rows in the writing statement's transaction, whoever writes (on PostgreSQL once per statement,
+from its transition table). `recount` computes the same rows from the tables (m016's backfill, the tests' oracle).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""EvalRun: one judging run (a file, a regression, a sampling pass...), with a deterministic id.
-
-`judgewatch.judging.run.JudgingRun` is the one owner of this record's lifecycle: start, heartbeat, finish.
-"""
+"""EvalRun: one judging run (a file, a regression, a sampling pass...), with a deterministic id; its lifecycle's one
+owner is `judgewatch.judging.run.JudgingRun`."""
 
 from __future__ import annotations
 

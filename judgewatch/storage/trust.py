@@ -1,9 +1,4 @@
-"""Trust records: how well one judge configuration did on one body of evidence, when it was measured.
-
-Measuring again on the same evidence replaces the record; a new dataset revision, rubric version or judge
-configuration is a new one. `figures` holds the per-criterion numbers as JSON; `n_items` and `evidence` say
-what the record rests on.
-"""
+"""Trust records: how well one judge configuration did on one body of evidence, when it was measured."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
-"""Verdict counts kept at write time, so reading them (a metrics scrape) costs a few hundred rows, not the store.
+"""Verdict counts and the day's token spend (`judge_spend_day`), kept at write time so that reading them (a metrics
+scrape, the spend cap) costs a few rows, not the store (docs/operations.md says what the figures count).
 
-One `verdict_count` row per combination of bounded label values: judge, rubric, tier, source kind, status,
-unscored reason, the fallback link that failed first (`from_judge`, '' when none) and the latency bucket. Each
-row holds two kinds of figures:
-- `written`, `latency_sum_s` and the token sums only ever grow: every verdict written adds to them, a re-judge
-  in place included (it is a new write, with the judge's new latency and tokens), so counters built on them
-  never go down;
-- `current` is the number of current verdicts (not superseded) whose present values fall in the row: a
-  re-judge moves its verdict from one row to another, a superseded verdict leaves.
-
-`record_writes` maintains both from inside `upsert_verdicts`, in the verdict write's own transaction, after
-locking the interactions it touches (so two writers of one interaction cannot count the same change twice).
-`recount` computes the same rows from the verdict table (the migration's backfill, the tests' oracle), with
-`written` equal to the stored rows (history of earlier in-place re-judges is not kept anywhere else).
-
-`judge_spend_day` keeps, the same way, the tokens every verdict write used per UTC day and judge model: what a
-day's judging cost (`judging.costs` prices it), read in a few rows by the spend cap, the metrics and the pages
-however many verdicts the day wrote.
+`CountedWrite` keeps them inside `upsert_verdicts`' transaction, after locking the interactions it touches (so two
+writers of one interaction cannot count the same change twice). `recount` computes the rows from the verdict table
+(the migration's backfill, the tests' oracle), with `written` equal to the stored rows: the history of earlier
+in-place re-judges is kept nowhere else.
 """
 
 from __future__ import annotations
@@ -109,8 +97,9 @@ def _from_judge(chain_text: str | None) -> str:
     return link_judge(str(value[0])) if isinstance(value, list) and value else ""
 
 
-def _grouped(session: Session, *, where: Any = None) -> dict[Key, Sums]:
-    """Verdicts (all, or those matching `where`) grouped by the count key, in one indexed query."""
+def recount(*, session: Session, where: Any = None) -> dict[Key, Sums]:
+    """The counts as the verdict table holds them now (all verdicts, or those matching `where`), in one indexed
+    query: one write per stored row, current = not superseded."""
     v, i = table(VerdictRecord).c, table(Interaction).c
     source = case(*[(i.source.like(f"{p}%"), literal(kind)) for p, kind in SOURCE_KINDS], else_=literal("other"))
     bucket = case(
@@ -159,14 +148,9 @@ def _grouped_in(session: Session, column: Any, values: Sequence[str]) -> dict[Ke
     merged: dict[Key, Sums] = {}
     unique = sorted(set(values))
     for start in range(0, len(unique), CHUNK):
-        for key, sums in _grouped(session, where=column.in_(unique[start : start + CHUNK])).items():
+        for key, sums in recount(session=session, where=column.in_(unique[start : start + CHUNK])).items():
             merged.setdefault(key, Sums()).add(sums)
     return merged
-
-
-def recount(*, session: Session) -> dict[Key, Sums]:
-    """The counts as the verdict table holds them now: one write per stored row, current = not superseded."""
-    return _grouped(session)
 
 
 def stored_counts(*, session: Session) -> dict[Key, Sums]:
@@ -181,11 +165,8 @@ def stored_counts(*, session: Session) -> dict[Key, Sums]:
 
 
 class CountedWrite:
-    """What one verdict write changes in the counts: `before` the write, then `after` it.
-
-    Used by `upsert_verdicts`: `begin` locks the touched interactions and reads their verdicts' current counts,
-    `finish` reads them again plus the rows just written and adds the difference to `verdict_count`.
-    """
+    """What one verdict write changes in the counts: the current counts `before` it, and at `finish` the difference
+    after it plus the rows just written."""
 
     def __init__(self, session: Session, interaction_ids: Iterable[str]) -> None:
         self.session = session
@@ -208,12 +189,9 @@ class CountedWrite:
 
 
 def _lock_interactions(session: Session, interaction_ids: Sequence[str]) -> None:
-    """Serialize count-keeping writers per interaction, until the transaction ends.
-
-    PostgreSQL: transaction advisory locks taken in one sorted order (no deadlock between two batches).
-    SQLite: an empty write statement takes the database write lock now, before the first read, so a
-    concurrent writer waits instead of invalidating this transaction's snapshot.
-    """
+    """Serialize count-keeping writers per interaction until the transaction ends: on PostgreSQL advisory locks in one
+    sorted order (no deadlock between two batches); on SQLite an empty write takes the write lock before the first
+    read, so a concurrent writer waits instead of invalidating this transaction's snapshot."""
     if not interaction_ids:
         return
     if session.get_bind().dialect.name == "postgresql":

@@ -1,7 +1,5 @@
-"""The verdict tables: `verdict`, one row per (interaction, rubric, judge configuration), and `criterion_score`,
-one row per criterion of a verdict. `storage/verdicts` writes and reads them; `storage/verdict_counts` counts
-them in the same transaction. Their own module so that neither of those two imports the other's.
-"""
+"""The verdict tables, in their own module so that `storage/verdicts` (their writer and readers) and
+`storage/verdict_counts` do not import each other."""
 
 from __future__ import annotations
 

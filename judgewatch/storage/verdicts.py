@@ -1,10 +1,7 @@
-"""Stored verdicts: one row per (interaction, rubric, judge configuration), plus one row per criterion.
-
-`scores` is JSON so a verdict reads back whole in one query; `CriterionScore` repeats each score as a plain row so
-per-criterion statistics are ordinary SQL on both backends. `upsert_verdicts`, the only writer, writes both, the
-verdict counts and the current marks in one transaction. A weak verdict (a fallback judge's, or unscored because
-the endpoint failed) is `superseded_by` a normal verdict of the same interaction and rubric once there is one;
-readers that estimate or route read `is_current` rows only, so nothing is counted twice.
+"""Stored verdicts, read back whole in one query (`scores` is JSON), each score repeated as a `CriterionScore` row so
+per-criterion statistics are ordinary SQL. `upsert_verdicts`, the only writer, writes both, the verdict counts and
+the current marks in one transaction; readers that estimate or route read `is_current` rows only (`refresh_current`
+says which verdicts are superseded), so nothing is counted twice.
 """
 
 from __future__ import annotations
@@ -84,14 +81,9 @@ def upsert_verdicts(*, session: Session, run_id: str | None, verdicts: Iterable[
     if not rows:
         return 0
     counted = CountedWrite(session, [row["interaction_id"] for row in rows.values()])
-    verdict_table = table(VerdictRecord)
     keep_first = ("id", "created_at")
-    upsert(
-        session,
-        verdict_table,
-        list(rows.values()),
-        update_columns=[c.name for c in verdict_table.columns if c.name not in keep_first],
-    )
+    columns = [c.name for c in table(VerdictRecord).columns if c.name not in keep_first]
+    upsert(session, table(VerdictRecord), list(rows.values()), update_columns=columns)
     # Replace, not merge, each verdict's criteria: a verdict that became unscored must lose its old scores.
     score_table = table(CriterionScore)
     ids = list(rows)

@@ -1,12 +1,7 @@
 """Source watermarks: how far each traffic source has been read, and the lease that keeps two runs apart.
 
-One row per source: the reader's watermark as JSON text (saved only after the rows it covers are stored), when
-and by which run it was saved, and who holds the source now. A partitioned run adds a row per partition
-(`partition_key`: what it reads, its own watermark and lease, when it was read to its end) until every partition
-is read and their watermarks are merged into the source's (`merge_partitions`). `SourceLease` makes one run the only one
-processing a source: on PostgreSQL a session-level advisory lock keyed on the source name (released when its
-connection closes, also when the process dies); elsewhere (SQLite) a lease in the row, taken under SQLite's
-write lock (BEGIN IMMEDIATE) and expiring after `ttl_s` unless renewed, so a crashed run frees its source.
+`SourceLease` makes one run the only one processing a source: on PostgreSQL a session-level advisory lock (released
+when its connection closes, also when the process dies); on SQLite a lease in the row that expires unless renewed.
 """
 
 from __future__ import annotations
@@ -117,11 +112,8 @@ def default_owner() -> str:
 
 
 class SourceLease:
-    """Exclusive processing of one source: `acquire()` or raise SourceBusy, `renew()` while working, `release()`.
-
-    Use as a context manager. On SQLite call `renew()` (or `renew_if_due()`) more often than `ttl_s`, or another
-    run may take the source over once the lease has expired; renewing a lease that was taken over raises.
-    """
+    """Exclusive processing of one source, as a context manager: `acquire()` or raise SourceBusy, `renew()` (on SQLite
+    more often than `ttl_s`, or another run may take the source over: renewing it then raises), `release()`."""
 
     def __init__(
         self, engine: Engine, source: str, *, owner: str | None = None, ttl_s: float = DEFAULT_LEASE_SECONDS
