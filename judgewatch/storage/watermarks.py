@@ -1,7 +1,8 @@
 """Source watermarks: how far each traffic source has been read, and the lease that keeps two runs apart.
 
-`SourceLease` makes one run the only one processing a source: on PostgreSQL a session-level advisory lock (released
-when its connection closes, also when the process dies); on SQLite a lease in the row that expires unless renewed.
+`SourceLease` makes one run the only one processing a source: on PostgreSQL a session-level advisory lock keyed by
+the store's schema and the source (released when its connection closes, also when the process dies); on SQLite a
+lease in the row that expires unless renewed.
 """
 
 from __future__ import annotations
@@ -101,9 +102,10 @@ class SourceBusy(RuntimeError):
         super().__init__(f"this run {what} source {source!r}: it is being processed{holder}{until}")
 
 
-def advisory_key(source: str) -> int:
-    """A signed 64-bit PostgreSQL advisory lock key for the source (namespaced, so no other lock shares it)."""
-    digest = hashlib.blake2b(f"judgewatch:source:{source}".encode(), digest_size=8).digest()
+def advisory_key(source: str, schema: str) -> int:
+    """A signed 64-bit PostgreSQL advisory lock key for the source of the store in `schema`: advisory locks are
+    database-wide, so two stores in one database (a schema each) must not share a source's lock."""
+    digest = hashlib.blake2b(f"judgewatch:source:{schema}:{source}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 
@@ -124,6 +126,7 @@ class SourceLease:
         self.owner = owner or default_owner()
         self.advisory = engine.dialect.name == "postgresql"
         self._conn: Connection | None = None
+        self._key = 0
         self._held = False
         self._renewed_at = 0.0
 
@@ -146,7 +149,8 @@ class SourceLease:
     def _lock_advisory(self) -> None:
         conn = self.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
         try:
-            got = conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": advisory_key(self.source)})
+            self._key = advisory_key(self.source, conn.execute(text("SELECT current_schema()")).scalar_one())
+            got = conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": self._key})
             if not got.scalar_one():
                 row = self._row()
                 raise SourceBusy(self.source, row.lease_owner if row else None, None)
@@ -222,7 +226,7 @@ class SourceLease:
             if self._conn is not None:
                 conn, self._conn = self._conn, None
                 try:
-                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": advisory_key(self.source)})
+                    conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": self._key})
                 except Exception:  # a dead connection has released its lock already
                     logger.warning("source %s: advisory unlock failed", self.source, exc_info=True)
                 finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from judgewatch.storage.review import ReviewItem
 from judgewatch.storage.watermarks import SourceBusy, SourceLease, load_partitions, load_watermark
 from judgewatch.testing.sampling_runs import sample_flow as sample
 from judgewatch.testing.sampling_runs import stored_sample
+from judgewatch.testing.store import postgres_schema, postgres_url
 
 TABLES = ("interaction", "verdict", "review_item", "quarantined_row", "eval_run")
 
@@ -214,6 +216,25 @@ def test_a_postgres_lock_dies_with_its_connection(engine: Engine) -> None:
         with pytest.raises(SourceBusy, match="lost its lease"):
             holder.renew()
     holder.release()
+
+
+@pytest.mark.postgres
+def test_two_stores_in_one_postgres_database_lease_the_same_source_apart() -> None:
+    # advisory locks are database-wide: the key holds the store's schema, so one store's run never blocks another's
+    token = uuid.uuid4().hex[:8]
+    with (
+        postgres_schema(postgres_url(), f"jw_lease_a_{token}") as a_url,
+        postgres_schema(postgres_url(), f"jw_lease_b_{token}") as b_url,
+    ):
+        engines = [make_engine(a_url), make_engine(b_url)]
+        for engine in engines:
+            migrate(engine)
+        with SourceLease(engines[0], "src", owner="a") as first, SourceLease(engines[1], "src", owner="b") as second:
+            assert first.held and second.held
+            with pytest.raises(SourceBusy, match="by a"):
+                SourceLease(engines[0], "src", owner="c").acquire()  # within one store the source is still exclusive
+        for engine in engines:
+            engine.dispose()
 
 
 async def test_partitions_as_flow_runs_store_what_one_pass_stores_and_the_whole_watermark(
