@@ -74,14 +74,11 @@ async def traffic_sampling(
     watermark alone. `dry_run` reads and samples only: nothing is stored, nothing judged. `judge`: "reference",
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
-    `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, each a `sample-partition` flow run of `partition_deployment` that any worker of
-    its pool takes (None: subflows of this process, one after another), each with its own watermark; an unfinished
-    partitioned run of the source is finished first, whatever `partitions` says (docs/sampling.md, "Partitions").
-    A dry run reads here, one partition after another. Judging pauses at the daily judge spend cap (picks stored,
-    judged by the first run of the next UTC day); the alert rules are checked at the end (`judgewatch.alerts`, when a
-    rules file is set). Raises SourceBusy when another run holds the source, and
-    PartitionFailed when a partition did not complete.
+    `partitions` > 1 reads the source as that many `sample-partition` flow runs of `partition_deployment` (None:
+    subflows of this process), each with its own watermark (docs/sampling.md, "Partitions"). Judging pauses at the
+    daily judge spend cap (picks stored, judged by the first run of the next UTC day); the alert rules are checked
+    at the end (`judgewatch.alerts`, when a rules file is set). Raises SourceBusy when another run holds the source,
+    and PartitionFailed when a partition did not complete.
     """
     if batch_size < 1 or partitions < 1:
         raise ValueError("batch_size and partitions must be >= 1")

@@ -1,14 +1,6 @@
 """Partitions as flow runs: `sample-partition` reads, stores, judges and routes one partition of a sampling run,
 on whichever worker of the work pool takes it; `run_partitions` is the `traffic-sampling` run's side.
-
-A partitioned run first records its plan, a row per partition in the store (`storage/watermarks.plan_partitions`:
-what it reads), then starts one flow run per partition not read yet and waits for them all. Each keeps its own
-watermark in its row, checkpointed after every batch of picks as a single pass does, under a lease of its own;
-the source's watermark moves only once every partition is read (`merge_partitions`). A partition whose flow run
-died resumes alone from its own watermark when the sampling run (or that flow run) is run again: the partitions
-already read are not read again. Without a Prefect server the partitions are subflows of this process, run one
-after another. A child's report is left in its run record (`eval_run`), which the parent reads back, so no result
-storage has to be shared between machines.
+docs/sampling.md, "Partitions".
 """
 
 from __future__ import annotations

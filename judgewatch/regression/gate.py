@@ -1,13 +1,6 @@
-"""The release gate's decision: per-tier comparisons in, an exit code with its reasons out. Pure.
-
-- exit 0: no criterion of any tier regressed beyond the margin (and, with a gap margin, no tier trails the
-  baseline tier beyond it); a tier's first release passes with a note.
-- exit 1: a regression: the whole interval of candidate - baseline lies below -margin.
-- exit 2: could not evaluate (endpoint down, invalid input, too many unscored verdicts, no interval) or the judge
-  is untrustworthy or unmeasured. Never a silent pass.
-An untrustworthy or unmeasured judge wins over everything, then a regression over what could not be evaluated;
-a judge accepted on purpose (`--accept-unvalidated-judge`) passes with `GateResult.accepted_unvalidated` said
-first (report) or last (CLI). docs/release_gate.md.
+"""The release gate's decision: per-tier comparisons in, an exit code (0 pass, 1 regression, 2 could not evaluate)
+with its reasons out. Pure. An untrustworthy or unmeasured judge wins over everything, then a regression over what
+could not be evaluated; never a silent pass. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -251,8 +244,7 @@ def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: floa
         )
         return
     if not any(c.diff.n for c in tier.comparisons):
-        baseline = tier.baseline_release
-        cannot(f"no item scored in both this release and baseline {baseline}")
+        cannot(f"no item scored in both this release and baseline {tier.baseline_release}")
         return
     for c in tier.comparisons:
         if c.diff.n == 0:
@@ -274,9 +266,8 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
         what = f"{gap.candidate} vs {gap.baseline}: {gap.describe()}"
         if gap_margin is not None and gap.below(gap_margin):
             d = gap.diff
-            tier = gap_name(gap)
             out.regressions.append(
-                Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
+                Regression(gap_name(gap), gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
             )
         elif gap_margin is not None and gap.diff.n and not gap.defined:
             reason = (

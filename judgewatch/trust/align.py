@@ -1,9 +1,5 @@
 """`judgewatch judges align`: a judge configuration built from reviewers' labels, measured where it was not built.
-
-The labels are split by a hash of the question; the current judge's disagreements on one side become an LLM
-judge's few-shot examples, or refit the reference judge's combiners; both configurations are compared on the
-held-out side (weighted kappa with the reviewers, 1/p weights) and the aligned one accepted only where it agrees
-at least as well. Nothing is switched here (`storage.alignments.switch_alignment`). docs/judges.md, section 5.
+Nothing is switched here (`storage.alignments.switch_alignment`). docs/judges.md, section 5.
 """
 
 from __future__ import annotations
