@@ -197,9 +197,8 @@ async def anchors(
     comparison = None
     if new_hash is not None and before is not None and not before.empty:
         after = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
-        before_label, after_label = labels
         comparison = compare_before_after(
-            name, before, after, before_label=before_label, after_label=after_label, categories=rubric.scale.levels
+            name, before, after, before_label=labels[0], after_label=labels[1], categories=rubric.scale.levels
         )
     elif new_hash is not None:
         comparison = compare_on_anchors(

@@ -1,9 +1,5 @@
-"""The `traffic-sampling` flow: read what is new in a traffic source, sample it, store, judge and route the picks.
-
-Per bounded batch of picks: store the picked interactions (inclusion probability, stratum, salt and PII counts
-in their metadata) and the quarantined rows read before them, judge the picks not judged yet, route a share of
-the verdicts to review, and only then save the source's watermark. A crash re-reads at most one batch; re-reading
-stores nothing twice (deterministic ids, upserts). One run per source at a time: a database lease
+"""The `traffic-sampling` flow: read what is new in a traffic source, sample it, store, judge and route the picks
+batch by batch (`flows.sampling_batches`). One run per source at a time: a database lease
 (`judgewatch.storage.watermarks`) and the deployment's concurrency limit in `prefect.yaml`.
 """
 

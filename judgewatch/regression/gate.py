@@ -292,11 +292,9 @@ def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
         out.accepted_unvalidated = headline
         out.warnings.insert(0, headline)
         return False
-    if trust.trustworthy is False:
-        out.unevaluated.insert(0, Unevaluated(f"judge not trustworthy: {headline}"))
-        return True
-    if trust.trustworthy is None:
-        out.unevaluated.insert(0, Unevaluated(f"judge not measured: {headline}"))
+    if trust.trustworthy is not True:
+        what = "not trustworthy" if trust.trustworthy is False else "not measured"
+        out.unevaluated.insert(0, Unevaluated(f"judge {what}: {headline}"))
         return True
     out.notes.append(f"judge trust: {headline}")
     return False

@@ -30,7 +30,7 @@ def bounded(estimate: Any, name: str) -> dict[str, float | None]:
     return {name: rounded(estimate.estimate), "low": rounded(estimate.low), "high": rounded(estimate.high)}
 
 
-def _column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
+def score_column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
     """The criterion's scores (the probability-weighted ones with `expected`), NaN where there is none."""
     values = [(v.expected_scores if expected else v.scores).get(criterion) for v in verdicts]
     return np.array([np.nan if s is None else float(s) for s in values], dtype=float)
@@ -52,8 +52,8 @@ def criterion_figures(
     judged = sum(applies)
     if judged == 0:
         return None
-    g = _column([v for _, v in good], criterion, expected=expected)
-    b = _column([v for _, v in bad], criterion, expected=expected)
+    g = score_column([v for _, v in good], criterion, expected=expected)
+    b = score_column([v for _, v in bad], criterion, expected=expected)
     n_good, n_bad = int(np.isfinite(g).sum()), int(np.isfinite(b).sum())
     unscored = judged - n_good - n_bad
     estimate = auroc_interval(g, b, paired=True, resamples=resamples, seed=seed)
@@ -112,11 +112,10 @@ def trim_figures(
     pairs = list(zip(good, bad, strict=True))
     is_trimmed = [g[1].trimmed is not None or b[1].trimmed is not None for g, b in pairs]
     trimmed = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if cut]
-    too_long = sum(v.unscored_reason == UnscoredReason.too_long for _, v in [*good, *bad])
     result: dict[str, Any] = {
         "answers_trimmed": sum(v.trimmed is not None for _, v in [*good, *bad]),
         "items_trimmed": len(trimmed),
-        "answers_too_long": too_long,
+        "answers_too_long": sum(v.unscored_reason == UnscoredReason.too_long for _, v in [*good, *bad]),
     }
     if trimmed:
         whole = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if not cut]
@@ -130,7 +129,7 @@ def agreement_figures(rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[
     """Per criterion, on the same answers: exact agreement and mean difference (mine - theirs) where both scored."""
     result: dict[str, dict[str, Any]] = {}
     for criterion in rubric.criteria:
-        a, b = _column(mine, criterion.name), _column(theirs, criterion.name)
+        a, b = score_column(mine, criterion.name), score_column(theirs, criterion.name)
         both = np.isfinite(a) & np.isfinite(b)
         n = int(both.sum())
         if n == 0:

@@ -76,7 +76,6 @@ class LeaderboardRow(BaseModel):
             score = f"kappa {num(self.kappa)} [{num(self.low)}, {num(self.high)}]"
         else:
             score = f"{num(self.auroc)} [{num(self.low)}, {num(self.high)}]" if self.auroc is not None else "n/a"
-        dataset = dataset_label(self.dataset, self.dataset_revision)
         return [
             self.judge,
             self.trust_label,
@@ -84,7 +83,7 @@ class LeaderboardRow(BaseModel):
             self.probes,
             num(self.vs_reference, "+.2f"),
             num(self.reference_auroc),
-            dataset,
+            dataset_label(self.dataset, self.dataset_revision),
             str(self.n_items),
             self.criterion,
             num(self.unscored_rate, ".0%"),

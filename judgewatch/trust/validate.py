@@ -63,11 +63,6 @@ def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | N
     return {"reference_answer": reference, "reference_facts": facts, "context": context}
 
 
-def in_sample(item: GoldenItem, fit_items: frozenset[str]) -> bool:
-    """Was the judge fit on this item (named by its id or its question's `content_key`)?"""
-    return bool(fit_items) and (item.id in fit_items or content_key(item.question) in fit_items)
-
-
 def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: frozenset[str] = frozenset()) -> KnownPairs:
     """The first good and first bad answer of every item that has both and an independent reference. Items in
     `fit_items` (what the judge was fit on: `judges.base.fit_item_ids`) are left out and counted as in-sample; `limit`
@@ -78,7 +73,7 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: froze
     for item in golden.items:
         if not (item.good_answers and item.bad_answers):
             continue
-        if in_sample(item, fit_items):
+        if item.id in fit_items or content_key(item.question) in fit_items:  # the judge was fit on it
             fitted += 1
             continue
         references = _independent_references(item, item.good_answers[0])
