@@ -1,10 +1,6 @@
-"""The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set.
-
-For the latest judge configuration and rubric version: the day's tier snapshot and the Tiers page's views, per-tier
-agreement with people's labels as trust records, drift alerts per tier and criterion, the anchor set re-judged by
-the configured judge (all of it again when the endpoint's fingerprint changed or the last judging is old) and
-compared, then alerts on served-model changes (`calibration.model_change`). Every step is safe to run again the same
-day: snapshots and alerts are keyed by day and window, anchors judged once per configuration.
+"""The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set,
+served-model changes (docs/operations.md). Every step is safe to run again the same day: snapshots and alerts are
+keyed by day and window, anchors judged once per configuration.
 """
 
 from __future__ import annotations

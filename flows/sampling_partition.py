@@ -179,8 +179,7 @@ def deployment_launch(deployment: str, patience_s: float = PATIENCE_S) -> Launch
 
 async def in_process_launch(job: PartitionJob) -> tuple[bool, str]:
     """A partition as a subflow run of this process (no server, no worker)."""
-    state = await sample_partition(job=job, return_state=True)
-    return _outcome(state, f"subflow of partition {job.label}")
+    return _outcome(await sample_partition(job=job, return_state=True), f"subflow of partition {job.label}")
 
 
 def _outcome(state: State[Any] | None, what: str) -> tuple[bool, str]:

@@ -122,8 +122,7 @@ def read_scores(
             if not scored:
                 out.unscored[verdict.unscored_reason or "unknown"] += 1
         if len(wanted) > len([r for r in rows if r[0].source_id in wanted]):
-            stored = tier_answers(session=session, release=release, tier=tier, dataset=g.name)
-            answered = {i.source_id for i in stored}
+            answered = {i.source_id for i in tier_answers(session=session, release=release, tier=tier, dataset=g.name)}
             judged = {r[0].source_id for r in rows}
             # Judged, but by another judge (a fallback during an outage): a different judge, never pooled.
             by_other = {

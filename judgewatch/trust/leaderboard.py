@@ -174,10 +174,8 @@ def leaderboard(
             ]
     references = {_reference_key(r): r for r in records if r.judge_kind == "reference"}
     shown = [r for r in records if judge_name is None or r.judge_name == judge_name]
-    probes: dict[tuple[str, str, str | None, str], TrustRecord] = {}
-    for record in shown:  # newest first: the latest probes of each set
-        if record.evidence == TrustEvidence.bias_probes:
-            probes.setdefault(_probe_key(record), record)
+    # oldest first, so the latest probes of each set win
+    probes = {_probe_key(r): r for r in reversed(shown) if r.evidence == TrustEvidence.bias_probes}
     beside = {_probe_key(r) for r in shown if r.evidence == TrustEvidence.known_answers} & set(probes)
     rows = [
         _with_probes(_row(record, policy, references), probes.get(_probe_key(record)), policy)

@@ -76,8 +76,7 @@ def judges_under_test(
             result.append(JudgeUnderTest(REFERENCE, ReferenceJudge(aligned.get("reference")), ReferencePairwiseJudge()))
             continue
         endpoint = judge_endpoint(settings, part, model=model, concurrency=concurrency)
-        pointwise = OpenAIJudge(endpoint, aligned.get("openai"))
-        result.append(JudgeUnderTest(part, pointwise, OpenAIPairwiseJudge(endpoint)))
+        result.append(JudgeUnderTest(part, OpenAIJudge(endpoint, aligned.get("openai")), OpenAIPairwiseJudge(endpoint)))
     return result
 
 
