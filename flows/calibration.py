@@ -148,10 +148,8 @@ async def anchors(
     rejudge: bool,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare. Every anchor is
-    re-judged again under the same configuration when the endpoint's fingerprint changed or when that configuration's
-    last judging of the anchors is `settings.anchor_rejudge_days` old (at `now`, default: the clock), and compared with
-    the scores before."""
+    """Freeze the anchor set if it does not exist, re-judge it with the configured judge, compare (docs/operations.md,
+    "Drift": when it is judged again). `now`: when `settings.anchor_rejudge_days` is counted to (default: the clock)."""
     with session_scope(engine) as session:
         exists = get_anchor_set(session=session, name=name) is not None
     if not exists:

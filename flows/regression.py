@@ -189,7 +189,9 @@ async def _evaluate(
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
         section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs, identity.config_hash)
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
-        section.config = _tier_config(spec, options, settings)
+        section.config = (
+            TierRequest(spec, options.answer_max_tokens, settings.judge_seed).summary() if spec.kind == "live" else {}
+        )
         notes += _config_notes(engine, spec.name, base, section.config)
         report.tiers.append(section)
         evaluations.append(section.evaluation)
@@ -231,11 +233,6 @@ async def _produce(
                 settings=settings,
             )
     return out
-
-
-def _tier_config(spec: TierSpec, options: GateOptions, settings: Settings) -> dict[str, Any]:
-    """A live tier's configuration summary for the report and the store ({} for recorded answers)."""
-    return TierRequest(spec, options.answer_max_tokens, settings.judge_seed).summary() if spec.kind == "live" else {}
 
 
 def _config_notes(engine: Engine, tier: str, baseline: str | None, config: dict[str, Any]) -> list[str]:

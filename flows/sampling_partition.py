@@ -192,10 +192,8 @@ async def run_partitions(
     run: StoringRun, config: SourceConfig, start: Watermark | None, parts: int, job: PartitionJob,
     deployment: str | None,
 ) -> None:  # fmt: skip
-    """The partitioned run: its plan (the unfinished one in the store, else `parts` new partitions of `config` after
-    `start`), a flow run per partition not read yet (on `deployment`'s work pool, or here one after another), their
-    reports added to `run.report`; then the merged watermark saved. Raises PartitionFailed when one did not
-    complete, after the others have finished."""
+    """The partitioned run (docs/sampling.md, "Partitions"): its plan, a flow run per partition not read yet (on
+    `deployment`'s work pool, or here one after another), their reports added up, the merged watermark saved."""
     report, engine, save = run.report, run.engine, job.since is None
     with session_scope(engine, write=save) as session:
         planned = load_partitions(session=session, source=config.name) if save else []

@@ -1,6 +1,4 @@
-"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record (per tier and
-criterion: means, difference and interval, unscored and unanswered counts, the judge, rubric and trust, the tier
-gaps with their estimand, the tier preference, the worst items)."""
+"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record."""
 
 from __future__ import annotations
 

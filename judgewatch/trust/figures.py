@@ -1,7 +1,6 @@
 """The figures of a known-answers validation: per criterion, how well the judge separates good from bad answers.
-
-Unscored answers are counted beside AUROC and the mean gap, never dropped silently; with probability-weighted
-verdicts each criterion also gets the figures of that reading (`expected`), while the policy judges the integers.
+Unscored answers are counted beside AUROC and the mean gap, never dropped silently; probability-weighted verdicts
+also get the figures of that reading (`expected`), while the policy judges the integers.
 """
 
 from __future__ import annotations
@@ -107,8 +106,7 @@ def trim_figures(
     **bootstrap: int,
 ) -> dict[str, Any]:
     """How many answers needed their reference material trimmed to fit the judge's window, and the figures
-    of the pairs judged whole apart from those where either answer was trimmed (only when some were).
-    `bootstrap`: `resamples` and `seed`, as `known_answer_figures` takes them."""
+    of the pairs judged whole apart from those where either answer was trimmed (only when some were)."""
     pairs = list(zip(good, bad, strict=True))
     is_trimmed = [g[1].trimmed is not None or b[1].trimmed is not None for g, b in pairs]
     trimmed = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if cut]

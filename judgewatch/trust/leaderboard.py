@@ -1,8 +1,6 @@
-"""The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier.
-
-One row per stored trust record, judged under the policy in force now, beside the offline reference judge's figure
-on the very same items and, in its "bias probes" column, the judge's probe record on the same set (a row of its
-own only when there is no AUROC row to sit beside).
+"""The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier; one row
+per stored trust record under the policy in force now, beside the reference judge's figure on the same items and
+the judge's probe record on the same set.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Bias probes: change one thing the rubric says must not matter, judge both versions, measure the shift.
 
-A judge can separate a golden set's good from bad answers and still be paid by length, confidence or fluency. The
-probes (`probe_items`) are judged in ordinary `JudgingRun`s and one `bias_probes` trust record per golden set
-carries their figures (limits: `probe_policy`; docs/judges.md, "The bias probes"). Why n = 20 items (11n + n
-calls): the verbosity shift's 95% interval over 2n answers is about +-0.37 wide, so a judge that does not move ends
-below the +0.5 limit and one that moves half a point cannot pass; a share over 20 items has a Wilson upper bound of
-16% when nothing happened, below the 30% limit, and one overtake of 20 passes while two do not.
+A judge can separate a golden set's good from bad answers and still be paid by length, confidence or fluency
+(docs/judges.md, "The bias probes"). Why n = 20 items (11n + n calls): the verbosity shift's 95% interval over 2n
+answers is about +-0.37 wide, so a judge that does not move ends below the +0.5 limit and one that moves half a
+point cannot pass; a share over 20 items has a Wilson upper bound of 16% when nothing happened, below the 30%
+limit, and one overtake of 20 passes while two do not.
 """
 
 from __future__ import annotations
