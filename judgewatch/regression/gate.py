@@ -316,9 +316,7 @@ def decide(
     `level`: the comparisons' interval level."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
-    out = GateResult(exit_code=0, outcome="pass", summary="")
-    out.unevaluated.extend(Unevaluated(problem) for problem in problems)
-    out.notes.extend(notes)
+    out = GateResult(0, "pass", "", notes=list(notes), unevaluated=[Unevaluated(problem) for problem in problems])
     untrusted = _trust_findings(trust, out) if trust is not None or tiers else False
     if not tiers and not problems and not untrusted:
         out.unevaluated.append(Unevaluated("no tier was evaluated"))

@@ -323,8 +323,7 @@ def render_markdown(report: RegressionReport) -> str:
     lines = _header(report)
     for section in report.tiers:
         lines += _tier_lines(section, report.margin, report.review_url)
-    lines += _gap_lines(report)
-    lines += _preference_lines(report)
+    lines += _gap_lines(report) + _preference_lines(report)
     return "\n".join(lines).rstrip() + "\n"
 
 
