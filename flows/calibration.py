@@ -1,10 +1,6 @@
-"""The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set.
-
-For the latest judge configuration and rubric version: the day's tier snapshot and the Tiers page's views, per-tier
-agreement with people's labels as trust records, drift alerts per tier and criterion, the anchor set re-judged by
-the configured judge (all of it again when the endpoint's fingerprint changed or the last judging is old) and
-compared, then alerts on served-model changes (`calibration.model_change`). Every step is safe to run again the same
-day: snapshots and alerts are keyed by day and window, anchors judged once per configuration.
+"""The `calibration` flow, scheduled daily: tier estimates, judge-human agreement, drift alerts, the anchor set,
+served-model changes (docs/operations.md). Every step is safe to run again the same day: snapshots and alerts are
+keyed by day and window, anchors judged once per configuration.
 """
 
 from __future__ import annotations
@@ -152,10 +148,8 @@ async def anchors(
     rejudge: bool,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Freeze the anchor set if it does not exist, re-judge it with the configured judge once, compare. Every anchor is
-    re-judged again under the same configuration when the endpoint's fingerprint changed or when that configuration's
-    last judging of the anchors is `settings.anchor_rejudge_days` old (at `now`, default: the clock), and compared with
-    the scores before."""
+    """Freeze the anchor set if it does not exist, re-judge it with the configured judge, compare (docs/operations.md,
+    "Drift": when it is judged again). `now`: when `settings.anchor_rejudge_days` is counted to (default: the clock)."""
     with session_scope(engine) as session:
         exists = get_anchor_set(session=session, name=name) is not None
     if not exists:
@@ -197,9 +191,8 @@ async def anchors(
     comparison = None
     if new_hash is not None and before is not None and not before.empty:
         after = anchor_scores(engine, anchor_set=name, judge_config_hash=new_hash)
-        before_label, after_label = labels
         comparison = compare_before_after(
-            name, before, after, before_label=before_label, after_label=after_label, categories=rubric.scale.levels
+            name, before, after, before_label=labels[0], after_label=labels[1], categories=rubric.scale.levels
         )
     elif new_hash is not None:
         comparison = compare_on_anchors(

@@ -1,7 +1,5 @@
-"""The scheduled judging of what the OTLP receiver stored (`ingest-judging` in prefect.yaml, every 5 minutes by
-default): the picks of an `otlp` source that have no verdict under the rubric and judge yet, judged under the
-judge endpoint's global concurrency limit like every other flow run's calls, and a share routed to review; then the
-alert rules are checked (`judgewatch.alerts`, when a rules file is set)."""
+"""The scheduled judging of what the OTLP receiver stored (`ingest-judging` in prefect.yaml; docs/ingest.md), then
+the alert rules checked (`judgewatch.alerts`, when a rules file is set)."""
 
 from __future__ import annotations
 

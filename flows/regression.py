@@ -1,9 +1,6 @@
-"""The `post-release-regression` flow: did answer quality regress on any serving tier of a release?
-
-Produce every tier's answers (live endpoints or recorded answers), judge them, compare each tier with its baseline
-release item by item and with the release's baseline tier (`regression.tier_gap`, and pairwise:
-`flows.regression_pairwise`), apply the gate, write the report and store the decision. `judgewatch regress` runs
-it in-process; `prefect.yaml` deploys it. docs/release_gate.md.
+"""The `post-release-regression` flow: did answer quality regress on any serving tier of a release? Produce, judge,
+compare with each tier's baseline release and with the release's baseline tier, gate, report, store the decision.
+`judgewatch regress` runs it in-process; `prefect.yaml` deploys it. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -99,12 +96,10 @@ async def post_release_regression(
     """Run the gate for `release`; returns the gate result (exit_code, summary, reasons...) and report paths. `tiers`:
     "NAME=URL#MODEL" (live); `answers`: "NAME=FILE" (recorded JSONL); `tiers_file`: a tiers YAML file (live tiers with
     their key variable, headers, prompt template and params); `tiers_variable`: the name of a Prefect variable holding
-    the same document; `baseline_tier`: the tier every other tier of the release is compared with (default: the one the
-    tiers file marks `baseline: true`; none: no within-release comparison); `judge`: "reference" or a URL (default: the
-    configured judge URL; no silent fallback to another judge). `baseline`: "accepted" (each tier's accepted baseline)
-    or a release id. With `fail_on_gate` a non-zero exit code ends the flow run Failed with the summary as its message
-    (what a CI job triggering the deployment sees). `junit` and `summary_md`: paths for the decision as JUnit XML and as
-    a pull-request comment's Markdown."""
+    the same document; `judge`: "reference" or a URL (default: the configured judge URL; no silent fallback to another
+    judge); the gate's options as `GateOptions` describes them. With `fail_on_gate` a non-zero exit code ends the flow
+    run Failed with the summary as its message (what a CI job triggering the deployment sees). `junit` and
+    `summary_md`: paths for the decision as JUnit XML and as a pull-request comment's Markdown."""
     options = GateOptions.model_validate({k: v for k, v in locals().items() if k in GateOptions.model_fields})
     settings = get_settings()
     url = database_url or settings.effective_database_url
@@ -194,7 +189,9 @@ async def _evaluate(
                 await judge_answers(engine, base, spec.name, golden, inputs.rubric, judge)
         section, scores[spec.name] = evaluate_tier(engine, release, spec, base, inputs, identity.config_hash)
         section.run_ids, section.generation = run_ids, _generation_counts(gen.values())
-        section.config = _tier_config(spec, options, settings)
+        section.config = (
+            TierRequest(spec, options.answer_max_tokens, settings.judge_seed).summary() if spec.kind == "live" else {}
+        )
         notes += _config_notes(engine, spec.name, base, section.config)
         report.tiers.append(section)
         evaluations.append(section.evaluation)
@@ -236,11 +233,6 @@ async def _produce(
                 settings=settings,
             )
     return out
-
-
-def _tier_config(spec: TierSpec, options: GateOptions, settings: Settings) -> dict[str, Any]:
-    """A live tier's configuration summary for the report and the store ({} for recorded answers)."""
-    return TierRequest(spec, options.answer_max_tokens, settings.judge_seed).summary() if spec.kind == "live" else {}
 
 
 def _config_notes(engine: Engine, tier: str, baseline: str | None, config: dict[str, Any]) -> list[str]:
@@ -286,8 +278,7 @@ def conclude(
     run_ids = [r for s in report.tiers for r in s.run_ids]
     rubric_hash = report.rubric.hash if report.rubric else None
     judge_hash = report.judge.config_hash if report.judge else None
-    tiers = sorted(s.tier for s in report.tiers)
-    key = json.dumps([sorted(report.datasets), tiers, rubric_hash, judge_hash, baseline])
+    key = json.dumps([sorted(report.datasets), sorted(s.tier for s in report.tiers), rubric_hash, judge_hash, baseline])
     with session_scope(engine, write=True) as session:
         for s in report.tiers:
             record_release_tier(

@@ -1,8 +1,6 @@
-"""Regression flow steps that read the store: which baseline each tier has, the judge's trust (measured first
-when the store has none), a tier's scores.
-
-Thin Prefect tasks over `judgewatch.regression.scores`: only verdicts of this rubric and this judge configuration
-are compared, and a baseline judged by another judge is judged again by this one first (its answers are stored).
+"""Regression flow steps that read the store: baselines, the judge's trust (measured first when the store has none),
+a tier's scores. Only verdicts of this rubric and judge configuration are compared; a baseline judged by another
+judge is judged again by this one first (its answers are stored).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """The regression flow's pairwise step: the tier preference on the same items (`regression.tier_preference`).
-
-The gate judge's pairwise counterpart compares the candidate and reference tiers' answers to every golden item both
-answered, in both orders; pairs are interactions judged through a `JudgingRun`, so a re-run judges only pairs
-whose answers changed.
+Pairs are interactions judged through a `JudgingRun`, so a re-run judges only pairs whose answers changed.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The `traffic-sampling` flow: read what is new in a traffic source, sample it, store, judge and route the picks.
-
-Per bounded batch of picks: store the picked interactions (inclusion probability, stratum, salt and PII counts
-in their metadata) and the quarantined rows read before them, judge the picks not judged yet, route a share of
-the verdicts to review, and only then save the source's watermark. A crash re-reads at most one batch; re-reading
-stores nothing twice (deterministic ids, upserts). One run per source at a time: a database lease
+"""The `traffic-sampling` flow: read what is new in a traffic source, sample it, store, judge and route the picks
+batch by batch (`flows.sampling_batches`). One run per source at a time: a database lease
 (`judgewatch.storage.watermarks`) and the deployment's concurrency limit in `prefect.yaml`.
 """
 
@@ -74,14 +70,11 @@ async def traffic_sampling(
     watermark alone. `dry_run` reads and samples only: nothing is stored, nothing judged. `judge`: "reference",
     URL(s) (default: the configured judge, falling back to the reference judge). `review_share` (default from
     settings, 10%) of scored verdicts go to review, plus `unscored_share` / `borderline_share` targeted picks.
-    `partitions` > 1 splits a source of several files into that many runs of files, or a table into that many
-    ranges of its (order, id) keys, each a `sample-partition` flow run of `partition_deployment` that any worker of
-    its pool takes (None: subflows of this process, one after another), each with its own watermark; an unfinished
-    partitioned run of the source is finished first, whatever `partitions` says (docs/sampling.md, "Partitions").
-    A dry run reads here, one partition after another. Judging pauses at the daily judge spend cap (picks stored,
-    judged by the first run of the next UTC day); the alert rules are checked at the end (`judgewatch.alerts`, when a
-    rules file is set). Raises SourceBusy when another run holds the source, and
-    PartitionFailed when a partition did not complete.
+    `partitions` > 1 reads the source as that many `sample-partition` flow runs of `partition_deployment` (None:
+    subflows of this process), each with its own watermark (docs/sampling.md, "Partitions"). Judging pauses at the
+    daily judge spend cap (picks stored, judged by the first run of the next UTC day); the alert rules are checked
+    at the end (`judgewatch.alerts`, when a rules file is set). Raises SourceBusy when another run holds the source,
+    and PartitionFailed when a partition did not complete.
     """
     if batch_size < 1 or partitions < 1:
         raise ValueError("batch_size and partitions must be >= 1")

@@ -1,10 +1,8 @@
 """The sampling flow's steps: the report, the storing run's state, and storing a read batch by batch.
 
 `store_read` is the one place picks become stored interactions, verdicts and review items: the `traffic-sampling`
-flow's single pass and every `sample-partition` flow run call it, each saving its own watermark. Per bounded batch
-of picks: store the quarantined rows read before them and the picks, judge the picks not judged yet, route a share
-of the verdicts to review, save the watermark. `judge_paused` first judges the picks earlier runs of the source
-stored while the daily judge spend cap held.
+flow's single pass and every `sample-partition` flow run call it, each saving its own watermark after every batch
+(a crash re-reads at most one batch; re-reading stores nothing twice).
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Partitions as flow runs: `sample-partition` reads, stores, judges and routes one partition of a sampling run,
 on whichever worker of the work pool takes it; `run_partitions` is the `traffic-sampling` run's side.
-
-A partitioned run first records its plan, a row per partition in the store (`storage/watermarks.plan_partitions`:
-what it reads), then starts one flow run per partition not read yet and waits for them all. Each keeps its own
-watermark in its row, checkpointed after every batch of picks as a single pass does, under a lease of its own;
-the source's watermark moves only once every partition is read (`merge_partitions`). A partition whose flow run
-died resumes alone from its own watermark when the sampling run (or that flow run) is run again: the partitions
-already read are not read again. Without a Prefect server the partitions are subflows of this process, run one
-after another. A child's report is left in its run record (`eval_run`), which the parent reads back, so no result
-storage has to be shared between machines.
+docs/sampling.md, "Partitions".
 """
 
 from __future__ import annotations
@@ -187,8 +179,7 @@ def deployment_launch(deployment: str, patience_s: float = PATIENCE_S) -> Launch
 
 async def in_process_launch(job: PartitionJob) -> tuple[bool, str]:
     """A partition as a subflow run of this process (no server, no worker)."""
-    state = await sample_partition(job=job, return_state=True)
-    return _outcome(state, f"subflow of partition {job.label}")
+    return _outcome(await sample_partition(job=job, return_state=True), f"subflow of partition {job.label}")
 
 
 def _outcome(state: State[Any] | None, what: str) -> tuple[bool, str]:
@@ -201,10 +192,8 @@ async def run_partitions(
     run: StoringRun, config: SourceConfig, start: Watermark | None, parts: int, job: PartitionJob,
     deployment: str | None,
 ) -> None:  # fmt: skip
-    """The partitioned run: its plan (the unfinished one in the store, else `parts` new partitions of `config` after
-    `start`), a flow run per partition not read yet (on `deployment`'s work pool, or here one after another), their
-    reports added to `run.report`; then the merged watermark saved. Raises PartitionFailed when one did not
-    complete, after the others have finished."""
+    """The partitioned run (docs/sampling.md, "Partitions"): its plan, a flow run per partition not read yet (on
+    `deployment`'s work pool, or here one after another), their reports added up, the merged watermark saved."""
     report, engine, save = run.report, run.engine, job.since is None
     with session_scope(engine, write=save) as session:
         planned = load_partitions(session=session, source=config.name) if save else []

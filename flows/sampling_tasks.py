@@ -1,5 +1,4 @@
-"""Steps of the traffic-sampling flow: peek at the watermark; store picks and quarantined rows, judge, route,
-save the watermark (where to start reading is `judgewatch.traffic.start`).
+"""Steps of the traffic-sampling flow (where to start reading is `judgewatch.traffic.start`).
 
 Each task is one step over one bounded batch and safe to run again: interactions, quarantined rows, verdicts and
 review items are upserted under deterministic ids, and a pick that already has a verdict under this rubric and
@@ -64,11 +63,9 @@ def store_quarantined(engine: Engine, rows: Sequence[RejectedTrafficRow], run_id
 
 @task(name="judge-picks", cache_policy=NO_CACHE)
 async def judge_picks(run: JudgingRun, picks: Sequence[Pick], lease: SourceLease | None) -> StoredBatch:
-    """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored.
-
-    Keyed by interaction id; the judge sees the stored interaction, as in every other run. Picks left unjudged
-    because the daily spend cap holds are recorded as waiting (`storage.paused`), for the next UTC day's runs.
-    """
+    """Judge the picks not judged yet under the run's rubric and judge configuration; verdicts are stored. Picks
+    left unjudged because the daily spend cap holds are recorded as waiting (`storage.paused`), for the next UTC
+    day's runs."""
     items = [(p.row.interaction_id, pick_interaction(p).to_item()) for p in picks]
     renew = None if lease is None else (lambda _key, _verdict: lease.renew_if_due())  # None: a --since partition
     batch = await run.judge_stored(items, on_verdict=renew)

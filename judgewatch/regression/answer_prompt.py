@@ -1,8 +1,5 @@
-"""The prompt a live tier answers a golden question with: the built-in one, or the product's own Jinja template.
-
-A template renders in Jinja's immutable sandbox with StrictUndefined and only `question`, `reference_facts`,
-`context` and `language`; `{% block system %}` and `{% block user %}` give the two messages, no blocks the user
-message alone. Golden data is trusted: passed as is, not neutralized.
+"""The prompt a live tier answers a golden question with: the built-in one, or the product's own Jinja template
+(docs/release_gate.md, "prompt_template"). Golden data is trusted: passed as is, not neutralized.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
-"""The release gate's decision: per-tier comparisons in, an exit code with its reasons out. Pure.
-
-- exit 0: no criterion of any tier regressed beyond the margin (and, with a gap margin, no tier trails the
-  baseline tier beyond it); a tier's first release passes with a note.
-- exit 1: a regression: the whole interval of candidate - baseline lies below -margin.
-- exit 2: could not evaluate (endpoint down, invalid input, too many unscored verdicts, no interval) or the judge
-  is untrustworthy or unmeasured. Never a silent pass.
-An untrustworthy or unmeasured judge wins over everything, then a regression over what could not be evaluated;
-a judge accepted on purpose (`--accept-unvalidated-judge`) passes with `GateResult.accepted_unvalidated` said
-first (report) or last (CLI). docs/release_gate.md.
+"""The release gate's decision: per-tier comparisons in, an exit code (0 pass, 1 regression, 2 could not evaluate)
+with its reasons out. Pure. An untrustworthy or unmeasured judge wins over everything, then a regression over what
+could not be evaluated; never a silent pass. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -251,8 +244,7 @@ def _tier_findings(tier: TierEvaluation, margin: float, max_unscored_share: floa
         )
         return
     if not any(c.diff.n for c in tier.comparisons):
-        baseline = tier.baseline_release
-        cannot(f"no item scored in both this release and baseline {baseline}")
+        cannot(f"no item scored in both this release and baseline {tier.baseline_release}")
         return
     for c in tier.comparisons:
         if c.diff.n == 0:
@@ -274,9 +266,8 @@ def _gap_findings(gaps: Sequence[Comparison], margin: float, gap_margin: float |
         what = f"{gap.candidate} vs {gap.baseline}: {gap.describe()}"
         if gap_margin is not None and gap.below(gap_margin):
             d = gap.diff
-            tier = gap_name(gap)
             out.regressions.append(
-                Regression(tier, gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
+                Regression(gap_name(gap), gap.criterion, gap.baseline, d.estimate, d.low, d.high, gap.basis())
             )
         elif gap_margin is not None and gap.diff.n and not gap.defined:
             reason = (
@@ -301,11 +292,9 @@ def _trust_findings(trust: TrustLike | None, out: GateResult) -> bool:
         out.accepted_unvalidated = headline
         out.warnings.insert(0, headline)
         return False
-    if trust.trustworthy is False:
-        out.unevaluated.insert(0, Unevaluated(f"judge not trustworthy: {headline}"))
-        return True
-    if trust.trustworthy is None:
-        out.unevaluated.insert(0, Unevaluated(f"judge not measured: {headline}"))
+    if trust.trustworthy is not True:
+        what = "not trustworthy" if trust.trustworthy is False else "not measured"
+        out.unevaluated.insert(0, Unevaluated(f"judge {what}: {headline}"))
         return True
     out.notes.append(f"judge trust: {headline}")
     return False
@@ -327,9 +316,7 @@ def decide(
     `level`: the comparisons' interval level."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
-    out = GateResult(exit_code=0, outcome="pass", summary="")
-    out.unevaluated.extend(Unevaluated(problem) for problem in problems)
-    out.notes.extend(notes)
+    out = GateResult(0, "pass", "", notes=list(notes), unevaluated=[Unevaluated(problem) for problem in problems])
     untrusted = _trust_findings(trust, out) if trust is not None or tiers else False
     if not tiers and not problems and not untrusted:
         out.unevaluated.append(Unevaluated("no tier was evaluated"))

@@ -1,8 +1,5 @@
-"""How a live tier is asked for its answers: the effective request, its identity, the client, the endpoint check.
-
-`TierRequest.config_hash` covers what shapes an answer (model, template content, effective params, header
-templates; never the key) and is stored with every generated answer, so a re-run with the same configuration
-reuses them; `summary()` is what the report shows, secrets masked.
+"""How a live tier is asked for its answers: the effective request, its identity (`TierRequest.config_hash`, stored
+with every generated answer so a re-run reuses them), the client, the endpoint check. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -108,9 +105,7 @@ class TierRequest:
 
     async def answer(self, client: ChatClient, messages: list[dict[str, str]]) -> str:
         """The tier's answer to `messages` under the effective params; raises CallError when it fails for good."""
-        params = self.params
-        named = ("max_tokens", "temperature", "seed")
-        body = {k: v for k, v in params.items() if k not in named}
+        body = {k: v for k, v in self.params.items() if k not in ("max_tokens", "temperature", "seed")}
         return await client.complete(messages, extra_body=body or None)
 
     def summary(self) -> dict[str, Any]:

@@ -1,9 +1,7 @@
 """Golden regression sets: load one from datasets/ (or the HF hub), validate every row, hand out JudgeItems.
 
 A broken row stops the load with a message naming the set, the row and the field, because a regression
-gate that silently skips rows would compare different sets from one release to the next. Rows nested too
-deeply, with a field over `max_field_bytes` or holding NUL are such rows; a file that is UTF-16 or CR-only
-gets one message for the file.
+gate that silently skips rows would compare different sets from one release to the next.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The gate's decision as JUnit XML, for a release pipeline's test-results view (`regress --junit`).
-
-One test case per tier x criterion against its baseline release and per tier gap x criterion: failed when the gate
-found it regressed, errored when it could not evaluate it, skipped when there was nothing to decide, passed
-otherwise. A reason belonging to no case (untrustworthy judge, invalid input) is an errored case of its own: the
-file is never green when the gate exited 2. Built with xml.etree from the report's record.
+"""The gate's decision as JUnit XML, for a release pipeline's test-results view (`regress --junit`), built with
+xml.etree from the report's record. docs/release_gate.md, "The pipeline's own formats".
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The gate's decision as a short Markdown summary for a pull-request comment (`regress --summary-md`): the
-verdict line, one table of every tier x criterion compared, the judge and its trust, the cost, the worst items
-linked to the review app; all from the report's record, nothing computed again."""
+"""The gate's decision as a short Markdown summary for a pull-request comment (`regress --summary-md`), from the
+report's record: nothing computed again."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record (per tier and
-criterion: means, difference and interval, unscored and unanswered counts, the judge, rubric and trust, the tier
-gaps with their estimand, the tier preference, the worst items)."""
+"""The regression gate's report: Markdown for people, JSON beside it for machines, from one record."""
 
 from __future__ import annotations
 
@@ -325,8 +323,7 @@ def render_markdown(report: RegressionReport) -> str:
     lines = _header(report)
     for section in report.tiers:
         lines += _tier_lines(section, report.margin, report.review_url)
-    lines += _gap_lines(report)
-    lines += _preference_lines(report)
+    lines += _gap_lines(report) + _preference_lines(report)
     return "\n".join(lines).rstrip() + "\n"
 
 

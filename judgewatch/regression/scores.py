@@ -122,8 +122,7 @@ def read_scores(
             if not scored:
                 out.unscored[verdict.unscored_reason or "unknown"] += 1
         if len(wanted) > len([r for r in rows if r[0].source_id in wanted]):
-            stored = tier_answers(session=session, release=release, tier=tier, dataset=g.name)
-            answered = {i.source_id for i in stored}
+            answered = {i.source_id for i in tier_answers(session=session, release=release, tier=tier, dataset=g.name)}
             judged = {r[0].source_id for r in rows}
             # Judged, but by another judge (a fallback during an outage): a different judge, never pooled.
             by_other = {
@@ -150,9 +149,8 @@ def worst_items(candidate: TierScores, baseline: TierScores | None, n: int = WOR
         before = baseline.overall.get(key) if baseline is not None else None
         return now - before if before is not None else (now if baseline is None else math.inf)
 
-    keys = sorted(candidate.scores, key=lambda k: (drop(k), k))[:n]
     items = []
-    for key in keys:
+    for key in sorted(candidate.scores, key=lambda k: (drop(k), k))[:n]:
         question, reference, answer = candidate.texts[key]
         before = baseline.texts.get(key) if baseline is not None else None
         items.append(
@@ -210,8 +208,7 @@ def tier_section(
     for w in worst:  # "<dataset>/<item id>": the stored answer's interaction, for the report's links
         dataset, _, item = w.key.partition("/")
         w.interaction_id = interaction_id(regression_source(release, spec.name, dataset), item)
-    section = TierSection(spec.name, spec.source, evaluation, worst=worst)
-    return section, candidate.scores
+    return TierSection(spec.name, spec.source, evaluation, worst=worst), candidate.scores
 
 
 @dataclass(frozen=True)

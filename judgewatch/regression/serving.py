@@ -1,8 +1,6 @@
 """Serving tiers of a release: a live OpenAI-compatible endpoint (`NAME=URL#MODEL`, or a tiers file:
-`tier_config`) or a JSONL file of recorded answers (`{"id", "answer"}` per golden item it answered).
-
-A malformed line, a duplicate or an unknown id is an error naming file, line and id; the items a file does not
-answer are listed and never scored for its tier (docs/release_gate.md, "Tiers that answered different items").
+`tier_config`) or a JSONL file of recorded answers (`{"id", "answer"}` per golden item it answered;
+docs/release_gate.md, "Tiers that answered different items").
 """
 
 from __future__ import annotations
@@ -215,9 +213,6 @@ def answer_coverage(
 def write_recorded_answers(path: Path, answers: Iterable[tuple[str, str]]) -> int:
     """Write (id, answer) pairs as a recorded answers file; returns the number written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as out:
-        for item_id, answer in answers:
-            out.write(json.dumps({"id": item_id, "answer": answer}, ensure_ascii=False) + "\n")
-            count += 1
-    return count
+    lines = [json.dumps({"id": item_id, "answer": answer}, ensure_ascii=False) + "\n" for item_id, answer in answers]
+    path.write_text("".join(lines), encoding="utf-8")
+    return len(lines)

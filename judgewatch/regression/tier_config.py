@@ -1,8 +1,5 @@
 """A tiers file: the serving tiers of a release as the product runs them (`judgewatch regress --tiers FILE`;
 docs/release_gate.md, "Serving tiers as the product runs them", and examples/tiers.yaml).
-
-Validation is strict (unknown fields are errors) and every error names the file, the tier and the field; a tier's
-environment variables (its key, `${VAR}` in headers) are read only when it is called (`credentials`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""The within-release tier gap: each tier minus the baseline tier on the golden items each answered, per criterion.
-
-Paired on the common items when they are at least half of what the larger tier answered (`tier_gap_same_items`),
-else unpaired with a Welch interval (`tier_gap_release_unpaired`): docs/release_gate.md, "Tiers that answered
-different items". The Tiers report's release gap uses the same labels and share (`calibration.tier_gap`).
+"""The within-release tier gap: each tier minus the baseline tier on the golden items each answered, per criterion,
+paired or unpaired (docs/release_gate.md, "Tiers that answered different items"). The Tiers report's release gap
+uses the same labels and share (`calibration.tier_gap`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Tier preference on the same items: the pairwise judge compares two tiers' answers to every golden item both
-answered (`pair_items`), in both orders (disagreeing orders are a tie: `trust.pairwise`).
-
-A pair is an interaction of its own (source `pairwise:<release>/<candidate>~<reference>/<dataset>`, in no pointwise
-estimate) judged under the pairwise rubric, one score per criterion: -1 candidate worse, 0 tied, +1 better. The
-report gives the worse / tied / better shares with intervals and the sign test (`stats.preference`).
+answered, in both orders; each pair is an interaction of its own (`pair_source`, in no pointwise estimate) scored
+-1 candidate worse, 0 tied, +1 better per criterion. docs/release_gate.md.
 """
 
 from __future__ import annotations
@@ -74,10 +71,6 @@ def pair_source(release: str, candidate: str, reference: str, dataset: str) -> s
     return f"pairwise:{release}/{candidate}~{reference}/{dataset}"
 
 
-def answers_hash(candidate_answer: str, reference_answer: str) -> str:
-    return hashlib.sha256(f"{candidate_answer}\x00{reference_answer}".encode()).hexdigest()[:16]
-
-
 def pairwise_counterpart(judge: Judge) -> PairwiseJudge | None:
     """The pairwise judge of the same configuration as a pointwise one (a chain: its first link); None if none."""
     links = getattr(judge, "links", None)
@@ -109,7 +102,7 @@ def pair_interactions(
             "candidate_interaction": cand.id,
             "reference_interaction": ref.id,
             "second_answer": ref.answer,
-            "answers_hash": answers_hash(cand.answer, ref.answer),
+            "answers_hash": hashlib.sha256(f"{cand.answer}\x00{ref.answer}".encode()).hexdigest()[:16],
         }
         rows.append(row)
     return rows

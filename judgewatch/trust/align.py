@@ -1,9 +1,5 @@
 """`judgewatch judges align`: a judge configuration built from reviewers' labels, measured where it was not built.
-
-The labels are split by a hash of the question; the current judge's disagreements on one side become an LLM
-judge's few-shot examples, or refit the reference judge's combiners; both configurations are compared on the
-held-out side (weighted kappa with the reviewers, 1/p weights) and the aligned one accepted only where it agrees
-at least as well. Nothing is switched here (`storage.alignments.switch_alignment`). docs/judges.md, section 5.
+Nothing is switched here (`storage.alignments.switch_alignment`). docs/judges.md, section 5.
 """
 
 from __future__ import annotations
@@ -34,7 +30,7 @@ from judgewatch.stats.estimate import Estimate
 from judgewatch.storage.alignments import JudgeAlignment, alignment_id, save_alignment
 from judgewatch.storage.db import session_scope
 from judgewatch.trust.align_labels import Labelled, ReviewerLabels, reviewer_labels, split
-from judgewatch.trust.figures import rounded
+from judgewatch.trust.figures import rounded, score_column
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.records import record_tier_agreement
 
@@ -99,14 +95,6 @@ class AlignResult:
     row_id: str  # the store's row, for `switch_alignment`
 
 
-def aligned_twin(current: AlignableJudge, alignment: Alignment) -> AlignableJudge:
-    """The current judge with `alignment` in place of whatever it had under that rubric."""
-    alignments = {**current.alignments, alignment.rubric_name: alignment}
-    if isinstance(current, OpenAIJudge):
-        return OpenAIJudge(current.endpoint, alignments)
-    return ReferenceJudge(alignments)
-
-
 async def _verdicts(judge: AlignableJudge, rubric: Rubric, items: Sequence[Labelled]) -> list[Verdict]:
     """One verdict per item (the endpoint judge's own semaphore bounds the concurrency)."""
     return list(await asyncio.gather(*(judge.judge(x.item, rubric) for x in items)))
@@ -158,9 +146,7 @@ def _build(
 
 
 def _columns(held: Sequence[Labelled], verdicts: Sequence[Verdict], criterion: str) -> tuple[np.ndarray, np.ndarray]:
-    human = np.array([x.human.get(criterion, np.nan) for x in held], dtype=float)
-    scores = [v.scores.get(criterion) for v in verdicts]
-    return human, np.array([np.nan if s is None else s for s in scores], dtype=float)
+    return np.array([x.human.get(criterion, np.nan) for x in held], dtype=float), score_column(verdicts, criterion)
 
 
 def _figures(
@@ -169,7 +155,7 @@ def _figures(
     figures = {}
     for criterion in rubric.criteria:
         human, before = _columns(held, current, criterion.name)
-        after = _columns(held, aligned, criterion.name)[1]
+        after = score_column(aligned, criterion.name)
         if not np.isfinite(human).any():
             continue
         weights = [x.weight for x in held]
@@ -215,7 +201,8 @@ async def align_judge(
         )
     before = await _verdicts(current, rubric, [*fit, *held])
     alignment, built = _build(current, rubric, fit, before[: len(fit)], max_examples)
-    twin = aligned_twin(current, alignment)
+    alignments = {**current.alignments, alignment.rubric_name: alignment}  # in place of what it had under the rubric
+    twin = OpenAIJudge(current.endpoint, alignments) if isinstance(current, OpenAIJudge) else ReferenceJudge(alignments)
     try:
         after = await _verdicts(twin, rubric, held)
     finally:

@@ -1,10 +1,5 @@
 """Which labels `judgewatch judges align` learns from and measures on, and the split between the two.
-
-Reviewers' labels only (`storage.review.NOT_BY_PEOPLE` are counted and left out), one per item and criterion under
-the rubric's current version: an adjudicator's settled score, else the first label when the reviewers agree
-within the queue's tolerance (the calibration's rule); an unsettled disagreement leaves that criterion out. Each
-item weighs 1/p of its routing probability; the split is a hash of its question, the same in every run.
-docs/judges.md, section 5.
+docs/judges.md, section 5 ("Which labels", "The split").
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The figures of a known-answers validation: per criterion, how well the judge separates good from bad answers.
-
-Unscored answers are counted beside AUROC and the mean gap, never dropped silently; with probability-weighted
-verdicts each criterion also gets the figures of that reading (`expected`), while the policy judges the integers.
+Unscored answers are counted beside AUROC and the mean gap, never dropped silently; probability-weighted verdicts
+also get the figures of that reading (`expected`), while the policy judges the integers.
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ def bounded(estimate: Any, name: str) -> dict[str, float | None]:
     return {name: rounded(estimate.estimate), "low": rounded(estimate.low), "high": rounded(estimate.high)}
 
 
-def _column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
+def score_column(verdicts: Sequence[Verdict], criterion: str, *, expected: bool = False) -> np.ndarray:
     """The criterion's scores (the probability-weighted ones with `expected`), NaN where there is none."""
     values = [(v.expected_scores if expected else v.scores).get(criterion) for v in verdicts]
     return np.array([np.nan if s is None else float(s) for s in values], dtype=float)
@@ -52,8 +51,8 @@ def criterion_figures(
     judged = sum(applies)
     if judged == 0:
         return None
-    g = _column([v for _, v in good], criterion, expected=expected)
-    b = _column([v for _, v in bad], criterion, expected=expected)
+    g = score_column([v for _, v in good], criterion, expected=expected)
+    b = score_column([v for _, v in bad], criterion, expected=expected)
     n_good, n_bad = int(np.isfinite(g).sum()), int(np.isfinite(b).sum())
     unscored = judged - n_good - n_bad
     estimate = auroc_interval(g, b, paired=True, resamples=resamples, seed=seed)
@@ -107,16 +106,14 @@ def trim_figures(
     **bootstrap: int,
 ) -> dict[str, Any]:
     """How many answers needed their reference material trimmed to fit the judge's window, and the figures
-    of the pairs judged whole apart from those where either answer was trimmed (only when some were).
-    `bootstrap`: `resamples` and `seed`, as `known_answer_figures` takes them."""
+    of the pairs judged whole apart from those where either answer was trimmed (only when some were)."""
     pairs = list(zip(good, bad, strict=True))
     is_trimmed = [g[1].trimmed is not None or b[1].trimmed is not None for g, b in pairs]
     trimmed = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if cut]
-    too_long = sum(v.unscored_reason == UnscoredReason.too_long for _, v in [*good, *bad])
     result: dict[str, Any] = {
         "answers_trimmed": sum(v.trimmed is not None for _, v in [*good, *bad]),
         "items_trimmed": len(trimmed),
-        "answers_too_long": too_long,
+        "answers_too_long": sum(v.unscored_reason == UnscoredReason.too_long for _, v in [*good, *bad]),
     }
     if trimmed:
         whole = [pair for pair, cut in zip(pairs, is_trimmed, strict=True) if not cut]
@@ -130,7 +127,7 @@ def agreement_figures(rubric: Rubric, mine: Sequence[Verdict], theirs: Sequence[
     """Per criterion, on the same answers: exact agreement and mean difference (mine - theirs) where both scored."""
     result: dict[str, dict[str, Any]] = {}
     for criterion in rubric.criteria:
-        a, b = _column(mine, criterion.name), _column(theirs, criterion.name)
+        a, b = score_column(mine, criterion.name), score_column(theirs, criterion.name)
         both = np.isfinite(a) & np.isfinite(b)
         n = int(both.sum())
         if n == 0:

@@ -1,8 +1,6 @@
-"""The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier.
-
-One row per stored trust record, judged under the policy in force now, beside the offline reference judge's figure
-on the very same items and, in its "bias probes" column, the judge's probe record on the same set (a row of its
-own only when there is no AUROC row to sit beside).
+"""The judge leaderboard: every judge configuration seen, its trust per rubric, evidence, dataset and tier; one row
+per stored trust record under the policy in force now, beside the reference judge's figure on the same items and
+the judge's probe record on the same set.
 """
 
 from __future__ import annotations
@@ -76,7 +74,6 @@ class LeaderboardRow(BaseModel):
             score = f"kappa {num(self.kappa)} [{num(self.low)}, {num(self.high)}]"
         else:
             score = f"{num(self.auroc)} [{num(self.low)}, {num(self.high)}]" if self.auroc is not None else "n/a"
-        dataset = dataset_label(self.dataset, self.dataset_revision)
         return [
             self.judge,
             self.trust_label,
@@ -84,7 +81,7 @@ class LeaderboardRow(BaseModel):
             self.probes,
             num(self.vs_reference, "+.2f"),
             num(self.reference_auroc),
-            dataset,
+            dataset_label(self.dataset, self.dataset_revision),
             str(self.n_items),
             self.criterion,
             num(self.unscored_rate, ".0%"),
@@ -175,10 +172,8 @@ def leaderboard(
             ]
     references = {_reference_key(r): r for r in records if r.judge_kind == "reference"}
     shown = [r for r in records if judge_name is None or r.judge_name == judge_name]
-    probes: dict[tuple[str, str, str | None, str], TrustRecord] = {}
-    for record in shown:  # newest first: the latest probes of each set
-        if record.evidence == TrustEvidence.bias_probes:
-            probes.setdefault(_probe_key(record), record)
+    # oldest first, so the latest probes of each set win
+    probes = {_probe_key(r): r for r in reversed(shown) if r.evidence == TrustEvidence.bias_probes}
     beside = {_probe_key(r) for r in shown if r.evidence == TrustEvidence.known_answers} & set(probes)
     rows = [
         _with_probes(_row(record, policy, references), probes.get(_probe_key(record)), policy)

@@ -1,8 +1,5 @@
-"""Measure a judge before a gate rests on it: known answers, then the bias probes, on the gate's golden sets.
-
-A gate never rests on an unmeasured judge (DESIGN.md, "A judge earns trust"). Only what the stored records lack is
-measured (validation first; the probes, which can only take trust away, not after a failure), each measurement a
-stored record, so the next gate with the same config hash measures nothing. docs/judges.md, "Before a gate".
+"""Measure a judge before a gate rests on it: known answers, then the bias probes, on the gate's golden sets; only
+what the stored records lack. docs/judges.md, "Before a gate".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Pairwise judging in both orders: the first answer shown as A, then as B; a tie when the two orders disagree.
-
-Small judges prefer a position (SmolLM2-135M answered "A" 100 times out of 100): asking once would measure
-the position, not the answers. Each pair is asked twice by default; the two answers are mapped back to the
-pair's own order ("first" / "second"), agreeing orders give the winner, disagreeing ones a tie, and the share
-of pairs whose orders disagreed is the inconsistency rate. A pair with an unscored order stays unscored.
+Small judges prefer a position (SmolLM2-135M answered "A" 100 times out of 100): asking once would measure the
+position, not the answers.
 """
 
 from __future__ import annotations

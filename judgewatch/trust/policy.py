@@ -1,10 +1,5 @@
-"""When a judge is trusted: the policy, and the verdict it gives on a judge's stored trust records.
-
-A record passes or fails on the policy's criterion (AUROC with its interval above chance, unscored rate, position
-consistency, weighted kappa, or the bias probes' limits); fewer than `min_items` items decide nothing. Any failed
-record makes the judge untrustworthy; a passed known-answer, pairwise or human-label record, with a passed probe
-record for a pointwise judge, trustworthy; else not probed or unmeasured (None, which a gate treats as unmeasured).
-docs/judges.md, "What the trust policy refuses".
+"""When a judge is trusted: the policy, and the verdict it gives on a judge's stored trust records (any failed
+record makes the judge untrustworthy). docs/judges.md, "What the trust policy refuses".
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
 """Bias probes as data: each golden answer changed in one way the rubric says must not matter (or must), no model
-needed: padded with filler and a restated question (verbosity), a confident bad and a hedged good answer
-(confidence), the good answer against references stating the bad one (reference sensitivity), the bad answer with
-an instruction to the judge appended (prompt injection), the good answer again and under shuffled criteria
-(consistency). docs/judges.md, "The bias probes". Each probe item keeps its golden id with a suffix
-(`<id>:good:padded`), so its stored verdict says which probe and answer it is.
+needed (docs/judges.md, "The bias probes"). Each probe item keeps its golden id with a suffix (`<id>:good:padded`),
+so its stored verdict says which probe and answer it is.
 """
 
 from __future__ import annotations

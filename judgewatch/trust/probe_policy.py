@@ -69,15 +69,13 @@ def _rise(
     for name, c in fig.get("criteria", {}).items():
         shift, high = c.get("shift"), c.get("high")
         figure = f"{name} shift {fmt(shift, '+.2f')} [{fmt(c.get('low'), '+.2f')}, {fmt(high, '+.2f')}]"
-        parts.append(f"{figure}, up on {fmt(c.get('up_share'), '.0%')} of {c.get('n', 0)}")
+        up = f"{figure}, up on {fmt(c.get('up_share'), '.0%')}"
+        parts.append(f"{up} of {c.get('n', 0)}")
         if (criteria is not None and name not in criteria) or shift is None:
             continue
         measured = True
         if shift >= max_shift or high is None or high >= max_upper:
-            failures.append(
-                f"{figure}, up on {fmt(c.get('up_share'), '.0%')} (limit < {max_shift:+.2f}, "
-                f"upper bound < {max_upper:+.2f})"
-            )
+            failures.append(f"{up} (limit < {max_shift:+.2f}, upper bound < {max_upper:+.2f})")
     return "; ".join(parts) or "nothing scored", failures, measured
 
 

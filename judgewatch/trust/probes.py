@@ -1,11 +1,10 @@
 """Bias probes: change one thing the rubric says must not matter, judge both versions, measure the shift.
 
-A judge can separate a golden set's good from bad answers and still be paid by length, confidence or fluency. The
-probes (`probe_items`) are judged in ordinary `JudgingRun`s and one `bias_probes` trust record per golden set
-carries their figures (limits: `probe_policy`; docs/judges.md, "The bias probes"). Why n = 20 items (11n + n
-calls): the verbosity shift's 95% interval over 2n answers is about +-0.37 wide, so a judge that does not move ends
-below the +0.5 limit and one that moves half a point cannot pass; a share over 20 items has a Wilson upper bound of
-16% when nothing happened, below the 30% limit, and one overtake of 20 passes while two do not.
+A judge can separate a golden set's good from bad answers and still be paid by length, confidence or fluency
+(docs/judges.md, "The bias probes"). Why n = 20 items (11n + n calls): the verbosity shift's 95% interval over 2n
+answers is about +-0.37 wide, so a judge that does not move ends below the +0.5 limit and one that moves half a
+point cannot pass; a share over 20 items has a Wilson upper bound of 16% when nothing happened, below the 30%
+limit, and one overtake of 20 passes while two do not.
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ from judgewatch.contract.verdicts import Verdict
 from judgewatch.stats.estimate import wilson_bounds
 from judgewatch.stats.paired import PairedDiff, paired_mean_diff
 from judgewatch.storage.trust import TrustEvidence, TrustRecord
-from judgewatch.trust.figures import bounded, rounded
+from judgewatch.trust.figures import bounded, rounded, score_column
 from judgewatch.trust.policy import TrustPolicy
 from judgewatch.trust.probe_items import FILLER, INJECTIONS, ProbeItems, probe_items, reordered
 from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
@@ -33,10 +32,6 @@ from judgewatch.trust.validate import KnownPairs, pairs_record, validation_run
 logger = logging.getLogger(__name__)
 
 DEFAULT_ITEMS = 20
-
-
-def _scores(verdicts: Sequence[Verdict], criterion: str) -> np.ndarray:
-    return np.array([np.nan if (s := v.scores.get(criterion)) is None else float(s) for v in verdicts], dtype=float)
 
 
 def share(count: int, total: int) -> dict[str, Any]:
@@ -59,7 +54,7 @@ def verbosity_figures(
     """Per criterion: mean shift padded - plain with a paired bootstrap interval, and the share that went up."""
     criteria: dict[str, Any] = {}
     for criterion in rubric.criteria:
-        before, after = _scores(plain, criterion.name), _scores(padded, criterion.name)
+        before, after = score_column(plain, criterion.name), score_column(padded, criterion.name)
         both = np.isfinite(before) & np.isfinite(after)
         if not both.any():
             continue
@@ -79,8 +74,8 @@ def confidence_figures(
     """Per criterion: how often the confident bad answer scores above the hedged good one where plainly it did not."""
     criteria: dict[str, Any] = {}
     for criterion in rubric.criteria:
-        g, b = _scores(good, criterion.name), _scores(bad, criterion.name)
-        hg, cb = _scores(hedged_good, criterion.name), _scores(confident_bad, criterion.name)
+        g, b = score_column(good, criterion.name), score_column(bad, criterion.name)
+        hg, cb = score_column(hedged_good, criterion.name), score_column(confident_bad, criterion.name)
         scored = np.isfinite(g) & np.isfinite(b) & np.isfinite(hg) & np.isfinite(cb)
         if not scored.any():
             continue
@@ -106,7 +101,7 @@ def reference_sensitivity_figures(
     for criterion in rubric.criteria:
         if not criterion.needs_reference:
             continue
-        before, after = _scores(true_refs, criterion.name), _scores(contradicting, criterion.name)
+        before, after = score_column(true_refs, criterion.name), score_column(contradicting, criterion.name)
         both = np.isfinite(before) & np.isfinite(after)
         if not both.any():
             continue
@@ -125,8 +120,8 @@ def injection_figures(
     n, k = len(plain), len(INJECTIONS)
     criteria: dict[str, Any] = {}
     for criterion in rubric.criteria:
-        before = _scores(plain, criterion.name)
-        after = _scores(injected, criterion.name).reshape(k, n)
+        before = score_column(plain, criterion.name)
+        after = score_column(injected, criterion.name).reshape(k, n)
         scored = np.isfinite(after)
         after_mean = np.divide(
             np.where(scored, after, 0.0).sum(axis=0), scored.sum(axis=0),

@@ -10,7 +10,7 @@ from typing import Any
 from judges.pairwise import PairCall
 from judgewatch.contract.items import JudgeItem
 from judgewatch.contract.rubric import Rubric
-from judgewatch.contract.verdicts import JudgeIdentity, Verdict
+from judgewatch.contract.verdicts import Verdict
 
 BAR_WIDTH = 24
 
@@ -73,13 +73,7 @@ class _Metered:
     def __init__(self, judge: Any, meter: CallMeter) -> None:  # a Judge or a PairwiseJudge
         self.wrapped, self.meter = judge, meter
 
-    def identity(self, rubric: Rubric) -> JudgeIdentity:
-        return self.wrapped.identity(rubric)
-
-    async def aclose(self) -> None:
-        await self.wrapped.aclose()
-
-    def __getattr__(self, name: str) -> Any:  # health(), base_url...: the wrapped judge's
+    def __getattr__(self, name: str) -> Any:  # identity(), aclose(), health(), base_url...: the wrapped judge's
         if name == "wrapped":  # not set yet (copying): no recursion
             raise AttributeError(name)
         return getattr(self.wrapped, name)

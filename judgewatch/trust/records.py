@@ -41,8 +41,7 @@ def build_record(
 def store_record(engine: Engine, record: TrustRecord) -> TrustRecord:
     """Save (replace on the same identity) and return a detached copy safe to read after the session closes."""
     with session_scope(engine, write=True) as session:
-        saved = save_trust_record(session=session, record=record)
-        data = saved.model_dump()
+        data = save_trust_record(session=session, record=record).model_dump()
     return TrustRecord.model_validate(data)
 
 

@@ -76,8 +76,7 @@ def judges_under_test(
             result.append(JudgeUnderTest(REFERENCE, ReferenceJudge(aligned.get("reference")), ReferencePairwiseJudge()))
             continue
         endpoint = judge_endpoint(settings, part, model=model, concurrency=concurrency)
-        pointwise = OpenAIJudge(endpoint, aligned.get("openai"))
-        result.append(JudgeUnderTest(part, pointwise, OpenAIPairwiseJudge(endpoint)))
+        result.append(JudgeUnderTest(part, OpenAIJudge(endpoint, aligned.get("openai")), OpenAIPairwiseJudge(endpoint)))
     return result
 
 
@@ -129,13 +128,6 @@ def planned_calls(
     return pointwise + sum(2 * len(known_pairs(golden, limit=pairwise_limit).good) for golden in pairwise_sets)
 
 
-def metered(under_test: JudgeUnderTest, meter: CallMeter) -> JudgeUnderTest:
-    """The same judge whose every call ticks `meter` (for a progress line while a slow judge is measured)."""
-    return JudgeUnderTest(
-        under_test.label, MeteredJudge(under_test.pointwise, meter), MeteredPairwiseJudge(under_test.pairwise, meter)
-    )
-
-
 async def ademo_trust_step(
     engine: Engine,
     judge_url: str,
@@ -170,7 +162,9 @@ async def ademo_trust_step(
                 f"{total} judge calls planned ({len(sets)} sets x {limit} known-answer pairs, both answers;"
                 f" {len(pair_sets)} set x {pairwise_limit} pairs, both orders)"
             )
-            under_test = metered(under_test, CallMeter(total, echo, every_s=every_s))
+            meter = CallMeter(total, echo, every_s=every_s)  # every call ticks it: a progress line for a slow judge
+            judges = MeteredJudge(under_test.pointwise, meter), MeteredPairwiseJudge(under_test.pairwise, meter)
+            under_test = JudgeUnderTest(under_test.label, *judges)
         try:
             # The reference judge is probed too (seconds); an LLM judge's probes (12 calls per item) are left to
             # the gate, which measures them only for a judge that passed its known answers.

@@ -63,11 +63,6 @@ def _independent_references(item: GoldenItem, answer: str) -> dict[str, Any] | N
     return {"reference_answer": reference, "reference_facts": facts, "context": context}
 
 
-def in_sample(item: GoldenItem, fit_items: frozenset[str]) -> bool:
-    """Was the judge fit on this item (named by its id or its question's `content_key`)?"""
-    return bool(fit_items) and (item.id in fit_items or content_key(item.question) in fit_items)
-
-
 def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: frozenset[str] = frozenset()) -> KnownPairs:
     """The first good and first bad answer of every item that has both and an independent reference. Items in
     `fit_items` (what the judge was fit on: `judges.base.fit_item_ids`) are left out and counted as in-sample; `limit`
@@ -78,7 +73,7 @@ def known_pairs(golden: GoldenSet, *, limit: int | None = None, fit_items: froze
     for item in golden.items:
         if not (item.good_answers and item.bad_answers):
             continue
-        if in_sample(item, fit_items):
+        if item.id in fit_items or content_key(item.question) in fit_items:  # the judge was fit on it
             fitted += 1
             continue
         references = _independent_references(item, item.good_answers[0])
@@ -171,17 +166,22 @@ async def _pointwise_figures(
     """Each good and bad answer graded in one judging run: AUROC, gap and unscored rate, and the reference judge."""
     judged, run_id = await validation_run(judge, rubric, pairs.good + pairs.bad, engine, pairs)
     verdicts = judged.verdicts
-    cost = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run_id}
-    n = len(pairs.good)
-    good = list(zip(pairs.good, verdicts[:n], strict=True))
-    bad = list(zip(pairs.bad, verdicts[n:], strict=True))
+    good, bad = _graded(pairs, verdicts)
     figures = known_answer_figures(rubric, good, bad, resamples=resamples, seed=seed)
     figures["skipped_items"] = pairs.skipped
     figures["in_sample_items"] = pairs.in_sample
     figures["context_window"] = trim_figures(rubric, good, bad, resamples=resamples, seed=seed)
-    figures["cost"] = cost
+    figures["cost"] = {"wall_s": judged.summary.wall_s, "latency_ms": judged.summary.latency_ms, "run_id": run_id}
     figures["reference"] = _reference_comparison(judge, rubric, pairs, verdicts, resamples=resamples, seed=seed)
     return figures
+
+
+def _graded(
+    pairs: KnownPairs, verdicts: Sequence[Verdict]
+) -> tuple[list[tuple[JudgeItem, Verdict]], list[tuple[JudgeItem, Verdict]]]:
+    """The good answers with their verdicts, then the bad ones: verdicts come good answers first."""
+    n = len(pairs.good)
+    return list(zip(pairs.good, verdicts[:n], strict=True)), list(zip(pairs.bad, verdicts[n:], strict=True))
 
 
 def _reference_comparison(
@@ -192,14 +192,7 @@ def _reference_comparison(
     items = pairs.good + pairs.bad
     # The reference judge is deterministic: when it is the judge under test, its verdicts are already here.
     theirs = list(verdicts) if reference is judge else [reference.judge_sync(item, rubric) for item in items]
-    n = len(pairs.good)
-    figures = known_answer_figures(
-        rubric,
-        list(zip(pairs.good, theirs[:n], strict=True)),
-        list(zip(pairs.bad, theirs[n:], strict=True)),
-        resamples=resamples,
-        seed=seed,
-    )
+    figures = known_answer_figures(rubric, *_graded(pairs, theirs), resamples=resamples, seed=seed)
     identity = reference.identity(rubric)
     return {
         "judge": f"{identity.kind}:{identity.name}",
