@@ -120,22 +120,6 @@ def _bootstrapped(
     return Estimate(point, low, high, n)
 
 
-def _kappa(
-    a: ArrayLike,
-    b: ArrayLike,
-    categories: Sequence[float] | None,
-    weights: KappaWeights | None,
-    level: float,
-    n_boot: int,
-    seed: int,
-) -> Estimate:
-    cm = confusion_matrix(a, b, categories)
-    if cm.n == 0:
-        return Estimate(np.nan, np.nan, np.nan, 0)
-    w = disagreement_weights(len(cm.categories), weights)
-    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
-
-
 def weighted_kappa(
     a: ArrayLike,
     b: ArrayLike,
@@ -149,7 +133,11 @@ def weighted_kappa(
     """Weighted kappa for ordinal scores (quadratic by default; `weights=None`: Cohen's kappa, nominal categories),
     percentile bootstrap interval over items; NaN when chance agreement is 1. Pass the full scale as `categories` (e.g.
     `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused category changes them."""
-    return _kappa(a, b, categories, weights, level, n_boot, seed)
+    cm = confusion_matrix(a, b, categories)
+    if cm.n == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0)
+    w = disagreement_weights(len(cm.categories), weights)
+    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
 
 
 cohen_kappa = partial(weighted_kappa, weights=None)  # Cohen's kappa: nominal categories, every disagreement alike

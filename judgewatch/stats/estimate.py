@@ -31,16 +31,8 @@ def z_value(level: float) -> float:
     return float(special.ndtri(0.5 + level / 2.0))
 
 
-def normal_interval(estimate: float, se: float, n: int, level: float) -> Estimate:
-    """Wald interval `estimate ± z * se`; NaN bounds when the standard error is not finite."""
-    if not np.isfinite(se):
-        return Estimate(float(estimate), np.nan, np.nan, n)
-    half = z_value(level) * se
-    return Estimate(float(estimate), float(estimate - half), float(estimate + half), n)
-
-
 def t_interval(estimate: float, se: float, df: float, level: float, n: int = 0) -> Estimate:
-    """Student-t interval `estimate ± t(df) * se`: the small-sample form of `normal_interval` (NaN when df < 1)."""
+    """Student-t interval `estimate ± t(df) * se` (the normal, Wald one when `df` is infinite; NaN when df < 1)."""
     if not np.isfinite(se) or df < 1:
         return Estimate(float(estimate), np.nan, np.nan, n)
     half = t_quantile(df, level) * se
