@@ -73,10 +73,6 @@ def _server_root(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _two_digits(value: float) -> str:
-    return str(int(float(f"{value:.2g}")))
-
-
 def serving_facts(metrics_text: str) -> dict[str, str]:
     """The serving configuration a vLLM `/metrics` page states in its `vllm:*_info` gauges (see the module
     docstring); {} for a page without them or one that does not parse."""
@@ -101,7 +97,7 @@ def serving_facts(metrics_text: str) -> dict[str, str]:
                 per_token = float(labels["kv_cache_memory_bytes"]) / float(labels["kv_cache_size_tokens"])
             except (KeyError, ValueError, ZeroDivisionError):
                 continue
-            facts[f"{config}.kv_bytes_per_token"] = _two_digits(per_token)
+            facts[f"{config}.kv_bytes_per_token"] = str(int(float(f"{per_token:.2g}")))  # two significant digits
     return facts
 
 

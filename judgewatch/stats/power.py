@@ -1,10 +1,5 @@
 """The release gate's power: the smallest regression it catches with a stated probability, and how many golden
-items a margin needs (docs/statistics.md, "Gate power"):
-
-    D = margin + (t_{1 - (1 - level) / 2, n - 1} + t_{power, n - 1}) * sd / sqrt(n)
-
-the one-sided t-test's sample-size formula for the gate's rule (the upper bound of the two-sided `level`
-interval of mean(candidate - baseline) below -margin)."""
+items a margin needs (the one-sided t-test's sample-size formula: docs/statistics.md, "Gate power")."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Anytime-valid confidence sequences, for numbers a service looks at every period (docs/statistics.md,
-"Numbers checked every period"): a sequence holds at every look at once, however often it is read.
-
-Both kinds here are the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas
-(Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (one-sided form: Howard et al., Ann. Statist.
-2021, eq. 14) on a sum with estimated variance v, tightest at a v fixed in advance by rho (never the guarantee):
-
-    |sum_{i<=t} (X_i - mu_i)| <= sqrt(2 (v rho^2 + 1) / rho^2 * log(sqrt(v rho^2 + 1) / alpha))     (two-sided)
-    one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
-
-v is t sigma^2 for t observations (`shift_p_values`, the drift monitor), or the sum of per-period squared
-standard errors for a running mean of per-period estimates (`batch_cs`)."""
+"""Asymptotic confidence sequences (Waudby-Smith et al. 2024) for numbers a service looks at every period: they hold
+at every look at once (docs/statistics.md, "Numbers checked every period", gives the boundary). The sum's variance v
+is t sigma^2 for t observations (`shift_p_values`) or the sum of per-period squared standard errors (`batch_cs`)."""
 
 from __future__ import annotations
 
@@ -31,7 +22,7 @@ def rho2(v_star: float, alpha: float) -> float:
 
 
 def boundary(v: ArrayLike, alpha: ArrayLike, rho_sq: float, *, one_sided: bool = False) -> NDArray[np.float64]:
-    """The normal-mixture bound on a centred sum with variance `v` (module docstring); vectorized."""
+    """The normal-mixture bound on a centred sum with variance `v` (docs/statistics.md); vectorized."""
     scaled = np.asarray(v, dtype=np.float64) * rho_sq + 1.0
     a = np.asarray(alpha, dtype=np.float64)
     log = np.log1p(np.sqrt(scaled) / (2.0 * a)) if one_sided else np.log(np.sqrt(scaled) / a)
