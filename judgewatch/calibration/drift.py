@@ -1,9 +1,7 @@
-"""Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, and alerts.
-
-A series lives within one release and tier (a new release starts a new series instead of reading as judge
-drift). Each series with enough uniformly routed labels gets the anytime-valid check `stats.drift_monitor`
-(docs/statistics.md, "Numbers checked every period"), Bonferroni over its two hypotheses and every series
-tested. An alert is stored once per series and window; a later window that tests within chance resolves it."""
+"""Judge drift per release and tier (a new release starts a new series instead of reading as judge drift) and
+criterion: agreement and bias over daily and weekly windows, the anytime-valid check `stats.drift_monitor`
+(docs/statistics.md, "The drift check"), and alerts, stored once per series and window and resolved by a later
+window that tests within chance."""
 
 from __future__ import annotations
 

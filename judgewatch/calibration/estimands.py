@@ -55,9 +55,8 @@ class EstimandRow:
 
 
 def effective_n(value: float, interval_note: str) -> float:
-    """n effective as every table shows it (one definition, docs/statistics.md): how many human labels the
-    labels-only estimate would need for the corrected one's standard error, n labeled x (se labels-only / se
-    corrected)^2. Undefined (NaN, shown "-") where the estimate has no interval: fewer labels than the minimum."""
+    """n effective as every table shows it (one definition, docs/statistics.md): NaN (shown "-") where the estimate
+    has no interval."""
     return float("nan") if interval_note or not np.isfinite(value) else float(value)
 
 

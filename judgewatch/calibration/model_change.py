@@ -1,10 +1,6 @@
-"""Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not.
-
-Judge drift is measured where the answers cannot change (`drift`); here the question is whether the answers
-changed. Per traffic series (release, tier, criterion, window width), the latest window's mean judge score
-against the pooled earlier windows of the same release: a two-sided Welch t-test, Bonferroni over every series
-tested. A moving score is alerted (`served_model_change`) only while the judge's latest anchor comparison shows
-no shift whose interval excludes 0; otherwise the movement is the judge's."""
+"""Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not
+(docs/operations.md). Judge drift is measured where the answers cannot change (`drift`); here the question is
+whether the answers changed."""
 
 from __future__ import annotations
 

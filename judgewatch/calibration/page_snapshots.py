@@ -1,9 +1,6 @@
 """The Tiers and Calibration pages' and `report tiers`' stored renderings (`tiers_view` snapshots), so opening a
-page or writing the report is one read instead of a scan of every verdict of the series.
-
-The calibration flow renders the report once per page period and judge series (`judge_series.MAX_SERIES`
-at most) and stores its blocks, JSON document, confusion matrices, reviewer agreement and which series is the
-default and why: one row per rubric, period and series, replaced on every run."""
+page or writing the report is one read instead of a scan of every verdict of the series: one row per rubric,
+period and judge series (`judge_series.MAX_SERIES` at most), replaced on every calibration flow run."""
 
 from __future__ import annotations
 

@@ -114,14 +114,7 @@ def write_blocks(
 
 def block_to_json(block: Block) -> dict[str, Any]:
     """A block as JSON (the image as base64), for snapshots."""
-    return {
-        "kind": block.kind,
-        "text": block.text,
-        "headers": list(block.headers),
-        "rows": [list(r) for r in block.rows],
-        "image": base64.b64encode(block.image).decode("ascii"),
-        "name": block.name,
-    }
+    return {**jsonable(block), "image": base64.b64encode(block.image).decode("ascii")}
 
 
 def block_from_json(data: dict[str, Any]) -> Block:

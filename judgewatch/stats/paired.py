@@ -82,11 +82,9 @@ def paired_mean_diff(
     seed: int = 0,
     min_bootstrap_n: int = 10,
 ) -> PairedDiff:
-    """Mean difference with a seeded paired bootstrap interval (scipy.stats.bootstrap). Inputs are aligned item by item
-    (see `align_scores`); NaN = unscored, dropped pairwise and counted. Resampling whole pairs keeps each item's
-    candidate and baseline together, which is what makes it paired. Fallbacks: BCa bounds that come out undefined are
-    recomputed by percentile; fewer than `min_bootstrap_n` pairs use a Student-t interval, since a bootstrap of a
-    handful of values understates its own spread."""
+    """Mean difference of scores aligned item by item (`align_scores`), with a seeded bootstrap over whole pairs (what
+    makes it paired); NaN = unscored, dropped pairwise and counted. Fewer than `min_bootstrap_n` pairs get a Student-t
+    interval instead, since a bootstrap of a handful of values understates its own spread."""
     x, y, dropped = paired_arrays(candidate, baseline, ("candidate", "baseline"))
     z_value(level)
     n = x.size

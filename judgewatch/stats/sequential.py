@@ -96,11 +96,8 @@ def shift_p_values(
     t_star: float = T_STAR,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Anytime-valid p-value, at each look (the number of values seen), that some stretch's mean moved from its
-    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable). Stretch k alarms at level b
-    when its reference's fixed-sample interval at b/2 (a normal interval: the reference is a fixed sample once the
-    stretch starts) and the stretch's CS at b/2 do not meet; p_k is the smallest such b, and the look's p-value min_k
-    p_k / weight_k. Under "no shift", the chance that any look's p-value is ever <= alpha is at most alpha (a union over
-    the stretches, each a CS). `t_star`: the stretch length (values) where its CS is tightest."""
+    reference's (one-sided: fell below it), and which stretch gives it (-1: none testable); the method is
+    docs/statistics.md's "The drift check". `t_star`: the stretch length (values) where its CS is tightest."""
     x = as_float_array(values, "values")
     n_look = np.asarray(looks, dtype=np.int64)[:, None]
     s, r = stretches.start[None, :], stretches.ref_start[None, :]
