@@ -166,11 +166,9 @@ def compare_kappas(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> KappaComparison:
-    """Weighted kappa of `a` and of `b` with `reference` on the items all three rated (NaN anywhere drops the item),
-    and kappa(b) - kappa(a), each with a percentile bootstrap interval from the same resamples of items: the two
-    kappas are correlated (same items, same reference), so the difference is resampled in pairs (Vanbelle and
-    Albert 2008, "A bootstrap method for comparing correlated kappa coefficients"). `item_weights` (1/p of an
-    item's inclusion probability) weigh each item's cell in the tables (Horvitz-Thompson), in every resample."""
+    """Weighted kappas of `a` and `b` with `reference` on the items all three rated, and kappa(b) - kappa(a), from the
+    same resamples of items: the two kappas are correlated, so the difference is resampled in pairs (Vanbelle and
+    Albert 2008). `item_weights` (1/p of an item's inclusion probability) weigh each item's cell in the tables."""
     r, x, y = (np.asarray(v, dtype=float) for v in (reference, a, b))
     keep = ~(np.isnan(r) | np.isnan(x) | np.isnan(y))
     n = int(keep.sum())
