@@ -207,15 +207,13 @@ def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -
     """Store each alerting series' alert (once per window) and resolve older alerts of series now within chance."""
     with session_scope(engine, write=True) as session:
         for result in run.results:
-            if result.test is None:
-                continue
-            if result.test.alert:
+            if result.test is not None and result.test.alert:
                 alert, created = upsert_alert(session=session, alert=_alert_row(result, run, family_alpha))
                 run.alerts.append(alert)
                 if created:
                     run.new_alert_ids.append(alert.id)
-                continue
-            run.resolved += resolve_stale(session, run.series, result, served_model=False)
+            elif result.test is not None:
+                run.resolved += resolve_stale(session, run.series, result, served_model=False)
     if run.new_alert_ids:
         logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
     return run

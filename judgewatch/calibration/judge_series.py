@@ -1,8 +1,6 @@
-"""Which judge series the tier numbers rest on: one judge configuration and rubric version (`Series`).
-
-The Tiers page offers each series with tiered verdicts; by default it shows the one the latest gate used (the
-judge a release was decided on), else the latest gate's whose judge graded tiers, and says so. Verdicts of anchor
-re-judging runs never make a series, and a judge validation run has no tiers, so it never becomes the default."""
+"""Which judge series the tier numbers rest on: one judge configuration and rubric version (`Series`). The default is
+the one the latest gate used, else that of the latest gate whose judge graded tiers (a judge validation run has no
+tiers); verdicts of anchor re-judging runs never make a series."""
 
 from __future__ import annotations
 

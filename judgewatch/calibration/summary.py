@@ -190,10 +190,8 @@ def summarize(
     reading: ScoreReadingChoice = "integer",
     min_labels: int | None = None,
 ) -> CalibrationSummary:
-    """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`).
-    `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the verdicts
-    carry them (see `score_frame.load_scores`). `min_labels`: the fewest human labels an estimate needs for an interval
-    (default: `Settings.min_labels`)."""
+    """Compute the Tiers/Calibration numbers for one judge series (default: `judge_series.default_series`). `reading`:
+    as in `score_frame.load_scores`; `min_labels`: the fewest human labels an estimate needs for an interval."""
     need = get_settings().min_labels if min_labels is None else min_labels
     if judge_config_hash is None:
         choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)

@@ -25,11 +25,10 @@ _RESAMPLE_CELLS = 10_000_000  # bound on bootstrap values held in memory at once
 
 @dataclass(frozen=True, slots=True)
 class PairedDiff:
-    """Mean of candidate - baseline over items scored on both sides. `n` pairs used, `n_dropped` pairs where either side
-    was unscored (NaN) or missing; `method` says how the interval was obtained: "BCa"/"percentile" (bootstrap), "t" (too
-    few pairs to bootstrap), "constant" (every difference equal: a zero-width interval), "none" (fewer than two pairs:
-    no interval). `sd`: the differences' standard deviation (NaN below two pairs), what the gate's power rests on
-    (`stats.power`)."""
+    """Mean of candidate - baseline over items scored on both sides; `n_dropped` pairs where either side was unscored
+    (NaN) or missing. `method`: "BCa"/"percentile" (bootstrap), "t" (too few pairs to bootstrap), "constant" (every
+    difference equal: zero width), "none" (fewer than two pairs: no interval). `sd`: the differences' standard
+    deviation (NaN below two pairs), what the gate's power rests on (`stats.power`)."""
 
     estimate: float
     low: float
