@@ -1,9 +1,5 @@
-"""Checking the alert rules: each rule's subjects observed now, incidents opened and resolved, events delivered.
-
-Run after every calibration, traffic-sampling and ingest-judging flow run (`check_alerts_quietly`: never fails the
-flow) and by `judgewatch alerts check`. A firing subject without an open incident opens one and sends "fired"; an
-open incident whose condition is false or whose subject is gone resolves and sends "resolved"; a subject that
-cannot be evaluated changes nothing. A failed delivery is stored and tried again by the next check."""
+"""Checking the alert rules: incidents opened and resolved as docs/operations.md says; a subject that cannot be
+evaluated changes nothing, and a failed delivery is stored and tried again by the next check."""
 
 from __future__ import annotations
 

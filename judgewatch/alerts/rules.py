@@ -107,24 +107,19 @@ def _where(data: object, loc: list[str | int]) -> tuple[str, list[str | int]]:
 RULE_CONDITIONS = ("corrected_score_below", "drift_alert", "unscored_share_above", "judge_spend_above")
 
 
-def _validated(data: object, origin: str) -> RulesDocument:
-    """The document, or AlertRulesError with the first validation error in one line (and how many more)."""
-    try:
-        return RulesDocument.model_validate(data)
-    except ValidationError as exc:
-        errors = exc.errors()
-    where, loc = _where(data, list(errors[0]["loc"]))
-    if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
-        loc.append("condition")
-    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    raise AlertRulesError(error_line(origin, where, loc, errors[0]["msg"]) + more) from None
-
-
 def parse_rules(data: object, *, origin: str) -> RulesDocument:
     """Validate a rules document; names must be unique and every rule's webhook declared."""
     if not isinstance(data, dict):
         raise AlertRulesError(f"{origin}: expected a mapping with 'webhooks' and 'rules' at the top level")
-    document = _validated(data, origin)
+    try:
+        document = RulesDocument.model_validate(data)
+    except ValidationError as exc:  # the first error in one line (and how many more)
+        errors = exc.errors()
+        where, loc = _where(data, list(errors[0]["loc"]))
+        if errors[0]["type"] in ("union_tag_invalid", "union_tag_not_found"):
+            loc.append("condition")
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise AlertRulesError(error_line(origin, where, loc, errors[0]["msg"]) + more) from None
     hooks = [w.name for w in document.webhooks]
     for kind, names in (("webhooks", hooks), ("rules", [r.name for r in document.rules])):
         for index, name in enumerate(names):

@@ -1,9 +1,7 @@
-"""Judge-vs-human agreement per tier and criterion, confusion matrices, and reviewer-vs-reviewer agreement.
-
-Measured on the uniformly routed labels only, a simple random sample of the scored verdicts (targeted picks,
-chosen where the judge is least sure, would understate it). Kappas, exact agreement and the confusion matrices
-compare categories, so they read the integer the judge wrote; Spearman and bias read `judge` (the
-probability-weighted score when the frame was loaded with `reading="expected"`)."""
+"""Judge-vs-human agreement per tier and criterion, confusion matrices, and reviewer-vs-reviewer agreement, on the
+uniformly routed labels only (targeted picks, chosen where the judge is least sure, would understate it). Kappas,
+exact agreement and confusion matrices compare categories, so they read the integer the judge wrote; Spearman and
+bias read `judge` (`score_frame.load_scores`' reading)."""
 
 from __future__ import annotations
 

@@ -166,16 +166,6 @@ def _previous_config(verdicts: pd.DataFrame, new_config_hash: str) -> str | None
     return str((before if not before.empty else others).index[-1])
 
 
-def _anchor_verdict_times(engine: Engine, ids: Sequence[str], rubric_name: str) -> pd.DataFrame:
-    v = table(VerdictRecord).c
-    query = select(v.judge_config_hash, v.created_at).where(
-        v.interaction_id.in_(list(ids)), v.rubric_name == rubric_name, v.status == VerdictStatus.scored.value
-    )
-    with session_scope(engine) as session:
-        rows = session.execute(query).all()
-    return pd.DataFrame(rows, columns=["judge_config_hash", "first_at"])
-
-
 def compare_on_anchors(
     engine: Engine,
     *,
@@ -188,7 +178,12 @@ def compare_on_anchors(
     """New vs previous configuration on the anchors, per criterion; None when no other configuration judged them.
     `new_config_hash` defaults to the configuration that judged them last, `old_config_hash` to the one before."""
     anchor, ids = _anchor_items(engine, anchor_set)
-    times = _anchor_verdict_times(engine, ids, anchor.rubric_name)
+    v = table(VerdictRecord).c
+    query = select(v.judge_config_hash, v.created_at).where(
+        v.interaction_id.in_(ids), v.rubric_name == anchor.rubric_name, v.status == VerdictStatus.scored.value
+    )
+    with session_scope(engine) as session:
+        times = pd.DataFrame(session.execute(query).all(), columns=["judge_config_hash", "first_at"])
     if new_config_hash is None:
         if times.empty:
             return None

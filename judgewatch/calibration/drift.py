@@ -1,16 +1,14 @@
-"""Judge drift per release, tier and criterion: agreement and bias over daily and weekly windows, and alerts.
-
-A series lives within one release and tier (a new release starts a new series instead of reading as judge
-drift). Each series with enough uniformly routed labels gets the anytime-valid check `stats.drift_monitor`
-(docs/statistics.md, "Numbers checked every period"), Bonferroni over its two hypotheses and every series
-tested. An alert is stored once per series and window; a later window that tests within chance resolves it."""
+"""Judge drift per release and tier (a new release starts a new series instead of reading as judge drift) and
+criterion: agreement and bias over daily and weekly windows, the anytime-valid check `stats.drift_monitor`
+(docs/statistics.md, "The drift check"), and alerts, stored once per series and window and resolved by a later
+window that tests within chance."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -31,6 +29,9 @@ from judgewatch.storage.calibration import (
     upsert_alert,
 )
 from judgewatch.storage.db import session_scope
+
+if TYPE_CHECKING:  # a served-model score shift is a tested window too
+    from judgewatch.calibration.model_change import ScoreShift
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
 
 
-def series_fields(series: Series, tested: TestedWindow) -> dict[str, Any]:
+def series_fields(series: Series, tested: DriftResult | ScoreShift) -> dict[str, Any]:
     """What every alert of one series and window carries: the judge and rubric, tier, criterion, release, windows."""
     start = tested.current_start
     assert start is not None
@@ -184,24 +185,7 @@ def series_fields(series: Series, tested: TestedWindow) -> dict[str, Any]:
     }
 
 
-class TestedWindow(Protocol):
-    """A series' latest window that was tested: a drift result or a served-model score shift."""
-
-    @property
-    def tier(self) -> str: ...
-    @property
-    def criterion(self) -> str: ...
-    @property
-    def window(self) -> str: ...
-    @property
-    def release(self) -> str | None: ...
-    @property
-    def current_start(self) -> datetime | None: ...
-    @property
-    def reference_start(self) -> datetime | None: ...
-
-
-def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
+def resolve_stale(session: Session, series: Series, tested: DriftResult | ScoreShift, *, served_model: bool) -> int:
     """Resolve the series' open alerts of windows before `tested`'s, which tested within chance. `served_model`: the
     served-model-change alerts of the series (else its judge drift alerts)."""
     start = tested.current_start
@@ -223,15 +207,13 @@ def store_alerts(engine: Engine, run: DriftRun, *, family_alpha: float = 0.05) -
     """Store each alerting series' alert (once per window) and resolve older alerts of series now within chance."""
     with session_scope(engine, write=True) as session:
         for result in run.results:
-            if result.test is None:
-                continue
-            if result.test.alert:
+            if result.test is not None and result.test.alert:
                 alert, created = upsert_alert(session=session, alert=_alert_row(result, run, family_alpha))
                 run.alerts.append(alert)
                 if created:
                     run.new_alert_ids.append(alert.id)
-                continue
-            run.resolved += resolve_stale(session, run.series, result, served_model=False)
+            elif result.test is not None:
+                run.resolved += resolve_stale(session, run.series, result, served_model=False)
     if run.new_alert_ids:
         logger.warning("%d new drift alert(s) for judge %s", len(run.new_alert_ids), run.series.judge.config_hash)
     return run

@@ -1,10 +1,7 @@
-"""One estimand per question, never pooled: traffic quality (production interactions) and release quality
-(a release's golden sets), docs/statistics.md.
-
-A score-frame row belongs to one population, read from its interaction's source: `traffic:<name>` rows are
-sampled production traffic (estimated by `stats.survey_ppi_mean`, weighted by sampling x routing probability),
-`release:<R>/<tier>/<set>` rows are golden regression items (`stats.ppi_mean`, corrected by labels on those
-golden items only); anything else (files judged by hand, judge validation runs) enters no estimate."""
+"""One estimand per question, never pooled (docs/statistics.md), read from a row's interaction source: traffic quality
+from `traffic:<name>` rows (`stats.survey_ppi_mean`, weighted by sampling x routing probability), release quality
+from `release:<R>/<tier>/<set>` golden items (`stats.ppi_mean`, corrected by labels on those golden items only);
+anything else (files judged by hand, judge validation runs) enters no estimate."""
 
 from __future__ import annotations
 
@@ -55,9 +52,8 @@ class EstimandRow:
 
 
 def effective_n(value: float, interval_note: str) -> float:
-    """n effective as every table shows it (one definition, docs/statistics.md): how many human labels the
-    labels-only estimate would need for the corrected one's standard error, n labeled x (se labels-only / se
-    corrected)^2. Undefined (NaN, shown "-") where the estimate has no interval: fewer labels than the minimum."""
+    """n effective as every table shows it (one definition, docs/statistics.md): NaN (shown "-") where the estimate
+    has no interval."""
     return float("nan") if interval_note or not np.isfinite(value) else float(value)
 
 

@@ -1,11 +1,6 @@
 """The judge endpoint's fingerprint: what the server says it serves, beyond the model name the configuration hash
-covers (new weights behind the same name, another quantization, a vLLM upgrade leave that hash unchanged).
-
-Read from an OpenAI-compatible vLLM endpoint: `/v1/models` (id, root = the weights' path, max_model_len,
-owned_by, parent), `/version`, and the `vllm:*_info` gauges of `/metrics` (`serving`: every dtype and
-quantization label, and the KV cache's bytes per token, the one number in which vLLM 0.32 shows the model's
-dtype). The calibration flow stores it per endpoint; a change re-judges the anchors at once and is reported
-field by field."""
+covers (new weights behind the same name, another quantization, a vLLM upgrade leave that hash unchanged). What is
+read, and what a change sets off: docs/operations.md, "What the judge serves"."""
 
 from __future__ import annotations
 
@@ -73,10 +68,6 @@ def _server_root(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _two_digits(value: float) -> str:
-    return str(int(float(f"{value:.2g}")))
-
-
 def serving_facts(metrics_text: str) -> dict[str, str]:
     """The serving configuration a vLLM `/metrics` page states in its `vllm:*_info` gauges (see the module
     docstring); {} for a page without them or one that does not parse."""
@@ -101,7 +92,7 @@ def serving_facts(metrics_text: str) -> dict[str, str]:
                 per_token = float(labels["kv_cache_memory_bytes"]) / float(labels["kv_cache_size_tokens"])
             except (KeyError, ValueError, ZeroDivisionError):
                 continue
-            facts[f"{config}.kv_bytes_per_token"] = _two_digits(per_token)
+            facts[f"{config}.kv_bytes_per_token"] = str(int(float(f"{per_token:.2g}")))  # two significant digits
     return facts
 
 
@@ -151,12 +142,6 @@ def _flat(record: dict[str, Any]) -> dict[str, Any]:
     return kept | {f"serving.{k}": v for k, v in (record.get("serving") or {}).items()}
 
 
-def _changes(previous: dict[str, Any], current: Fingerprint) -> dict[str, tuple[Any, Any]]:
-    """The fields (and `serving.<fact>`s) whose value differs from the previous record's."""
-    before, now = _flat(previous), _flat(asdict(current))
-    return {k: (before.get(k), now.get(k)) for k in sorted(now.keys() | before.keys()) if before.get(k) != now.get(k)}
-
-
 def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintCheck:
     """Store today's fingerprint of the endpoint and compare it with the last one recorded before."""
     c = table(CalibrationSnapshot).c
@@ -174,7 +159,11 @@ def record_fingerprint(engine: Engine, fingerprint: Fingerprint) -> FingerprintC
         if changed:
             snapshot.day = f"{snapshot.computed_at.date().isoformat()} {fingerprint.digest}"  # keep both of the day
         save_snapshot(session=session, snapshot=snapshot)
-    check = FingerprintCheck(fingerprint, previous, changed, _changes(previous_payload, fingerprint) if changed else {})
+    before, now = _flat(previous_payload), _flat(asdict(fingerprint))  # fields and `serving.<fact>`s that differ
+    changes = {
+        k: (before.get(k), now.get(k)) for k in sorted(now.keys() | before.keys()) if before.get(k) != now.get(k)
+    }
+    check = FingerprintCheck(fingerprint, previous, changed, changes if changed else {})
     if changed:
         logger.warning("judge endpoint %s now serves %s otherwise: fingerprint %s -> %s (%s)", fingerprint.endpoint,
                        fingerprint.model_id, previous, fingerprint.digest, check.describe_changes())  # fmt: skip

@@ -1,16 +1,14 @@
-"""Which judge series the tier numbers rest on: one judge configuration and rubric version (`Series`).
-
-The Tiers page offers each series with tiered verdicts; by default it shows the one the latest gate used (the
-judge a release was decided on), else the latest gate's whose judge graded tiers, and says so. Verdicts of anchor
-re-judging runs never make a series, and a judge validation run has no tiers, so it never becomes the default."""
+"""Which judge series the tier numbers rest on: one judge configuration and rubric version (`Series`). The default is
+the one the latest gate used, else that of the latest gate whose judge graded tiers (a judge validation run has no
+tiers); verdicts of anchor re-judging runs never make a series."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Engine, func, or_, select
+from sqlalchemy import ColumnElement, Engine, Row, func, or_, select
 
 from judgewatch.contract.verdicts import JudgeIdentity, RubricIdentity, VerdictStatus
 from judgewatch.storage.db import session_scope, table
@@ -48,6 +46,13 @@ def _scored(rubric_name: str) -> tuple[ColumnElement[bool], ...]:
     )
 
 
+def _series(rubric_name: str, row: Row[Any]) -> Series:
+    """A series from a row of (judge kind, name, endpoint, configuration hash, rubric version, rubric hash, time)."""
+    kind, name, endpoint, config_hash, version, rubric_hash, at = row
+    judge = JudgeIdentity(kind=kind, name=name, endpoint=endpoint, config_hash=config_hash)
+    return Series(judge, RubricIdentity(name=rubric_name, version=version, hash=rubric_hash), at)
+
+
 def current_series(
     engine: Engine, *, rubric_name: str, rubric_version: str | None = None, judge_config_hash: str | None = None
 ) -> Series | None:
@@ -66,11 +71,7 @@ def current_series(
             query = query.where(column == value)
     with session_scope(engine) as session:
         row = session.execute(query).first()
-    if row is None:
-        return None
-    kind, name, endpoint, config_hash, version, rubric_hash, at = row
-    judge = JudgeIdentity(kind=kind, name=name, endpoint=endpoint, config_hash=config_hash)
-    return Series(judge, RubricIdentity(name=rubric_name, version=version, hash=rubric_hash), at)
+    return _series(rubric_name, row) if row is not None else None
 
 
 def tiered_series(
@@ -80,8 +81,8 @@ def tiered_series(
     v, i, runs = table(VerdictRecord).c, table(Interaction).c, table(EvalRun).c
     last = func.max(v.updated_at)
     query = (
-        select(v.judge_config_hash, v.rubric_version, func.max(v.judge_kind), func.max(v.judge_name),
-               func.max(v.judge_endpoint), func.max(v.rubric_hash), last)
+        select(func.max(v.judge_kind), func.max(v.judge_name), func.max(v.judge_endpoint), v.judge_config_hash,
+               v.rubric_version, func.max(v.rubric_hash), last)
         .join(table(Interaction), i.id == v.interaction_id)
         .outerjoin(table(EvalRun), runs.id == v.run_id)
         .where(*_scored(rubric_name), i.tier.is_not(None))
@@ -93,14 +94,7 @@ def tiered_series(
         query = query.where(v.rubric_version == rubric_version)
     with session_scope(engine) as session:
         rows = session.execute(query).all()
-    return [
-        Series(
-            JudgeIdentity(kind=kind, name=name, endpoint=endpoint, config_hash=config),
-            RubricIdentity(name=rubric_name, version=version, hash=rubric_hash),
-            at,
-        )
-        for config, version, kind, name, endpoint, rubric_hash, at in rows
-    ]
+    return [_series(rubric_name, row) for row in rows]
 
 
 def default_series(engine: Engine, *, rubric_name: str, rubric_version: str | None = None) -> SeriesChoice | None:

@@ -1,10 +1,6 @@
-"""Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not.
-
-Judge drift is measured where the answers cannot change (`drift`); here the question is whether the answers
-changed. Per traffic series (release, tier, criterion, window width), the latest window's mean judge score
-against the pooled earlier windows of the same release: a two-sided Welch t-test, Bonferroni over every series
-tested. A moving score is alerted (`served_model_change`) only while the judge's latest anchor comparison shows
-no shift whose interval excludes 0; otherwise the movement is the judge's."""
+"""Served-model change: a tier's scores move within a release while the judge, measured on the anchors, does not
+(docs/operations.md). Judge drift is measured where the answers cannot change (`drift`); here the question is
+whether the answers changed."""
 
 from __future__ import annotations
 
@@ -153,15 +149,13 @@ def store_alerts(engine: Engine, run: ModelChangeRun, *, family_alpha: float = 0
     moving = {id(s) for s in run.moving}
     with session_scope(engine, write=True) as session:
         for shift in run.tested:
-            if id(shift) in moving and run.stability.stable:
+            if id(shift) not in moving:
+                run.resolved += resolve_stale(session, run.series, shift, served_model=True)
+            elif run.stability.stable:  # else the judge moved: the score's move says nothing of the served model
                 alert, created = upsert_alert(session=session, alert=_alert(shift, run, family_alpha))
                 run.alerts.append(alert)
                 if created:
                     run.new_alert_ids.append(alert.id)
-                continue
-            if id(shift) in moving:
-                continue  # the judge moved: the score's movement is not evidence about the served model
-            run.resolved += resolve_stale(session, run.series, shift, served_model=True)
     if run.moving and not run.stability.stable:
         logger.warning("%d tier score(s) moved, but %s: not a served-model change", len(run.moving), run.stability.why)
     if run.new_alert_ids:

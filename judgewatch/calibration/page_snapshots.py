@@ -1,9 +1,6 @@
 """The Tiers and Calibration pages' and `report tiers`' stored renderings (`tiers_view` snapshots), so opening a
-page or writing the report is one read instead of a scan of every verdict of the series.
-
-The calibration flow renders the report once per page period and judge series (`judge_series.MAX_SERIES`
-at most) and stores its blocks, JSON document, confusion matrices, reviewer agreement and which series is the
-default and why: one row per rubric, period and series, replaced on every run."""
+page or writing the report is one read instead of a scan of every verdict of the series: one row per rubric,
+period and judge series (`judge_series.MAX_SERIES` at most), replaced on every calibration flow run."""
 
 from __future__ import annotations
 
@@ -128,19 +125,6 @@ def header_lines(summary: CalibrationSummary) -> list[str]:
     return lines
 
 
-def confusion_payload(summary: CalibrationSummary, categories: list[float] | None) -> dict[str, dict[str, Any]]:
-    return {
-        f"{tier} · {criterion}": {"categories": list(cm.categories), "counts": cm.counts.tolist()}
-        for (tier, criterion), cm in confusion_tables(summary.frame, categories=categories).items()
-    }
-
-
-def reviewer_rows(engine: Engine, rubric_name: str) -> list[list[str]]:
-    """Reviewer-vs-reviewer agreement on doubly labeled items (every label, not one per item)."""
-    rows = reviewer_agreement(load_labels(engine, rubric_name=rubric_name))
-    return [[r.tier, r.criterion, str(r.n_items), str(r.n_reviewers), fmt_ci(r.alpha)] for r in rows]
-
-
 def render_view(
     summary: CalibrationSummary,
     period: str,
@@ -160,7 +144,10 @@ def render_view(
         "title": blocks_title(summary),
         "blocks": [block_to_json(b) for b in blocks(summary)],
         "document": report_document(summary),
-        "confusion": confusion_payload(summary, categories),
+        "confusion": {
+            f"{tier} · {criterion}": {"categories": list(cm.categories), "counts": cm.counts.tolist()}
+            for (tier, criterion), cm in confusion_tables(summary.frame, categories=categories).items()
+        },
         "reviewers": reviewers,
     }
 
@@ -190,7 +177,9 @@ def save_views(
     """Compute the summary for each page period and judge series and store its rendering; returns the count."""
     now = now or utcnow()
     all_series, default, why = _series_to_store(engine, rubric_name)
-    reviewers = reviewer_rows(engine, rubric_name)
+    # reviewer-vs-reviewer agreement on doubly labeled items (every label, not one per item)
+    agreement = reviewer_agreement(load_labels(engine, rubric_name=rubric_name))
+    reviewers = [[r.tier, r.criterion, str(r.n_items), str(r.n_reviewers), fmt_ci(r.alpha)] for r in agreement]
     stored = 0
     for series in all_series:
         config = series.judge.config_hash if series else None

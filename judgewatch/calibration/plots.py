@@ -1,8 +1,6 @@
-"""The pictures of the Tiers and Calibration views, as PNG bytes (matplotlib, Agg backend, no display needed).
-
-Each draws the numbers of a table beside it (docs/statistics.md, "Plots and tables show the same numbers") and
-names in its title what it covers. An over-time panel needs two days (weeks) of data: one without is left out,
-and a picture with none left says why instead of drawing empty axes."""
+"""The pictures of the Tiers and Calibration views, as PNG bytes (matplotlib, Agg backend, no display needed): each
+draws the numbers of a table beside it and names what it covers (docs/statistics.md, "Plots and tables show the same
+numbers")."""
 
 from __future__ import annotations
 
@@ -142,8 +140,7 @@ def trend_criteria(daily: pd.DataFrame) -> tuple[list[str], str]:
 
 def trend_png(daily: pd.DataFrame, weekly: pd.DataFrame, covers: str = "") -> bytes:
     """Per criterion with two days or more: daily raw judge mean and weekly corrected estimate with its interval
-    (none where the week has too few labels). What a day pools (`covers`: which releases, traffic) is in the
-    title; the time axis spans the plotted days."""
+    (none where the week has too few labels); the title says what a day pools (`covers`: which releases, traffic)."""
     criteria, why = trend_criteria(daily)
     if not criteria:
         return message_png(why)
@@ -196,8 +193,7 @@ def agreement_weeks(points: dict[tuple[str, str], list[WindowStats]]) -> tuple[l
 def agreement_png(points: dict[tuple[str, str], list[WindowStats]], overall: Sequence[AgreementRow] = ()) -> bytes:
     """Top row: exact judge-human agreement per week; bottom row: bias (judge - human); one column per criterion with
     labels in two weeks or more. The weekly points come from the same labels as the agreement table (`overall`), whose
-    all-period value is drawn as a dashed line, so plot and table show the same numbers; the time axis spans the plotted
-    weeks."""
+    all-period value is drawn as a dashed line, so plot and table show the same numbers."""
     criteria, why = agreement_weeks(points)
     if not criteria:
         return message_png(why)

@@ -39,7 +39,6 @@ def _md_cell(text: str) -> str:
 
 def render_markdown(content: list[Block], path: Path) -> list[Path]:
     """Write `path` (Markdown) and its PNG files beside it (`<stem>_<name>.png`); returns every file written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     written, lines = [], []
     for b in content:
         if b.kind == "h1":
@@ -66,7 +65,6 @@ def render_markdown(content: list[Block], path: Path) -> list[Path]:
 
 def render_html(content: list[Block], path: Path, title: str) -> list[Path]:
     """Write one self-contained HTML file (images inline as base64 PNG)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     parts = []
     for b in content:
         text = html.escape(b.text)
@@ -99,35 +97,24 @@ def render_html(content: list[Block], path: Path, title: str) -> list[Path]:
     return [path]
 
 
-def render_json(document: dict[str, Any], path: Path) -> list[Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return [path]
-
-
 def write_blocks(
     content: list[Block], document: dict[str, Any], output: Path, fmt: Format, *, title: str
 ) -> list[Path]:
     """Render a report's blocks (md, html) or its JSON document at `output`; returns the files written."""
+    if fmt not in ("md", "html", "json"):
+        raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
+    output.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "md":
         return render_markdown(content, output)
     if fmt == "html":
         return render_html(content, output, title)
-    if fmt == "json":
-        return render_json(document, output)
-    raise ValueError(f"unknown report format {fmt!r}: use 'md', 'html' or 'json'")
+    output.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return [output]
 
 
 def block_to_json(block: Block) -> dict[str, Any]:
     """A block as JSON (the image as base64), for snapshots."""
-    return {
-        "kind": block.kind,
-        "text": block.text,
-        "headers": list(block.headers),
-        "rows": [list(r) for r in block.rows],
-        "image": base64.b64encode(block.image).decode("ascii"),
-        "name": block.name,
-    }
+    return {**jsonable(block), "image": base64.b64encode(block.image).decode("ascii")}
 
 
 def block_from_json(data: dict[str, Any]) -> Block:

@@ -170,8 +170,3 @@ def attach_labels(scores: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     merged = merged.drop_duplicates("index").set_index("index").sort_index()
     merged.index.name = None
     return merged.drop(columns=["routed_by", "own", "submitted_at"])
-
-
-def labeled(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows with both a judge score and a human label."""
-    return frame[frame["human"].notna()]

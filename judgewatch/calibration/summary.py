@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 
 from judgewatch.calibration.agreement import AgreementRow, agreement_table
 from judgewatch.calibration.anchors import AnchorComparison, compare_on_anchors
-from judgewatch.calibration.drift import DriftRun, detect, open_alerts
+from judgewatch.calibration.drift import open_alerts
 from judgewatch.calibration.estimands import (
     EstimandRow,
     MonitoredRow,
@@ -71,7 +71,6 @@ class CalibrationSummary:
     label_counts: list[LabelCount] = field(default_factory=list)
     daily: pd.DataFrame = field(default_factory=pd.DataFrame)  # tiers.trend(), daily windows
     weekly: pd.DataFrame = field(default_factory=pd.DataFrame)  # tiers.trend(), weekly windows
-    drift: DriftRun | None = None  # per-window agreement and bias, and the tests (not stored here)
     alerts: list[DriftAlert] = field(default_factory=list)  # open alerts, all judges of this rubric
     anchors: list[AnchorComparison] = field(default_factory=list)
     trust: TrustVerdict | None = None
@@ -191,10 +190,8 @@ def summarize(
     reading: ScoreReadingChoice = "integer",
     min_labels: int | None = None,
 ) -> CalibrationSummary:
-    """Compute the Tiers/Calibration numbers for one judge series (default: `series.default_series`).
-    `reading="expected"`: PPI estimates, Spearman and bias rest on the probability-weighted scores where the verdicts
-    carry them (see `score_frame.load_scores`). `min_labels`: the fewest human labels an estimate needs for an interval
-    (default: `Settings.min_labels`)."""
+    """Compute the Tiers/Calibration numbers for one judge series (default: `judge_series.default_series`). `reading`:
+    as in `score_frame.load_scores`; `min_labels`: the fewest human labels an estimate needs for an interval."""
     need = get_settings().min_labels if min_labels is None else min_labels
     if judge_config_hash is None:
         choice = default_series(engine, rubric_name=rubric_name, rubric_version=rubric_version)
@@ -245,19 +242,11 @@ def summarize(
     summary.label_counts = label_counts(frame)
     summary.daily = trend(frame, min_labels=need, bounds=scale)
     summary.weekly = trend(frame, width=timedelta(days=7), min_labels=need, bounds=scale)
-    summary.drift = detect(frame, series)
-    summary.anchors = anchor_comparisons(engine, rubric_name, categories, n_boot)
+    with session_scope(engine) as session:  # every anchor set: the configuration that judged it last vs the one before
+        names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
+    found = (compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot) for name in names)
+    summary.anchors = [comparison for comparison in found if comparison is not None]
     if with_trust:
         summary.trust = trust_for(engine, series.judge, series.rubric)
     summary.notes = _notes(summary)
     return summary
-
-
-def anchor_comparisons(
-    engine: Engine, rubric_name: str, categories: Sequence[float] | None, n_boot: int
-) -> list[AnchorComparison]:
-    """On every anchor set of the rubric: the configuration that judged it last against the one before."""
-    with session_scope(engine) as session:
-        names = [a.name for a in list_anchor_sets(session=session, rubric_name=rubric_name)]
-    found = (compare_on_anchors(engine, anchor_set=name, categories=categories, n_boot=n_boot) for name in names)
-    return [comparison for comparison in found if comparison is not None]

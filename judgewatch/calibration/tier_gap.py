@@ -1,9 +1,5 @@
 """Tier gaps with their intervals and p-values: on traffic (unadjusted, and adjusted for the request mix) and on
-a release's golden items (docs/statistics.md, "Tier gaps on traffic" and "Tier roles and release gaps").
-
-The adjusted traffic gap reweights each tier's sample to the pooled traffic of both tiers over the cells both
-served, cells built from request-side covariates only (never from what the tier produced, which would adjust
-away the very difference measured); a cell only one tier served is left out and named with its share of traffic."""
+a release's golden items (docs/statistics.md, "Tier gaps on traffic" and "Tier roles and release gaps")."""
 
 from __future__ import annotations
 

@@ -77,14 +77,6 @@ def tier_estimates(
     return out
 
 
-def _paired(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
-    """Rows of the two tiers joined on the item key (one row per key, `_a`/`_b` suffixes)."""
-    cols = ["item_key", "judge", "human", "inclusion_prob"]
-    left = a[cols].drop_duplicates("item_key")
-    right = b[cols].drop_duplicates("item_key")
-    return left.merge(right, on="item_key", suffixes=("_a", "_b"))
-
-
 def tier_difference(
     a: pd.DataFrame,
     b: pd.DataFrame,
@@ -97,7 +89,8 @@ def tier_difference(
 ) -> TierDifference:
     """`tier - baseline` on one criterion (`key`: criterion, tier, baseline), paired when the tiers share items
     labeled on both sides. No interval (NaN bounds, `interval_note` says why) below `min_labels` labels a side."""
-    both = _paired(a, b)
+    one_each = [t[["item_key", "judge", "human", "inclusion_prob"]].drop_duplicates("item_key") for t in (a, b)]
+    both = one_each[0].merge(one_each[1], on="item_key", suffixes=("_a", "_b"))  # one row per item key
     labeled = both[both["human_a"].notna() & both["human_b"].notna()]
     same = shares_items(len(both), a["item_key"].nunique(), b["item_key"].nunique())  # the gate's rule too
     if same and len(labeled) >= max(MIN_PAIRED_LABELS, min_labels):

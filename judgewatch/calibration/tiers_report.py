@@ -215,13 +215,8 @@ def fmt_p(p: float) -> str:
 
 def _labels_note(labeled: int, synthetic: int, dataset: int) -> str:
     """Who gave the labels: "-" without labels, else people and/or the programs and datasets that made them."""
-    if not labeled:
-        return "-"
-    people = max(labeled - synthetic - dataset, 0)
-    parts = [f"{people} people"] if people else []
-    parts += [f"{synthetic} synthetic"] if synthetic else []
-    parts += [f"{dataset} dataset_annotation"] if dataset else []
-    return ", ".join(parts)
+    counts = {"people": max(labeled - synthetic - dataset, 0), "synthetic": synthetic, "dataset_annotation": dataset}
+    return ", ".join(f"{n} {who}" for who, n in counts.items() if n) if labeled else "-"
 
 
 def estimate_blocks(s: CalibrationSummary) -> list[Block]:

@@ -120,22 +120,6 @@ def _bootstrapped(
     return Estimate(point, low, high, n)
 
 
-def _kappa(
-    a: ArrayLike,
-    b: ArrayLike,
-    categories: Sequence[float] | None,
-    weights: KappaWeights | None,
-    level: float,
-    n_boot: int,
-    seed: int,
-) -> Estimate:
-    cm = confusion_matrix(a, b, categories)
-    if cm.n == 0:
-        return Estimate(np.nan, np.nan, np.nan, 0)
-    w = disagreement_weights(len(cm.categories), weights)
-    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
-
-
 def weighted_kappa(
     a: ArrayLike,
     b: ArrayLike,
@@ -149,7 +133,11 @@ def weighted_kappa(
     """Weighted kappa for ordinal scores (quadratic by default; `weights=None`: Cohen's kappa, nominal categories),
     percentile bootstrap interval over items; NaN when chance agreement is 1. Pass the full scale as `categories` (e.g.
     `range(1, 6)`): weights are spaced over the scale's positions, so leaving out an unused category changes them."""
-    return _kappa(a, b, categories, weights, level, n_boot, seed)
+    cm = confusion_matrix(a, b, categories)
+    if cm.n == 0:
+        return Estimate(np.nan, np.nan, np.nan, 0)
+    w = disagreement_weights(len(cm.categories), weights)
+    return _bootstrapped(cm, lambda t: kappa_from_tables(t, w), level, n_boot, seed)
 
 
 cohen_kappa = partial(weighted_kappa, weights=None)  # Cohen's kappa: nominal categories, every disagreement alike
@@ -178,11 +166,9 @@ def compare_kappas(
     n_boot: int = 2000,
     seed: int = 0,
 ) -> KappaComparison:
-    """Weighted kappa of `a` and of `b` with `reference` on the items all three rated (NaN anywhere drops the item),
-    and kappa(b) - kappa(a), each with a percentile bootstrap interval from the same resamples of items: the two
-    kappas are correlated (same items, same reference), so the difference is resampled in pairs (Vanbelle and
-    Albert 2008, "A bootstrap method for comparing correlated kappa coefficients"). `item_weights` (1/p of an
-    item's inclusion probability) weigh each item's cell in the tables (Horvitz-Thompson), in every resample."""
+    """Weighted kappas of `a` and `b` with `reference` on the items all three rated, and kappa(b) - kappa(a), from the
+    same resamples of items: the two kappas are correlated, so the difference is resampled in pairs (Vanbelle and
+    Albert 2008). `item_weights` (1/p of an item's inclusion probability) weigh each item's cell in the tables."""
     r, x, y = (np.asarray(v, dtype=float) for v in (reference, a, b))
     keep = ~(np.isnan(r) | np.isnan(x) | np.isnan(y))
     n = int(keep.sum())

@@ -1,8 +1,6 @@
-"""AUROC of a score separating known-good from known-bad answers, with a seeded bootstrap interval.
-
-The Mann-Whitney probability that a random good answer scores above a random bad one, ties counting one half
-(integer judge scores tie often: a constant scorer gets exactly 0.5). NaN scores (unscored) are left out; the
-caller reports how many there were."""
+"""AUROC of a score separating known-good from known-bad answers, with a seeded bootstrap interval. Ties count one
+half (integer judge scores tie often: a constant scorer gets exactly 0.5); NaN scores (unscored) are left out, and
+the caller reports how many there were."""
 
 from __future__ import annotations
 

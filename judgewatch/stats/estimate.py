@@ -31,16 +31,8 @@ def z_value(level: float) -> float:
     return float(special.ndtri(0.5 + level / 2.0))
 
 
-def normal_interval(estimate: float, se: float, n: int, level: float) -> Estimate:
-    """Wald interval `estimate ± z * se`; NaN bounds when the standard error is not finite."""
-    if not np.isfinite(se):
-        return Estimate(float(estimate), np.nan, np.nan, n)
-    half = z_value(level) * se
-    return Estimate(float(estimate), float(estimate - half), float(estimate + half), n)
-
-
 def t_interval(estimate: float, se: float, df: float, level: float, n: int = 0) -> Estimate:
-    """Student-t interval `estimate ± t(df) * se`: the small-sample form of `normal_interval` (NaN when df < 1)."""
+    """Student-t interval `estimate ± t(df) * se` (the normal, Wald one when `df` is infinite; NaN when df < 1)."""
     if not np.isfinite(se) or df < 1:
         return Estimate(float(estimate), np.nan, np.nan, n)
     half = t_quantile(df, level) * se
@@ -136,11 +128,9 @@ class LabelPhase:
 def bounded_label_phase(
     weights: NDArray[np.float64], resid: NDArray[np.float64], anchor: float, bounds: tuple[float, float], level: float
 ) -> LabelPhase:
-    """The label phase of a mean of bounded scores, as though z^2 more labels had been seen, half at each bound, on
-    items the judge scored at its mean: Agresti and Coull's "add z^2/2 successes and z^2/2 failures" for a score in
-    [low, high] (docs/statistics.md, "Intervals that stay honest with few labels"). weights: each label's weight; resid:
-    label - lam * judge score; anchor: lam * the judge's mean, the judge part of a pseudo-label's residual (so
-    pseudo-labels carry no judge signal)."""
+    """The label phase of a mean of bounded scores with Agresti-Coull pseudo-labels at the bounds (docs/statistics.md,
+    "Intervals that stay honest with few labels"). resid: label - lam * judge score; anchor: lam * the judge's mean,
+    the judge part of a pseudo-label's residual (so pseudo-labels carry no judge signal)."""
     kappa = z_value(level) ** 2  # pseudo-labels, half at each end of the scale
     used = int(np.count_nonzero(weights > 0))
     each = float(weights.sum()) / max(used, 1)  # a pseudo-label weighs as an average label

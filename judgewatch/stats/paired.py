@@ -25,11 +25,10 @@ _RESAMPLE_CELLS = 10_000_000  # bound on bootstrap values held in memory at once
 
 @dataclass(frozen=True, slots=True)
 class PairedDiff:
-    """Mean of candidate - baseline over items scored on both sides. `n` pairs used, `n_dropped` pairs where either side
-    was unscored (NaN) or missing; `method` says how the interval was obtained: "BCa"/"percentile" (bootstrap), "t" (too
-    few pairs to bootstrap), "constant" (every difference equal: a zero-width interval), "none" (fewer than two pairs:
-    no interval). `sd`: the differences' standard deviation (NaN below two pairs), what the gate's power rests on
-    (`stats.power`)."""
+    """Mean of candidate - baseline over items scored on both sides; `n_dropped` pairs where either side was unscored
+    (NaN) or missing. `method`: "BCa"/"percentile" (bootstrap), "t" (too few pairs to bootstrap), "constant" (every
+    difference equal: zero width), "none" (fewer than two pairs: no interval). `sd`: the differences' standard
+    deviation (NaN below two pairs), what the gate's power rests on (`stats.power`)."""
 
     estimate: float
     low: float
@@ -82,11 +81,9 @@ def paired_mean_diff(
     seed: int = 0,
     min_bootstrap_n: int = 10,
 ) -> PairedDiff:
-    """Mean difference with a seeded paired bootstrap interval (scipy.stats.bootstrap). Inputs are aligned item by item
-    (see `align_scores`); NaN = unscored, dropped pairwise and counted. Resampling whole pairs keeps each item's
-    candidate and baseline together, which is what makes it paired. Fallbacks: BCa bounds that come out undefined are
-    recomputed by percentile; fewer than `min_bootstrap_n` pairs use a Student-t interval, since a bootstrap of a
-    handful of values understates its own spread."""
+    """Mean difference of scores aligned item by item (`align_scores`), with a seeded bootstrap over whole pairs (what
+    makes it paired); NaN = unscored, dropped pairwise and counted. Fewer than `min_bootstrap_n` pairs get a Student-t
+    interval instead, since a bootstrap of a handful of values understates its own spread."""
     x, y, dropped = paired_arrays(candidate, baseline, ("candidate", "baseline"))
     z_value(level)
     n = x.size

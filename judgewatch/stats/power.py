@@ -1,10 +1,5 @@
 """The release gate's power: the smallest regression it catches with a stated probability, and how many golden
-items a margin needs (docs/statistics.md, "Gate power"):
-
-    D = margin + (t_{1 - (1 - level) / 2, n - 1} + t_{power, n - 1}) * sd / sqrt(n)
-
-the one-sided t-test's sample-size formula for the gate's rule (the upper bound of the two-sided `level`
-interval of mean(candidate - baseline) below -margin)."""
+items a margin needs (the one-sided t-test's sample-size formula: docs/statistics.md, "Gate power")."""
 
 from __future__ import annotations
 
@@ -15,16 +10,12 @@ from scipy import special
 POWER = 0.8
 
 
-def _quantiles(n: int, level: float, power: float) -> float:
-    df = max(n - 1, 1)
-    return float(special.stdtrit(df, 0.5 + level / 2.0) + special.stdtrit(df, power))
-
-
 def detectable_drop(sd: float, n: int, margin: float, *, level: float = 0.95, power: float = POWER) -> float:
     """The smallest drop of the mean score the gate catches with probability `power` (NaN below two pairs)."""
     if n < 2 or not math.isfinite(sd):
         return float("nan")
-    return margin + _quantiles(n, level, power) * sd / math.sqrt(n)
+    df = max(n - 1, 1)
+    return margin + float(special.stdtrit(df, 0.5 + level / 2.0) + special.stdtrit(df, power)) * sd / math.sqrt(n)
 
 
 def items_needed(sd: float, margin: float, drop: float, *, level: float = 0.95, power: float = POWER) -> int:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from judgewatch.stats.estimate import Estimate, normal_interval, wilson_bounds
+from judgewatch.stats.estimate import Estimate, t_interval, wilson_bounds
 
 
 def sign_test(better: int, worse: int) -> float:
@@ -54,7 +54,7 @@ def preference_shares(worse: int, tied: int, better: int, *, level: float = 0.95
     else:
         pb, pw = better / n, worse / n
         se = math.sqrt(max(pb + pw - (pb - pw) ** 2, 0.0) / n) if n > 1 else math.nan
-        net = normal_interval(pb - pw, se if np.isfinite(se) and se > 0 else math.nan, n, level)
+        net = t_interval(pb - pw, se if np.isfinite(se) and se > 0 else math.nan, math.inf, level, n)
     return PreferenceShares(
         n, _share(worse, n, level), _share(tied, n, level), _share(better, n, level), net, sign_test(better, worse)
     )

@@ -1,15 +1,6 @@
-"""Anytime-valid confidence sequences, for numbers a service looks at every period (docs/statistics.md,
-"Numbers checked every period"): a sequence holds at every look at once, however often it is read.
-
-Both kinds here are the asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy and Ramdas
-(Ann. Statist. 52(6), 2024): Robbins' normal-mixture boundary (one-sided form: Howard et al., Ann. Statist.
-2021, eq. 14) on a sum with estimated variance v, tightest at a v fixed in advance by rho (never the guarantee):
-
-    |sum_{i<=t} (X_i - mu_i)| <= sqrt(2 (v rho^2 + 1) / rho^2 * log(sqrt(v rho^2 + 1) / alpha))     (two-sided)
-    one-sided: log(1 + sqrt(v rho^2 + 1) / (2 alpha)) in place of the log
-
-v is t sigma^2 for t observations (`shift_p_values`, the drift monitor), or the sum of per-period squared
-standard errors for a running mean of per-period estimates (`batch_cs`)."""
+"""Asymptotic confidence sequences (Waudby-Smith et al. 2024) for numbers a service looks at every period: they hold
+at every look at once (docs/statistics.md, "Numbers checked every period", gives the boundary). The sum's variance v
+is t sigma^2 for t observations (`shift_p_values`) or the sum of per-period squared standard errors (`batch_cs`)."""
 
 from __future__ import annotations
 
@@ -31,7 +22,7 @@ def rho2(v_star: float, alpha: float) -> float:
 
 
 def boundary(v: ArrayLike, alpha: ArrayLike, rho_sq: float, *, one_sided: bool = False) -> NDArray[np.float64]:
-    """The normal-mixture bound on a centred sum with variance `v` (module docstring); vectorized."""
+    """The normal-mixture bound on a centred sum with variance `v` (docs/statistics.md); vectorized."""
     scaled = np.asarray(v, dtype=np.float64) * rho_sq + 1.0
     a = np.asarray(alpha, dtype=np.float64)
     log = np.log1p(np.sqrt(scaled) / (2.0 * a)) if one_sided else np.log(np.sqrt(scaled) / a)
@@ -105,11 +96,8 @@ def shift_p_values(
     t_star: float = T_STAR,
 ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
     """Anytime-valid p-value, at each look (the number of values seen), that some stretch's mean moved from its
-    reference's (one-sided: fell below it); and which stretch gives it (-1: none testable). Stretch k alarms at level b
-    when its reference's fixed-sample interval at b/2 (a normal interval: the reference is a fixed sample once the
-    stretch starts) and the stretch's CS at b/2 do not meet; p_k is the smallest such b, and the look's p-value min_k
-    p_k / weight_k. Under "no shift", the chance that any look's p-value is ever <= alpha is at most alpha (a union over
-    the stretches, each a CS). `t_star`: the stretch length (values) where its CS is tightest."""
+    reference's (one-sided: fell below it), and which stretch gives it (-1: none testable); the method is
+    docs/statistics.md's "The drift check". `t_star`: the stretch length (values) where its CS is tightest."""
     x = as_float_array(values, "values")
     n_look = np.asarray(looks, dtype=np.int64)[:, None]
     s, r = stretches.start[None, :], stretches.ref_start[None, :]

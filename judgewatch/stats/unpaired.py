@@ -1,9 +1,6 @@
-"""Unpaired comparison for the release gate: two tiers' mean scores on different items, with a Welch interval.
-
-Two tiers are paired on the items both answered when those are at least `MIN_SHARED` of the larger tier's items
-(`shares_items`); below that the gap is the difference of each tier's mean over its own items, with Welch's
-interval (Welch-Satterthwaite degrees of freedom). Items both answered enter both means; their positive
-correlation only widens the interval (conservative)."""
+"""Unpaired comparison for the release gate: two tiers' mean scores on different items, with a Welch interval
+(docs/release_gate.md). Items both answered enter both means; their positive correlation only widens the interval
+(conservative)."""
 
 from __future__ import annotations
 
