@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
@@ -29,9 +29,6 @@ from judgewatch.storage.calibration import (
     upsert_alert,
 )
 from judgewatch.storage.db import session_scope
-
-if TYPE_CHECKING:  # a served-model score shift is a tested window too
-    from judgewatch.calibration.model_change import ScoreShift
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +162,24 @@ def _alert_row(result: DriftResult, run: DriftRun, family_alpha: float) -> Drift
     )
 
 
-def series_fields(series: Series, tested: DriftResult | ScoreShift) -> dict[str, Any]:
+class TestedWindow(Protocol):
+    """A series' latest window that was tested: a drift result or a served-model score shift."""
+
+    @property
+    def tier(self) -> str: ...
+    @property
+    def criterion(self) -> str: ...
+    @property
+    def window(self) -> str: ...
+    @property
+    def release(self) -> str | None: ...
+    @property
+    def current_start(self) -> datetime | None: ...
+    @property
+    def reference_start(self) -> datetime | None: ...
+
+
+def series_fields(series: Series, tested: TestedWindow) -> dict[str, Any]:
     """What every alert of one series and window carries: the judge and rubric, tier, criterion, release, windows."""
     start = tested.current_start
     assert start is not None
@@ -185,7 +199,7 @@ def series_fields(series: Series, tested: DriftResult | ScoreShift) -> dict[str,
     }
 
 
-def resolve_stale(session: Session, series: Series, tested: DriftResult | ScoreShift, *, served_model: bool) -> int:
+def resolve_stale(session: Session, series: Series, tested: TestedWindow, *, served_model: bool) -> int:
     """Resolve the series' open alerts of windows before `tested`'s, which tested within chance. `served_model`: the
     served-model-change alerts of the series (else its judge drift alerts)."""
     start = tested.current_start
