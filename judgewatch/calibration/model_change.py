@@ -5,12 +5,11 @@ whether the answers changed."""
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
-from scipy import stats
 from sqlalchemy import Engine
 
 from judgewatch.calibration.anchors import AnchorComparison
@@ -18,14 +17,17 @@ from judgewatch.calibration.drift import WINDOWS, DriftConfig, release_of, resol
 from judgewatch.calibration.estimands import split_populations
 from judgewatch.calibration.judge_series import Series
 from judgewatch.stats import time_windows
+from judgewatch.stats.estimate import SCALE_BOUNDS
+from judgewatch.stats.sequential import shift_p_values, window_stretches
 from judgewatch.storage.calibration import SERVED_MODEL_CHANGE, DriftAlert, upsert_alert
 from judgewatch.storage.db import session_scope
 
 logger = logging.getLogger(__name__)
 
 TEST_TEXT = (
-    "mean judge score of the latest window vs the pooled earlier windows of the same release and tier: "
-    "two-sided Welch t-test, Bonferroni over the {n} series tested, family-wise alpha {alpha:g} per run; "
+    "anytime-valid: mean judge score of each stretch from a window's start to now vs the windows before it, same "
+    "release and tier, two-sided, asymptotic confidence sequences; Bonferroni over the {n} series tested, "
+    "family-wise alpha {alpha:g} per run; "
     "raised only while the judge is stable on the anchor set"
 )
 
@@ -82,27 +84,31 @@ class ModelChangeRun:
 
 
 def _shifts(traffic: pd.DataFrame, window: str, cfg: DriftConfig) -> list[ScoreShift]:
+    """Each series' anytime-valid check at this look (`stats.sequential.shift_p_values`, two-sided on the mean
+    score): every stretch from a window's start to now against the windows before it, as the drift check does."""
     width = WINDOWS[window]
     out = []
     keys = [release_of(traffic), "tier", "criterion"]
     for (release, tier, criterion), group in traffic.groupby(keys, sort=True):
-        starts = pd.Series(time_windows(group["at"].dt.to_pydatetime(), width), index=group.index)
-        ordered = sorted(starts.unique())
-        if len(ordered) < 2:
+        group = group[group["judge"].notna()].sort_values("at", kind="stable")
+        starts = time_windows(group["at"].dt.to_pydatetime(), width)
+        if len(np.unique(starts)) < 2:
             continue
-        current = ordered[-1]
-        first_ref = window_start(current) - cfg.reference_windows[window] * width
-        refs = [w for w in ordered[:-1] if window_start(w) >= first_ref]
-        cur = group.loc[starts == current, "judge"].to_numpy(dtype=float)
-        ref = group.loc[starts.isin(refs), "judge"].to_numpy(dtype=float)
-        if cur.size < cfg.min_current or ref.size < cfg.min_reference:
+        stretches = window_stretches((starts - starts[0]) // np.timedelta64(width), cfg.reference_windows[window])
+        x = group["judge"].to_numpy(dtype=float)
+        sized = np.flatnonzero(
+            (stretches.start - stretches.ref_start >= cfg.min_reference) & (x.size - stretches.start >= cfg.min_current)
+        )
+        if sized.size == 0:
             continue
-        p = float(stats.ttest_ind(cur, ref, equal_var=False).pvalue)
-        if not math.isfinite(p):  # both windows constant: equal means cannot be told apart from none
-            p = 1.0 if cur.mean() == ref.mean() else 0.0
-        first = window_start(refs[0] if refs else current)
-        out.append(ScoreShift(str(release) or None, str(tier), str(criterion), window, window_start(current), first,
-                              int(ref.size), int(cur.size), float(ref.mean()), float(cur.mean()), p))  # fmt: skip
+        p, best = shift_p_values(
+            x, stretches, [x.size], bounds=SCALE_BOUNDS, min_reference=cfg.min_reference, min_current=cfg.min_current
+        )
+        k = int(best[0]) if best[0] >= 0 else int(sized[-1])  # the stretch that alarms, else the latest tested
+        s, r = int(stretches.start[k]), int(stretches.ref_start[k])
+        out.append(ScoreShift(str(release) or None, str(tier), str(criterion), window, window_start(starts[s]),
+                              window_start(starts[r]), s - r, x.size - s, float(x[r:s].mean()), float(x[s:].mean()),
+                              float(p[0])))  # fmt: skip
     return out
 
 

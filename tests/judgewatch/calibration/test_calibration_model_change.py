@@ -5,10 +5,13 @@ the judge is stable on the anchors."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
+from scipy import stats as sps
 from sqlalchemy import Engine, update
 
 from judgewatch.calibration import model_change
@@ -18,6 +21,7 @@ from judgewatch.calibration.anchors import (
     ensure_anchor_verdicts,
     freeze_anchor_set,
 )
+from judgewatch.calibration.drift import DriftConfig
 from judgewatch.calibration.drift import detect as detect_drift
 from judgewatch.calibration.judge_series import current_series
 from judgewatch.calibration.model_change import JudgeStability, judge_stability
@@ -36,9 +40,12 @@ from .conftest import JUDGE_A
 from .test_calibration_drift import SPEC as DRIFT_SPEC
 
 DAY4 = datetime(2026, 1, 4, tzinfo=UTC)
-# The drift tests' data with one tier whose faithfulness scores drop by two points on day 4.
+# The drift tests' data with one tier whose faithfulness scores drop by two points on day 4, at 100 verdicts a day
+# (the check reads every scored verdict, not only the labelled ones; its anytime-valid sequences need more than the
+# drift tests' 25 a day to see a shift on the first day it appears).
 SPEC = replace(
     DRIFT_SPEC,
+    per_day=100,
     tiers={"stable": TierTruth(3.2, 0.3), "moving": TierTruth(3.2, 0.3)},
     shift=BiasShift("moving", "faithfulness", from_day=3, delta=-2.0),
 )
@@ -85,7 +92,7 @@ def test_moving_scores_with_a_stable_judge_alert_as_a_served_model_change(engine
     assert alert.kind == SERVED_MODEL_CHANGE and (alert.tier, alert.release) == ("moving", "r1")
     assert alert.score_ref is not None and alert.score_cur is not None and alert.score_cur < alert.score_ref - 1.0
     assert alert.p_score_shift is not None and alert.p_score_shift < run.alpha_per_test
-    assert "served-model change" in alert.message and "Welch" in alert.test
+    assert "served-model change" in alert.message and "anytime-valid" in alert.test
     again = served_model_run(engine, judge_stability(None))  # the same day again: the same alert, not a new one
     assert again.new_alert_ids == [] and len(again.alerts) == 1
 
@@ -171,3 +178,32 @@ async def test_the_calibration_anchors_step_rejudges_when_the_endpoint_fingerpri
     assert out["compared_with"] == f"{JUDGE_A.config_hash}@old" and out["judge_stable"] is False
     served = calibration_flow.served_model_change.fn(engine, summary, out, 0.05)
     assert served["moving"] >= 1 and served["judge_stable"] is False and served["new_alerts"] == 0
+
+
+def _stable_month(rng: np.random.Generator, per_day: int = 40, days: int = 30) -> pd.DataFrame:
+    at = [DAY4 + timedelta(days=d, minutes=float(m)) for d in range(days) for m in rng.uniform(0, 1440, per_day)]
+    judge = np.clip(np.rint(rng.normal(3.2, 1.0, len(at))), 1, 5)
+    frame = pd.DataFrame({"at": pd.to_datetime(at, utc=True), "judge": judge})
+    return frame.assign(release="r1", tier="t", criterion="faithfulness").sort_values("at", ignore_index=True)
+
+
+@pytest.mark.slow  # 40 simulated months, a check a day: about 20 s of CPU
+def test_a_stable_tier_checked_every_day_for_a_month_seldom_alarms_where_a_one_look_test_would() -> None:
+    # the served-model check runs at every calibration run: its p-values stay valid over all those looks
+    rng, alpha, trials = np.random.default_rng(7), 0.05, 40
+    any_alarm = {"anytime": 0, "welch": 0}
+    for _ in range(trials):
+        month = _stable_month(rng)
+        fired = {"anytime": False, "welch": False}
+        for day in range(2, 31):
+            seen = month[month["at"] < DAY4 + timedelta(days=day)]
+            (shift,) = model_change._shifts(seen, "daily", DriftConfig())
+            fired["anytime"] |= shift.p_value < alpha
+            last = seen["at"] >= DAY4 + timedelta(days=day - 1)
+            ref = seen["at"] >= DAY4 + timedelta(days=max(day - 29, 0))
+            welch = sps.ttest_ind(seen.loc[last, "judge"], seen.loc[ref & ~last, "judge"], equal_var=False).pvalue
+            fired["welch"] |= welch < alpha
+        for kind in any_alarm:
+            any_alarm[kind] += fired[kind]
+    assert any_alarm["anytime"] / trials <= alpha  # 40 months: at most 2 with a false alarm
+    assert any_alarm["welch"] / trials > 0.3  # the single-look test of the latest day, as it ran before, does not
