@@ -66,13 +66,10 @@ def excerpt(text: object, limit: int = _DETAIL_CHARS) -> str:
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    if value is None:
-        return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: rare for these servers; fall back to our own backoff
+        return max(0.0, float(exc.response.headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None  # absent, or an HTTP date (rare for these servers): fall back to our own backoff
 
 
 def _mentions(exc: openai.APIStatusError, markers: tuple[str, ...]) -> bool:

@@ -156,10 +156,8 @@ class TokenCounter:
         key = ("messages", *((m["role"], m["content"]) for m in messages))
         if (hit := self._cache.get(key)) is not None:
             return hit
-        counted = None
-        if self._exact:
-            body = {"messages": list(messages), "add_generation_prompt": True}
-            counted = await self._tokenize(body)
+        body = {"messages": list(messages), "add_generation_prompt": True}
+        counted = await self._tokenize(body) if self._exact else None
         if counted is None:
             cpt = self.endpoint.chars_per_token
             return sum(estimate_tokens(m["content"], cpt) + MESSAGE_OVERHEAD for m in messages)
