@@ -109,8 +109,7 @@ def latin_words(text: str) -> tuple[str, ...]:
 
 
 def _add(weights: dict[str, float], token: str, weight: float) -> None:
-    if weights.get(token, 0.0) < weight:
-        weights[token] = weight
+    weights[token] = max(weights.get(token, 0.0), weight)
 
 
 def _add_cjk(weights: dict[str, float], run: str) -> None:

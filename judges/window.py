@@ -99,8 +99,7 @@ class TokenCounter:
         if isinstance(card_or_error, BaseException):  # down or not OpenAI-compatible: the chat call will say so
             logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), card_or_error)
             return None
-        card = card_or_error
-        reported = (card or {}).get("max_model_len")
+        reported = (card_or_error or {}).get("max_model_len")
         if isinstance(reported, int) and reported > 0:
             size, source = reported, "endpoint"
         else:

@@ -266,8 +266,7 @@ class Scrubber:
             return text
         known = self._memo.get(text)
         if known is not None and time.time() < self._memo_until:
-            for kind, n in known[1]:
-                counts[kind] += n
+            counts.update(dict(known[1]))
             return known[0]
         found: Counter[str] = Counter()
         clean = text

@@ -154,8 +154,7 @@ class _BatchWriter:
 
     async def close(self) -> None:
         if self.pending:
-            batch, self.pending = self.pending, []
-            await self.queue.put(batch)
+            await self.queue.put(self.pending)
         await self.queue.put(None)
 
     async def run(self) -> None:
