@@ -98,9 +98,8 @@ def classify_status(exc: openai.APIStatusError) -> Failure:
     status = exc.status_code
     detail = excerpt(f"HTTP {status}: {exc.message}")
     if status == 429:
-        if _mentions(exc, _QUOTA_MARKERS):
-            return Failure(UnscoredReason.rate_limited, False, detail, status)
-        return Failure(UnscoredReason.rate_limited, True, detail, status, _retry_after(exc))
+        quota = _mentions(exc, _QUOTA_MARKERS)  # exhausted: retrying cannot help, and Retry-After is not read
+        return Failure(UnscoredReason.rate_limited, not quota, detail, status, None if quota else _retry_after(exc))
     if status == 408:
         return Failure(UnscoredReason.timeout, True, detail, status)
     if status >= 500 or status == 409:
