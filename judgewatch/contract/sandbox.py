@@ -125,8 +125,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         ast = super()._parse(source, name, filename)
-        refused = refused_constructs(ast)
-        if refused:
+        if refused := refused_constructs(ast):
             line, what = refused[0]
             raise jinja2.TemplateSyntaxError(f"{what} is not allowed in a rubric template", line, name, filename)
         return ast

@@ -109,10 +109,7 @@ class _InOrder:
         self.waiting: dict[int, tuple[str, Verdict]] = {}
 
     def put(self, index: int, key: str, verdict: Verdict) -> None:
-        if index != self.next:
-            self.waiting[index] = (key, verdict)
-            return
-        self._emit(key, verdict)
+        self.waiting[index] = (key, verdict)
         while self.next in self.waiting:
             self._emit(*self.waiting.pop(self.next))
 
