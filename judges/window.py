@@ -126,12 +126,9 @@ class TokenCounter:
         """The endpoint's count, or None when it cannot count (no /tokenize, an error, a reply without count)."""
         try:
             reply = await self.client.post_root("/tokenize", {"model": self.endpoint.model, **body})
-        except openai.APIStatusError as exc:
-            if exc.status_code in (404, 405):
-                self._exact = False  # no tokenizer endpoint: estimate from now on
-            logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
-            return None
         except (openai.APIError, TimeoutError) as exc:
+            if isinstance(exc, openai.APIStatusError) and exc.status_code in (404, 405):
+                self._exact = False  # no tokenizer endpoint: estimate from now on
             logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
             return None
         count = reply.get("count") if isinstance(reply, dict) else None
