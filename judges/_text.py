@@ -71,10 +71,7 @@ EMPTY = Tokens(MappingProxyType({}), frozenset(), MappingProxyType({}))
 
 def normalize_word(word: str) -> str:
     """Lowercase, drop a possessive, strip a plural crudely ("cities" -> "city", "boxes" -> "box")."""
-    w = word.lower().replace("’", "'")
-    if w.endswith("'s"):
-        w = w[:-2]
-    w = w.rstrip("'")
+    w = word.lower().replace("’", "'").removesuffix("'s").rstrip("'")
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     if len(w) > 4 and w.endswith(("ches", "shes", "sses", "xes", "zes")):
@@ -109,8 +106,7 @@ def latin_words(text: str) -> tuple[str, ...]:
 
 
 def _add(weights: dict[str, float], token: str, weight: float) -> None:
-    if weights.get(token, 0.0) < weight:
-        weights[token] = weight
+    weights[token] = max(weights.get(token, 0.0), weight)
 
 
 def _add_cjk(weights: dict[str, float], run: str) -> None:

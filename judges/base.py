@@ -79,8 +79,7 @@ def run_checks(rubric: Rubric, item: JudgeItem) -> Checked:
         if result.outcome == "not_applicable":
             checked.not_applicable.append(criterion.name)
         else:
-            passed = result.outcome == "pass"
-            checked.scores[criterion.name] = rubric.scale.max if passed else rubric.scale.min
+            checked.scores[criterion.name] = rubric.scale.max if result.outcome == "pass" else rubric.scale.min
         parts.append(f"{criterion.name} {result.outcome}: {result.reason}")
     if parts:
         checked.reason = "checks: " + "; ".join(parts)
@@ -102,10 +101,8 @@ def none_scored(rubric: Rubric) -> dict[str, object]:
 def no_reference_verdict(item: JudgeItem, rubric: Rubric, identity: JudgeIdentity) -> Verdict:
     """Every judge criterion needs references and the item has none: unscored, not guessed. The rubric's check criteria
     are still scored when any applies (the judged criteria are N/A)."""
-    if rubric.check_criteria:
-        _, not_applicable = plan(rubric, item)
-        if run_checks(rubric, item).scores:
-            return scored_verdict(item, rubric, identity, {}, not_applicable, "")
+    if rubric.check_criteria and run_checks(rubric, item).scores:
+        return scored_verdict(item, rubric, identity, {}, plan(rubric, item)[1], "")
     detail = "every criterion needs reference material and the item has none"
     return unscored(item, rubric, identity, UnscoredReason.no_reference, detail, **none_scored(rubric))
 

@@ -91,11 +91,7 @@ async def _limit_exists(name: str) -> bool:
 @contextlib.asynccontextmanager
 async def judge_slot(base_url: str) -> AsyncIterator[None]:
     """Hold one slot of the endpoint's global limit for the duration of the block (or nothing, see module doc)."""
-    if prefect_api_url() is None:
-        yield
-        return
-    name = limit_name(base_url)
-    if not await _limit_exists(name):
+    if prefect_api_url() is None or not await _limit_exists(name := limit_name(base_url)):
         yield
         return
     from prefect.concurrency.asyncio import concurrency

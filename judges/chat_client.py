@@ -155,9 +155,8 @@ class ChatClient:
         return True
 
     async def model_card(self) -> dict[str, Any] | None:
-        """The served model's entry of GET /models (vLLM adds `max_model_len`); None when it is not listed. The health
-        check's answer when there was one (a run's first request does not wait for a second); raises the client's
-        error when the endpoint does not answer."""
+        """The served model's entry of GET /models (vLLM adds `max_model_len`), None when not listed, the client's error
+        raised when the endpoint does not answer; the health check's answer when there was one (read once)."""
         if self._models is None:
             client, _ = self._bind()
             page = await client.models.list(timeout=min(self.endpoint.timeout_s, HEALTH_TIMEOUT_S))

@@ -66,13 +66,10 @@ def excerpt(text: object, limit: int = _DETAIL_CHARS) -> str:
 
 
 def _retry_after(exc: openai.APIStatusError) -> float | None:
-    value = exc.response.headers.get("retry-after")
-    if value is None:
-        return None
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: rare for these servers; fall back to our own backoff
+        return max(0.0, float(exc.response.headers["retry-after"]))
+    except (KeyError, ValueError):
+        return None  # absent, or an HTTP date (rare for these servers): fall back to our own backoff
 
 
 def _mentions(exc: openai.APIStatusError, markers: tuple[str, ...]) -> bool:
@@ -101,9 +98,8 @@ def classify_status(exc: openai.APIStatusError) -> Failure:
     status = exc.status_code
     detail = excerpt(f"HTTP {status}: {exc.message}")
     if status == 429:
-        if _mentions(exc, _QUOTA_MARKERS):
-            return Failure(UnscoredReason.rate_limited, False, detail, status)
-        return Failure(UnscoredReason.rate_limited, True, detail, status, _retry_after(exc))
+        quota = _mentions(exc, _QUOTA_MARKERS)  # exhausted: retrying cannot help, and Retry-After is not read
+        return Failure(UnscoredReason.rate_limited, not quota, detail, status, None if quota else _retry_after(exc))
     if status == 408:
         return Failure(UnscoredReason.timeout, True, detail, status)
     if status >= 500 or status == 409:

@@ -171,12 +171,7 @@ class FallbackJudge:
 
     async def health(self) -> dict[str, bool]:
         """Per link: does its endpoint answer? Links without a `health()` (the reference judge) count as up."""
-
-        async def one(judge: Judge) -> bool:
-            check = getattr(judge, "health", None)
-            return bool(await check()) if check is not None else True
-
-        results = await asyncio.gather(*(one(link.judge) for link in self._links))
+        results = await asyncio.gather(*(_answers(link.judge) for link in self._links))
         return {link.stats.label: ok for link, ok in zip(self._links, results, strict=True)}
 
     async def aclose(self) -> None:
@@ -199,5 +194,9 @@ class GuardedJudge(FallbackJudge):
         return getattr(self._links[0].judge, name)
 
     async def health(self) -> bool:  # type: ignore[override]
-        check = getattr(self._links[0].judge, "health", None)
-        return bool(await check()) if check is not None else True
+        return await _answers(self._links[0].judge)
+
+
+async def _answers(judge: Judge) -> bool:
+    check = getattr(judge, "health", None)
+    return bool(await check()) if check is not None else True

@@ -116,8 +116,7 @@ def earlier_turns(item: JudgeItem) -> int:
 
 def without_oldest_turns(item: JudgeItem, dropped: int) -> JudgeItem:
     """`item` without the `dropped` oldest of its turns before the question."""
-    turns = item.messages or []
-    return item.model_copy(update={"messages": turns[dropped:] or None})
+    return item.model_copy(update={"messages": (item.messages or [])[dropped:] or None})
 
 
 async def _fits(messages: list[dict[str, str]], counter: TokenCounter, budget: int) -> int | None:

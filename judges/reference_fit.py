@@ -68,8 +68,7 @@ def class_weights(y: np.ndarray) -> np.ndarray:
     """Weights under which the faithful and the unfaithful labels weigh the same (mean weight 1): the level cuts
     read the probability as evidence, not as how rare faithful answers are in the labelled traffic."""
     positives = float(y.sum())
-    weights: np.ndarray = np.where(y == 1, len(y) / (2 * positives), len(y) / (2 * (len(y) - positives)))
-    return weights
+    return np.where(y == 1, len(y) / (2 * positives), len(y) / (2 * (len(y) - positives)))
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,8 @@ def score_positions(entries: Sequence[Any], criteria: Sequence[str]) -> dict[str
 
 
 def expected_scores(rubric: Rubric, scores: dict[str, int], entries: Sequence[Any]) -> dict[str, LevelProbs] | None:
-    """Each scored criterion's distribution over the scale, or None unless every one of them could be read. A criterion
-    whose score token is not found, or whose alternatives spell no level, or whose token does not hold the integer the
-    reply carries (the tokens are not the reply's), makes the reading fail as a whole: a verdict carries the float for
-    all of its scores or for none."""
+    """Each scored criterion's distribution over the scale, or None unless every one of them could be read (its token
+    found, holding the reply's integer, with alternatives that spell levels): a verdict has floats for all or none."""
     if not readable_scale(rubric) or not scores:
         return None
     levels = range(rubric.scale.min, rubric.scale.max + 1)

@@ -99,8 +99,7 @@ class TokenCounter:
         if isinstance(card_or_error, BaseException):  # down or not OpenAI-compatible: the chat call will say so
             logger.debug("%s: cannot read /models (%s); window not learned yet", mask_url(cfg.base_url), card_or_error)
             return None
-        card = card_or_error
-        reported = (card or {}).get("max_model_len")
+        reported = (card_or_error or {}).get("max_model_len")
         if isinstance(reported, int) and reported > 0:
             size, source = reported, "endpoint"
         else:
@@ -127,12 +126,9 @@ class TokenCounter:
         """The endpoint's count, or None when it cannot count (no /tokenize, an error, a reply without count)."""
         try:
             reply = await self.client.post_root("/tokenize", {"model": self.endpoint.model, **body})
-        except openai.APIStatusError as exc:
-            if exc.status_code in (404, 405):
-                self._exact = False  # no tokenizer endpoint: estimate from now on
-            logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
-            return None
         except (openai.APIError, TimeoutError) as exc:
+            if isinstance(exc, openai.APIStatusError) and exc.status_code in (404, 405):
+                self._exact = False  # no tokenizer endpoint: estimate from now on
             logger.debug("%s /tokenize failed: %s", mask_url(self.endpoint.base_url), exc)
             return None
         count = reply.get("count") if isinstance(reply, dict) else None
@@ -156,10 +152,8 @@ class TokenCounter:
         key = ("messages", *((m["role"], m["content"]) for m in messages))
         if (hit := self._cache.get(key)) is not None:
             return hit
-        counted = None
-        if self._exact:
-            body = {"messages": list(messages), "add_generation_prompt": True}
-            counted = await self._tokenize(body)
+        body = {"messages": list(messages), "add_generation_prompt": True}
+        counted = await self._tokenize(body) if self._exact else None
         if counted is None:
             cpt = self.endpoint.chars_per_token
             return sum(estimate_tokens(m["content"], cpt) + MESSAGE_OVERHEAD for m in messages)

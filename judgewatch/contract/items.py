@@ -116,9 +116,7 @@ def detect_language(*texts: str | None) -> Language:
     if all(not text or text.isascii() for text in texts):
         return "en"
     cjk = letters = 0
-    for text in texts:
-        if not text:
-            continue
+    for text in filter(None, texts):
         ideographs = "".join(_CJK.findall(text))
         cjk += len(ideographs)
         letters += sum(map(str.isalpha, text)) - sum(map(str.isalpha, ideographs)) + len(ideographs)
@@ -150,9 +148,7 @@ class JudgeItem(JudgedContent):
     @field_validator("context", mode="before")
     @classmethod
     def _context_as_list(cls, value: object) -> object:
-        if value is None:
-            return []
-        return [value] if isinstance(value, str) else value
+        return [] if value is None else [value] if isinstance(value, str) else value
 
     @property
     def lang(self) -> Language:

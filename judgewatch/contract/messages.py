@@ -73,11 +73,9 @@ class ChatMessage(BaseModel):
         if isinstance(role, str):
             data["role"] = ROLE_ALIASES.get(role, role)
         data["content"] = content_text(data.get("content"))
-        if data.get("tool_calls") is None:
-            data["tool_calls"] = []
-        legacy = data.pop("function_call", None)  # OpenAI's older single call
-        if isinstance(legacy, dict) and not data["tool_calls"]:
-            data["tool_calls"] = [legacy]
+        legacy = data.pop("function_call", None)  # OpenAI's older single call: read when no tool_calls are given
+        if data.get("tool_calls") is None or (isinstance(legacy, dict) and not data["tool_calls"]):
+            data["tool_calls"] = [legacy] if isinstance(legacy, dict) else []
         return data
 
     @model_validator(mode="after")

@@ -143,7 +143,6 @@ _TOKEN_STARTS = re.compile("sk-|AKIA|ASIA|gh[pousr]_|github_pat_|xox|AIza|eyJ")
 _ASSIGN = re.compile("[:=\uff1a]")
 _ANY_HINT = re.compile("[0-9@:=\uff1a\u53f7]|-----BEGIN |(?i:bearer)|" + _TOKEN_STARTS.pattern)
 _DIGIT = re.compile("[0-9]")
-_MIN_DIGITS = {PiiKind.cn_id: 17, PiiKind.card: 13, PiiKind.phone: 8}
 
 
 def _sub_secret(text: str, counts: Counter[str]) -> str:
@@ -222,9 +221,9 @@ _SUBSTITUTERS: dict[PiiKind, _Substituter] = {
 _MAY_HOLD: dict[PiiKind, Callable[[str, int], bool]] = {
     PiiKind.secret: lambda _text, _digits: True,  # `_sub_secret` tests each of its patterns' literals itself
     PiiKind.email: lambda text, _digits: "@" in text,
-    PiiKind.cn_id: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.cn_id],
-    PiiKind.card: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.card],
-    PiiKind.phone: lambda _text, digits: digits >= _MIN_DIGITS[PiiKind.phone],
+    PiiKind.cn_id: lambda _text, digits: digits >= 17,
+    PiiKind.card: lambda _text, digits: digits >= 13,
+    PiiKind.phone: lambda _text, digits: digits >= 8,
     PiiKind.iban: lambda text, digits: digits >= 2 and pii_more.may_hold_iban(text),
     PiiKind.ssn: lambda text, digits: digits >= 9 and pii_more.may_hold_ssn(text),
     PiiKind.ip: lambda text, digits: (":" in text or (digits >= 4 and "." in text)) and pii_more.may_hold_ip(text),
@@ -266,8 +265,7 @@ class Scrubber:
             return text
         known = self._memo.get(text)
         if known is not None and time.time() < self._memo_until:
-            for kind, n in known[1]:
-                counts[kind] += n
+            counts.update(dict(known[1]))
             return known[0]
         found: Counter[str] = Counter()
         clean = text

@@ -52,8 +52,7 @@ def neutralize(text: str) -> str:
     """Make judged text inert inside the prompt's <tag> delimiters: it cannot open or close any tag. Angle brackets
     become their full-width look-alikes, so the judge still reads the text, but no `</answer>` or `<system>` in an
     answer can end the data section or start a new one."""
-    text = unicodedata.normalize("NFC", text)
-    text = _CONTROL.sub("", text)
+    text = _CONTROL.sub("", unicodedata.normalize("NFC", text))
     return text.replace("<", "\uff1c").replace(">", "\uff1e")
 
 
@@ -103,10 +102,8 @@ def render_pair_messages(rubric: Rubric, item: JudgeItem, answer_a: str, answer_
 
 
 def conversation_view(item: JudgeItem) -> dict[str, list[dict[str, object]]]:
-    """A conversation's turns for a template, neutralized: `turns`, those before the question (the last user turn, which
-    is `question`), and `steps`, those between it and the answer (tool calls and their results). Both are empty for a
-    single question, so its prompt is what it always was. A turn is {role, content, tool_calls: [{name, arguments}],
-    tool}; `tool` names the tool a result came from."""
+    """A conversation's turns for a template, neutralized: `turns` before the question (the last user turn) and `steps`
+    between it and the answer (tool calls and results); both empty for a single question, whose prompt is unchanged."""
     if not item.is_conversation:
         return {"turns": [], "steps": []}
     parts = conversation_parts(item.messages)

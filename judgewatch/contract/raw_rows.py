@@ -87,10 +87,8 @@ def _utf16_pattern(head: bytes) -> bool:
 
 
 def loads_bounded(text: str | bytes) -> Any:
-    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError. The C
-    decoder stops itself at Python's recursion limit (RecursionError, caught here); the depth of what it did parse is
-    then measured without recursion, over containers only, and only when the text holds more openers than the limit (a
-    C-speed count), so ordinary rows pay almost nothing."""
+    """`json.loads`, but a document nested deeper than MAX_JSON_DEPTH raises ValueError, never RecursionError; the
+    depth is measured only when the text holds more openers than the limit, so ordinary rows pay almost nothing."""
     try:
         value = json.loads(text)
     except RecursionError:
@@ -123,9 +121,7 @@ class RowError(ValueError):
 
 
 def json_object(line: str | bytes) -> dict[str, Any]:
-    """One JSONL line as an object, or RowError with the reason every reader words the same way. The reasons: not valid
-    UTF-8 (with the byte), not valid JSON (with the column), not usable JSON (nested too deeply, a number too long to
-    convert) and expected a JSON object (with the type it got)."""
+    """One JSONL line as an object, or RowError with the reason every reader words the same way."""
     try:
         text = line.decode("utf-8") if isinstance(line, bytes) else line
     except UnicodeDecodeError as exc:

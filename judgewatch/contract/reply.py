@@ -102,9 +102,8 @@ def parse_json_reply(
     salvage: Callable[[str], ReplyT],
     read: Callable[[ModelT], ReplyT],
 ) -> ReplyT:
-    """`read(model(json))` for a reply, or ReplyError naming the first problem. A reply that is not JSON because
-    max_tokens cut it (finish_reason "length") goes to `salvage`, which returns what was written before the cut or
-    raises a truncated ReplyError."""
+    """`read(model(json))` for a reply, or ReplyError naming the first problem; a reply that max_tokens cut before it
+    was JSON (finish_reason "length") goes to `salvage` (what was written before the cut, or a truncated ReplyError)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -81,9 +81,8 @@ class Rubric(BaseModel):
             seen.add(criterion.name)
             if criterion.check is not None and self.kind == "pairwise":
                 raise ValueError(f"criteria.{i}.check ({criterion.name}): checks need a pointwise rubric")
-            if self.kind == "pairwise":  # a pairwise verdict names a winner: there is no scale to anchor
-                continue
-            if criterion.check is not None and not criterion.anchors:  # pass = max level, fail = min level
+            # A pairwise verdict names a winner: no scale to anchor; a check without anchors: pass = max, fail = min.
+            if self.kind == "pairwise" or (criterion.check is not None and not criterion.anchors):
                 continue
             for field, anchors in (("anchors", criterion.anchors), ("anchors_zh", criterion.anchors_zh)):
                 if anchors is None:
@@ -107,11 +106,7 @@ class Rubric(BaseModel):
     @cached_property
     def content_digest(self) -> str:
         """sha256 over the YAML bytes and every template's bytes (all 64 hex digits)."""
-        digest = hashlib.sha256()
-        if self.path is not None:
-            digest.update(self.path.read_bytes())
-        else:
-            digest.update(self.model_dump_json().encode())
+        digest = hashlib.sha256(self.path.read_bytes() if self.path is not None else self.model_dump_json().encode())
         for lang in sorted(self.template_texts):
             digest.update(lang.encode() + b"\0" + self.template_texts[lang].encode())
         return digest.hexdigest()
@@ -121,10 +116,7 @@ class Rubric(BaseModel):
         return RubricIdentity(name=self.name, version=self.version, hash=self.content_hash)
 
     def criterion(self, name: str) -> Criterion:
-        for criterion in self.criteria:
-            if criterion.name == name:
-                return criterion
-        raise KeyError(name)
+        return {c.name: c for c in self.criteria}[name]
 
     @property
     def check_criteria(self) -> list[Criterion]:

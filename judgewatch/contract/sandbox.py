@@ -125,14 +125,13 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
         ast = super()._parse(source, name, filename)
-        refused = refused_constructs(ast)
-        if refused:
+        if refused := refused_constructs(ast):
             line, what = refused[0]
             raise jinja2.TemplateSyntaxError(f"{what} is not allowed in a rubric template", line, name, filename)
         return ast
 
     def bounded_concat(self, parts: tuple[Any, ...]) -> str:
-        texts = [_text(part) for part in parts]
+        texts = [str(part) for part in parts]
         _check_size(sum(len(t) for t in texts), "the operator '~'")
         return "".join(texts)
 
@@ -204,10 +203,6 @@ def _guarded_filter(function: Callable[..., Any], name: str, guard: Guard) -> Ca
     return checked
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
-
-
 def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str, default: Any) -> Any:
     return args[index] if len(args) > index else kwargs.get(name, default)
 
@@ -217,33 +212,33 @@ def _sequence(value: Any) -> list[Any]:
 
 
 def _center(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    return max(len(_text(value)), int(_arg(args, kwargs, 0, "width", 80)))
+    return max(len(str(value)), int(_arg(args, kwargs, 0, "width", 80)))
 
 
 def _indent(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    text, width = _text(value), _arg(args, kwargs, 0, "width", 4)
+    text, width = str(value), _arg(args, kwargs, 0, "width", 4)
     pad = len(width) if isinstance(width, str) else int(width) if isinstance(width, int) else 4
     return len(text) + (text.count("\n") + 1) * max(pad, 0)
 
 
 def _wordwrap(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     wrapstring = _arg(args, kwargs, 2, "wrapstring", None) or "\n"
-    return len(_text(value)) * (1 + len(_text(wrapstring)))  # at worst one break after every character
+    return len(str(value)) * (1 + len(str(wrapstring)))  # at worst one break after every character
 
 
 def _replace(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     count = _arg(args, kwargs, 2, "count", None)
     old, new = _arg(args, kwargs, 0, "old", ""), _arg(args, kwargs, 1, "new", "")
-    return _replace_size(_text(value), _text(old), _text(new), -1 if count is None else int(count))
+    return _replace_size(str(value), str(old), str(new), -1 if count is None else int(count))
 
 
 def _join(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    return _join_size(_text(_arg(args, kwargs, 0, "d", "")), _sequence(value))
+    return _join_size(str(_arg(args, kwargs, 0, "d", "")), _sequence(value))
 
 
 def _format(value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    _check_widths(_text(value), "the filter 'format'")  # its integer arguments are checked by the wrapper
-    return len(_text(value)) + sum(len(_text(a)) for a in (*args, *kwargs.values()))
+    _check_widths(str(value), "the filter 'format'")  # its integer arguments are checked by the wrapper
+    return len(str(value)) + sum(len(str(a)) for a in (*args, *kwargs.values()))
 
 
 _FILTER_GUARDS: dict[str, Guard] = {

@@ -60,11 +60,7 @@ class TokenUsage(BaseModel):
     cached: int = 0  # of the prompt tokens, those the endpoint served from its prefix cache
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            prompt=self.prompt + other.prompt,
-            completion=self.completion + other.completion,
-            cached=self.cached + other.cached,
-        )
+        return TokenUsage(**{name: getattr(self, name) + getattr(other, name) for name in TokenUsage.model_fields})
 
 
 class PromptTrim(BaseModel):

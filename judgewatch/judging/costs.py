@@ -9,7 +9,7 @@ verdict writer), read in a few rows.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -47,11 +47,8 @@ class Cost:
 
     def merge(self, other: Cost) -> None:
         """Add another group's figures (same currency) to this one."""
-        self.amount += other.amount
-        self.verdicts += other.verdicts
-        self.prompt_tokens += other.prompt_tokens
-        self.completion_tokens += other.completion_tokens
-        self.cached_tokens += other.cached_tokens
+        for name in ("amount", "verdicts", "prompt_tokens", "completion_tokens", "cached_tokens"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
         for model, n in other.unpriced_models.items():
             self.unpriced_models[model] = self.unpriced_models.get(model, 0) + n
 
@@ -68,15 +65,7 @@ class Cost:
         return text
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "currency": self.currency,
-            "amount": round(self.amount, 6),
-            "verdicts": self.verdicts,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "cached_tokens": self.cached_tokens,
-            "unpriced_models": self.unpriced_models,
-        }
+        return asdict(self) | {"amount": round(self.amount, 6)}
 
 
 GroupBy = Literal["run", "release", "day"]

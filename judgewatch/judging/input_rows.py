@@ -33,10 +33,6 @@ def input_source(path: Path) -> str:
     return f"file:{path.resolve()}"
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def _texts(value: Any) -> bool:
     return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
@@ -52,8 +48,8 @@ def _turns(value: Any) -> bool:
 # field -> (required, check, what the field must be)
 _FIELDS: dict[str, tuple[bool, Callable[[Any], bool], str]] = {
     "id": (True, _id, "a non-empty string or an integer"),
-    "question": (True, _text, "a string"),
-    "answer": (True, _text, "a string"),
+    "question": (True, lambda v: isinstance(v, str), "a string"),
+    "answer": (True, lambda v: isinstance(v, str), "a string"),
     "reference_answer": (False, lambda v: v is None or isinstance(v, str), "a string or null"),
     "reference_facts": (False, _texts, "a list of strings"),
     "context": (False, lambda v: isinstance(v, str) or _texts(v), "a string or a list of strings"),
@@ -102,9 +98,8 @@ def read_judge_input(path: Path | str, *, max_field_bytes: int | None = None) ->
     UTF-16, CR-only line endings) now: one message instead of one per line."""
     path = Path(path)
     sniff_jsonl_file(path)
-    handle = path.open("rb")
     limit = max_field_bytes if max_field_bytes is not None else get_settings().max_field_bytes
-    return JudgeInput(path, handle, limit)
+    return JudgeInput(path, path.open("rb"), limit)
 
 
 def _rows(

@@ -109,10 +109,7 @@ class _InOrder:
         self.waiting: dict[int, tuple[str, Verdict]] = {}
 
     def put(self, index: int, key: str, verdict: Verdict) -> None:
-        if index != self.next:
-            self.waiting[index] = (key, verdict)
-            return
-        self._emit(key, verdict)
+        self.waiting[index] = (key, verdict)
         while self.next in self.waiting:
             self._emit(*self.waiting.pop(self.next))
 
@@ -154,8 +151,7 @@ class _BatchWriter:
 
     async def close(self) -> None:
         if self.pending:
-            batch, self.pending = self.pending, []
-            await self.queue.put(batch)
+            await self.queue.put(self.pending)
         await self.queue.put(None)
 
     async def run(self) -> None:

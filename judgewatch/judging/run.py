@@ -238,8 +238,11 @@ class JudgingRun:
 
     # -- judging ---------------------------------------------------------------------------------------------
 
-    def already_judged_ids(self, interaction_ids: Sequence[str]) -> dict[str, str]:
-        """{interaction id: verdict id} of those judged under this rubric and judge configuration already."""
+    def already_judged_ids(
+        self, interaction_ids: Sequence[str], *, retry_reasons: Collection[str] | None = None
+    ) -> dict[str, str]:
+        """{interaction id: verdict id} of those judged under this rubric and judge configuration already (a verdict
+        unscored for one of `retry_reasons`, default the run's, is not)."""
         if self.engine is None or not interaction_ids:
             return {}
         with session_scope(self.engine) as session:
@@ -248,7 +251,7 @@ class JudgingRun:
                 interaction_ids=interaction_ids,
                 rubric_hash=self.rubric.content_hash,
                 judge_config_hash=self.judge_config_hash,
-                retry_reasons=self.retry_reasons,
+                retry_reasons=self.retry_reasons if retry_reasons is None else retry_reasons,
             )
 
     async def judge_stored(
@@ -331,14 +334,8 @@ class JudgingRun:
         retry = self.retry_reasons | RETRIED_REASONS  # only scored and not-applicable verdicts are final
         source = iter(keyed)
         while chunk := list(islice(source, RESUME_CHUNK)):
+            judged = self.already_judged_ids([key for key, _ in chunk], retry_reasons=retry)
             with session_scope(self.engine) as session:
-                judged = judged_interactions(
-                    session=session,
-                    interaction_ids=[key for key, _ in chunk],
-                    rubric_hash=self.rubric.content_hash,
-                    judge_config_hash=self.judge_config_hash,
-                    retry_reasons=retry,
-                )
                 records = get_verdicts(session=session, verdict_ids=list(judged.values())) if judged else []
                 found = {record.interaction_id: record.to_verdict() for record in records}
             reuse.update(found)
