@@ -26,21 +26,20 @@ logger = logging.getLogger(__name__)
 client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 
 
-def end_sessions(request: object, name: str) -> int:
-    """Forget every Gradio session token of `name` in the app serving `request`; returns how many."""
-    return _drop_tokens(getattr(getattr(request, "request", None), "app", None), name)
+def end_sessions(request: object, name: str) -> None:
+    """Forget every Gradio session token of `name` in the app serving `request`."""
+    _drop_tokens(getattr(getattr(request, "request", None), "app", None), name)
 
 
-def _drop_tokens(app: object, name: str) -> int:
+def _drop_tokens(app: object, name: str) -> None:
     tokens = getattr(app, "tokens", None)
     if not isinstance(tokens, dict):
-        return 0
+        return
     mine = [token for token, user in list(tokens.items()) if user == name]
     for token in mine:
         tokens.pop(token, None)
     if mine:
         logger.info("ended %d session(s) of disabled account %r", len(mine), name)
-    return len(mine)
 
 
 @dataclass
