@@ -102,12 +102,8 @@ def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], d
         rows.extend(row_dict(r) for r in page)
         if len(page) < PAGE:
             break
-    return rows, metadata(rows, filt)
-
-
-def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
     provenance = Counter(label["via"] for r in rows for label in json.loads(r["labels"]))
-    return {
+    return rows, {
         "format": "judgewatch-export/1",
         "rows": len(rows),
         "filter": filt.model_dump(mode="json", exclude_none=True),
@@ -118,15 +114,6 @@ def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
     }
 
 
-def _arrow_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
-    import pyarrow as pa
-
-    types = {"string": pa.string(), "json": pa.string(), "float64": pa.float64(), "int64": pa.int64()}
-    schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
-    data = pa.Table.from_pylist(rows, schema=schema)
-    return data.replace_schema_metadata({b"judgewatch": json.dumps(meta).encode("utf-8")})
-
-
 def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: str, output: Path) -> list[Path]:
     """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -135,7 +122,12 @@ def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: str, out
         side = output.with_name(output.name + ".meta.json")
         side.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         return [output, side]
-    table = _arrow_table(rows, meta)
+    import pyarrow as pa
+
+    types = {"string": pa.string(), "json": pa.string(), "float64": pa.float64(), "int64": pa.int64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
+    data = pa.Table.from_pylist(rows, schema=schema)
+    table = data.replace_schema_metadata({b"judgewatch": json.dumps(meta).encode("utf-8")})
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
