@@ -90,13 +90,13 @@ def same_site_lax(message: Message) -> None:
     ]
 
 
+@dataclass
 class CorsHeaderFilter:
     """ASGI middleware in front of Gradio's CORS layer: drops `Access-Control-Allow-*` headers (and answers a
     preflight 403) for an origin the policy does not allow."""
 
-    def __init__(self, app: ASGIApp, *, policy: OriginPolicy) -> None:
-        self.app = app
-        self.policy = policy
+    app: ASGIApp
+    policy: OriginPolicy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         origin = _header(scope, b"origin") if scope["type"] == "http" else None

@@ -9,6 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, MutableMapping
+from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from typing import Any
 
@@ -25,43 +26,33 @@ logger = logging.getLogger(__name__)
 client_address: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
 
 
-def end_sessions(request: object, name: str) -> int:
-    """Forget every Gradio session token of `name` in the app serving `request`; returns how many."""
-    return _drop_tokens(getattr(getattr(request, "request", None), "app", None), name)
+def end_sessions(request: object, name: str) -> None:
+    """Forget every Gradio session token of `name` in the app serving `request`."""
+    _drop_tokens(getattr(getattr(request, "request", None), "app", None), name)
 
 
-def _drop_tokens(app: object, name: str) -> int:
+def _drop_tokens(app: object, name: str) -> None:
     tokens = getattr(app, "tokens", None)
     if not isinstance(tokens, dict):
-        return 0
+        return
     mine = [token for token, user in list(tokens.items()) if user == name]
     for token in mine:
         tokens.pop(token, None)
     if mine:
         logger.info("ended %d session(s) of disabled account %r", len(mine), name)
-    return len(mine)
 
 
+@dataclass
 class SessionGuard:
     """The ASGI middleware; `engine` answers "is this account active", `throttle` "is this address locked"."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        engine: Engine,
-        throttle: LoginThrottle,
-        origins: OriginPolicy | None = None,
-        recheck_s: float = 2.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.app = app
-        self.engine = engine
-        self.throttle = throttle
-        self.origins = origins or OriginPolicy()
-        self.recheck_s = recheck_s
-        self._clock = clock
-        self._checked: dict[str, tuple[float, bool]] = {}  # name -> (when, active)
+    app: ASGIApp
+    engine: Engine
+    throttle: LoginThrottle
+    origins: OriginPolicy | None = None
+    recheck_s: float = 2.0
+    clock: Callable[[], float] = time.monotonic
+    _checked: dict[str, tuple[float, bool]] = field(default_factory=dict, init=False)  # name -> (when, active)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -71,7 +62,7 @@ class SessionGuard:
         address = str(client[0]) if client else None
         token = client_address.set(address)
         try:
-            refusal = self.origins.refusal(scope)
+            refusal = (self.origins or OriginPolicy()).refusal(scope)
             if refusal is not None:
                 logger.warning("%s (%s %s from %s)", refusal, scope.get("method"), scope.get("path"), address)
                 await _refuse(send, 403, refusal)
@@ -103,7 +94,7 @@ class SessionGuard:
                 _drop_tokens(gradio_app, str(name))
 
     def _active(self, name: str) -> bool:
-        now = self._clock()
+        now = self.clock()
         seen = self._checked.get(name)
         if seen is not None and now - seen[0] < self.recheck_s:
             return seen[1]

@@ -7,14 +7,13 @@ import asyncio
 import gc
 import hashlib
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judgewatch.cli._store import CannotRun, DatabaseUrl, open_store
+from judgewatch.cli._store import CannotRun, DatabaseUrl, fail, open_store
 
 # The command's module is imported for `--help`: openai, SQLAlchemy and the judging core load when it runs.
 if TYPE_CHECKING:
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from judgewatch.judging.run import JudgingRun
     from judgewatch.settings import Settings
     from judgewatch.storage.quarantine import QuarantineRecord
-
-logger = logging.getLogger(__name__)
 
 QUARANTINE_LINES_SHOWN = 20
 EXIT_DEGRADED = 3  # the run finished, but mostly without the configured judge: not a success
@@ -100,8 +97,7 @@ def judge(
             finally:
                 engine.dispose()
         except (CannotRun, RubricError) as exc:
-            typer.echo(f"error: {mask_urls_in(str(exc))}", err=True)
-            raise typer.Exit(2) from None
+            fail(mask_urls_in(str(exc)))
         _print_summary(summary, quarantined, input, output, run)
         if cost is not None:
             typer.echo(f"judge cost: {cost}")
@@ -112,8 +108,7 @@ def judge(
         if run.degraded:
             raise typer.Exit(EXIT_DEGRADED)
         if too_few := _too_few_judged(summary, len(quarantined), run.reused, settings.run_min_judged_share):
-            typer.echo(f"error: {too_few}", err=True)
-            raise typer.Exit(EXIT_TOO_FEW_JUDGED)
+            fail(too_few, EXIT_TOO_FEW_JUDGED)
     finally:
         if collecting:
             gc.enable()

@@ -16,8 +16,6 @@ from judgewatch.cli._options import BorderlineShare, UnscoredShare
 from judgewatch.cli._store import DatabaseUrl
 from judgewatch.url_secrets import hide_params
 
-logger = logging.getLogger(__name__)
-
 
 def run_sampling(*, dry_run: bool, **params: Any) -> dict[str, Any]:
     """The flow's report as a dict; a dry run calls the flow's function without Prefect (nothing to record)."""

@@ -44,7 +44,7 @@ def export(
     from pydantic import ValidationError
 
     from judgewatch.storage.db import session_scope
-    from judgewatch.workbench.export import ExportFormat, collect, write_export
+    from judgewatch.workbench.export import collect, write_export
     from judgewatch.workbench.items import ItemFilter
 
     options = {name: value for name, value in locals().items() if name in ItemFilter.model_fields}
@@ -57,7 +57,7 @@ def export(
         rows, meta = collect(session, filt)
     if not rows:
         fail(f"nothing in {store_label(database_url)} matches the filter: no file written")
-    written = write_export(rows, meta, ExportFormat(format.value), output)
+    written = write_export(rows, meta, format, output)
     typer.echo(f"exported {len(rows)} verdicts to {written[0]}" + (f" (metadata {written[1]})" if written[1:] else ""))
 
 

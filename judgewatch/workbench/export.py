@@ -4,9 +4,9 @@ rows rest on is the metadata: in the Parquet schema, the Dataset's description, 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,6 @@ from sqlmodel import Session
 from judgewatch.workbench.items import ItemFilter, ItemRow, find_items
 
 PAGE = 2000  # rows read from the store at a time
-
-
-class ExportFormat(StrEnum):
-    parquet = "parquet"
-    jsonl = "jsonl"
-    hf = "hf"
 
 
 # Column name -> type, in order; "json" columns hold JSON text.
@@ -103,19 +97,13 @@ def row_dict(row: ItemRow) -> dict[str, Any]:
 def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Every row `filt` matches, and the metadata they rest on."""
     rows: list[dict[str, Any]] = []
-    offset = 0
-    while True:
+    for offset in itertools.count(0, PAGE):
         page, _ = find_items(session, filt, offset=offset, limit=PAGE)
         rows.extend(row_dict(r) for r in page)
         if len(page) < PAGE:
             break
-        offset += PAGE
-    return rows, metadata(rows, filt)
-
-
-def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
     provenance = Counter(label["via"] for r in rows for label in json.loads(r["labels"]))
-    return {
+    return rows, {
         "format": "judgewatch-export/1",
         "rows": len(rows),
         "filter": filt.model_dump(mode="json", exclude_none=True),
@@ -126,25 +114,21 @@ def metadata(rows: list[dict[str, Any]], filt: ItemFilter) -> dict[str, Any]:
     }
 
 
-def _arrow_table(rows: list[dict[str, Any]], meta: dict[str, Any]) -> Any:
+def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: str, output: Path) -> list[Path]:
+    """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "jsonl":
+        output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        side = output.with_name(output.name + ".meta.json")
+        side.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return [output, side]
     import pyarrow as pa
 
     types = {"string": pa.string(), "json": pa.string(), "float64": pa.float64(), "int64": pa.int64()}
     schema = pa.schema([(name, types[kind]) for name, kind in COLUMNS.items()])
     data = pa.Table.from_pylist(rows, schema=schema)
-    return data.replace_schema_metadata({b"judgewatch": json.dumps(meta).encode("utf-8")})
-
-
-def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: ExportFormat, output: Path) -> list[Path]:
-    """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    if fmt is ExportFormat.jsonl:
-        output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-        side = output.with_name(output.name + ".meta.json")
-        side.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return [output, side]
-    table = _arrow_table(rows, meta)
-    if fmt is ExportFormat.parquet:
+    table = data.replace_schema_metadata({b"judgewatch": json.dumps(meta).encode("utf-8")})
+    if fmt == "parquet":
         import pyarrow.parquet as pq
 
         pq.write_table(table, output)

@@ -7,6 +7,7 @@ import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,7 @@ def golden_row(row: ItemRow, scores: dict[str, int], *, criterion: str, good_at:
 
     scrubber = Scrubber()
     counts: Counter[str] = Counter()
-
-    def clean(text: str) -> str:
-        return scrubber.scrub_into(text, counts)
-
+    clean = partial(scrubber.scrub_into, counts=counts)
     i = row.interaction
     answer = clean(i.answer)
     score = scores.get(criterion)
