@@ -116,6 +116,8 @@ def collect(session: Session, filt: ItemFilter) -> tuple[list[dict[str, Any]], d
 
 def write_export(rows: list[dict[str, Any]], meta: dict[str, Any], fmt: str, output: Path) -> list[Path]:
     """Write the rows as `fmt` at `output` (a file for parquet and jsonl, a folder for hf); the paths written."""
+    if fmt not in ("parquet", "jsonl", "hf"):
+        raise ValueError(f"unknown export format {fmt!r}: parquet, jsonl or hf")
     output.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "jsonl":
         output.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
