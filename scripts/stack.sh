@@ -246,16 +246,10 @@ status() {
 }
 
 commands() {
-  printf 'prefect-server: %s\n' "${cmd_prefect_server[*]}"
-  printf 'prefect-db-create: %s\n' "${cmd_prefect_db_create[*]}"
-  printf 'store-create: %s\n' "${cmd_store_create[*]}"
-  printf 'store-migrate: %s\n' "${cmd_store_migrate[*]}"
-  printf 'work-pool: %s\n' "${cmd_work_pool[*]}"
-  printf 'judge-limit: %s\n' "${cmd_judge_limit[*]}"
-  printf 'deploy: %s\n' "${cmd_deploy[*]}"
+  show() { local -n cmd=cmd_$1; printf '%s: %s\n' "${1//_/-}" "${cmd[*]}"; }  # show NAME: the line of cmd_NAME
+  for c in prefect_server prefect_db_create store_create store_migrate work_pool judge_limit deploy; do show "$c"; done
   for i in $(seq 1 "$WORKERS"); do printf 'worker-%s: %s judgewatch-worker-%s\n' "$i" "${cmd_worker[*]}" "$i"; done
-  printf 'review-ui: %s\n' "${cmd_review_ui[*]}"
-  printf 'ingest: %s\n' "${cmd_ingest[*]}"
+  for c in review_ui ingest; do show "$c"; done
 }
 
 main() {
