@@ -157,20 +157,16 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
                 )
             )
             scores: dict[str, int | None] = {c: int(judged[c][k]) for c in criteria}
-            verdicts.append(
-                (
-                    iid,
-                    Verdict(
-                        item_id=source_id,
-                        status=VerdictStatus.scored,
-                        scores=scores,
-                        overall=rubric.overall(scores),
-                        reason="synthetic",
-                        judge=spec.judge,
-                        rubric=rubric.identity,
-                    ),
-                )
+            verdict = Verdict(
+                item_id=source_id,
+                status=VerdictStatus.scored,
+                scores=scores,
+                overall=rubric.overall(scores),
+                reason="synthetic",
+                judge=spec.judge,
+                rubric=rubric.identity,
             )
+            verdicts.append((iid, verdict))
             human[iid] = {c: int(true[c][k]) for c in criteria}
     with session_scope(engine, write=True) as session:
         upsert_interactions(session=session, interactions=rows)
