@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
 
 from judges.reference_fit import fit_balanced
 from judgewatch.contract.items import JudgeItem
 from judgewatch.settings import REPO_ROOT
+from judgewatch.stats.auroc import auroc as stats_auroc
 
 DATASETS = REPO_ROOT / "datasets"
 
@@ -105,11 +105,8 @@ def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int
 
 
 def auroc(scores: np.ndarray, right: np.ndarray) -> float:
-    """Mann-Whitney AUROC with ties counted 1/2."""
-    ranks = rankdata(scores)
-    n_pos = int(right.sum())
-    n_neg = len(right) - n_pos
-    return float((ranks[right].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """AUROC of `scores` separating the right answers from the wrong ones, ties counted 1/2."""
+    return stats_auroc(scores[right], scores[~right])
 
 
 @dataclass(frozen=True)
