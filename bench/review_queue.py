@@ -18,6 +18,7 @@ import time
 import uuid
 from functools import partial
 
+import numpy as np
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
@@ -67,11 +68,6 @@ PICK_PLAN = (
     "review_label l WHERE l.review_item_id = review_item.id AND l.reviewer = 'bench-00') "
     "ORDER BY created_at, id LIMIT 1"
 )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
@@ -233,7 +229,7 @@ def report(
     wall = time.perf_counter() - started
     print(f"{title}: {len(lease_ms)} lease+submit cycles in {wall:.1f} s ({len(lease_ms) / wall:.0f} cycles/s)")
     for label, values in (("lease next item", lease_ms), ("submit", submit_ms)):
-        median, p99 = statistics.median(values), percentile(values, 0.99)
+        median, p99 = statistics.median(values), float(np.percentile(values, 99, method="nearest"))
         print(
             f"  {label:<16} median {median:6.1f} ms   p99 {p99:6.1f} ms   / limit {LIMIT_MS:.0f} ms: "
             f"median {median / LIMIT_MS:.2f}, p99 {p99 / LIMIT_MS:.2f}"
