@@ -103,10 +103,9 @@ def main() -> None:
                 f"{len(found)} refit, mean AUROC {np.mean(found):.3f}, above word recall ({recall_auroc:.3f}) in "
                 f"{above} ({above / args.draws:.0%} of the draws)"
             )
-    load = os.getloadavg()[0]
     met = all(r > LIMIT for r in ratios.values())
     figures = ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items())
-    print(f"load average {load:.2f}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"align-refit held-out AUROC over word recall: {figures} (limit > {LIMIT:g}): {'met' if met else 'NOT met'}")
     sys.exit(0 if met else 1)
 
