@@ -137,9 +137,8 @@ up() {
   local t0=$SECONDS
   mkdir -p "$STATE" "$DATA_DIR"
   say "PostgreSQL databases $PREFECT_DB and $STORE_DB on ${PG_URL#*@}"
-  run "${cmd_prefect_db_create[@]}" | sed 's/^/[stack]   /'
-  run "${cmd_store_create[@]}" | sed 's/^/[stack]   /'
-  run "${cmd_store_migrate[@]}" | sed 's/^/[stack]   /'
+  local -n cmd
+  for cmd in cmd_prefect_db_create cmd_store_create cmd_store_migrate; do run "${cmd[@]}" | sed 's/^/[stack]   /'; done
 
   start prefect-server "$STATE" env PREFECT_API_DATABASE_CONNECTION_URL="$PREFECT_DB_URL" \
     PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_HOME="$STATE/prefect-home" "$BIN/${cmd_prefect_server[@]}"
