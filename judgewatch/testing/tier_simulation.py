@@ -82,8 +82,7 @@ def _population(rng: np.random.Generator, d: Design) -> dict[str, np.ndarray]:
 
 
 def _label(rng: np.random.Generator, truth: np.ndarray, d: Design) -> np.ndarray:
-    step = rng.choice([-1.0, 1.0], truth.size) * (rng.random(truth.size) < d.reviewer_error)
-    label = truth + step
+    label = truth + rng.choice([-1.0, 1.0], truth.size) * (rng.random(truth.size) < d.reviewer_error)
     return np.where((label < 1) | (label > 5), truth, label)  # never off the scale
 
 
