@@ -133,8 +133,7 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
             bias = np.full(n, truth.judge_bias)
             if spec.shift and spec.shift.tier == tier and spec.shift.criterion == c:
                 bias = bias + np.where(day >= spec.shift.from_day, spec.shift.delta, 0.0)
-            noisy = true[c] + bias + rng.normal(0.0, spec.judge_noise, n)
-            judged[c] = np.clip(np.rint(noisy), lo, hi).astype(int)
+            judged[c] = np.clip(np.rint(true[c] + bias + rng.normal(0.0, spec.judge_noise, n)), lo, hi).astype(int)
             truth_table[(tier, c)] = float(true[c].mean())
         ids[tier] = []
         for k in range(n):
