@@ -68,13 +68,11 @@ def main() -> None:
         [labels] = [name for name in BEGIN if name != held_out]
         fit_on = sets[labels]
         result = refit(current, [(c.item, c.right) for c in fit_on], [c.item.id for c in fit_on])
-        aligned = aligned_models(result.document)
         cases = sets[held_out]
         right = np.array([c.right for c in cases])
-        scores = probabilities(aligned, cases)
+        scores = probabilities(aligned_models(result.document), cases)
         baseline = np.array([word_recall(c.item.answer, c.item) for c in cases])
-        groups = [c.group for c in cases]
-        bounds = paired_bootstrap(scores, baseline, right, groups, args.bootstrap, SEED)
+        bounds = paired_bootstrap(scores, baseline, right, [c.group for c in cases], args.bootstrap, SEED)
         refit_auroc, recall_auroc = auroc(scores, right), auroc(baseline, right)
         ratios[held_out] = refit_auroc / recall_auroc
         low, high = bounds["difference"]
@@ -103,10 +101,9 @@ def main() -> None:
                 f"{len(found)} refit, mean AUROC {np.mean(found):.3f}, above word recall ({recall_auroc:.3f}) in "
                 f"{above} ({above / args.draws:.0%} of the draws)"
             )
-    load = os.getloadavg()[0]
     met = all(r > LIMIT for r in ratios.values())
     figures = ", ".join(f"{name} {ratio:.3f}" for name, ratio in ratios.items())
-    print(f"load average {load:.2f}")
+    print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"align-refit held-out AUROC over word recall: {figures} (limit > {LIMIT:g}): {'met' if met else 'NOT met'}")
     sys.exit(0 if met else 1)
 

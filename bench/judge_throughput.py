@@ -265,12 +265,9 @@ def in_process(args: argparse.Namespace, rubric: Rubric, tmp: Path, limit: float
             store_url = f"sqlite:///{tmp / f'round{r}.db'}"
             engine = make_engine(store_url)
             migrate(engine)
-            if profiler:
-                profiler.enable()
-            summary, wall, cpu = timed_run(judge_and_store(url, items, rubric, engine, args.concurrency))
+            with profiler or contextlib.nullcontext():
+                summary, wall, cpu = timed_run(judge_and_store(url, items, rubric, engine, args.concurrency))
             assert summary.by_status == {"scored": len(items)}, summary.by_status
-            if profiler:
-                profiler.disable()
             engine.dispose()
             stored = count_rows(store_url, VerdictRecord)
             assert stored == len(items), f"{stored} verdicts stored for {len(items)} items"

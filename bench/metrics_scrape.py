@@ -121,9 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--url", default=postgres_url())
-    parser.add_argument(
-        "--store-schema", default=None, help="measure this kept schema (seeded if empty, never dropped)"
-    )
+    parser.add_argument("--store-schema", help="measure this kept schema (seeded if empty, never dropped)")
     args = parser.parse_args()
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):

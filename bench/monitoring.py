@@ -106,8 +106,7 @@ def main() -> None:
     from judges.reference import ReferenceJudge
 
     rubric = load_rubric("answer_quality", REPO_ROOT / "rubrics")
-    frame = population(ReferenceJudge(), rubric).frame
-    pairs = frame[["judge", "human_all"]].to_numpy(dtype=float)
+    pairs = population(ReferenceJudge(), rubric).frame[["judge", "human_all"]].to_numpy(dtype=float)
     d = pairs[:, 0] - pairs[:, 1]
     high = float(rubric.scale.max)
     step_prob = DRIFT / float(np.mean(pairs[:, 0] < high))
@@ -131,8 +130,7 @@ def main() -> None:
         onset = int(rng.integers(7 * HOURS, 22 * HOURS))
         after = slice(seen[onset - 1], None)
         drawn[after, 0] = lenient(rng, drawn[after, 0], high, step_prob)
-        alarms = monitor_alarms(drawn, seen, cfg)
-        hits = np.flatnonzero(alarms[onset:])
+        hits = np.flatnonzero(monitor_alarms(drawn, seen, cfg)[onset:])
         delays.append(float(hits[0] + 1) if hits.size else np.inf)  # hours after the drift began, first look
     fixed = daily = 0
     for _ in range(args.fixed_runs):

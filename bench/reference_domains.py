@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import rankdata
 
 from judges.reference_fit import fit_balanced
 from judgewatch.contract.items import JudgeItem
 from judgewatch.settings import REPO_ROOT
+from judgewatch.stats.auroc import auroc as stats_auroc
 
 DATASETS = REPO_ROOT / "datasets"
 
@@ -105,11 +105,8 @@ def halluqa_cases(folder: Path, *, leaky: bool = False) -> tuple[list[Case], int
 
 
 def auroc(scores: np.ndarray, right: np.ndarray) -> float:
-    """Mann-Whitney AUROC with ties counted 1/2."""
-    ranks = rankdata(scores)
-    n_pos = int(right.sum())
-    n_neg = len(right) - n_pos
-    return float((ranks[right].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """AUROC of `scores` separating the right answers from the wrong ones, ties counted 1/2."""
+    return stats_auroc(scores[right], scores[~right])
 
 
 @dataclass(frozen=True)
@@ -125,9 +122,8 @@ def begin_rows(domain: str, folder: Path = BEGIN) -> list[BeginRow]:
     """Every row of one BEGIN file; ValueError naming the row when it has not six tab-separated fields."""
     relative, tag = BEGIN_FILES[domain]
     path = folder / relative
-    lines = path.read_text(encoding="utf-8").split("\n")
     rows = []
-    for number, line in enumerate(lines[1:], start=1):
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n")[1:], start=1):
         if not line:
             continue
         fields = line.split("\t")
@@ -159,11 +155,10 @@ def trust_set_ids(sets: Sequence[Path] = TRUST_SETS) -> frozenset[str]:
 def domains() -> dict[str, list[Case]]:
     """The four development domains without the mini golden sets' items (`TRUST_SETS`): trust validation takes no
     in-sample item as evidence, so the sets the demo and the gate trust the judge on stay out of every fit."""
-    halluqa = halluqa_cases(DATASETS / "halluqa_upstream")[0]
     held_out = trust_set_ids()
     sets = {
         "halueval": [c for c in halueval_cases(DATASETS / "halueval_upstream") if c.dev],
-        "halluqa": [c for c in halluqa if by_category_dev(c)],
+        "halluqa": [c for c in halluqa_cases(DATASETS / "halluqa_upstream")[0] if by_category_dev(c)],
         **{name: begin_cases(name) for name in BEGIN_FILES},
     }
     return {name: [c for c in cases if golden_id(c) not in held_out] for name, cases in sets.items()}

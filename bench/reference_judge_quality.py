@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,18 +56,12 @@ SWAP_SUPPORT = 0.95  # 1.1.0's level-5 cut on this share: the hallucinated answe
 SEED = 20261129
 
 
-def bootstrap_interval(scores: np.ndarray, right: np.ndarray, groups: Sequence[str], n: int) -> tuple[float, float]:
-    """95% percentile interval of the AUROC, resampling whole questions (seeded)."""
-    low, high = np.percentile([auroc(scores[rows], right[rows]) for rows in group_resamples(groups, right, n, SEED)],
-                              [2.5, 97.5])  # fmt: skip
-    return float(low), float(high)
-
-
 def report(label: str, cases: list[Case], score: Callable[[Case], float], n_boot: int) -> float:
     scores = np.array([score(c) for c in cases], dtype=float)
     right = np.array([c.right for c in cases])
     value = auroc(scores, right)
-    low, high = bootstrap_interval(scores, right, [c.group for c in cases], n_boot)
+    resamples = group_resamples([c.group for c in cases], right, n_boot, SEED)  # whole questions
+    low, high = np.percentile([auroc(scores[rows], right[rows]) for rows in resamples], [2.5, 97.5])
     n_right = int(right.sum())
     print(
         f"  {label:<50} AUROC {value:.3f} [95% {low:.3f}-{high:.3f}] (ratio {value / CHANCE:.2f} over chance 0.5)"

@@ -1,9 +1,8 @@
 """Benchmark: decide-before-parse sampling (columnar reader + sampler + PII scrubbing of the picks) at a 1% rate.
 
-Each format on one 0.5M-row shard of a synthetic gateway log and on all of them, each run a fresh subprocess pinned
-to one core, beside pyarrow reading the same rows (`ceiling`; for JSONL also `scanner`, the mapped fields only);
-`--workers W` adds 1 worker against W side by side. Method and limits: bench/README.md, "Traffic sampling" and
-"Sampling: partitions across workers".
+Each format on one shard of a synthetic gateway log and on all, beside pyarrow reading the same rows; `--workers W`
+adds 1 worker against W. Method and limits: bench/README.md, "Traffic sampling" and "Sampling: partitions across
+workers".
 
     .venv/bin/python bench/sampling.py [--shard-rows 500000] [--shards 4] [--keep] [--logs DIR] [--row-path]
                                        [--workers 2]

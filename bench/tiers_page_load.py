@@ -121,12 +121,11 @@ def main() -> None:
         assert "Computed " in view.header and len(view.estimates) == 2, view.header
         assert [h for _, h in view.series] == list(SERIES) and view.shown == SERIES[0], view.series
         assert "the judge the latest gate used" in view.header, view.header
-        report = Path(tmp) / "tiers.json"
         calls: dict[str, Callable[[], object]] = {
             "Tiers page, default series": lambda: tiers_view(engine, since="90d"),
             "Tiers page, other series picked": lambda: tiers_view(engine, since="90d", series=SERIES[1]),
             "Calibration page": lambda: calibration_view(engine, since="90d"),
-            "report tiers --since 90d --format json": lambda: report_from_snapshot(engine, report),
+            "report tiers --since 90d --format json": lambda: report_from_snapshot(engine, Path(tmp) / "tiers.json"),
         }
         loads = {name: best_of(call, REPEATS) for name, call in calls.items()}
         engine.dispose()

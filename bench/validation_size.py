@@ -60,13 +60,10 @@ def main() -> None:
             cont, ints, int_auc = [], [], []
             for _ in range(args.reps):
                 good, bad = simulate(a, n, rng)
-                est = auroc_interval(
-                    good, bad, paired=True, resamples=args.resamples, seed=int(rng.integers(1_000_000_000))
-                )
-                cont.append(est.high - est.low)
                 g, b = np.searchsorted(CUTS, good) + 1.0, np.searchsorted(CUTS, bad) + 1.0
-                est = auroc_interval(g, b, paired=True, resamples=args.resamples, seed=int(rng.integers(1_000_000_000)))
-                ints.append(est.high - est.low)
+                for widths, (x, y) in ((cont, (good, bad)), (ints, (g, b))):
+                    est = auroc_interval(x, y, paired=True, resamples=args.resamples, seed=int(rng.integers(10**9)))
+                    widths.append(est.high - est.low)
                 int_auc.append(auroc(g, b))
             if a == 0.8 and n == 40:
                 forty = float(np.mean(cont))

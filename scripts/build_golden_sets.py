@@ -221,11 +221,10 @@ def _card_front(name: str, n_rows: int, subset_of: str | None, **fields: Any) ->
     if not subset_of:
         return front, ""
     front["subset_of"] = subset_of
-    subset = (
+    return front, (
         f"**Subset:** the first {n_rows} items of `{subset_of}`, unchanged, for fast tests. "
         f"Use `{subset_of}` for real regression runs.\n\n"
     )
-    return front, subset
 
 
 def halueval_card(rows: list[dict[str, Any]], subset_of: str | None = None) -> tuple[dict[str, Any], str]:

@@ -137,9 +137,8 @@ up() {
   local t0=$SECONDS
   mkdir -p "$STATE" "$DATA_DIR"
   say "PostgreSQL databases $PREFECT_DB and $STORE_DB on ${PG_URL#*@}"
-  run "${cmd_prefect_db_create[@]}" | sed 's/^/[stack]   /'
-  run "${cmd_store_create[@]}" | sed 's/^/[stack]   /'
-  run "${cmd_store_migrate[@]}" | sed 's/^/[stack]   /'
+  local -n cmd
+  for cmd in cmd_prefect_db_create cmd_store_create cmd_store_migrate; do run "${cmd[@]}" | sed 's/^/[stack]   /'; done
 
   start prefect-server "$STATE" env PREFECT_API_DATABASE_CONNECTION_URL="$PREFECT_DB_URL" \
     PREFECT_SERVER_ANALYTICS_ENABLED=false PREFECT_HOME="$STATE/prefect-home" "$BIN/${cmd_prefect_server[@]}"
@@ -246,16 +245,10 @@ status() {
 }
 
 commands() {
-  printf 'prefect-server: %s\n' "${cmd_prefect_server[*]}"
-  printf 'prefect-db-create: %s\n' "${cmd_prefect_db_create[*]}"
-  printf 'store-create: %s\n' "${cmd_store_create[*]}"
-  printf 'store-migrate: %s\n' "${cmd_store_migrate[*]}"
-  printf 'work-pool: %s\n' "${cmd_work_pool[*]}"
-  printf 'judge-limit: %s\n' "${cmd_judge_limit[*]}"
-  printf 'deploy: %s\n' "${cmd_deploy[*]}"
+  show() { local -n cmd=cmd_$1; printf '%s: %s\n' "${1//_/-}" "${cmd[*]}"; }  # show NAME: the line of cmd_NAME
+  for c in prefect_server prefect_db_create store_create store_migrate work_pool judge_limit deploy; do show "$c"; done
   for i in $(seq 1 "$WORKERS"); do printf 'worker-%s: %s judgewatch-worker-%s\n' "$i" "${cmd_worker[*]}" "$i"; done
-  printf 'review-ui: %s\n' "${cmd_review_ui[*]}"
-  printf 'ingest: %s\n' "${cmd_ingest[*]}"
+  for c in review_ui ingest; do show "$c"; done
 }
 
 main() {

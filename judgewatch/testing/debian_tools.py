@@ -9,20 +9,14 @@ from typing import NoReturn
 
 import pytest
 
-INSTALL_HINT = {
-    "promtool": "apt-get install -y prometheus",
-    "prometheus": "apt-get install -y prometheus",
-}
-
 
 def debian_tool(name: str) -> str:
     """The path of `name`; when it is missing, the test is `unavailable` (scripts/run_tests.sh installs these tools)."""
     path = shutil.which(name)
     if path is not None:
         return path
-    unavailable(
-        f"{name} is not installed ({INSTALL_HINT.get(name, 'apt-get install it')}; scripts/run_tests.sh does it)"
-    )
+    hint = "apt-get install -y prometheus" if name in ("promtool", "prometheus") else "apt-get install it"
+    unavailable(f"{name} is not installed ({hint}; scripts/run_tests.sh does it)")
 
 
 def unavailable(message: str) -> NoReturn:

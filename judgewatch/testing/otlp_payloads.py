@@ -62,10 +62,8 @@ def openinference_llm(trace: int, span_id: int, question: str, answer: str, mode
 
 
 def retriever(trace: int, span_id: int, *documents: str) -> dict[str, Any]:
-    attributes: dict[str, Any] = {"openinference.span.kind": "RETRIEVER"}
-    for n, text in enumerate(documents):
-        attributes[f"retrieval.documents.{n}.document.content"] = text
-    return span(trace, span_id, "retrieve", attributes)
+    contents = {f"retrieval.documents.{n}.document.content": text for n, text in enumerate(documents)}
+    return span(trace, span_id, "retrieve", {"openinference.span.kind": "RETRIEVER", **contents})
 
 
 def request(*spans: dict[str, Any], service: str = "shop-assistant") -> dict[str, Any]:

@@ -32,15 +32,10 @@ def level_distribution(level: int, low: int, high: int, seed: bytes) -> dict[int
     rest = 1.0 - top
     probs = dict.fromkeys(range(low, high + 1), 0.0001)
     probs[level] = top
-    below, above = level - 1, level + 1
-    if below < low:
-        lean = 1.0
-    elif above > high:
-        lean = 0.0
-    if above <= high:
-        probs[above] += rest * lean
-    if below >= low:
-        probs[below] += rest * (1 - lean)
+    if level < high:  # at the scale's bottom, all the rest goes above
+        probs[level + 1] += rest * (lean if level > low else 1.0)
+    if level > low:
+        probs[level - 1] += rest * (1 - lean if level < high else 1.0)
     total = sum(probs.values())
     return {v: p / total for v, p in probs.items()}
 

@@ -199,10 +199,13 @@ async def _chat(request: web.Request) -> web.StreamResponse:
         return _error(400, "request body must be JSON with 'messages'")
     state.captured.append(body)
     state.authorizations[request.headers.get("Authorization", "")] += 1
-    if state.max_model_len is not None:
-        too_long = _context_error(state, messages)
-        if too_long is not None:
-            return too_long
+    if state.max_model_len is not None:  # vLLM's HTTP 400 when the prompt alone fills the window
+        message = window_error(state.max_model_len, prompt_tokens(messages))
+        if message is not None:
+            state.status[400] += 1
+            state.faults["context_length"] += 1
+            error = {"message": message, "type": "BadRequestError", "param": "input_tokens", "code": 400}
+            return web.json_response({"error": error}, status=400)
     fault = _fault_for(messages, state.mode)
     state.faults[fault.kind] += 1
     kind = fault.kind
@@ -259,18 +262,6 @@ async def _chat(request: web.Request) -> web.StreamResponse:
             "usage": _usage(state, messages, content),
         }
     )
-
-
-def _context_error(state: SimState, messages: list[dict[str, Any]]) -> web.Response | None:
-    """vLLM's HTTP 400 when the prompt alone fills the window, else None (vLLM then clamps `max_tokens`)."""
-    assert state.max_model_len is not None
-    message = window_error(state.max_model_len, prompt_tokens(messages))
-    if message is None:
-        return None
-    state.status[400] += 1
-    state.faults["context_length"] += 1
-    error = {"message": message, "type": "BadRequestError", "param": "input_tokens", "code": 400}
-    return web.json_response({"error": error}, status=400)
 
 
 async def _tokenize(request: web.Request) -> web.Response:

@@ -133,8 +133,7 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
             bias = np.full(n, truth.judge_bias)
             if spec.shift and spec.shift.tier == tier and spec.shift.criterion == c:
                 bias = bias + np.where(day >= spec.shift.from_day, spec.shift.delta, 0.0)
-            noisy = true[c] + bias + rng.normal(0.0, spec.judge_noise, n)
-            judged[c] = np.clip(np.rint(noisy), lo, hi).astype(int)
+            judged[c] = np.clip(np.rint(true[c] + bias + rng.normal(0.0, spec.judge_noise, n)), lo, hi).astype(int)
             truth_table[(tier, c)] = float(true[c].mean())
         ids[tier] = []
         for k in range(n):
@@ -157,20 +156,16 @@ def write_synthetic(engine: Engine, rubric: Rubric, spec: SyntheticSpec) -> Synt
                 )
             )
             scores: dict[str, int | None] = {c: int(judged[c][k]) for c in criteria}
-            verdicts.append(
-                (
-                    iid,
-                    Verdict(
-                        item_id=source_id,
-                        status=VerdictStatus.scored,
-                        scores=scores,
-                        overall=rubric.overall(scores),
-                        reason="synthetic",
-                        judge=spec.judge,
-                        rubric=rubric.identity,
-                    ),
-                )
+            verdict = Verdict(
+                item_id=source_id,
+                status=VerdictStatus.scored,
+                scores=scores,
+                overall=rubric.overall(scores),
+                reason="synthetic",
+                judge=spec.judge,
+                rubric=rubric.identity,
             )
+            verdicts.append((iid, verdict))
             human[iid] = {c: int(true[c][k]) for c in criteria}
     with session_scope(engine, write=True) as session:
         upsert_interactions(session=session, interactions=rows)

@@ -1,12 +1,8 @@
 """A synthetic population with known truth, to prove the traffic estimators' intervals (bench/tier_inference.py).
 
-Two tiers serve different request mixes; the judge's bias differs by tier and request type; traffic is sampled per
-(tier, route) at unequal rates and routed to people uniformly plus borderline verdicts; reviewers err by a point,
-never past the scale. The truth an interval is checked against is the population mean of a label's expectation
-(`expected_label`), the mean *human* score. Per replication four intervals per quantity: corrected
-(`stats.survey_ppi_mean` with sampling x routing probabilities, what judgewatch reports), human (labels alone),
-naive (the judge's plain mean) and pooled (PPI with routing weights only, over the sample and golden items).
-Design and figures: bench/README.md, "Traffic tier inference with known truth".
+The truth is the mean *human* score (`expected_label`); the design, the four estimators per quantity (corrected,
+what judgewatch reports; human; naive; pooled) and the figures: bench/README.md, "Traffic tier inference with known
+truth".
 """
 
 from __future__ import annotations
@@ -86,8 +82,7 @@ def _population(rng: np.random.Generator, d: Design) -> dict[str, np.ndarray]:
 
 
 def _label(rng: np.random.Generator, truth: np.ndarray, d: Design) -> np.ndarray:
-    step = rng.choice([-1.0, 1.0], truth.size) * (rng.random(truth.size) < d.reviewer_error)
-    label = truth + step
+    label = truth + rng.choice([-1.0, 1.0], truth.size) * (rng.random(truth.size) < d.reviewer_error)
     return np.where((label < 1) | (label > 5), truth, label)  # never off the scale
 
 
