@@ -75,7 +75,7 @@ def test_the_ignore_file_keeps_every_tracked_file() -> None:
 def test_the_dockerfile_installs_the_package_in_one_stage_without_a_compiler() -> None:
     text = (COMPOSE_DIR / "Dockerfile").read_text(encoding="utf-8")
     assert text.count("\nFROM ") + text.startswith("FROM ") == 1
-    assert "pip install --no-cache-dir ." in text and "gcc" not in text
+    assert "pip install --no-cache-dir '.[otel]'" in text and "gcc" not in text  # with the otel extra
 
 
 @pytest.mark.slow
